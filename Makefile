@@ -1,0 +1,44 @@
+# Two commands do all set-up on a fresh machine:
+#   make serve   # create/reuse .venv, install, start the server on :8765
+#   make test    # create/reuse .venv, install, run the whole test suite
+#
+# TORCH_SPEC/TORCH_INDEX choose the torch build. The default takes torch 2.13.0
+# as the package index (or a local wheel directory) serves it. For an explicit
+# CPU or CUDA build elsewhere, see docs/install.md, e.g.
+#   make serve TORCH_INDEX=https://download.pytorch.org/whl/cu128
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+ARGS ?=
+PYTEST_ARGS ?=
+
+STAMP := $(VENV)/.installed
+
+.PHONY: install serve test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/runtime.txt requirements/dev.txt requirements/no-deps.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PIP) install -q -r requirements/runtime.txt -r requirements/dev.txt
+	$(PIP) install -q --no-deps -r requirements/no-deps.txt
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	$(PY) -c "import realtime.runtime.compat as c; c.check_install()"
+	touch $@
+
+serve: $(STAMP)
+	$(PY) -m realtime serve $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m realtime.bench --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
