@@ -1,0 +1,128 @@
+"""Output audio of one utterance: 24 kHz float32 chunks in, framed payloads out.
+
+The vocoder yields audio at 24 kHz in chunks of whatever size decoding gives.
+A client asked for a sample rate, a sample format and a frame duration. The
+``AudioFramer`` resamples as a stream (soxr), cuts the stream into frames of
+exactly ``frame_ms`` and encodes each one; only a segment's last frame may be
+shorter. Counting happens in output-rate samples, so the timing fields the
+session reports (``offset_ms``, ``audio_ms``) match the bytes sent exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import soxr
+
+from protocol.pcm import BYTES_PER_SAMPLE, encode_samples
+
+log = logging.getLogger(__name__)
+
+SOURCE_RATE = 24000
+SUPPORTED_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
+
+_EMPTY = np.zeros(0, dtype=np.float32)
+
+
+class AudioFramer:
+    """24 kHz float32 chunks in -> encoded frame payloads of frame_ms out (one per utterance).
+
+    ``push`` returns the payloads of the frames completed by a chunk;
+    ``end_segment`` flushes the resampler and returns the rest of the segment
+    (its last frame may be shorter, it is never empty). A segment that was
+    given no samples produces no payload.
+
+    Counters, in output-rate samples:
+      ``samples_sent``    all payloads returned so far;
+      ``segment_samples`` payloads of the current segment. After ``end_segment``
+                          it still holds the ended segment's total (so the
+                          caller can report it) until the next ``push`` or
+                          ``end_segment`` starts a new segment.
+    The segment's start offset is therefore ``samples_sent - segment_samples``.
+
+    Raises ``ValueError`` for an unsupported rate, format or frame duration.
+    Thread: one owner; no locking.
+    """
+
+    def __init__(self, fmt: str, sample_rate: int, frame_ms: int):
+        if sample_rate not in SUPPORTED_RATES:
+            raise ValueError(f"unsupported sample rate {sample_rate}")
+        if fmt not in BYTES_PER_SAMPLE:
+            raise ValueError(f"unsupported format {fmt!r}")
+        if frame_ms < 1:
+            raise ValueError(f"frame_ms must be >= 1, got {frame_ms}")
+        self.fmt = fmt
+        self.sample_rate = sample_rate
+        self.frame_ms = frame_ms
+        self.bytes_per_sample = BYTES_PER_SAMPLE[fmt]
+        self.frame_samples = max(1, round(sample_rate * frame_ms / 1000))
+        self.samples_sent = 0
+        self.segment_samples = 0
+        self._segment_ended = False
+        self._resampler: soxr.ResampleStream | None = None
+        # Output-rate samples not yet framed; always shorter than one frame
+        # between calls.
+        self._pending = _EMPTY
+
+    def ms(self, samples: int) -> float:
+        """Duration in milliseconds of ``samples`` output-rate samples."""
+        return samples * 1000 / self.sample_rate
+
+    def push(self, samples: np.ndarray) -> list[bytes]:
+        """Add a chunk of 24 kHz mono float32 audio; return payloads of complete frames.
+
+        ``samples`` is 1-D (any float dtype, converted). An empty chunk returns [].
+        """
+        chunk = np.asarray(samples, dtype=np.float32)
+        if chunk.ndim != 1:
+            raise ValueError(f"expected mono 1-D samples, got shape {chunk.shape}")
+        self._start_segment_if_ended()
+        if chunk.size == 0:
+            return []
+        if self.sample_rate != SOURCE_RATE:
+            if self._resampler is None:
+                self._resampler = soxr.ResampleStream(
+                    SOURCE_RATE, self.sample_rate, 1, dtype="float32"
+                )
+            chunk = self._resampler.resample_chunk(chunk)
+        return self._frames(chunk, last=False)
+
+    def end_segment(self) -> list[bytes]:
+        """Flush the resampler; return the segment's remaining frames (last may be short)."""
+        self._start_segment_if_ended()
+        tail = _EMPTY
+        if self._resampler is not None:
+            tail = self._resampler.resample_chunk(_EMPTY, last=True)
+            # A fresh resampler per segment: segments are separate sentences,
+            # so no filter state carries across the gap between them.
+            self._resampler = None
+        payloads = self._frames(tail, last=True)
+        self._segment_ended = True
+        return payloads
+
+    def _start_segment_if_ended(self) -> None:
+        if self._segment_ended:
+            self._segment_ended = False
+            self.segment_samples = 0
+
+    def _frames(self, chunk: np.ndarray, last: bool) -> list[bytes]:
+        """Append ``chunk`` to the pending samples; encode whole frames (and the rest if last)."""
+        if self._pending.size:
+            chunk = np.concatenate((self._pending, chunk))
+        size = self.frame_samples
+        whole = chunk.size - chunk.size % size
+        payloads = [self._encode(chunk[start : start + size]) for start in range(0, whole, size)]
+        rest = chunk[whole:]
+        if last and rest.size:
+            payloads.append(self._encode(rest))
+            rest = _EMPTY
+        self._pending = rest.copy() if rest.size else _EMPTY
+        return payloads
+
+    def _encode(self, frame: np.ndarray) -> bytes:
+        # encode_samples clips: the resampler's filter can overshoot full scale.
+        payload = encode_samples(frame, self.fmt)
+        self.samples_sent += frame.size
+        self.segment_samples += frame.size
+        return payload

@@ -1,0 +1,254 @@
+"""Sentence segmentation of Chinese, English and mixed text, for streamed input.
+
+An utterance's text arrives in arbitrary pieces (an LLM's token stream may
+break inside a word or inside "..." or "?!"). ``SentenceSplitter`` buffers it
+and releases each sentence as soon as its end is certain, so synthesis of the
+first sentence starts while the rest is still being written.
+
+Rules, in order of the scan:
+
+* A newline ends a sentence.
+* A terminator run is a terminator (``. ! ? 。 ！ ？ ； … ｡``) followed by any
+  further terminators and closing quotes/brackets; the sentence ends after the
+  whole run, so closers stay with their sentence.
+* A run holding a Chinese terminator ends the sentence whatever follows
+  (no space needed). Otherwise the character after the run must be whitespace
+  or CJK: ``3.14``, ``e.g.,`` and ``example.com`` are not sentence ends.
+* Before whitespace, ``!``/``?`` end the sentence; a single ``.`` does unless
+  the word before it is a title or Latin abbreviation (``Dr.``, ``e.g.``,
+  ``vs.``); after ``etc.``, ``No.``, acronyms (``U.S.``, ``a.m.``) and
+  ellipses the sentence continues when the next word starts lowercase or
+  with a digit.
+* A sentence shorter than ``min_chars`` joins the next one.
+* A sentence longer than ``max_chars`` is cut at its last clause punctuation
+  (``，,、;：:—``), else at whitespace, else between two characters that are not
+  both Latin letters or digits, else hard at ``max_chars``.
+
+Every decision depends only on text already seen plus a bounded look-ahead;
+when the look-ahead is missing the splitter waits (until more text or
+``flush``). So any chunking of a text yields the same sentences as the whole
+text, and the sentences joined equal the input up to whitespace at their
+boundaries.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_CHARS = 150
+DEFAULT_MIN_CHARS = 2
+
+# Chinese / full-width terminators: the sentence ends after them, no space needed.
+_CJK_TERMINATORS = frozenset("。！？；｡")
+_TERMINATORS = frozenset(".!?…") | _CJK_TERMINATORS
+_CLOSERS = frozenset("\"')]}”’」』）】》〉〕］｝»")
+_RUN_CHARS = _TERMINATORS | _CLOSERS
+_NEWLINES = frozenset("\n\r\u2028\u2029")
+_CLAUSE = frozenset("，,、;；：:—–")
+# ASCII clause marks inside numbers and words ("3,000", "10:30") are no cut points.
+_ASCII_CLAUSE = frozenset(",;:")
+
+# Titles and Latin abbreviations that never end a sentence ("Dr. Smith").
+_NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e"})
+# Abbreviations that end a sentence unless the next word is lowercase or a digit.
+_MAYBE_FINAL = frozenset({"etc", "no"})
+_ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+_WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
+
+
+def _is_cjk(ch: str) -> bool:
+    """True for CJK ideographs, kana, hangul, CJK punctuation and full-width forms."""
+    o = ord(ch)
+    return (
+        0x3000 <= o <= 0x30FF  # CJK symbols and punctuation, hiragana, katakana
+        or 0x3400 <= o <= 0x4DBF
+        or 0x4E00 <= o <= 0x9FFF
+        or 0xAC00 <= o <= 0xD7AF
+        or 0xF900 <= o <= 0xFAFF
+        or 0xFF00 <= o <= 0xFFEF
+        or 0x20000 <= o <= 0x3FFFF
+    )
+
+
+def _is_latin_alnum(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+class _Wait(Exception):
+    """The look-ahead needed for a decision has not arrived yet."""
+
+
+class SentenceSplitter:
+    """Incremental sentence segmentation of one utterance's text.
+
+    ``feed`` appends text and returns the sentences now complete; ``flush``
+    releases everything buffered (the input ended, or the client asked to
+    synthesize what it has). Returned sentences are stripped, never empty and
+    never longer than ``max_chars``. Not thread-safe: one owner.
+    """
+
+    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS, min_chars: int = DEFAULT_MIN_CHARS):
+        if max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+        if not 0 <= min_chars <= max_chars:
+            raise ValueError(f"min_chars must be in [0, max_chars], got {min_chars}")
+        self.max_chars = max_chars
+        self.min_chars = min_chars
+        self._buf = ""
+
+    @property
+    def pending(self) -> str:
+        """Text buffered and not yet released (leading whitespace dropped)."""
+        return self._buf
+
+    def feed(self, text: str) -> list[str]:
+        """Append ``text``; return the sentences whose end is now certain."""
+        self._buf += text
+        return self._drain(final=False)
+
+    def flush(self) -> list[str]:
+        """Release everything buffered, treating the buffer's end as the text's end."""
+        return self._drain(final=True)
+
+    def _drain(self, final: bool) -> list[str]:
+        out: list[str] = []
+        while True:
+            self._buf = self._buf.lstrip()
+            if not self._buf:
+                return out
+            end = self._next_end(final)
+            if end is None:
+                if len(self._buf.rstrip()) > self.max_chars:
+                    # The sentence is long whatever its end: the cut only
+                    # looks at its first max_chars + 1 characters.
+                    end = self._cut_point()
+                elif final:
+                    end = len(self._buf)
+                else:
+                    return out
+            elif len(self._buf[:end].strip()) > self.max_chars:
+                end = self._cut_point()
+            out.append(self._buf[:end].strip())
+            self._buf = self._buf[end:]
+
+    def _next_end(self, final: bool) -> int | None:
+        """Index just past the first certain sentence end in the buffer, or None."""
+        buf = self._buf
+        n = len(buf)
+        i = 0
+        while i < n:
+            ch = buf[i]
+            if ch in _NEWLINES:
+                i += 1
+                if self._long_enough(i):
+                    return i
+                continue
+            if ch not in _TERMINATORS:
+                i += 1
+                continue
+            j = i + 1
+            while j < n and buf[j] in _RUN_CHARS:
+                j += 1
+            try:
+                ends = self._run_ends_sentence(i, j, final)
+            except _Wait:
+                return None
+            if ends and self._long_enough(j):
+                return j
+            i = j
+        return None
+
+    def _long_enough(self, end: int) -> bool:
+        return len(self._buf[:end].strip()) >= self.min_chars
+
+    def _run_ends_sentence(self, i: int, j: int, final: bool) -> bool:
+        """Whether the terminator run buf[i:j] ends a sentence; raises _Wait."""
+        buf = self._buf
+        if j == len(buf):
+            # The run may still grow ("." -> "...") or gain a closer.
+            if final:
+                return True
+            raise _Wait
+        run = buf[i:j]
+        if any(ch in _CJK_TERMINATORS for ch in run):
+            return True
+        after = buf[j]
+        if _is_cjk(after):
+            return True
+        if not after.isspace():
+            return False
+        if "…" in run or run.count(".") >= 2:
+            return self._next_word_is_new_sentence(j, final)
+        if "!" in run or "?" in run:
+            return True
+        m = _WORD_BEFORE.search(buf, 0, i)
+        word = m.group(0).lower() if m else ""
+        if word in _NEVER_FINAL:
+            return False
+        if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
+            return self._next_word_is_new_sentence(j, final)
+        return True
+
+    def _next_word_is_new_sentence(self, j: int, final: bool) -> bool:
+        """After an ambiguous end: a lowercase letter or digit continues it."""
+        buf = self._buf
+        k = j
+        while k < len(buf) and buf[k].isspace():
+            k += 1
+        if k == len(buf):
+            if final:
+                return True
+            raise _Wait
+        nxt = buf[k]
+        return not (nxt.islower() or nxt.isdigit())
+
+    def _cut_point(self) -> int:
+        """Where to cut a sentence longer than max_chars (1 <= cut <= max_chars).
+
+        Needs buf[0] non-space and len(buf) > max_chars; reads buf[:max_chars + 1].
+        """
+        buf, limit = self._buf, self.max_chars
+        clause = space = edge = 0
+        for p in range(1, limit + 1):
+            prev, nxt = buf[p - 1], buf[p]
+            if nxt.isspace() and not prev.isspace():
+                space = p
+            if self._is_clause_cut(p):
+                clause = p
+            if not (_is_latin_alnum(prev) and _is_latin_alnum(nxt)):
+                edge = p
+        floor = limit // 3
+        # A clause or word boundary in the last two thirds first, so that
+        # pieces are not tiny; then any of them, nearest the limit.
+        preferred = [c for c in (clause, space) if c >= floor]
+        for cut in (*preferred, clause, space, edge):
+            if cut:
+                return cut
+        log.debug("hard cut of a %d+ char word", limit)
+        return limit
+
+    def _is_clause_cut(self, p: int) -> bool:
+        """Whether p ends a run of clause marks and closers holding a clause mark."""
+        buf = self._buf
+        marks = _CLAUSE | _CLOSERS
+        if buf[p] in marks or buf[p - 1] not in marks:
+            return False
+        if buf[p - 1] in _ASCII_CLAUSE and _is_latin_alnum(buf[p]):
+            return False
+        k = p - 1
+        while k >= 0 and buf[k] in marks:
+            if buf[k] in _CLAUSE:
+                return True
+            k -= 1
+        return False
+
+
+def split_sentences(
+    text: str, max_chars: int = DEFAULT_MAX_CHARS, min_chars: int = DEFAULT_MIN_CHARS
+) -> list[str]:
+    """Split a whole text into sentences; the same as one ``feed`` plus ``flush``."""
+    splitter = SentenceSplitter(max_chars=max_chars, min_chars=min_chars)
+    return splitter.feed(text) + splitter.flush()

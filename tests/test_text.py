@@ -1,0 +1,261 @@
+"""Sentence segmentation: rules on examples, then properties over random text and chunkings."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from realtime.text import SentenceSplitter, split_sentences
+
+
+def feed_chunks(chunks: list[str], **kw) -> list[str]:
+    splitter = SentenceSplitter(**kw)
+    out: list[str] = []
+    for chunk in chunks:
+        out += splitter.feed(chunk)
+    return out + splitter.flush()
+
+
+# --- English -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Hello there. How are you? Fine!", ["Hello there.", "How are you?", "Fine!"]),
+        ("Pi is 3.14 today. Yes.", ["Pi is 3.14 today.", "Yes."]),
+        (
+            "Dr. Smith met Mr. Jones and Mrs. Lee. Then they left.",
+            ["Dr. Smith met Mr. Jones and Mrs. Lee.", "Then they left."],
+        ),
+        ("Ask Prof. Kim, Ms. Wu or St. Paul.", ["Ask Prof. Kim, Ms. Wu or St. Paul."]),
+        (
+            "Fruit, e.g. apples, i.e. food. Cats vs. dogs.",
+            ["Fruit, e.g. apples, i.e. food.", "Cats vs. dogs."],
+        ),
+        ("Fruit, e.g., apples. Done.", ["Fruit, e.g., apples.", "Done."]),
+        ("Apples, pears, etc. are fruit.", ["Apples, pears, etc. are fruit."]),
+        ("Apples, pears, etc. Then more.", ["Apples, pears, etc.", "Then more."]),
+        ("The U.S. economy grew. It rose.", ["The U.S. economy grew.", "It rose."]),
+        ("I moved to the U.S. Then I worked.", ["I moved to the U.S.", "Then I worked."]),
+        ("At 5 p.m. we ate. At 7 a.m. Sam left.", ["At 5 p.m. we ate.", "At 7 a.m.", "Sam left."]),
+        ("See No. 5 here. No. It is not.", ["See No. 5 here.", "No.", "It is not."]),
+        ("Well... maybe not. Wait... Then go.", ["Well... maybe not.", "Wait...", "Then go."]),
+        ("Really?! Yes!! OK.", ["Really?!", "Yes!!", "OK."]),
+        ('He said "Stop." Then he ran.', ['He said "Stop."', "Then he ran."]),
+        ("(It works.) Good.", ["(It works.)", "Good."]),
+        ("Visit example.com now. OK.", ["Visit example.com now.", "OK."]),
+        ("Wow!Inc is a name. Yes.", ["Wow!Inc is a name.", "Yes."]),
+    ],
+)
+def test_english_sentences(text, expected):
+    assert split_sentences(text) == expected
+
+
+# --- Chinese and mixed --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("你好。我是小明！你呢？", ["你好。", "我是小明！", "你呢？"]),
+        ("第一句；第二句…第三句", ["第一句；", "第二句…", "第三句"]),
+        ("他说：“好的。”然后走了。", ["他说：“好的。”", "然后走了。"]),
+        ("「走吧。」她说。", ["「走吧。」", "她说。"]),
+        ("真的吗？！是的。", ["真的吗？！", "是的。"]),
+        (
+            "我用Python写代码。It works. 很好!对吧",
+            ["我用Python写代码。", "It works.", "很好!", "对吧"],
+        ),
+        ("版本是3.14。好", ["版本是3.14。", "好"]),
+        ("等一下……好吧。", ["等一下……", "好吧。"]),
+    ],
+)
+def test_chinese_and_mixed_sentences(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_newline_ends_a_sentence():
+    text = "first line\nsecond line\r\nthird"
+    assert split_sentences(text) == ["first line", "second line", "third"]
+
+
+def test_short_sentence_joins_the_next():
+    assert split_sentences("A. B. Cd.", min_chars=3) == ["A. B.", "Cd."]
+    assert split_sentences("。你好。") == ["。你好。"]
+
+
+def test_empty_and_whitespace_give_nothing():
+    assert split_sentences("") == []
+    assert split_sentences("  \n\t  \u3000") == []
+    splitter = SentenceSplitter()
+    assert splitter.feed("   ") == []
+    assert splitter.flush() == []
+
+
+# --- streaming ----------------------------------------------------------------
+
+
+def test_released_as_soon_as_complete():
+    splitter = SentenceSplitter()
+    assert splitter.feed("Hello there") == []
+    assert splitter.feed(".") == []  # "." at the end: could be "..." or "3.14"
+    assert splitter.feed(" How") == ["Hello there."]
+    assert splitter.pending == "How"
+    assert splitter.feed(" are you?") == []
+    assert splitter.feed(" I") == ["How are you?"]
+    assert splitter.flush() == ["I"]
+    assert splitter.pending == ""
+
+
+def test_chinese_end_released_on_next_char_without_space():
+    splitter = SentenceSplitter()
+    assert splitter.feed("你好。") == []  # a closing quote may still follow
+    assert splitter.feed("我") == ["你好。"]
+    assert splitter.feed("是。」") == []
+    assert splitter.feed("他") == ["我是。」"]
+
+
+def test_decimal_across_chunks():
+    assert feed_chunks(["It costs 3", ".", "14 dollars. Ok"]) == ["It costs 3.14 dollars.", "Ok"]
+
+
+def test_ellipsis_and_question_across_chunks():
+    chunks = ["Wait.", ".", ". and then?", "!", " Go"]
+    assert feed_chunks(chunks) == ["Wait... and then?!", "Go"]
+
+
+def test_abbreviation_waits_for_the_next_word():
+    splitter = SentenceSplitter()
+    assert splitter.feed("Apples etc.") == []
+    assert splitter.feed("  ") == []
+    assert splitter.feed("and pears etc.") == []
+    assert splitter.feed(" X") == ["Apples etc.  and pears etc."]
+
+
+def test_flush_releases_partial_sentence_and_continues():
+    splitter = SentenceSplitter()
+    assert splitter.feed("half a sen") == []
+    assert splitter.flush() == ["half a sen"]
+    assert splitter.feed("tence. Next") == ["tence."]
+    assert splitter.flush() == ["Next"]
+
+
+def test_flush_at_dot_ends_sentence():
+    splitter = SentenceSplitter()
+    assert splitter.feed("Call Dr.") == []
+    assert splitter.flush() == ["Call Dr."]
+
+
+# --- long sentences -----------------------------------------------------------
+
+
+def test_long_sentence_cut_at_clause_punctuation():
+    text = "one two three, four five six, seven eight nine."
+    expected = ["one two three,", "four five six,", "seven eight nine."]
+    assert split_sentences(text, max_chars=20) == expected
+
+
+def test_long_chinese_sentence_cut_at_comma():
+    text = "今天天气很好，我们去公园散步，然后回家吃饭。"
+    expected = ["今天天气很好，", "我们去公园散步，", "然后回家吃饭。"]
+    assert split_sentences(text, max_chars=10) == expected
+
+
+def test_long_sentence_cut_at_whitespace_not_inside_words():
+    text = "alpha beta gamma delta epsilon zeta eta theta"
+    pieces = split_sentences(text, max_chars=12)
+    assert all(len(p) <= 12 for p in pieces)
+    assert " ".join(pieces) == text
+    assert set(" ".join(pieces).split()) == set(text.split())  # no word was broken
+
+
+def test_thousands_separator_is_not_a_cut():
+    pieces = split_sentences("We counted 3,000 birds and then some more birds", max_chars=20)
+    assert all("3,000" in p or "3," not in p for p in pieces)
+
+
+def test_hard_cut_of_a_giant_word():
+    word = "x" * 25
+    assert split_sentences(word, max_chars=10) == ["x" * 10, "x" * 10, "x" * 5]
+
+
+def test_long_unpunctuated_chinese_is_cut_hard():
+    text = "我" * 23
+    assert split_sentences(text, max_chars=10) == ["我" * 10, "我" * 10, "我" * 3]
+
+
+def test_long_sentence_released_before_its_end():
+    splitter = SentenceSplitter(max_chars=20)
+    assert splitter.feed("one two three, four five six") == ["one two three,"]
+    assert splitter.pending.strip() == "four five six"
+
+
+def test_bad_limits_rejected():
+    with pytest.raises(ValueError):
+        SentenceSplitter(max_chars=0)
+    with pytest.raises(ValueError):
+        SentenceSplitter(max_chars=10, min_chars=11)
+
+
+# --- properties ---------------------------------------------------------------
+
+_TOKENS = [
+    *"Hello world Dr. Mr. e.g. i.e. etc. U.S. a.m. No. 3.14 3,000 the And x 7".split(),
+    *"... … …… . ! ? ?! , ; : — 。 ！ ？ ； ， 、 ： ” “ 」 「 ) ( 你好 我们 中文".split(),
+    '"', "'", " ", " ", " ", "  ", "\n", "\t", "\u3000",
+]
+_texts = st.one_of(
+    st.lists(st.sampled_from(_TOKENS), max_size=60).map("".join),
+    st.text(alphabet=st.sampled_from(list("ab A1.,!?。，…」” \n我")), max_size=80),
+)
+
+
+def _is_whitespace_separated_cover(text: str, segments: list[str]) -> bool:
+    """The segments appear in order in text, separated only by whitespace."""
+    pos = 0
+    for seg in segments:
+        at = text.find(seg, pos)
+        if at < 0 or text[pos:at].strip():
+            return False
+        pos = at + len(seg)
+    return not text[pos:].strip()
+
+
+@st.composite
+def _chunked(draw):
+    text = draw(_texts)
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    bounds = [0, *cuts, len(text)]
+    return text, [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_chunked(), st.integers(1, 40), st.integers(0, 3))
+def test_any_chunking_gives_the_whole_text_segments(chunked, max_chars, min_chars):
+    text, chunks = chunked
+    min_chars = min(min_chars, max_chars)
+    whole = split_sentences(text, max_chars=max_chars, min_chars=min_chars)
+    assert feed_chunks(chunks, max_chars=max_chars, min_chars=min_chars) == whole
+    assert _is_whitespace_separated_cover(text, whole)
+    for seg in whole:
+        assert seg and seg == seg.strip()
+        assert len(seg) <= max_chars
+
+
+@settings(max_examples=200, deadline=None)
+@given(_texts)
+def test_char_by_char_matches_whole(text):
+    assert feed_chunks(list(text)) == split_sentences(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_texts)
+def test_pending_is_what_flush_releases(text):
+    splitter = SentenceSplitter(max_chars=30)
+    released = splitter.feed(text)
+    pending = splitter.pending
+    rest = splitter.flush()
+    assert _is_whitespace_separated_cover(pending, rest)
+    assert _is_whitespace_separated_cover(text, released + rest)
