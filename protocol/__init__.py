@@ -1,0 +1,98 @@
+"""Protocol v1 of the realtime TTS server, sans I/O.
+
+Parsing, validation and encoding of the JSON messages (``codec``), the binary
+audio frame header (``frames``) and the sample formats (``pcm``). Nothing in
+this package imports asyncio, websockets, uvloop or torch: the server and the
+clients move bytes, this package gives them meaning. docs/protocol.md is the
+contract in prose.
+"""
+
+from protocol.codec import (
+    DEFAULT_MAX_TEXT_CHARS,
+    DEFAULT_OFFER,
+    DEFAULT_SAMPLE_RATES,
+    Offer,
+    decode_client,
+    decode_server,
+    encode,
+    load_object,
+)
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.frames import (
+    FLAG_SEGMENT_END,
+    FLAG_UTTERANCE_END,
+    FRAME_VERSION,
+    HEADER,
+    HEADER_SIZE,
+    FrameHeader,
+    pack_frame,
+    unpack_frame,
+)
+from protocol.messages import (
+    CHUNKINGS,
+    CLIENT_TYPES,
+    DEADLINE_MS_MAX,
+    DEFAULT_CHUNKING,
+    DEFAULT_FORMAT,
+    DEFAULT_FRAME_MS,
+    DEFAULT_LANE,
+    DEFAULT_SAMPLE_RATE,
+    FORMATS,
+    FRAME_MS_MAX,
+    FRAME_MS_MIN,
+    ID_MAX_CHARS,
+    ID_PATTERN,
+    LANES,
+    PROTOCOL_VERSION,
+    REPETITION_PENALTY_MAX,
+    REPETITION_PENALTY_MIN,
+    SAMPLE_RATE_MAX,
+    SEED_MAX,
+    SERVER_TYPES,
+    TEMPERATURE_MAX,
+    TOP_K_MAX,
+    TOP_P_MAX,
+    Append,
+    Cancel,
+    Cancelled,
+    ClientMessage,
+    Done,
+    Error,
+    Flush,
+    Hello,
+    Limits,
+    ModelInfo,
+    Params,
+    Segment,
+    ServerMessage,
+    Speak,
+    Started,
+    Timing,
+    is_valid_id,
+)
+from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
+from protocol.voices import VoiceKind, is_embedding, seed_of, voice_kind
+
+__all__ = [
+    # messages
+    "PROTOCOL_VERSION", "DEFAULT_SAMPLE_RATE", "FORMATS", "LANES", "CHUNKINGS",
+    "DEFAULT_FORMAT", "DEFAULT_LANE", "DEFAULT_CHUNKING", "DEFAULT_FRAME_MS",
+    "FRAME_MS_MIN", "FRAME_MS_MAX", "ID_MAX_CHARS", "ID_PATTERN", "DEADLINE_MS_MAX",
+    "SAMPLE_RATE_MAX", "SEED_MAX", "TEMPERATURE_MAX", "TOP_P_MAX", "TOP_K_MAX",
+    "REPETITION_PENALTY_MIN", "REPETITION_PENALTY_MAX", "CLIENT_TYPES", "SERVER_TYPES",
+    "is_valid_id", "Params", "Speak", "Append", "Flush", "Cancel", "Limits", "ModelInfo",
+    "Hello", "Started", "Segment", "Timing", "Done", "Cancelled", "Error",
+    "ClientMessage", "ServerMessage",
+    # errors
+    "ErrorCode", "ProtocolError",
+    # codec
+    "Offer", "DEFAULT_OFFER", "DEFAULT_MAX_TEXT_CHARS", "DEFAULT_SAMPLE_RATES",
+    "decode_client", "decode_server", "encode", "load_object",
+    # voices
+    "VoiceKind", "voice_kind", "seed_of", "is_embedding",
+    # frames
+    "HEADER", "HEADER_SIZE", "FRAME_VERSION", "FLAG_SEGMENT_END", "FLAG_UTTERANCE_END",
+    "FrameHeader", "pack_frame", "unpack_frame",
+    # pcm
+    "BYTES_PER_SAMPLE", "encode_samples", "decode_samples",
+]

@@ -1,0 +1,383 @@
+"""Bytes in, messages out, and back: the JSON side of protocol v1, sans I/O.
+
+``decode_client`` turns one client text frame into a validated client message
+or raises ``ProtocolError``; ``encode`` writes any message as the JSON bytes of
+a text frame; ``decode_server`` reads a server text frame (for clients).
+Nothing here touches a socket: the server and the clients move the bytes.
+
+Validation order of a client message, which decides the one error reported
+when several fields are wrong: the frame must be JSON (``bad_json``), an object
+(``bad_json``), with a string ``type`` (``bad_message``) naming a client
+message (``unknown_type``); then ``id``, then the fields in the order of the
+protocol table: ``text``, ``final``, ``lane``, ``deadline_ms``, ``voice``,
+``format``, ``sample_rate``, ``frame_ms``, ``chunking``, ``params`` (and in
+``params``: ``temperature``, ``top_p``, ``top_k``, ``repetition_penalty``,
+``seed``).
+
+Thread: pure functions, safe from any thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.fields import FieldReader
+from protocol.messages import (
+    CHUNKINGS,
+    DEADLINE_MS_MAX,
+    DEFAULT_CHUNKING,
+    DEFAULT_FORMAT,
+    DEFAULT_FRAME_MS,
+    DEFAULT_LANE,
+    DEFAULT_SAMPLE_RATE,
+    FORMATS,
+    FRAME_MS_MAX,
+    FRAME_MS_MIN,
+    LANES,
+    REPETITION_PENALTY_MAX,
+    REPETITION_PENALTY_MIN,
+    SAMPLE_RATE_MAX,
+    SEED_MAX,
+    TEMPERATURE_MAX,
+    TOP_K_MAX,
+    TOP_P_MAX,
+    U32_MAX,
+    Append,
+    Cancel,
+    Cancelled,
+    ClientMessage,
+    Done,
+    Error,
+    Flush,
+    Hello,
+    Limits,
+    ModelInfo,
+    Params,
+    Segment,
+    ServerMessage,
+    Speak,
+    Started,
+    Timing,
+    is_valid_id,
+)
+from protocol.voices import voice_kind
+
+Frame = str | bytes | bytearray | memoryview
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What one server offers; the offer-dependent half of validation.
+
+    A ``speak`` naming a format, sample rate, lane, chunking or voice outside
+    these is ``unsupported``; a ``speak`` or ``append`` whose own text is longer
+    than ``max_text_chars`` characters (Unicode code points) is
+    ``text_too_long`` (the session also bounds the running total).
+    """
+
+    formats: tuple[str, ...]
+    sample_rates: tuple[int, ...]
+    voices: tuple[str, ...]
+    max_text_chars: int
+    lanes: tuple[str, ...] = LANES
+    chunkings: tuple[str, ...] = CHUNKINGS
+
+    def __post_init__(self) -> None:
+        # Accept any iterables from callers; keep the value hashable.
+        for name in ("formats", "sample_rates", "voices", "lanes", "chunkings"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @classmethod
+    def from_hello(cls, hello: Hello) -> Offer:
+        """The offer a server announced, for validating messages client-side."""
+        return cls(
+            formats=hello.formats,
+            sample_rates=hello.sample_rates,
+            voices=hello.voices,
+            max_text_chars=hello.limits.max_text_chars,
+        )
+
+
+DEFAULT_MAX_TEXT_CHARS = 5000
+DEFAULT_SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000, 44100, 48000)
+# The offer the published JSON Schema is written for: every format, common
+# sample rates, no named voices (a server lists its own in hello).
+DEFAULT_OFFER = Offer(
+    formats=FORMATS,
+    sample_rates=DEFAULT_SAMPLE_RATES,
+    voices=(),
+    max_text_chars=DEFAULT_MAX_TEXT_CHARS,
+)
+
+
+# --- JSON text -> object ----------------------------------------------------
+
+
+def load_object(frame: Frame) -> dict[str, Any]:
+    """Parse one text frame (str, or its UTF-8 bytes) into a JSON object.
+
+    Raises ``ProtocolError(bad_json)`` for invalid UTF-8 or JSON, for a number
+    that overflows a double, and for JSON that is not an object.
+    """
+    if not isinstance(frame, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"a frame is str or bytes, not {type(frame).__name__}")
+    try:
+        value = orjson.loads(frame)
+    except (orjson.JSONDecodeError, UnicodeError) as exc:
+        raise ProtocolError(ErrorCode.BAD_JSON, f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ProtocolError(ErrorCode.BAD_JSON, "a message must be a JSON object")
+    return value
+
+
+# --- client messages --------------------------------------------------------
+
+
+def decode_client(frame: Frame, offer: Offer | None = None) -> ClientMessage:
+    """Validate one client text frame and return its message.
+
+    ``frame`` is the text of a WebSocket text frame (str, or its UTF-8 bytes;
+    a binary frame is the caller's ``binary_not_allowed``). With ``offer``
+    None, only the protocol's own rules apply: any format, lane and chunking
+    the protocol defines, any sample rate in range, any voice string, no text
+    limit.
+
+    Raises ``ProtocolError`` only (codes bad_json, bad_message, unknown_type,
+    unsupported, text_too_long), with ``field`` set for field errors and ``id``
+    set when the message carried a valid id.
+    """
+    obj = load_object(frame)
+    raw_id = obj.get("id")
+    reader = FieldReader(obj, raw_id if is_valid_id(raw_id) else None)
+    kind = reader.string("type")
+    parse = _CLIENT_PARSERS.get(kind)
+    if parse is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind!r}", field="type", id=reader.msg_id
+        )
+    msg_id = reader.string("id")
+    if reader.msg_id is None:
+        raise reader.fail("id", "id must be 1-64 characters of A-Za-z0-9 . _ : -")
+    return parse(reader, msg_id, offer)
+
+
+def _text(r: FieldReader, offer: Offer | None) -> str:
+    text = r.string("text")
+    if offer is not None and len(text) > offer.max_text_chars:
+        raise r.fail(
+            "text",
+            f"text has {len(text)} characters; the limit is {offer.max_text_chars}",
+            ErrorCode.TEXT_TOO_LONG,
+        )
+    return text
+
+
+def _voice(r: FieldReader, offer: Offer | None) -> str | None:
+    voice = r.string("voice", None)
+    if voice is not None and voice_kind(voice, offer.voices if offer else None) is None:
+        raise r.fail(
+            "voice",
+            "voice must be an offered name, 'seed:<n>' or an encoded speaker embedding",
+            ErrorCode.UNSUPPORTED,
+        )
+    return voice
+
+
+def _sample_rate(r: FieldReader, offer: Offer | None) -> int:
+    rate = r.integer("sample_rate", 1, SAMPLE_RATE_MAX, DEFAULT_SAMPLE_RATE)
+    if offer is not None and rate not in offer.sample_rates:
+        offered = ", ".join(map(str, offer.sample_rates))
+        raise r.fail("sample_rate", f"sample_rate {rate} is not offered (one of: {offered})",
+                     ErrorCode.UNSUPPORTED)
+    return rate
+
+
+def _params(r: FieldReader) -> Params:
+    p = r.nested("params")
+    if p is None:
+        return Params()
+    return Params(
+        temperature=p.number("temperature", 0.0, TEMPERATURE_MAX, low_open=True, default=None),
+        top_p=p.number("top_p", 0.0, TOP_P_MAX, low_open=True, default=None),
+        top_k=p.integer("top_k", 1, TOP_K_MAX, None),
+        repetition_penalty=p.number(
+            "repetition_penalty", REPETITION_PENALTY_MIN, REPETITION_PENALTY_MAX, default=None
+        ),
+        seed=p.integer("seed", 0, SEED_MAX, None),
+    )
+
+
+def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
+    text = _text(r, offer)
+    final = r.boolean("final", True)
+    lane = r.choice("lane", offer.lanes if offer else LANES, DEFAULT_LANE)
+    deadline_ms = r.integer("deadline_ms", 1, DEADLINE_MS_MAX, None)
+    voice = _voice(r, offer)
+    fmt = r.choice("format", offer.formats if offer else FORMATS, DEFAULT_FORMAT)
+    sample_rate = _sample_rate(r, offer)
+    frame_ms = r.integer("frame_ms", FRAME_MS_MIN, FRAME_MS_MAX, DEFAULT_FRAME_MS)
+    chunking = r.choice("chunking", offer.chunkings if offer else CHUNKINGS, DEFAULT_CHUNKING)
+    params = _params(r)
+    return Speak(
+        id=msg_id,
+        text=text,
+        final=final,
+        lane=lane,
+        # A deadline is validated on every lane but only means something on
+        # the background lane; interactive work runs as soon as possible.
+        deadline_ms=deadline_ms if lane == "background" else None,
+        voice=voice,
+        format=fmt,
+        sample_rate=sample_rate,
+        frame_ms=frame_ms,
+        chunking=chunking,
+        params=params,
+    )
+
+
+def _append(r: FieldReader, msg_id: str, offer: Offer | None) -> Append:
+    return Append(id=msg_id, text=_text(r, offer), final=r.boolean("final", False))
+
+
+def _flush(r: FieldReader, msg_id: str, offer: Offer | None) -> Flush:
+    return Flush(id=msg_id)
+
+
+def _cancel(r: FieldReader, msg_id: str, offer: Offer | None) -> Cancel:
+    return Cancel(id=msg_id)
+
+
+_CLIENT_PARSERS: dict[str, Callable[[FieldReader, str, Offer | None], ClientMessage]] = {
+    Speak.TYPE: _speak,
+    Append.TYPE: _append,
+    Flush.TYPE: _flush,
+    Cancel.TYPE: _cancel,
+}
+
+
+# --- any message -> bytes ---------------------------------------------------
+
+
+def encode(msg: ClientMessage | ServerMessage) -> bytes:
+    """The JSON text (UTF-8 bytes) of one message, for a WebSocket text frame.
+
+    Optional fields that are None are left out; orjson writes a non-finite
+    float as null, so callers keep numbers finite.
+    """
+    return orjson.dumps(msg.to_wire())
+
+
+# --- server messages (for clients) ------------------------------------------
+
+
+def decode_server(frame: Frame) -> ServerMessage:
+    """Read one server text frame into its message (for clients).
+
+    Fields a newer server adds are ignored. Raises ``ProtocolError``: bad_json
+    (not a JSON object), bad_message (a missing or ill-typed field, ``field``
+    names it), unknown_type (a message type this version does not know; a
+    client may choose to skip it).
+    """
+    obj = load_object(frame)
+    raw_id = obj.get("id")
+    reader = FieldReader(obj, raw_id if is_valid_id(raw_id) else None)
+    kind = reader.string("type")
+    parse = _SERVER_PARSERS.get(kind)
+    if parse is None:
+        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown server message type {kind!r}",
+                            field="type", id=reader.msg_id)
+    return parse(reader)
+
+
+def _required(r: FieldReader, name: str) -> FieldReader:
+    nested = r.nested(name)
+    if nested is None:
+        raise r.fail(name, f"missing field {r.prefix + name!r}")
+    return nested
+
+
+def _hello(r: FieldReader) -> Hello:
+    limits = _required(r, "limits")
+    model = _required(r, "model")
+    return Hello(
+        protocol=r.integer("protocol", 0, U32_MAX),
+        sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
+        formats=r.string_list("formats"),
+        sample_rates=r.integer_list("sample_rates"),
+        voices=r.string_list("voices"),
+        limits=Limits(
+            max_text_chars=limits.integer("max_text_chars", 0, 2**63 - 1),
+            max_active=limits.integer("max_active", 0, 2**63 - 1),
+            max_message_bytes=limits.integer("max_message_bytes", 0, 2**63 - 1),
+        ),
+        model=ModelInfo(
+            name=model.string("name"),
+            weights=model.string("weights"),
+            device=model.string("device"),
+        ),
+    )
+
+
+def _started(r: FieldReader) -> Started:
+    return Started(
+        id=r.string("id"),
+        stream=r.integer("stream", 0, U32_MAX),
+        lane=r.string("lane"),
+        format=r.string("format"),
+        sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
+    )
+
+
+def _segment(r: FieldReader) -> Segment:
+    return Segment(
+        id=r.string("id"),
+        index=r.integer("index", 0, 0xFFFF),
+        text=r.string("text"),
+        offset_ms=r.number("offset_ms", 0.0, math.inf),
+        audio_ms=r.number("audio_ms", 0.0, math.inf),
+    )
+
+
+def _done(r: FieldReader) -> Done:
+    timing = _required(r, "timing")
+    return Done(
+        id=r.string("id"),
+        audio_ms=r.number("audio_ms", 0.0, math.inf),
+        segments=r.integer("segments", 0, U32_MAX),
+        timing=Timing(
+            queued_ms=timing.number("queued_ms", 0.0, math.inf),
+            first_audio_ms=timing.optional_number("first_audio_ms"),
+            total_ms=timing.number("total_ms", 0.0, math.inf),
+            rtf=timing.optional_number("rtf"),
+        ),
+        deadline_met=r.boolean("deadline_met", None),
+    )
+
+
+def _cancelled(r: FieldReader) -> Cancelled:
+    return Cancelled(id=r.string("id"))
+
+
+def _error(r: FieldReader) -> Error:
+    return Error(
+        id=r.string("id", None),
+        code=r.string("code"),
+        message=r.string("message"),
+        field=r.string("field", None),
+    )
+
+
+_SERVER_PARSERS: dict[str, Callable[[FieldReader], ServerMessage]] = {
+    Hello.TYPE: _hello,
+    Started.TYPE: _started,
+    Segment.TYPE: _segment,
+    Done.TYPE: _done,
+    Cancelled.TYPE: _cancelled,
+    Error.TYPE: _error,
+}

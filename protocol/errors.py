@@ -1,0 +1,74 @@
+"""The protocol's error codes and the one exception that carries them.
+
+Every refusal the server sends is an ``error`` message built from a
+``ProtocolError``: the protocol layer raises it for malformed input, and the
+session raises it for the codes that depend on state (duplicate ids, limits,
+admission). ``to_message()`` turns it into the wire ``Error``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from protocol.messages import Error
+
+try:
+    from enum import StrEnum
+except ImportError:  # Python 3.10: the same behaviour in a few lines.
+
+    class StrEnum(str, enum.Enum):  # type: ignore[no-redef]
+        def __str__(self) -> str:
+            return str(self.value)
+
+
+class ErrorCode(StrEnum):
+    """Every ``code`` an ``error`` message can carry (protocol v1)."""
+
+    BAD_JSON = "bad_json"
+    BAD_MESSAGE = "bad_message"
+    UNKNOWN_TYPE = "unknown_type"
+    BINARY_NOT_ALLOWED = "binary_not_allowed"
+    DUPLICATE_ID = "duplicate_id"
+    UNKNOWN_ID = "unknown_id"
+    INPUT_CLOSED = "input_closed"
+    TEXT_TOO_LONG = "text_too_long"
+    TOO_MANY_ACTIVE = "too_many_active"
+    UNSUPPORTED = "unsupported"
+    OVERLOADED = "overloaded"
+    DEADLINE_UNMEETABLE = "deadline_unmeetable"
+    SLOW_CONSUMER = "slow_consumer"
+    SHUTTING_DOWN = "shutting_down"
+    INTERNAL = "internal"
+
+
+class ProtocolError(Exception):
+    """A refusal to send to the client as one ``error`` message.
+
+    ``code`` is the wire code, ``message`` a human-readable sentence, ``field``
+    the offending field (dotted for nested ones, e.g. ``params.top_k``) or
+    None, and ``id`` the offending message's id when it was a valid id, else
+    None (then the error is reported at connection level).
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        field: str | None = None,
+        id: str | None = None,  # noqa: A002 - the wire name
+    ) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.message = message
+        self.field = field
+        self.id = id
+
+    def to_message(self) -> Error:
+        """The wire ``error`` message for this refusal."""
+        return Error(id=self.id, code=self.code.value, message=self.message, field=self.field)
+
+    def __repr__(self) -> str:
+        return (
+            f"ProtocolError({self.code.value!r}, {self.message!r}, "
+            f"field={self.field!r}, id={self.id!r})"
+        )

@@ -1,0 +1,76 @@
+"""What a ``voice`` string may be, judged by its syntax alone.
+
+A speak's ``voice`` is one of three kinds:
+- a name the server offers (listed in ``hello.voices``);
+- ``"seed:<n>"``: a speaker drawn at random with seed ``n``, where ``n`` is a
+  decimal integer 0..4294967295 written without sign or leading zeros;
+- an encoded ChatTTS speaker embedding: the string ChatTTS itself produces
+  (``Chat.sample_random_speaker()``), i.e. base16384 text: 16 to 4096
+  characters from U+4E00..U+8DFF, optionally ended by one length marker from
+  U+3D01..U+3D06. Whether it decodes to a usable embedding is decided by the
+  runtime, which fails that utterance when it does not.
+Anything else is ``unsupported``. Names are tried first, so a server may offer
+a name that would otherwise look like a seed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from protocol.errors import StrEnum
+from protocol.messages import SEED_MAX
+
+SEED_PREFIX = "seed:"
+_SEED_RE = re.compile(r"seed:(0|[1-9][0-9]{0,9})")
+
+EMBEDDING_MIN_CHARS = 16
+EMBEDDING_MAX_CHARS = 4096
+EMBEDDING_PATTERN = "[\u4e00-\u8dff]{%d,%d}[\u3d01-\u3d06]?" % (
+    EMBEDDING_MIN_CHARS,
+    EMBEDDING_MAX_CHARS,
+)
+_EMBEDDING_RE = re.compile(EMBEDDING_PATTERN)
+
+
+class VoiceKind(StrEnum):
+    NAME = "name"
+    SEED = "seed"
+    EMBEDDING = "embedding"
+
+
+def seed_of(voice: str) -> int | None:
+    """The seed of a ``"seed:<n>"`` voice, or None when ``voice`` is not one."""
+    match = _SEED_RE.fullmatch(voice)
+    if match is None:
+        return None
+    seed = int(match.group(1))
+    return seed if seed <= SEED_MAX else None
+
+
+def is_embedding(voice: str) -> bool:
+    """True when ``voice`` has the syntax of an encoded speaker embedding."""
+    return _EMBEDDING_RE.fullmatch(voice) is not None
+
+
+def voice_kind(voice: str, names: Collection[str] | None) -> VoiceKind | None:
+    """The kind of ``voice``, or None when it is none of the three.
+
+    ``names`` are the offered voice names; None accepts any string that is
+    neither a seed nor an embedding as a name (for decoding without an offer).
+    """
+    if names is not None and voice in names:
+        return VoiceKind.NAME
+    if seed_of(voice) is not None:
+        return VoiceKind.SEED
+    if is_embedding(voice):
+        return VoiceKind.EMBEDDING
+    if names is None:
+        return VoiceKind.NAME
+    return None
+
+
+__all__ = [
+    "EMBEDDING_MAX_CHARS", "EMBEDDING_MIN_CHARS", "EMBEDDING_PATTERN", "SEED_PREFIX",
+    "VoiceKind", "is_embedding", "seed_of", "voice_kind",
+]
