@@ -1,0 +1,162 @@
+"""`python -m clients.pipecat_example -o out.wav`: a Pipecat pipeline speaking a scripted
+LLM reply through the realtime server.
+
+The pipeline is [ChatTTSRealtimeTTSService -> AudioCollector]. A scripted "LLM" pushes
+one assistant turn token by token (LLMFullResponseStartFrame, LLMTextFrame..., 
+LLMFullResponseEndFrame), as a language model's stream would arrive, and the collected
+TTSAudioRawFrames are written to a WAV. `--interrupt-after S` sends an
+InterruptionFrame S seconds after the first audio (barge-in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import sys
+import time
+
+from pipecat.frames.frames import (
+    EndFrame,
+    Frame,
+    InterruptionFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+)
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.workers.runner import WorkerRunner
+
+from clients.client import DEFAULT_URL
+from clients.pipecat_tts import ChatTTSRealtimeTTSService
+from clients.wav import write_wav
+
+log = logging.getLogger(__name__)
+
+REPLY = ("Sure, here is the plan for tomorrow. The meeting starts at nine, "
+         "and lunch is at noon. After that you are free for the rest of the day.")
+
+
+def llm_tokens(text: str) -> list[str]:
+    """Split text into LLM-like tokens: word pieces with their spaces."""
+    return [piece for word in re.findall(r"\S+\s*", text)
+            for piece in (word[i:i + 5] for i in range(0, len(word), 5))]
+
+
+class AudioCollector(FrameProcessor):
+    """Pipeline sink: keeps TTS audio and counts the TTS start/stop frames it sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.audio: list[TTSAudioRawFrame] = []
+        self.started = 0
+        self.stopped = 0
+        self.first_audio_at: float | None = None
+        self.frames_after_interruption = 0
+        self.interrupted = False
+        self.first_audio = asyncio.Event()
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, InterruptionFrame):
+            self.interrupted = True
+        elif isinstance(frame, TTSAudioRawFrame):
+            if self.interrupted:
+                self.frames_after_interruption += 1
+            if self.first_audio_at is None:
+                self.first_audio_at = time.monotonic()
+                self.first_audio.set()
+            self.audio.append(frame)
+        elif isinstance(frame, TTSStartedFrame):
+            self.started += 1
+        elif isinstance(frame, TTSStoppedFrame):
+            self.stopped += 1
+        await self.push_frame(frame, direction)
+
+    @property
+    def pcm(self) -> bytes:
+        return b"".join(f.audio for f in self.audio)
+
+    @property
+    def sample_rate(self) -> int:
+        return self.audio[0].sample_rate if self.audio else 24000
+
+
+async def speak_turn(worker: PipelineWorker, text: str, token_delay_s: float) -> None:
+    """Queue one assistant turn into the pipeline, token by token."""
+    await worker.queue_frame(LLMFullResponseStartFrame())
+    for token in llm_tokens(text):
+        await worker.queue_frame(LLMTextFrame(token))
+        await asyncio.sleep(token_delay_s)
+    await worker.queue_frame(LLMFullResponseEndFrame())
+
+
+async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s: float = 0.02,
+                       interrupt_after_s: float | None = None, settle_s: float = 0.5,
+                       **tts_kwargs) -> AudioCollector:
+    """Run [TTS -> collector] on one scripted turn; returns the collector.
+
+    Without an interruption the pipeline ends once the turn's audio has played out
+    (EndFrame waits for the audio contexts). With `interrupt_after_s`, the user "barges
+    in" that long after the first audio: the LLM stream stops and an InterruptionFrame
+    is queued; `settle_s` later the pipeline ends.
+    """
+    tts = ChatTTSRealtimeTTSService(url=url, token=token, **tts_kwargs)
+    collector = AudioCollector()
+    worker = PipelineWorker(Pipeline([tts, collector]),
+                            params=PipelineParams(audio_out_sample_rate=24000),
+                            enable_rtvi=False, cancel_on_idle_timeout=False)
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+
+    async def script() -> None:
+        turn = asyncio.create_task(speak_turn(worker, text, token_delay_s))
+        if interrupt_after_s is not None:
+            await asyncio.wait_for(collector.first_audio.wait(), 60)
+            await asyncio.sleep(interrupt_after_s)
+            turn.cancel()  # the LLM stops talking too
+            await worker.queue_frame(InterruptionFrame())
+            await asyncio.sleep(settle_s)
+        else:
+            await turn
+        await worker.queue_frame(EndFrame())
+
+    await asyncio.gather(runner.run(), script())
+    collector.tts = tts  # for inspection by callers
+    return collector
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m clients.pipecat_example",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("-o", "--output", required=True, help="WAV file to write")
+    p.add_argument("--url", default=DEFAULT_URL)
+    p.add_argument("--token", default=None)
+    p.add_argument("--text", default=REPLY, help="the scripted LLM reply")
+    p.add_argument("--token-delay-ms", type=float, default=20.0)
+    p.add_argument("--interrupt-after", type=float, default=None, metavar="S")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    t0 = time.monotonic()
+    collector = asyncio.run(run_pipeline(args.url, args.token, args.text,
+                                         token_delay_s=args.token_delay_ms / 1000.0,
+                                         interrupt_after_s=args.interrupt_after))
+    if not collector.audio:
+        print("error: no audio came back", file=sys.stderr)
+        return 1
+    write_wav(args.output, collector.pcm, collector.sample_rate)
+    seconds = len(collector.pcm) / 2 / collector.sample_rate
+    print(f"{len(collector.audio)} frames, {seconds:.2f} s of audio, first audio "
+          f"{1000 * (collector.first_audio_at - t0):.0f} ms after start -> {args.output}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

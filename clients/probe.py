@@ -1,0 +1,173 @@
+"""`python -m clients.probe`: a latency sweep over concurrency levels.
+
+For each level L in `--levels`, L virtual users each open a connection, speak one text
+from the corpus, read all its audio and close, repeatedly, until `--per-level`
+utterances ran at that level (or the time budget is spent). A share of the utterances
+(`--background-share`) go to the background lane. Per utterance it records connect
+time, first audio, inter-frame gaps, playback stalls of a simulated real-time player
+(clients/playback.py), RTF and errors; per level it prints p50/p95/p99 and writes
+`probe.json`, `first_audio.png` and `stall.png` into `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import random
+import sys
+import time
+from pathlib import Path
+
+from clients.client import RealtimeClient
+from clients.errors import TTSError
+from clients.playback import simulate_playback
+from clients.probe_report import UtteranceRecord, plot, summarize, table, write_json
+from clients.utterance import AudioChunk
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CORPUS = Path(__file__).with_name("corpus.txt")
+
+
+def load_corpus(path: Path) -> list[str]:
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    texts = [line for line in lines if line and not line.startswith("#")]
+    if not texts:
+        raise ValueError(f"corpus {path} holds no text")
+    return texts
+
+
+async def measure_one(url: str, token: str | None, text: str, lane: str, level: int,
+                      speak_opts: dict) -> UtteranceRecord:
+    """Connect, speak `text`, read everything, close. Never raises for server errors."""
+    rec = UtteranceRecord(level=level, lane=lane, chars=len(text))
+    arrivals: list[tuple[float, float]] = []
+    t0 = time.monotonic()
+    try:
+        async with RealtimeClient(url, token=token) as client:
+            rec.connect_ms = client.connect_ms
+            utt = await client.speak(text, lane=lane, **speak_opts)
+            async for item in utt:
+                if isinstance(item, AudioChunk):
+                    arrivals.append((item.received_at, item.duration_ms / 1000.0))
+            done = await utt.result()
+            rec.first_audio_ms = utt.first_audio_ms
+            rec.server_first_audio_ms = done.timing.first_audio_ms
+            rec.total_ms = 1000.0 * ((utt.ended_at or time.monotonic()) - utt.sent_at)
+            rec.audio_ms = utt.audio_ms
+            rec.frames = utt.frames
+            rec.rtf = rec.total_ms / rec.audio_ms if rec.audio_ms > 0 else None
+    except TTSError as exc:
+        rec.error = exc.code or type(exc).__name__
+    except (OSError, asyncio.TimeoutError) as exc:
+        rec.error = type(exc).__name__
+    stats = simulate_playback(arrivals)
+    rec.underruns, rec.stall_ms, rec.max_gap_ms = stats.underruns, stats.stall_ms, stats.max_gap_ms
+    if len(arrivals) > 1:
+        rec.mean_gap_ms = 1000.0 * (arrivals[-1][0] - arrivals[0][0]) / (len(arrivals) - 1)
+    if rec.error is None and rec.total_ms is None:
+        rec.total_ms = 1000.0 * (time.monotonic() - t0)
+    return rec
+
+
+async def run_level(args: argparse.Namespace, level: int, texts: list[str],
+                    rng: random.Random, stop_starting_at: float, hard_stop_at: float
+                    ) -> list[UtteranceRecord]:
+    """`level` users in parallel until `args.per_level` utterances ran at this level."""
+    records: list[UtteranceRecord] = []
+    plan = [(texts[i % len(texts)],
+             "background" if rng.random() < args.background_share else "interactive")
+            for i in range(args.per_level)]
+    cursor = iter(plan)
+    speak_opts = {"format": args.format, "frame_ms": args.frame_ms, "chunking": args.chunking}
+    if args.voice:
+        speak_opts["voice"] = args.voice
+
+    async def user() -> None:
+        for text, lane in cursor:
+            if time.monotonic() >= stop_starting_at:
+                return
+            opts = dict(speak_opts)
+            if lane == "background" and args.deadline_ms:
+                opts["deadline_ms"] = args.deadline_ms
+            try:
+                rec = await asyncio.wait_for(
+                    measure_one(args.url, args.token, text, lane, level, opts),
+                    max(0.1, hard_stop_at - time.monotonic()))
+            except asyncio.TimeoutError:
+                rec = UtteranceRecord(level=level, lane=lane, chars=len(text), error="timeout")
+            records.append(rec)
+
+    await asyncio.gather(*(user() for _ in range(level)))
+    return records
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m clients.probe", description=__doc__.splitlines()[0])
+    p.add_argument("--url", default="ws://127.0.0.1:8765/v1/stream")
+    p.add_argument("--token", default=None)
+    p.add_argument("--levels", default="1,2,4", help="comma-separated concurrency levels")
+    p.add_argument("--per-level", type=int, default=8, help="utterances per level")
+    p.add_argument("--background-share", type=float, default=0.25,
+                   help="fraction of utterances on the background lane (0..1)")
+    p.add_argument("--deadline-ms", type=int, default=None, help="background deadline")
+    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    p.add_argument("--format", default="pcm_s16le")
+    p.add_argument("--frame-ms", type=int, default=100)
+    p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))
+    p.add_argument("--voice", default=None)
+    p.add_argument("--max-seconds", type=float, default=120.0, help="bound on the whole sweep")
+    p.add_argument("--seed", type=int, default=0, help="seed of the lane mix")
+    p.add_argument("--out", type=Path, default=Path("probe-out"))
+    p.add_argument("--no-plots", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        args.levels = sorted({int(x) for x in args.levels.split(",") if x.strip()})
+    except ValueError:
+        p.error("--levels takes integers, e.g. 1,2,4")
+    if not args.levels or min(args.levels) < 1:
+        p.error("--levels must be positive integers")
+    if not 0.0 <= args.background_share <= 1.0:
+        p.error("--background-share must be within 0..1")
+    if args.per_level < 1:
+        p.error("--per-level must be >= 1")
+    return args
+
+
+async def sweep(args: argparse.Namespace) -> tuple[list[dict], list[UtteranceRecord]]:
+    texts = load_corpus(args.corpus)
+    rng = random.Random(args.seed)
+    start = time.monotonic()
+    hard_stop = start + args.max_seconds
+    records: list[UtteranceRecord] = []
+    for i, level in enumerate(args.levels):
+        # Share what is left of the budget between the levels still to run.
+        remaining = hard_stop - time.monotonic()
+        if remaining <= 0:
+            log.warning("time budget spent before level %s", level)
+            break
+        stop_starting = time.monotonic() + remaining / (len(args.levels) - i)
+        records += await run_level(args, level, texts, rng, stop_starting, hard_stop)
+    return summarize(records), records
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    summary, records = asyncio.run(sweep(args))
+    args.out.mkdir(parents=True, exist_ok=True)
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+              if k != "token"}
+    write_json(args.out / "probe.json", config, summary, records)
+    print(table(summary))
+    print(f"json: {args.out / 'probe.json'}")
+    if not args.no_plots and summary:
+        for path in plot(args.out, summary):
+            print(f"plot: {path}")
+    failed = sum(1 for r in records if r.error is not None)
+    return 0 if records and failed < len(records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""`python -m clients.say "text" -o out.wav`: speak text through the server.
+
+Reads the text from the argument or, with none (or "-"), from stdin. Writes a WAV with
+`-o`, or raw PCM in the requested format to stdout with `--stream` (pipe it to a player,
+e.g. `| aplay -f S16_LE -r 24000 -c 1`). A timing summary goes to stderr.
+Exit status: 0 done, 1 server error, 2 usage, 3 cancelled/connection lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from clients.client import DEFAULT_URL, RealtimeClient
+from clients.errors import TTSError
+from clients.utterance import AudioChunk
+from clients.wav import to_s16, write_wav
+
+log = logging.getLogger(__name__)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m clients.say", description=__doc__.splitlines()[0])
+    p.add_argument("text", nargs="?", default=None, help="text to speak; '-' or none: stdin")
+    p.add_argument("-o", "--output", help="write a WAV file here")
+    p.add_argument("--stream", action="store_true", help="write raw PCM to stdout as it arrives")
+    p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
+    p.add_argument("--token", default=None, help="bearer token, if the server wants one")
+    p.add_argument("--voice", default=None, help="voice name, seed:<int> or encoded speaker")
+    p.add_argument("--lane", default="interactive", choices=("interactive", "background"))
+    p.add_argument("--deadline-ms", type=int, default=None, help="background lane deadline")
+    p.add_argument("--format", default="pcm_s16le",
+                   choices=("pcm_s16le", "pcm_f32le", "pcm_mulaw"))
+    p.add_argument("--rate", type=int, default=None, help="output sample rate (Hz)")
+    p.add_argument("--frame-ms", type=int, default=100)
+    p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    args = p.parse_args(argv)
+    if not args.output and not args.stream:
+        p.error("give -o FILE.wav or --stream")
+    return args
+
+
+async def run(args: argparse.Namespace, text: str) -> int:
+    out = sys.stdout.buffer if args.stream else None
+    parts: list[bytes] = []
+    async with RealtimeClient(args.url, token=args.token) as client:
+        if client.weights_warning and not args.quiet:
+            print(f"warning: {client.weights_warning}", file=sys.stderr)
+        utt = await client.speak(text, voice=args.voice, lane=args.lane, format=args.format,
+                                 sample_rate=args.rate, frame_ms=args.frame_ms,
+                                 chunking=args.chunking, deadline_ms=args.deadline_ms)
+        try:
+            async for item in utt:
+                if not isinstance(item, AudioChunk):
+                    continue
+                if out is not None:
+                    out.write(item.pcm)
+                    out.flush()
+                if args.output:
+                    parts.append(item.pcm)
+            done = await utt.result()
+        except TTSError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1 if exc.code else 3
+    if args.output:
+        write_wav(args.output, to_s16(b"".join(parts), utt.format), utt.sample_rate)
+    if not args.quiet:
+        t = done.timing
+        first = "-" if utt.first_audio_ms is None else f"{utt.first_audio_ms:.0f}"
+        server_first = "-" if t.first_audio_ms is None else f"{t.first_audio_ms:.0f}"
+        rtf = "-" if t.rtf is None else f"{t.rtf:.3f}"
+        print(f"first audio {first} ms (server {server_first} ms), "
+              f"audio {done.audio_ms / 1000:.2f} s in {done.segments} segment(s), "
+              f"total {t.total_ms:.0f} ms, RTF {rtf}, connect {client.connect_ms:.0f} ms"
+              + (f" -> {args.output}" if args.output else ""), file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    text = args.text if args.text not in (None, "-") else sys.stdin.read()
+    if not text.strip():
+        print("error: no text", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(args, text))
+    except TTSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except OSError as exc:
+        print(f"error: cannot reach {args.url}: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""One utterance as the client sees it: a handle that yields audio and events.
+
+An `Utterance` is created by `RealtimeClient.speak`. The connection's reader task feeds
+it (`_on_started`, `_on_audio`, `_on_segment`, `_on_terminal`); the caller iterates it:
+
+    async for item in utterance:      # AudioChunk, protocol.Segment, then Done
+        ...
+    done = await utterance.result()   # Done; raises TTSError subclasses
+
+Everything here runs on the event loop of the connection; nothing is thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol import Append, Cancel, Cancelled, Done, Flush, Segment, Started
+from protocol.pcm import BYTES_PER_SAMPLE, decode_samples
+
+from clients.errors import InputClosed, ProtocolViolation, TTSError, UtteranceCancelled
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    """One binary audio frame of an utterance.
+
+    `pcm` holds the payload bytes in `format` at `sample_rate`; `samples` decodes them to
+    float32 in [-1, 1]. `received_at` is `time.monotonic()` when the frame was read.
+    """
+
+    pcm: bytes
+    format: str
+    sample_rate: int
+    segment: int
+    seq: int
+    last_in_segment: bool
+    last_in_utterance: bool
+    received_at: float
+
+    @property
+    def samples(self) -> np.ndarray:
+        return decode_samples(self.pcm, self.format)
+
+    @property
+    def sample_count(self) -> int:
+        return len(self.pcm) // BYTES_PER_SAMPLE[self.format]
+
+    @property
+    def duration_ms(self) -> float:
+        return 1000.0 * self.sample_count / self.sample_rate
+
+
+_END = object()  # queue sentinel: no more items after this one
+
+
+@dataclass(eq=False)
+class Utterance:
+    """A running utterance; async-iterate it for `AudioChunk`, `Segment`, and finally `Done`.
+
+    Iteration ends after `Done` or `Cancelled` (both yielded), and raises the `TTSError`
+    subclass of an `error`. `result()` waits for the end without consuming the items.
+    """
+
+    id: str
+    format: str
+    sample_rate: int
+    lane: str
+    final: bool
+    _send: Callable[[object], Awaitable[None]] = field(repr=False)
+    stream: int | None = None
+    sent_at: float = field(default_factory=time.monotonic)
+    started_at: float | None = None
+    first_audio_at: float | None = None
+    ended_at: float | None = None
+    audio_samples: int = 0
+    frames: int = 0
+    segments: list[Segment] = field(default_factory=list)
+    refusals: list[TTSError] = field(default_factory=list)
+    _queue: asyncio.Queue = field(default_factory=asyncio.Queue, repr=False)
+    _terminal: asyncio.Future = field(default=None, repr=False)  # type: ignore[assignment]
+    _started: asyncio.Future = field(default=None, repr=False)  # type: ignore[assignment]
+    _next_seq: int = 0
+    _cancel_sent: bool = False
+
+    def __post_init__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._terminal = loop.create_future()
+        self._started = loop.create_future()
+
+    # ---- caller side -------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        return self._terminal.done()
+
+    @property
+    def first_audio_ms(self) -> float | None:
+        """Client-measured time from sending `speak` to the first audio frame."""
+        if self.first_audio_at is None:
+            return None
+        return 1000.0 * (self.first_audio_at - self.sent_at)
+
+    @property
+    def audio_ms(self) -> float:
+        return 1000.0 * self.audio_samples / self.sample_rate
+
+    async def started(self) -> Started | None:
+        """Wait for `started`; raises the utterance's error if it was refused."""
+        return await asyncio.shield(self._started)
+
+    async def append(self, text: str, final: bool = False) -> None:
+        """Send more text (only for an utterance opened with `final=False`)."""
+        if self.final:
+            raise InputClosed("input already ended with final=true", id=self.id)
+        if self.finished:
+            raise InputClosed("utterance already ended", id=self.id)
+        self.final = final
+        await self._send(Append(id=self.id, text=text, final=final))
+
+    async def end_input(self) -> None:
+        """End a streamed input: synthesize what is buffered and finish after it."""
+        await self.append("", final=True)
+
+    async def flush(self) -> None:
+        """Ask the server to synthesize the text buffered so far, sentence end or not."""
+        if self.final or self.finished:
+            raise InputClosed("input already ended", id=self.id)
+        await self._send(Flush(id=self.id))
+
+    async def cancel(self) -> None:
+        """Barge-in: stop at once. Audio still in flight is dropped locally."""
+        if self.finished or self._cancel_sent:
+            return
+        self._cancel_sent = True
+        await self._send(Cancel(id=self.id))
+
+    async def result(self) -> Done:
+        """Wait for the end. Returns `Done`; raises `UtteranceCancelled` or the error."""
+        outcome = await asyncio.shield(self._terminal)
+        if isinstance(outcome, Done):
+            return outcome
+        if isinstance(outcome, Cancelled):
+            raise UtteranceCancelled("utterance cancelled", id=self.id)
+        raise outcome
+
+    def __aiter__(self) -> AsyncIterator[object]:
+        return self._items()
+
+    async def _items(self) -> AsyncIterator[object]:
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    async def audio(self) -> AsyncIterator[AudioChunk]:
+        """Only the audio chunks; raises like iteration does, returns at the end."""
+        async for item in self:
+            if isinstance(item, AudioChunk):
+                yield item
+
+    async def collect(self) -> tuple[bytes, Done]:
+        """All audio bytes of the utterance and its `Done` (raises on error/cancel)."""
+        parts = [chunk.pcm async for chunk in self.audio()]
+        return b"".join(parts), await self.result()
+
+    # ---- reader side (called by the connection) ----------------------------------
+
+    def _on_started(self, msg: Started) -> None:
+        self.stream = msg.stream
+        self.format = msg.format
+        self.sample_rate = msg.sample_rate
+        self.lane = msg.lane
+        self.started_at = time.monotonic()
+        if not self._started.done():
+            self._started.set_result(msg)
+
+    def _on_audio(self, flags_segment_end: bool, flags_utterance_end: bool, segment: int,
+                  seq: int, payload: bytes, now: float) -> None:
+        if seq != self._next_seq:
+            log.error("utterance %s: frame seq %s, expected %s", self.id, seq, self._next_seq)
+            self._fail(ProtocolViolation(f"frame seq {seq}, expected {self._next_seq}",
+                                         id=self.id))
+            return
+        self._next_seq = seq + 1
+        if self._cancel_sent:
+            return  # barge-in: the caller asked for silence now
+        if self.first_audio_at is None:
+            self.first_audio_at = now
+        chunk = AudioChunk(payload, self.format, self.sample_rate, segment, seq,
+                           flags_segment_end, flags_utterance_end, now)
+        self.frames += 1
+        self.audio_samples += chunk.sample_count
+        self._queue.put_nowait(chunk)
+
+    def _on_segment(self, msg: Segment) -> None:
+        self.segments.append(msg)
+        self._queue.put_nowait(msg)
+
+    def _on_refusal(self, exc: TTSError) -> None:
+        """An error that refuses one message but leaves the utterance running."""
+        log.warning("utterance %s: %s", self.id, exc)
+        self.refusals.append(exc)
+
+    def _on_terminal(self, outcome: Done | Cancelled | TTSError) -> None:
+        if self._terminal.done():
+            log.warning("utterance %s: second terminal message %r ignored", self.id, outcome)
+            return
+        self.ended_at = time.monotonic()
+        self._terminal.set_result(outcome)
+        if not self._started.done():
+            if isinstance(outcome, TTSError):
+                self._started.set_exception(outcome)
+                self._started.exception()  # mark retrieved: result() reports it too
+            else:
+                self._started.set_result(None)
+        # Iteration yields Done/Cancelled as the last item, or raises the error.
+        self._queue.put_nowait(outcome)
+        self._queue.put_nowait(_END)
+
+    def _fail(self, exc: TTSError) -> None:
+        self._on_terminal(exc)

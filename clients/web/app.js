@@ -1,0 +1,337 @@
+// Browser demo for the realtime TTS server: speaks the protocol of docs/protocol.md over
+// one WebSocket, plays audio through an AudioWorklet (worklet.js) as it arrives, and
+// exposes its state on window.demo for tests.
+"use strict";
+
+const HEADER_SIZE = 12;
+const FLAG_SEGMENT_END = 1;
+const PREBUFFER_MS = 80;     // jitter buffer before playback starts
+const TOKEN_INTERVAL_MS = 45; // "type like an LLM" pace
+
+const $ = (id) => document.getElementById(id);
+
+const demo = {
+  status: "connecting",   // connecting | ready | speaking | done | cancelled | error | closed
+  hello: null,
+  weightsWarning: false,
+  utteranceId: null,
+  stream: null,
+  framesReceived: 0,
+  samplesReceived: 0,
+  samplesPlayed: 0,
+  bufferedSamples: 0,
+  underruns: 0,
+  firstAudioMs: null,
+  audioMs: null,          // from `done`
+  rtf: null,
+  done: null,
+  cancelledIds: [],
+  framesAfterCancel: 0,
+  errors: [],
+  audioClock: 0,
+  sampleRate: 24000,
+  format: "pcm_s16le",
+  lastSeq: -1,
+};
+window.demo = demo;
+
+let ws = null;
+let audioCtx = null;
+let player = null;
+let utteranceCount = 0;
+let sentAt = 0;
+let typing = null;        // timer of the "type like an LLM" mode
+let inputFinal = true;
+const closedIds = new Set();       // utterances that got done/cancelled/error
+const cancelRequested = new Set(); // utterances the user stopped
+const streamIds = new Map();       // stream number -> utterance id
+const recent = new Float32Array(4096); // last samples received, for the waveform
+let recentPos = 0;
+
+function log(line) {
+  const el = $("log");
+  el.textContent = `${new Date().toISOString().slice(11, 23)} ${line}\n` + el.textContent.slice(0, 4000);
+}
+
+function setStatus(status, detail) {
+  demo.status = status;
+  $("status").textContent = detail ? `${status}: ${detail}` : status;
+  const busy = status === "speaking";
+  $("stop").disabled = !busy;
+  $("speak").disabled = !(ws && ws.readyState === WebSocket.OPEN);
+}
+
+function wsUrl() {
+  const page = new URL(location.href);
+  const url = new URL("/v1/stream", page);
+  url.protocol = page.protocol === "https:" ? "wss:" : "ws:";
+  const token = page.searchParams.get("token");
+  if (token) url.searchParams.set("token", token); // browsers cannot set an Authorization header
+  return url.toString();
+}
+
+// ---- connection --------------------------------------------------------------------
+
+function connect() {
+  ws = new WebSocket(wsUrl());
+  ws.binaryType = "arraybuffer";
+  ws.onopen = () => log("connected");
+  ws.onclose = (e) => {
+    $("conn").textContent = `closed (${e.code})`;
+    $("conn").className = "pill bad";
+    stopTyping();
+    setStatus("closed", e.reason || String(e.code));
+  };
+  ws.onmessage = (e) => {
+    if (typeof e.data === "string") onText(JSON.parse(e.data));
+    else onAudio(e.data);
+  };
+}
+
+function send(msg) {
+  ws.send(JSON.stringify(msg));
+}
+
+function onHello(hello) {
+  demo.hello = hello;
+  demo.sampleRate = hello.sample_rate;
+  $("conn").textContent = "connected";
+  $("conn").className = "pill ok";
+  const m = hello.model || {};
+  $("model").textContent = `${m.name || "?"} · ${m.weights || "?"} weights · ${m.device || "?"}`;
+  if (m.weights !== "checkpoint") {
+    demo.weightsWarning = true;
+    $("weights-kind").textContent = m.weights;
+    $("weights-warning").hidden = false;
+  }
+  const voice = $("voice");
+  for (const name of hello.voices || []) voice.add(new Option(name, name));
+  const format = $("format");
+  format.innerHTML = "";
+  for (const f of hello.formats || ["pcm_s16le"]) format.add(new Option(f, f));
+  setStatus("ready");
+}
+
+function onText(msg) {
+  switch (msg.type) {
+    case "hello": onHello(msg); break;
+    case "started":
+      streamIds.set(msg.stream, msg.id);
+      if (msg.id === demo.utteranceId) {
+        demo.stream = msg.stream;
+        demo.format = msg.format;
+      }
+      break;
+    case "segment":
+      log(`segment ${msg.index}: ${msg.audio_ms} ms "${msg.text}"`);
+      break;
+    case "done":
+      if (msg.id !== demo.utteranceId) break;
+      closedIds.add(msg.id);
+      demo.done = msg;
+      demo.audioMs = msg.audio_ms;
+      demo.rtf = msg.timing.rtf;
+      $("rtf").textContent = msg.timing.rtf.toFixed(3);
+      player && player.port.postMessage({type: "end"});
+      stopTyping();
+      setStatus("done", `${(msg.audio_ms / 1000).toFixed(2)} s of audio`);
+      break;
+    case "cancelled":
+      closedIds.add(msg.id);
+      demo.cancelledIds.push(msg.id);
+      if (msg.id === demo.utteranceId) setStatus("cancelled");
+      break;
+    case "error":
+      demo.errors.push(msg);
+      log(`error ${msg.code}: ${msg.message}`);
+      if (msg.id && msg.id === demo.utteranceId &&
+          msg.code !== "duplicate_id" && msg.code !== "input_closed") {
+        closedIds.add(msg.id);
+        stopTyping();
+        player && player.port.postMessage({type: "end"});
+        setStatus("error", msg.code);
+      }
+      break;
+  }
+}
+
+// ---- audio -------------------------------------------------------------------------
+
+const MULAW = (() => {
+  const table = new Float32Array(256);
+  for (let i = 0; i < 256; i++) {
+    const u = ~i & 0xff;
+    const sign = u & 0x80, exponent = (u >> 4) & 0x07, mantissa = u & 0x0f;
+    const magnitude = (((mantissa << 3) + 0x84) << exponent) - 0x84;
+    table[i] = (sign ? -magnitude : magnitude) / 32768;
+  }
+  return table;
+})();
+
+function decodePayload(buf, format) {
+  if (format === "pcm_f32le") return new Float32Array(buf.slice(HEADER_SIZE));
+  if (format === "pcm_mulaw") {
+    const bytes = new Uint8Array(buf, HEADER_SIZE);
+    const out = new Float32Array(bytes.length);
+    for (let i = 0; i < bytes.length; i++) out[i] = MULAW[bytes[i]];
+    return out;
+  }
+  const pcm = new Int16Array(buf, HEADER_SIZE, (buf.byteLength - HEADER_SIZE) >> 1);
+  const out = new Float32Array(pcm.length);
+  for (let i = 0; i < pcm.length; i++) out[i] = pcm[i] / 32768;
+  return out;
+}
+
+function onAudio(buf) {
+  const view = new DataView(buf);
+  const flags = view.getUint8(1);
+  const stream = view.getUint32(4, true);
+  const seq = view.getUint32(8, true);
+  const id = streamIds.get(stream);
+  if (id !== undefined && closedIds.has(id)) {
+    if (demo.cancelledIds.includes(id)) demo.framesAfterCancel += 1; // must stay 0
+    return;
+  }
+  if (stream !== demo.stream || cancelRequested.has(id)) return; // stopped: drop in-flight audio
+  if (seq !== demo.lastSeq + 1) log(`seq gap: ${demo.lastSeq} -> ${seq}`);
+  demo.lastSeq = seq;
+  const samples = decodePayload(buf, demo.format);
+  if (demo.framesReceived === 0) {
+    demo.firstAudioMs = performance.now() - sentAt;
+    $("first-audio").textContent = `${demo.firstAudioMs.toFixed(0)} ms`;
+  }
+  demo.framesReceived += 1;
+  demo.samplesReceived += samples.length;
+  $("frames").textContent = String(demo.framesReceived);
+  for (let i = 0; i < samples.length; i++) {
+    recent[recentPos] = samples[i];
+    recentPos = (recentPos + 1) % recent.length;
+  }
+  if (player) {
+    player.port.postMessage({type: "push", samples}, [samples.buffer]);
+  }
+  if (flags & FLAG_SEGMENT_END) log(`segment end (frame ${seq})`);
+}
+
+async function ensureAudio() {
+  if (audioCtx) {
+    if (audioCtx.state !== "running") await audioCtx.resume();
+    return;
+  }
+  audioCtx = new AudioContext({sampleRate: demo.sampleRate});
+  await audioCtx.audioWorklet.addModule("worklet.js");
+  player = new AudioWorkletNode(audioCtx, "jitter-player", {outputChannelCount: [1]});
+  player.connect(audioCtx.destination);
+  player.port.onmessage = (e) => {
+    const s = e.data;
+    demo.samplesPlayed = s.played;
+    demo.bufferedSamples = s.buffered;
+    demo.underruns = s.underruns;
+  };
+  if (audioCtx.state !== "running") await audioCtx.resume();
+}
+
+// ---- controls ----------------------------------------------------------------------
+
+function resetStats() {
+  Object.assign(demo, {framesReceived: 0, samplesReceived: 0, samplesPlayed: 0,
+                       bufferedSamples: 0, underruns: 0, firstAudioMs: null, audioMs: null,
+                       rtf: null, done: null, stream: null, lastSeq: -1});
+  $("first-audio").textContent = "…";
+  $("rtf").textContent = "…";
+}
+
+function llmTokens(text) {
+  // Words with their trailing whitespace, long words split: roughly an LLM's tokens.
+  const out = [];
+  for (const word of text.match(/\S+\s*/g) || []) {
+    for (let i = 0; i < word.length; i += 6) out.push(word.slice(i, i + 6));
+  }
+  return out;
+}
+
+function stopTyping() {
+  if (typing) clearInterval(typing);
+  typing = null;
+}
+
+async function speak() {
+  const text = $("text").value;
+  if (!text.trim()) return;
+  if (demo.status === "speaking") await stop();
+  await ensureAudio();
+  resetStats();
+  const id = `web-${Date.now().toString(36)}-${++utteranceCount}`;
+  demo.utteranceId = id;
+  demo.format = $("format").value;
+  const llm = $("llm-mode").checked;
+  const tokens = llm ? llmTokens(text) : null;
+  const msg = {
+    type: "speak", id, text: llm ? tokens.shift() : text, final: !llm,
+    lane: $("lane").value, chunking: $("chunking").value, format: $("format").value,
+    sample_rate: demo.sampleRate,
+  };
+  if ($("voice").value) msg.voice = $("voice").value;
+  if ($("seed").value !== "") msg.params = {seed: parseInt($("seed").value, 10)};
+  player.port.postMessage({type: "start", prebuffer: Math.round(demo.sampleRate * PREBUFFER_MS / 1000)});
+  sentAt = performance.now();
+  send(msg);
+  inputFinal = msg.final;
+  setStatus("speaking");
+  $("typed").hidden = !llm;
+  if (llm) {
+    $("typed").textContent = msg.text;
+    typing = setInterval(() => {
+      if (demo.utteranceId !== id || demo.status !== "speaking") return stopTyping();
+      const token = tokens.shift();
+      if (token === undefined) {
+        send({type: "append", id, text: "", final: true});
+        inputFinal = true;
+        return stopTyping();
+      }
+      $("typed").textContent += token;
+      send({type: "append", id, text: token, final: false});
+    }, TOKEN_INTERVAL_MS);
+  }
+}
+
+async function stop() {
+  stopTyping();
+  const id = demo.utteranceId;
+  if (!id || closedIds.has(id)) return;
+  player && player.port.postMessage({type: "clear"});  // silence now, before the reply
+  cancelRequested.add(id);
+  send({type: "cancel", id});
+  setStatus("cancelled", "stopping");
+}
+
+function drawWave() {
+  const canvas = $("wave");
+  const g = canvas.getContext("2d");
+  g.clearRect(0, 0, canvas.width, canvas.height);
+  g.strokeStyle = "#60a5fa";
+  g.beginPath();
+  const mid = canvas.height / 2;
+  for (let x = 0; x < canvas.width; x++) {
+    const i = (recentPos + Math.floor(x * recent.length / canvas.width)) % recent.length;
+    const y = mid - recent[i] * mid * 0.95;
+    x === 0 ? g.moveTo(x, y) : g.lineTo(x, y);
+  }
+  g.stroke();
+  if (audioCtx) demo.audioClock = audioCtx.currentTime;
+  const bufMs = 1000 * demo.bufferedSamples / demo.sampleRate;
+  $("buffer").textContent = `${bufMs.toFixed(0)} ms`;
+  $("played").textContent = `${(demo.samplesPlayed / demo.sampleRate).toFixed(2)} s`;
+  $("underruns").textContent = String(demo.underruns);
+  if (demo.status === "speaking" && demo.framesReceived > 0 && demo.rtf === null) {
+    const elapsed = performance.now() - sentAt;
+    const audio = 1000 * demo.samplesReceived / demo.sampleRate;
+    $("rtf").textContent = `${(elapsed / audio).toFixed(3)} (live)`;
+  }
+  requestAnimationFrame(drawWave);
+}
+
+$("speak").addEventListener("click", () => { speak().catch((e) => log(`speak failed: ${e}`)); });
+$("stop").addEventListener("click", () => { stop(); });
+connect();
+requestAnimationFrame(drawWave);

@@ -1,0 +1,91 @@
+"""The browser demo page (clients/web/) in Debian's chromium, driven by Playwright,
+against a real server running the tiny-random model on CPU.
+
+Skipped when chromium is missing, except under CI (env CI set), where that fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from clients_fixtures import model_server  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--autoplay-policy=no-user-gesture-required", "--disable-gpu",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run"]
+WAIT_MS = 90_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"chromium not found at {CHROMIUM} (required under CI)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, model_server):
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto(f"{model_server.http}/?token=ignored-by-open-server")
+    pg.wait_for_function("window.demo && window.demo.status === 'ready'", timeout=WAIT_MS)
+    yield pg
+    ctx.close()
+    assert errors == [], errors
+
+
+def demo(pg, key):
+    return pg.evaluate(f"window.demo.{key}")
+
+
+def test_speak_plays_all_audio(page):
+    assert page.locator("#weights-warning").is_visible()
+    assert "tiny-random" in page.locator("#weights-warning").inner_text()
+    assert page.evaluate("document.querySelectorAll('#voice option').length") >= 1
+    page.fill("#text", "Hello from the browser.")
+    page.fill("#seed", "3")
+    page.click("#speak")
+    page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
+    page.wait_for_function(
+        "window.demo.samplesPlayed >= window.demo.samplesReceived && window.demo.bufferedSamples === 0",
+        timeout=WAIT_MS)
+    state = page.evaluate("window.demo")
+    assert state["framesReceived"] >= 1
+    assert state["audioClock"] > 0, "the AudioContext clock never advanced"
+    frame_samples = state["sampleRate"] * 100 // 1000  # default frame_ms = 100
+    expected = state["audioMs"] * state["sampleRate"] / 1000
+    assert abs(state["samplesPlayed"] - expected) <= frame_samples
+    assert state["samplesPlayed"] == state["samplesReceived"]
+    assert state["firstAudioMs"] > 0
+    assert page.locator("#first-audio").inner_text().endswith("ms")
+    assert page.locator("#rtf").inner_text() not in ("–", "…")
+
+
+def test_stop_cancels(page):
+    page.fill("#text", "This sentence will be interrupted. " * 3)
+    page.select_option("#chunking", "token")
+    page.click("#speak")
+    page.wait_for_function("window.demo.framesReceived >= 1", timeout=WAIT_MS)
+    uid = demo(page, "utteranceId")
+    page.click("#stop")
+    page.wait_for_function(f"window.demo.cancelledIds.includes('{uid}')", timeout=WAIT_MS)
+    frames = demo(page, "framesReceived")
+    page.wait_for_timeout(500)
+    assert demo(page, "framesReceived") == frames, "audio kept arriving after cancelled"
+    assert demo(page, "framesAfterCancel") == 0
+    assert demo(page, "status") == "cancelled"
+    assert demo(page, "bufferedSamples") == 0
