@@ -1,0 +1,252 @@
+"""The server's one frozen configuration, built from flags and environment.
+
+Every flag ``--some-flag`` can also be set with the environment variable
+``CHATTTS_RT_SOME_FLAG``; a flag on the command line wins over the
+environment, which wins over the default. Repeatable flags (``--auth-token``,
+``--allowed-origin``) take a comma-separated list from the environment.
+Integer lists (``--batch-sizes``, ``--kv-buckets``) are comma-separated in both.
+
+``ServerConfig`` never shows auth tokens in its repr, so logging the config
+never leaks them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+
+from realtime.runtime.api import RuntimeOptions
+
+ENV_PREFIX = "CHATTTS_RT_"
+
+WEIGHT_CHOICES_HELP = (
+    "auto | random | tiny-random | tone | PATH (checkpoint directory). "
+    "'tone' runs no model at all: a synthetic tone runner for load tests and benches."
+)
+
+
+class ConfigError(ValueError):
+    """A flag or environment variable has a value the server cannot use."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    weights: str = "auto"
+    model_dir: str | None = None
+    require_weights: bool = False
+    device: str = "auto"
+    precision: str = "auto"
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048)
+    max_slots: int = 16
+    interactive_batch_size: int = 1
+    lookahead_steps: int = 8
+    voices_file: str | None = None
+    auth_tokens: tuple[str, ...] = field(default=(), repr=False)
+    allowed_origins: tuple[str, ...] = ()
+    max_text_chars: int = 5000
+    max_active: int = 8
+    max_message_bytes: int = 65536
+    max_connections: int = 2000
+    default_deadline_ms: int = 60000
+    drain_timeout: float = 30.0
+    send_queue_bytes: int = 8 * 1024 * 1024
+    idle_timeout: float = 0.0
+    log_level: str = "info"
+    log_json: bool = False
+    # Only for ``--weights tone``: seconds the synthetic runner spends per step.
+    tone_step_ms: float = 0.0
+    tone_codes_per_step: int = 1
+    web_root: str | None = None
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.auth_tokens)
+
+    def runtime_options(self) -> RuntimeOptions:
+        """The part of the config the model runtime needs."""
+        return RuntimeOptions(
+            weights=self.weights,
+            model_dir=self.model_dir,
+            require_weights=self.require_weights,
+            device=self.device,
+            precision=self.precision,
+            batch_sizes=self.batch_sizes,
+            kv_buckets=self.kv_buckets,
+            max_slots=self.max_slots,
+            lookahead_steps=self.lookahead_steps,
+            voices_file=self.voices_file,
+        )
+
+    def summary(self) -> dict[str, object]:
+        """Everything worth logging at start-up; tokens reduced to a count."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "auth_tokens"}
+        out["auth_tokens"] = len(self.auth_tokens)
+        return out
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return tuple(sorted(set(values)))
+
+
+def _str_list(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected a boolean, got {text!r}")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+# (flag, dest, type, help). Booleans are store_true flags on the command line.
+_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
+    ("--host", "host", str, "address to bind"),
+    ("--port", "port", int, "TCP port (0 picks a free one)"),
+    ("--weights", "weights", str, WEIGHT_CHOICES_HELP),
+    ("--model-dir", "model_dir", str, "ChatTTS checkpoint directory for --weights auto"),
+    ("--require-weights", "require_weights", bool, "refuse to start without real weights"),
+    ("--device", "device", str, "auto | cpu | cuda"),
+    ("--precision", "precision", str, "auto | fp32 | bf16 | fp16"),
+    ("--batch-sizes", "batch_sizes", _int_list, "decode batch sizes to prepare, e.g. 1,2,4,8"),
+    ("--kv-buckets", "kv_buckets", _int_list, "KV length buckets, e.g. 256,512,1024,2048"),
+    ("--max-slots", "max_slots", _positive_int, "KV cache slots (jobs in flight)"),
+    ("--interactive-batch-size", "interactive_batch_size", _positive_int,
+     "batch size of the interactive lane"),
+    ("--lookahead-steps", "lookahead_steps", _positive_int, "streaming vocoder right context"),
+    ("--voices-file", "voices_file", str, "JSON file of named voices"),
+    ("--auth-token", "auth_tokens", str, "accepted bearer token (repeatable)"),
+    ("--allowed-origin", "allowed_origins", str, "allowed Origin header (repeatable)"),
+    ("--max-text-chars", "max_text_chars", _positive_int, "text limit of one utterance"),
+    ("--max-active", "max_active", _positive_int, "active utterances per connection"),
+    ("--max-message-bytes", "max_message_bytes", _positive_int, "largest client message"),
+    ("--max-connections", "max_connections", _positive_int, "open WebSocket connections"),
+    ("--default-deadline-ms", "default_deadline_ms", _positive_int,
+     "background deadline when a speak gives none"),
+    ("--drain-timeout", "drain_timeout", _non_negative_float,
+     "seconds in-flight utterances get to finish on SIGTERM"),
+    ("--send-queue-bytes", "send_queue_bytes", _positive_int,
+     "per-connection send queue bound before slow_consumer"),
+    ("--idle-timeout", "idle_timeout", _non_negative_float,
+     "close connections idle this many seconds (0: never)"),
+    ("--log-level", "log_level", str, "debug | info | warning | error"),
+    ("--log-json", "log_json", bool, "one JSON object per log line"),
+    ("--tone-step-ms", "tone_step_ms", _non_negative_float,
+     "step time of the synthetic runner (--weights tone)"),
+    ("--tone-codes-per-step", "tone_codes_per_step", _positive_int,
+     "codes per step of the synthetic runner (--weights tone; benches)"),
+    ("--web-root", "web_root", str, "directory served at / (default: clients/web)"),
+)
+
+_REPEATABLE = {"auth_tokens", "allowed_origins"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chattts-realtime",
+        description="Streaming WebSocket TTS server around ChatTTS. "
+        f"Every flag can also be set as {ENV_PREFIX}<FLAG_IN_UPPER_SNAKE>.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="run the server (the default command)")
+    for p in (parser, serve):
+        _add_options(p)
+    return parser
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    for flag, dest, kind, help_text in _OPTIONS:
+        env = ENV_PREFIX + flag[2:].upper().replace("-", "_")
+        help_text = f"{help_text} [env {env}]"
+        if kind is bool:
+            parser.add_argument(flag, dest=dest, action="store_true", default=None, help=help_text)
+        elif dest in _REPEATABLE:
+            parser.add_argument(flag, dest=dest, action="append", default=None, help=help_text)
+        else:
+            parser.add_argument(flag, dest=dest, type=kind, default=None, help=help_text)
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for flag, dest, kind, _ in _OPTIONS:
+        env = ENV_PREFIX + flag[2:].upper().replace("-", "_")
+        raw = environ.get(env)
+        if raw is None:
+            continue
+        try:
+            if kind is bool:
+                values[dest] = _bool(raw)
+            elif dest in _REPEATABLE:
+                values[dest] = _str_list(raw)
+            else:
+                values[dest] = kind(raw)  # type: ignore[operator]
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            raise ConfigError(f"{env}: {exc}") from None
+    return values
+
+
+def load_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[str, ServerConfig]:
+    """Parse ``argv`` (without the program name) and ``environ``.
+
+    Returns ``(command, config)``; the command is ``"serve"`` when none is
+    given. Raises ``SystemExit`` for bad flags (argparse) and ``ConfigError``
+    for bad environment values or inconsistent settings.
+    """
+    environ = os.environ if environ is None else environ
+    args = build_parser().parse_args(list(argv or []))
+    values = _from_env(environ)
+    for _, dest, _, _ in _OPTIONS:
+        given = getattr(args, dest, None)
+        if given is not None:
+            values[dest] = given
+    for dest in _REPEATABLE:
+        if dest in values:
+            values[dest] = tuple(v for v in values[dest] if v)  # type: ignore[union-attr]
+    config = ServerConfig(**values)  # type: ignore[arg-type]
+    validate(config)
+    return args.command or "serve", config
+
+
+def validate(config: ServerConfig) -> None:
+    """Raise ``ConfigError`` for values that parse but cannot work together."""
+    if config.device not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"--device must be auto, cpu or cuda, not {config.device!r}")
+    if config.precision not in ("auto", "fp32", "bf16", "fp16"):
+        raise ConfigError(f"--precision must be auto, fp32, bf16 or fp16, not {config.precision!r}")
+    if config.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
+        raise ConfigError(f"--log-level {config.log_level!r} is not a logging level")
+    if not 0 <= config.port <= 65535:
+        raise ConfigError(f"--port {config.port} is out of range")
+    if config.interactive_batch_size > max(config.batch_sizes):
+        raise ConfigError("--interactive-batch-size is larger than every --batch-sizes entry")
+    if config.max_slots < 2:
+        raise ConfigError("--max-slots must be at least 2 (one is kept for the interactive lane)")

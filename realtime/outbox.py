@@ -1,0 +1,118 @@
+"""The bounded send queue of one connection.
+
+Messages wait here until the connection's writer task hands them to
+websockets. Audio frames count against ``limit_bytes``; when a client stops
+reading, the socket buffers fill, ``send`` blocks, the queue grows, and the
+first audio frame over the limit calls ``on_overflow`` so the session can stop
+the utterances whose audio is stuck (``slow_consumer``). Control messages are
+never dropped; ``purge`` removes only queued audio of one owner.
+
+Thread: event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Callable
+
+from websockets.exceptions import ConnectionClosed
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    def __init__(self, send: Callable, limit_bytes: int, on_overflow: Callable[[], None]) -> None:
+        self._send = send  # websockets' connection.send(message, text=...)
+        self.limit_bytes = limit_bytes
+        self._on_overflow = on_overflow
+        # (owner or None for control, payload, is_text)
+        self._items: collections.deque[tuple[object | None, bytes, bool]] = collections.deque()
+        self.queued_bytes = 0
+        self.audio_bytes = 0
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closed = False
+        self._overflowing = False
+
+    def put_control(self, data: bytes) -> None:
+        """A JSON text message; never dropped."""
+        if self._closed:
+            return
+        self._items.append((None, data, True))
+        self.queued_bytes += len(data)
+        self._kick()
+
+    def put_audio(self, owner: object, data: bytes) -> None:
+        """A binary frame of ``owner``'s audio; may trigger ``on_overflow``."""
+        if self._closed:
+            return
+        self._items.append((owner, data, False))
+        self.queued_bytes += len(data)
+        self.audio_bytes += len(data)
+        self._kick()
+        if self.audio_bytes > self.limit_bytes and not self._overflowing:
+            self._overflowing = True  # on_overflow purges; don't re-enter
+            try:
+                self._on_overflow()
+            finally:
+                self._overflowing = False
+
+    def purge(self, owner: object) -> int:
+        """Drop ``owner``'s queued audio; return the bytes dropped."""
+        if not self._items:
+            return 0
+        kept: collections.deque[tuple[object | None, bytes, bool]] = collections.deque()
+        dropped = 0
+        for item in self._items:
+            if item[0] is owner and not item[2]:
+                dropped += len(item[1])
+            else:
+                kept.append(item)
+        self._items = kept
+        self.queued_bytes -= dropped
+        self.audio_bytes -= dropped
+        return dropped
+
+    def owners_with_audio(self) -> list[object]:
+        owners: dict[int, object] = {}
+        for owner, _, text in self._items:
+            if owner is not None and not text:
+                owners.setdefault(id(owner), owner)
+        return list(owners.values())
+
+    def close(self) -> None:
+        self._closed = True
+        self._items.clear()
+        self.queued_bytes = self.audio_bytes = 0
+        self._wake.set()
+
+    async def wait_flushed(self) -> None:
+        """Until everything queued so far has been handed to the socket."""
+        await self._idle.wait()
+
+    def _kick(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    async def run(self) -> None:
+        """The writer task: send in order until closed or the connection drops."""
+        try:
+            while not self._closed:
+                if not self._items:
+                    self._idle.set()
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                _, data, text = self._items.popleft()
+                self.queued_bytes -= len(data)
+                if not text:
+                    self.audio_bytes -= len(data)
+                await self._send(data, text=text)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._closed = True
+            self._idle.set()

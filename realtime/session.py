@@ -1,0 +1,230 @@
+"""One WebSocket connection: client messages in, utterances, messages and frames out.
+
+The session decodes each client message with ``protocol.decode_client``,
+applies the per-connection rules (active ids, ``max_active``, draining) and
+drives its ``Utterance`` objects; everything it sends goes through one bounded
+``Outbox``. It is the single place where a refused message becomes an
+``error`` on the wire.
+
+Thread: event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from protocol import (
+    Append,
+    Cancel,
+    Error,
+    ErrorCode,
+    Flush,
+    ProtocolError,
+    Speak,
+    decode_client,
+    encode,
+)
+from realtime.outbox import Outbox
+from realtime.utterance import Utterance
+from realtime.worker import Submission
+
+if TYPE_CHECKING:
+    from realtime.server import Server
+
+log = logging.getLogger(__name__)
+
+# Close code when a client floods us with messages it never reads answers to.
+_CLOSE_POLICY = 1008
+
+
+class Session:
+    def __init__(self, ws: ServerConnection, server: Server) -> None:
+        self.ws = ws
+        self.server = server
+        self.config = server.config
+        self.utterances: dict[str, Utterance] = {}
+        self._streams = itertools.count(1)
+        self.outbox = Outbox(ws.send, self.config.send_queue_bytes, self._on_overflow)
+        self._idle_timer: asyncio.TimerHandle | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the connection until it closes; always cleans up."""
+        writer = asyncio.create_task(self.outbox.run(), name="outbox")
+        self._send(self.server.hello)
+        self._arm_idle_timer()
+        try:
+            async for frame in self.ws:
+                self._on_frame(frame)
+                if self.outbox.queued_bytes - self.outbox.audio_bytes > 4 * self.config.send_queue_bytes:
+                    log.warning("closing a connection that does not read its replies")
+                    await self.ws.close(_CLOSE_POLICY, "not reading replies")
+                    break
+        except ConnectionClosed:
+            pass
+        finally:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            for utterance in list(self.utterances.values()):
+                utterance.drop()
+                self._forget(utterance, "disconnected")
+            self.outbox.close()
+            writer.cancel()
+            try:
+                await writer
+            except asyncio.CancelledError:
+                pass
+
+    async def shut_down(self, message: str) -> None:
+        """Draining ran out of time: end every utterance with ``shutting_down``
+        and give the messages a moment to leave."""
+        for utterance in list(self.utterances.values()):
+            utterance.fail(ErrorCode.SHUTTING_DOWN, message)
+        try:
+            await asyncio.wait_for(self.outbox.wait_flushed(), 1.0)
+        except TimeoutError:
+            pass
+
+    # -- client messages --------------------------------------------------------------
+
+    def _on_frame(self, frame: str | bytes) -> None:
+        self._arm_idle_timer()
+        if not isinstance(frame, str):
+            self._error(None, ErrorCode.BINARY_NOT_ALLOWED, "send JSON text frames only")
+            return
+        try:
+            message = decode_client(frame, self.server.offer)
+        except ProtocolError as exc:
+            self._send(exc.to_message())
+            return
+        received = time.monotonic()
+        if isinstance(message, Speak):
+            self._speak(message, received)
+        elif isinstance(message, Append):
+            self._append(message)
+        elif isinstance(message, Flush):
+            self._flush(message)
+        elif isinstance(message, Cancel):
+            self._cancel(message)
+
+    def _speak(self, speak: Speak, received: float) -> None:
+        if self.server.draining:
+            self._error(speak.id, ErrorCode.SHUTTING_DOWN, "the server is shutting down")
+            return
+        if speak.id in self.utterances:
+            self._error(speak.id, ErrorCode.DUPLICATE_ID,
+                        "an utterance with this id is still active", "id")
+            return
+        if len(self.utterances) >= self.config.max_active:
+            self._error(speak.id, ErrorCode.TOO_MANY_ACTIVE,
+                        f"at most {self.config.max_active} active utterances per connection")
+            return
+        utterance = Utterance(
+            speak, next(self._streams), self, received,
+            default_deadline_ms=self.config.default_deadline_ms,
+            max_text_chars=self.config.max_text_chars,
+        )
+        self.utterances[speak.id] = utterance
+        self.server.utterance_started()
+        utterance.begin()
+
+    def _known(self, msg_id: str) -> Utterance | None:
+        utterance = self.utterances.get(msg_id)
+        if utterance is None:
+            self._error(msg_id, ErrorCode.UNKNOWN_ID, "no active utterance has this id", "id")
+        return utterance
+
+    def _append(self, append: Append) -> None:
+        utterance = self._known(append.id)
+        if utterance is None:
+            return
+        if utterance.input_final:
+            self._error(append.id, ErrorCode.INPUT_CLOSED, "this utterance's input already ended")
+            return
+        utterance.append(append.text, append.final)
+
+    def _flush(self, flush: Flush) -> None:
+        utterance = self._known(flush.id)
+        if utterance is None:
+            return
+        if utterance.input_final:
+            self._error(flush.id, ErrorCode.INPUT_CLOSED, "this utterance's input already ended")
+            return
+        utterance.flush()
+
+    def _cancel(self, cancel: Cancel) -> None:
+        utterance = self._known(cancel.id)
+        if utterance is not None:
+            utterance.cancel()
+
+    # -- the UtteranceLink side ------------------------------------------------------------
+
+    def send_message(self, message: object) -> None:
+        self._send(message)
+
+    def send_frame(self, utterance: Utterance, frame: bytes) -> None:
+        self.outbox.put_audio(utterance, frame)
+
+    def submit(self, submission: Submission) -> None:
+        self.server.worker.submit(submission)
+
+    def cancel_jobs(self, job_ids: tuple[int, ...]) -> None:
+        self.server.worker.cancel(job_ids)
+
+    def purge(self, utterance: Utterance) -> None:
+        self.outbox.purge(utterance)
+
+    def next_job_id(self) -> int:
+        return self.server.next_job_id()
+
+    def utterance_ended(self, utterance: Utterance, outcome: str) -> None:
+        self._forget(utterance, outcome)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _forget(self, utterance: Utterance, outcome: str) -> None:
+        if self.utterances.get(utterance.id) is utterance:
+            del self.utterances[utterance.id]
+            self.server.utterance_ended(utterance, outcome)
+
+    def _send(self, message: object) -> None:
+        if isinstance(message, Error):
+            self.server.metrics.errors.labels(message.code).inc()
+        self.outbox.put_control(encode(message))
+
+    def _error(self, msg_id: str | None, code: ErrorCode, message: str,
+               field: str | None = None) -> None:
+        self._send(Error(msg_id, str(code), message, field))
+
+    def _on_overflow(self) -> None:
+        """The send queue is over its bound: stop the utterances whose audio is stuck."""
+        for owner in self.outbox.owners_with_audio():
+            if isinstance(owner, Utterance) and not owner.ended:
+                log.info("utterance %s: client is not reading; slow_consumer", owner.id)
+                owner.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
+            else:
+                self.outbox.purge(owner)
+
+    def _arm_idle_timer(self) -> None:
+        timeout = self.config.idle_timeout
+        if timeout <= 0:
+            return
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._idle_timer = asyncio.get_running_loop().call_later(timeout, self._idle_expired)
+
+    def _idle_expired(self) -> None:
+        self._idle_timer = None
+        if self.utterances:  # still speaking: idle means no client input *and* no work
+            self._arm_idle_timer()
+            return
+        log.info("closing an idle connection")
+        asyncio.get_running_loop().create_task(self.ws.close(1000, "idle timeout"))

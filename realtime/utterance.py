@@ -1,0 +1,406 @@
+"""One utterance on one connection: text in, ordered segments and frames out.
+
+An ``Utterance`` turns a ``speak`` (plus its ``append``/``flush``) into segment
+jobs for the model worker and the worker's updates into wire messages, keeping
+every ordering promise of the protocol:
+
+- ``started`` before any audio; exactly one terminal (done/cancelled/error);
+- audio of segment k+1 never before segment k's ``segment`` message: audio of a
+  later segment that arrives early is buffered until its turn;
+- frame ``seq`` contiguous; bit 0 on the last frame of each segment, bit 1 on
+  the last frame of the utterance when the input was final by then. To set the
+  flags on the right frame, the newest complete frame of the current segment is
+  held back until the next one exists or the segment ends (at 24 kHz only when
+  the framer has no partial frame that would follow it anyway);
+- ``audio_ms`` of segments and ``done`` are computed from the samples framed,
+  so they match the bytes sent exactly.
+
+Segments that normalize to nothing, or that the model ends without audio, are
+skipped on the wire: segment indices count the segments that were spoken.
+
+Thread: event loop only.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from protocol import (
+    FLAG_SEGMENT_END,
+    FLAG_UTTERANCE_END,
+    Cancelled,
+    Done,
+    Error,
+    ErrorCode,
+    FrameHeader,
+    Segment,
+    Speak,
+    Started,
+    Timing,
+    pack_frame,
+)
+from realtime.audio import SOURCE_RATE, AudioFramer
+from realtime.runtime.api import SamplingParams, SegmentRequest
+from realtime.text import SentenceSplitter
+from realtime.worker import SegmentWork, Submission, UpdateKind, WorkerUpdate
+from scheduler import Lane
+
+log = logging.getLogger(__name__)
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# Expected codes per character: ~4 Chinese characters or ~14 Latin
+# characters per second of speech at 46.875 codes per second.
+_CODES_PER_CJK_CHAR = 11.0
+_CODES_PER_OTHER_CHAR = 3.4
+
+
+def estimate_tokens(text: str) -> int:
+    """Expected number of codes for ``text`` (the scheduler's planning figure)."""
+    cjk = len(_CJK.findall(text))
+    return max(8, int(cjk * _CODES_PER_CJK_CHAR + (len(text) - cjk) * _CODES_PER_OTHER_CHAR))
+
+
+class UtteranceLink(Protocol):
+    """What an utterance needs from its connection (the session)."""
+
+    def send_message(self, message: object) -> None: ...
+    def send_frame(self, utterance: Utterance, frame: bytes) -> None: ...
+    def submit(self, submission: Submission) -> None: ...
+    def cancel_jobs(self, job_ids: tuple[int, ...]) -> None: ...
+    def purge(self, utterance: Utterance) -> None: ...
+    def utterance_ended(self, utterance: Utterance, outcome: str) -> None: ...
+    def next_job_id(self) -> int: ...
+
+
+class State(enum.Enum):
+    PENDING = "pending"  # waiting for the worker's admission answer
+    ACTIVE = "active"
+    ENDED = "ended"
+
+
+class _SegStatus(enum.Enum):
+    SUBMITTED = "submitted"
+    EMPTY = "empty"
+    FINISHED = "finished"
+
+
+@dataclass
+class _Seg:
+    text: str
+    job_id: int
+    status: _SegStatus = _SegStatus.SUBMITTED
+    buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
+
+
+class Utterance:
+    """See the module docstring. ``received`` is the speak's receipt time
+    (``time.monotonic()``); ``stream`` the connection-unique stream number."""
+
+    def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
+                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150):
+        self.speak = speak
+        self.id = speak.id
+        self.stream = stream
+        self.lane = Lane(speak.lane)
+        self.link = link
+        self.received = received
+        self.state = State.PENDING
+        self.input_final = False
+        self.max_text_chars = max_text_chars
+        self.text_chars = 0
+        if self.lane is Lane.BACKGROUND:
+            self.deadline_ms: int | None = speak.deadline_ms or default_deadline_ms
+        else:
+            self.deadline_ms = None
+        self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
+        self._framer = AudioFramer(speak.format, speak.sample_rate, speak.frame_ms)
+        self._request_base = SegmentRequest(
+            text="",
+            voice=speak.voice or "seed:0",
+            params=_sampling(speak),
+            streaming=speak.chunking == "token",
+        )
+        self._segments: list[_Seg] = []
+        self._by_job: dict[int, int] = {}
+        self._unsubmitted: list[SegmentWork] = []
+        self._cursor = 0  # index of the segment whose audio is being sent
+        self._cursor_open = False  # the current segment has sent (or held) audio
+        self._cursor_pushed = 0  # 24 kHz samples pushed into the framer for it
+        self._held: bytes | None = None
+        self._wire_segments = 0
+        self._seq = 0
+        self._cancel_requested = False
+        self._first_job_at: float | None = None
+        self._first_audio_at: float | None = None
+        self.deadline_met: bool | None = None  # background: set by done
+
+    # -- client messages -----------------------------------------------------------
+
+    def begin(self) -> None:
+        """Take the speak's text and submit the first segments for admission."""
+        self._take_text(self.speak.text, final=self.speak.final)
+        if self.state is not State.ENDED:
+            self._submit(first=True)
+
+    def append(self, text: str, final: bool) -> None:
+        """More text (the caller checked the input is still open)."""
+        self._take_text(text, final)
+        if self.state is State.ENDED:
+            return
+        self._submit(first=False)
+        self._maybe_done()
+
+    def flush(self) -> None:
+        self._add_segments(self._splitter.flush())
+        self._submit(first=False)
+        self._maybe_done()
+
+    def cancel(self) -> None:
+        """Client barge-in: stop now; ``cancelled`` follows (after ``started``
+        if admission is still pending)."""
+        if self.state is State.PENDING:
+            self._cancel_requested = True
+            return
+        self._end(Cancelled(self.id), "cancelled")
+
+    def fail(self, code: ErrorCode, message: str) -> None:
+        """End with an error now (slow consumer, shutdown, ...)."""
+        if self.state is State.PENDING:
+            # Never started: a refusal, still exactly one terminal message.
+            self._end(Error(self.id, str(code), message), str(code), purge=True)
+            return
+        self._end(Error(self.id, str(code), message), str(code))
+
+    def drop(self) -> None:
+        """The connection is gone: stop the jobs, send nothing."""
+        if self.state is not State.ENDED:
+            self.state = State.ENDED
+            self.link.cancel_jobs(self._live_jobs())
+
+    @property
+    def ended(self) -> bool:
+        return self.state is State.ENDED
+
+    # -- worker updates ------------------------------------------------------------
+
+    def on_worker_update(self, update: WorkerUpdate) -> None:
+        if self.state is State.ENDED:
+            return
+        kind = update.kind
+        if kind == UpdateKind.ADMITTED:
+            self._admitted()
+        elif kind == UpdateKind.REFUSED:
+            self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message,
+                            update.field), update.code or "refused")
+        elif kind == UpdateKind.STARTED:
+            if self._first_job_at is None:
+                self._first_job_at = update.at
+        elif kind == UpdateKind.AUDIO:
+            self._audio(update.job_id, update.audio)
+        elif kind in (UpdateKind.FINISHED, UpdateKind.EMPTY):
+            self._segment_resolved(update.job_id, kind)
+        elif kind == UpdateKind.FAILED:
+            self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message),
+                      update.code or str(ErrorCode.INTERNAL))
+
+    def _admitted(self) -> None:
+        self.state = State.ACTIVE
+        self.link.send_message(Started(self.id, self.stream, self.lane.value,
+                                       self.speak.format, self.speak.sample_rate))
+        if self._cancel_requested:
+            self._end(Cancelled(self.id), "cancelled")
+            return
+        self._submit(first=False)
+        self._advance()
+
+    # -- text -> segments -----------------------------------------------------------
+
+    def _take_text(self, text: str, final: bool) -> None:
+        self.text_chars += len(text)
+        if self.text_chars > self.max_text_chars:
+            self.fail(ErrorCode.TEXT_TOO_LONG,
+                      f"the utterance's text exceeds {self.max_text_chars} characters")
+            return
+        sentences = self._splitter.feed(text)
+        if final:
+            sentences += self._splitter.flush()
+            self.input_final = True
+        self._add_segments(sentences)
+
+    def _add_segments(self, sentences: list[str]) -> None:
+        for sentence in sentences:
+            job_id = self.link.next_job_id()
+            index = len(self._segments)
+            self._by_job[job_id] = index
+            self._segments.append(_Seg(sentence, job_id))
+            request = SegmentRequest(text=sentence, voice=self._request_base.voice,
+                                     params=self._request_base.params,
+                                     streaming=self._request_base.streaming)
+            self._unsubmitted.append(SegmentWork(job_id, index, request, estimate_tokens(sentence)))
+
+    def _submit(self, first: bool) -> None:
+        if not first and self.state is not State.ACTIVE:
+            return  # segments wait in _unsubmitted for the admission answer
+        if not first and not self._unsubmitted:
+            return
+        deadline = None
+        if self.deadline_ms is not None:
+            deadline = self.received + self.deadline_ms / 1000.0
+        work, self._unsubmitted = tuple(self._unsubmitted), []
+        self.link.submit(Submission(self, self.lane, self.received, deadline, work, first))
+
+    # -- audio -> frames -------------------------------------------------------------
+
+    def _audio(self, job_id: int | None, samples: np.ndarray) -> None:
+        index = self._by_job.get(job_id) if job_id is not None else None
+        if index is None:
+            return
+        if index != self._cursor:
+            self._segments[index].buffered.append(samples)
+            return
+        self._push(samples)
+
+    def _push(self, samples: np.ndarray) -> None:
+        self._cursor_open = True
+        self._cursor_pushed += len(samples)
+        payloads = self._framer.push(samples)
+        if not payloads:
+            return
+        if self._held is not None:
+            payloads.insert(0, self._held)
+            self._held = None
+        partial = (self._framer.sample_rate == SOURCE_RATE
+                   and self._cursor_pushed > self._framer.segment_samples)
+        if not partial:  # this might be the segment's last frame: keep its flags open
+            self._held = payloads.pop()
+        for payload in payloads:
+            self._send_frame(payload, 0)
+
+    def _segment_resolved(self, job_id: int | None, kind: str) -> None:
+        index = self._by_job.get(job_id) if job_id is not None else None
+        if index is None:
+            return
+        seg = self._segments[index]
+        seg.status = _SegStatus.EMPTY if kind == UpdateKind.EMPTY else _SegStatus.FINISHED
+        self._advance()
+
+    def _advance(self) -> None:
+        """Close every finished segment at the cursor, in order; then maybe done."""
+        if self.state is not State.ACTIVE:
+            return
+        while self._cursor < len(self._segments):
+            seg = self._segments[self._cursor]
+            if seg.buffered:
+                chunks, seg.buffered = seg.buffered, []
+                for chunk in chunks:
+                    self._push(chunk)
+            if seg.status is _SegStatus.SUBMITTED:
+                return
+            self._close_segment(seg)
+            self._cursor += 1
+            self._cursor_open = False
+            self._cursor_pushed = 0
+        self._maybe_done()
+
+    def _close_segment(self, seg: _Seg) -> None:
+        payloads = self._framer.end_segment() if self._cursor_open else []
+        if self._held is not None:
+            payloads.insert(0, self._held)
+            self._held = None
+        if not payloads:
+            return  # nothing spoken: no segment on the wire
+        for payload in payloads[:-1]:
+            self._send_frame(payload, 0)
+        flags = FLAG_SEGMENT_END
+        if self._is_last_audio_segment():
+            flags |= FLAG_UTTERANCE_END
+        self._send_frame(payloads[-1], flags)
+        samples = self._framer.segment_samples
+        offset = self._framer.samples_sent - samples
+        self.link.send_message(Segment(self.id, self._wire_segments, seg.text,
+                                       self._framer.ms(offset), self._framer.ms(samples)))
+        self._wire_segments += 1
+
+    def _is_last_audio_segment(self) -> bool:
+        if not self.input_final or self._splitter.pending:
+            return False
+        return all(s.status is _SegStatus.EMPTY for s in self._segments[self._cursor + 1:])
+
+    def _send_frame(self, payload: bytes, flags: int) -> None:
+        header = FrameHeader(flags=flags, segment=min(self._wire_segments, 0xFFFF),
+                             stream=self.stream, seq=self._seq)
+        self._seq += 1
+        if self._first_audio_at is None:
+            self._first_audio_at = time.monotonic()
+        self.link.send_frame(self, pack_frame(header, payload))
+
+    # -- endings -----------------------------------------------------------------------
+
+    def _maybe_done(self) -> None:
+        if (self.state is not State.ACTIVE or not self.input_final
+                or self._cursor < len(self._segments) or self._unsubmitted):
+            return
+        now = time.monotonic()
+        total_ms = (now - self.received) * 1000.0
+        audio_ms = self._framer.ms(self._framer.samples_sent)
+        queued_ms = ((self._first_job_at - self.received) * 1000.0
+                     if self._first_job_at is not None else total_ms)
+        first_audio_ms = ((self._first_audio_at - self.received) * 1000.0
+                          if self._first_audio_at is not None else None)
+        timing = Timing(
+            queued_ms=round(max(queued_ms, 0.0), 3),
+            first_audio_ms=None if first_audio_ms is None else round(first_audio_ms, 3),
+            total_ms=total_ms,
+            rtf=total_ms / audio_ms if audio_ms > 0 else None,
+        )
+        deadline_met = None
+        if self.deadline_ms is not None:
+            deadline_met = total_ms <= self.deadline_ms
+            self.deadline_met = deadline_met
+        self._end(Done(self.id, audio_ms, self._wire_segments, timing, deadline_met), "done")
+
+    def _end(self, message: object, outcome: str, purge: bool = False) -> None:
+        if self.state is State.ENDED:
+            return
+        self.state = State.ENDED
+        if outcome != "done" or purge:
+            self.link.purge(self)
+        # Jobs the worker refused or never saw are simply forgotten there.
+        self.link.cancel_jobs(self._live_jobs())
+        self.link.send_message(message)
+        self.link.utterance_ended(self, outcome)
+
+    def _live_jobs(self) -> tuple[int, ...]:
+        return tuple(s.job_id for s in self._segments if s.status is _SegStatus.SUBMITTED)
+
+    # -- timing for metrics --------------------------------------------------------------
+
+    @property
+    def first_audio_seconds(self) -> float | None:
+        if self._first_audio_at is None:
+            return None
+        return self._first_audio_at - self.received
+
+    @property
+    def audio_seconds(self) -> float:
+        return self._framer.samples_sent / self._framer.sample_rate
+
+
+def _sampling(speak: Speak) -> SamplingParams:
+    p = speak.params
+    base = SamplingParams()
+    return SamplingParams(
+        temperature=base.temperature if p.temperature is None else p.temperature,
+        top_p=base.top_p if p.top_p is None else p.top_p,
+        top_k=base.top_k if p.top_k is None else p.top_k,
+        repetition_penalty=(base.repetition_penalty if p.repetition_penalty is None
+                            else p.repetition_penalty),
+        seed=p.seed,
+    )

@@ -1,0 +1,426 @@
+"""The model thread: the one owner of the Runner and the Scheduler.
+
+Sessions on the event loop talk to it only through ``ModelWorker``'s methods
+(``submit``, ``cancel``), which put commands in a thread-safe inbox. The
+thread loops::
+
+    drain the inbox (prepare + admit/add new segment jobs, cancel jobs)
+    plan = scheduler.schedule(now)        # None: wait on the inbox, no polling
+    out = runner.execute(plan)
+    events = scheduler.update(plan, out, now)
+
+and hands everything the step produced (admissions, starts, audio, ends) back
+to the event loop with ONE ``loop.call_soon_threadsafe`` per iteration, as a
+list of ``WorkerUpdate`` delivered to each update's ``sink``.
+
+Failure handling: a model failure of some jobs comes back from the runner in
+``StepOutput.failed`` and fails only those utterances (``internal``). If the
+loop itself raises (a bug, or a runner breaking its never-raise contract), the
+thread logs it, fails every in-flight job with ``internal``, builds a fresh
+scheduler and carries on: the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from protocol import ErrorCode
+from realtime.metrics import Metrics
+from realtime.runtime.api import Runner, SegmentRequest, VoiceError
+from scheduler import CostModel, Job, Lane, Refusal, Scheduler, SchedulerConfig, StepPlan
+
+log = logging.getLogger(__name__)
+
+# While the scheduler holds queued work but plans nothing (it is waiting to fill
+# a background batch), the thread re-plans after this long or on the next command.
+_BATCH_FILL_WAIT = 0.005
+
+
+class UpdateKind:
+    ADMITTED = "admitted"  # the utterance's first submission was accepted
+    REFUSED = "refused"  # a submission was refused (code: overloaded, unsupported, ...)
+    EMPTY = "empty"  # the segment normalized to nothing: done, no audio
+    STARTED = "started"  # the job got its first model step
+    AUDIO = "audio"  # samples for the job (float32, 24 kHz)
+    FINISHED = "finished"  # the job produced all its audio
+    FAILED = "failed"  # the job failed (code: internal)
+
+
+class UpdateSink(Protocol):
+    """An utterance as the worker sees it. Called on the event loop only."""
+
+    def on_worker_update(self, update: WorkerUpdate) -> None: ...
+
+
+@dataclass(frozen=True)
+class WorkerUpdate:
+    sink: UpdateSink
+    kind: str
+    job_id: int | None = None
+    audio: Any = None
+    code: str | None = None
+    message: str = ""
+    at: float = 0.0  # time.monotonic() on the model thread
+    field: str | None = None
+
+
+@dataclass(frozen=True)
+class SegmentWork:
+    """One segment of an utterance, as a session submits it."""
+
+    job_id: int
+    index: int
+    request: SegmentRequest
+    est_tokens: int
+
+
+@dataclass(frozen=True)
+class Submission:
+    sink: UpdateSink
+    lane: Lane
+    arrival: float
+    deadline: float | None
+    segments: tuple[SegmentWork, ...]
+    first: bool  # the utterance's first submission: its answer is ADMITTED or REFUSED
+
+
+@dataclass(frozen=True)
+class _Cancel:
+    job_ids: tuple[int, ...]
+
+
+@dataclass
+class _Tracked:
+    sink: UpdateSink
+    started: bool = False
+
+
+@dataclass
+class WorkerStats:
+    """A snapshot for tests and metrics; read from any thread."""
+
+    in_flight: int = 0
+    active_slots: int = 0
+    restarts: int = 0
+    steps: int = 0
+    queue: dict[str, int] = field(default_factory=dict)
+
+
+class ModelWorker:
+    """Owns the model thread. Construct on the event loop, then ``await start()``.
+
+    ``runner_factory`` builds the Runner on the model thread (loading weights
+    there keeps the event loop free to answer ``/healthz`` meanwhile).
+    """
+
+    def __init__(
+        self,
+        runner_factory: Callable[[], Runner],
+        scheduler_config: Callable[[Runner], SchedulerConfig],
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._runner_factory = runner_factory
+        self._scheduler_config = scheduler_config
+        self._metrics = metrics
+        self._cond = threading.Condition()
+        self._inbox: collections.deque[object] = collections.deque()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.runner: Runner | None = None
+        self.scheduler: Scheduler | None = None
+        self._cost: CostModel | None = None
+        self._jobs: dict[int, _Tracked] = {}
+        self.stats = WorkerStats()
+        self.warmup_table: dict[tuple[int, int], float] = {}
+        self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
+
+    # -- event-loop side ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the thread, build and warm the runner; return once ready.
+
+        Raises whatever building or warming the runner raised.
+        """
+        self._loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._thread = threading.Thread(target=self._main, args=(ready,), name="model", daemon=True)
+        self._thread.start()
+        await ready
+
+    def submit(self, submission: Submission) -> None:
+        self._post(submission)
+
+    def cancel(self, job_ids: tuple[int, ...]) -> None:
+        if job_ids:
+            self._post(_Cancel(tuple(job_ids)))
+
+    async def stop(self) -> None:
+        """Ask the thread to finish its current step and exit; wait for it."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10.0)
+
+    def _post(self, command: object) -> None:
+        with self._cond:
+            self._inbox.append(command)
+            self._cond.notify()
+
+    # -- model thread ------------------------------------------------------------
+
+    def _main(self, ready: asyncio.Future[None]) -> None:
+        loop = self._loop
+        assert loop is not None
+        try:
+            self.runner = self._runner_factory()
+            started = time.perf_counter()
+            self.warmup_table = dict(self.runner.warmup())
+            log.info("warm-up done in %.2f s: %d (batch, bucket) shapes",
+                     time.perf_counter() - started, len(self.warmup_table))
+            self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
+            self._new_scheduler()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            log.exception("model start-up failed")
+            loop.call_soon_threadsafe(_set_exception, ready, exc)
+            return
+        loop.call_soon_threadsafe(_set_result, ready)
+        while True:
+            try:
+                self._serve()
+                return
+            except Exception:  # the loop itself broke: recover and keep serving
+                log.exception("model loop crashed; failing in-flight jobs and restarting")
+                self._recover()
+
+    def _new_scheduler(self) -> None:
+        assert self.runner is not None
+        cost = self._cost if self._cost is not None else CostModel.default_cpu()
+        self.scheduler = Scheduler(self._scheduler_config(self.runner), cost)
+
+    def _serve(self) -> None:
+        sched = self.scheduler
+        runner = self.runner
+        assert sched is not None and runner is not None
+        planned = False
+        while True:
+            updates: list[WorkerUpdate] = []
+            commands = self._take_commands(busy=planned)
+            if commands is None:
+                return
+            for command in commands:
+                self._handle(command, updates)
+            if self.crash_hook is not None:
+                hook, self.crash_hook = self.crash_hook, None
+                hook()
+            now = time.monotonic()
+            plan = sched.schedule(now)
+            planned = plan is not None and not plan.is_empty
+            if planned:
+                self._step(plan, now, updates)
+            self._publish(updates)
+
+    def _take_commands(self, busy: bool) -> list[object] | None:
+        """Everything in the inbox (None: stop). After a step (``busy``) it
+        does not wait; with work held but nothing planned (a background batch
+        is filling) it waits until the scheduler's next wake-up; with nothing
+        at all it waits for a command (no polling)."""
+        sched = self.scheduler
+        assert sched is not None
+        with self._cond:
+            if not self._inbox and not self._stopping and not busy:
+                if not sched.idle:
+                    wakeup = sched.next_wakeup()
+                    timeout = _BATCH_FILL_WAIT if wakeup is None else wakeup - time.monotonic()
+                    if timeout > 0:
+                        self._cond.wait(timeout)
+                else:
+                    while not self._inbox and not self._stopping:
+                        self._cond.wait()
+            if self._stopping:
+                return None
+            commands = list(self._inbox)
+            self._inbox.clear()
+            return commands
+
+    def _handle(self, command: object, updates: list[WorkerUpdate]) -> None:
+        if isinstance(command, Submission):
+            self._submit(command, updates)
+        elif isinstance(command, _Cancel):
+            self._cancel(command.job_ids)
+
+    def _submit(self, sub: Submission, updates: list[WorkerUpdate]) -> None:
+        sched, runner = self.scheduler, self.runner
+        assert sched is not None and runner is not None
+        now = time.monotonic()
+        jobs: list[Job] = []
+        for seg in sub.segments:
+            try:
+                prepared = runner.prepare(seg.job_id, seg.request)
+            except VoiceError as exc:
+                self._refuse(sub, jobs, ErrorCode.UNSUPPORTED, str(exc), updates, "voice")
+                return
+            except ValueError as exc:
+                self._refuse(sub, jobs, ErrorCode.UNSUPPORTED, str(exc), updates, None)
+                return
+            except Exception as exc:  # noqa: BLE001 - a model failure of this request
+                log.exception("prepare failed for job %s", seg.job_id)
+                self._refuse(sub, jobs, ErrorCode.INTERNAL, f"text front end failed: {exc}", updates, None)
+                return
+            if prepared.empty:
+                updates.append(WorkerUpdate(sub.sink, UpdateKind.EMPTY, seg.job_id, at=now))
+                continue
+            jobs.append(Job(
+                id=seg.job_id, utterance=sub.sink, index=seg.index, lane=sub.lane,
+                prompt_len=prepared.prompt_len, est_tokens=seg.est_tokens,
+                max_tokens=seg.request.params.max_new_tokens, deadline=sub.deadline,
+                arrival=sub.arrival,
+            ))
+        refusal = self._enqueue(sub, jobs, now)
+        if refusal is not None:
+            self._refuse(sub, jobs, ErrorCode(refusal.code), refusal.message, updates, None)
+            return
+        for job in jobs:
+            self._jobs[job.id] = _Tracked(sub.sink)
+        if sub.first:
+            updates.append(WorkerUpdate(sub.sink, UpdateKind.ADMITTED, at=now))
+
+    def _enqueue(self, sub: Submission, jobs: list[Job], now: float) -> Refusal | None:
+        """All of one submission's jobs, or none of them."""
+        sched = self.scheduler
+        assert sched is not None
+        if not jobs:
+            return None
+        if sub.first:
+            return sched.admit(jobs, now)
+        for i, job in enumerate(jobs):
+            refusal = sched.add(job, now)  # admits the utterance if it has no jobs yet
+            if refusal is not None:
+                for queued in jobs[:i]:
+                    sched.cancel(queued.id, now)
+                return refusal
+        return None
+
+    def _refuse(self, sub: Submission, jobs: list[Job], code: ErrorCode, message: str,
+                updates: list[WorkerUpdate], field_name: str | None) -> None:
+        runner = self.runner
+        assert runner is not None
+        for seg in sub.segments:
+            runner.forget(seg.job_id)
+        updates.append(WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=str(code),
+                                    message=message, at=time.monotonic(), field=field_name))
+
+    def _cancel(self, job_ids: tuple[int, ...]) -> None:
+        sched, runner = self.scheduler, self.runner
+        assert sched is not None and runner is not None
+        now = time.monotonic()
+        for job_id in job_ids:
+            tracked = self._jobs.pop(job_id, None)
+            if tracked is None:
+                runner.forget(job_id)  # refused, ended, or never admitted
+                continue
+            sched.cancel(job_id, now)
+            if not tracked.started:
+                runner.forget(job_id)
+
+    def _step(self, plan: StepPlan, now: float, updates: list[WorkerUpdate]) -> None:
+        sched, runner = self.scheduler, self.runner
+        assert sched is not None and runner is not None
+        for job_id in plan.prefill:
+            tracked = self._jobs.get(job_id)
+            if tracked is not None and not tracked.started:
+                tracked.started = True
+                updates.append(WorkerUpdate(tracked.sink, UpdateKind.STARTED, job_id, at=now))
+        out = runner.execute(plan)
+        events = sched.update(plan, out, time.monotonic())
+        self.stats.steps += 1
+        at = time.monotonic()
+        for job_id, samples in out.audio.items():
+            tracked = self._jobs.get(job_id)
+            if tracked is not None and samples is not None and len(samples):
+                updates.append(WorkerUpdate(tracked.sink, UpdateKind.AUDIO, job_id, audio=samples, at=at))
+        for event in events:
+            tracked = self._jobs.pop(event.job_id, None)
+            if tracked is None:
+                continue
+            if event.kind == "finished":
+                updates.append(WorkerUpdate(tracked.sink, UpdateKind.FINISHED, event.job_id, at=at))
+            else:
+                log.error("job %s failed: %s", event.job_id, event.message)
+                updates.append(WorkerUpdate(tracked.sink, UpdateKind.FAILED, event.job_id,
+                                            code=str(ErrorCode.INTERNAL),
+                                            message="the model failed on this utterance", at=at))
+        self._observe(plan, out)
+
+    def _observe(self, plan: StepPlan, out: Any) -> None:
+        sched = self.scheduler
+        assert sched is not None
+        self.stats.active_slots = sched.active_slots
+        self.stats.in_flight = len(self._jobs)
+        self.stats.queue = {lane.value: sched.depth(lane) for lane in Lane}
+        m = self._metrics
+        if m is None:
+            return
+        if plan.jobs and not out.oom:
+            m.batch_size.observe(len(plan.jobs))
+            m.step_seconds.observe(out.seconds)
+        m.active_slots.set(sched.active_slots)
+        for lane in Lane:
+            m.queue_depth.labels(lane.value).set(sched.depth(lane))
+
+    def _publish(self, updates: list[WorkerUpdate]) -> None:
+        if updates and self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(_deliver, updates)
+            except RuntimeError:  # the event loop is closed: the server is gone
+                log.debug("event loop closed; dropping %d updates", len(updates))
+
+    def _recover(self) -> None:
+        """After a crash of the loop: fail everything in flight, start clean."""
+        runner = self.runner
+        assert runner is not None
+        self.stats.restarts += 1
+        if self._metrics is not None:
+            self._metrics.worker_restarts.inc()
+        at = time.monotonic()
+        updates = []
+        for job_id, tracked in self._jobs.items():
+            try:
+                runner.forget(job_id)
+            except Exception:  # noqa: BLE001 - best effort while recovering
+                log.exception("runner.forget(%s) failed during recovery", job_id)
+            updates.append(WorkerUpdate(tracked.sink, UpdateKind.FAILED, job_id,
+                                        code=str(ErrorCode.INTERNAL),
+                                        message="the model loop failed", at=at))
+        self._jobs.clear()
+        self._new_scheduler()
+        self.stats.in_flight = 0
+        self.stats.active_slots = 0
+        self._publish(updates)
+
+
+def _deliver(updates: list[WorkerUpdate]) -> None:
+    """Runs on the event loop: route each update to its utterance."""
+    for update in updates:
+        try:
+            update.sink.on_worker_update(update)
+        except Exception:  # noqa: BLE001 - one broken utterance must not starve the rest
+            log.exception("delivering a %s update failed", update.kind)
+
+
+def _set_result(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _set_exception(fut: asyncio.Future[None], exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)

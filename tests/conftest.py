@@ -1,0 +1,286 @@
+"""Shared fixtures: real servers on 127.0.0.1 and a protocol-aware test client.
+
+Servers
+- ``server_factory`` (async, per test): ``await server_factory(runner=..., **config)``
+  starts an in-process ``Server`` on a free port on the test's own event loop and
+  waits until it is ready. ``runner`` (a Runner instance, default a fresh
+  ``ToneRunner()``) and ``scheduler_options`` (extra ``SchedulerConfig`` fields)
+  are optional; every other keyword is a ``ServerConfig`` field
+  (``auth_tokens=("t",)``, ``send_queue_bytes=...``). All servers are closed
+  after the test. The ``Server`` object is returned: ``server.port``,
+  ``server.worker`` (``.stats``, ``.runner``), ``server.drain()``.
+- ``tone_server``: ``await server_factory()`` with the defaults.
+- ``tiny_server`` (session scope): the real model runtime with
+  ``--weights tiny-random --device cpu``, in a background thread
+  (``realtime.embedded.ServerThread``) shared by the whole test session;
+  ``tiny_server.url``, ``tiny_server.port``, ``tiny_server.server``.
+
+Client
+- ``ws_connect``: ``client = await ws_connect(server_or_url, token=None,
+  headers=None, path="/v1/stream")`` returns a ``WsTestClient`` that has
+  already read ``hello`` (``client.hello``). ``await client.send({...})``;
+  ``await client.recv()`` gives the next decoded server message or a
+  ``Frame`` (header + payload); ``await client.speak_and_collect(id, text,
+  **fields)`` and ``await client.collect(ids)`` return ``Transcript``s that
+  check the ordering rules of PROTOCOL.md as they record.
+All clients are closed after the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from protocol import (
+    Cancelled,
+    Done,
+    Error,
+    FrameHeader,
+    Hello,
+    Segment,
+    Started,
+    decode_server,
+    unpack_frame,
+)
+from protocol.pcm import BYTES_PER_SAMPLE
+from realtime.config import ServerConfig
+from realtime.server import Server
+from realtime.synthetic import ToneRunner
+
+# Errors that refuse one message without ending the utterance they name.
+NON_TERMINAL_CODES = frozenset({"duplicate_id", "input_closed", "unknown_id"})
+TIMEOUT = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(port: int, path: str, headers: dict[str, str] | None = None,
+             timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
+    """A plain blocking GET (run it in a thread from async tests)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+async def async_http_get(port: int, path: str, headers: dict[str, str] | None = None
+                         ) -> tuple[int, dict[str, str], bytes]:
+    return await asyncio.to_thread(http_get, port, path, headers)
+
+
+@dataclass(frozen=True)
+class Frame:
+    header: FrameHeader
+    payload: bytes
+
+
+@dataclass
+class Transcript:
+    """Everything one utterance received, checked against the ordering rules."""
+
+    id: str
+    started: Started | None = None
+    frames: list[Frame] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    notices: list[Error] = field(default_factory=list)  # non-terminal errors naming this id
+    terminal: Done | Cancelled | Error | None = None
+    after_terminal: list[Any] = field(default_factory=list)
+
+    @property
+    def audio(self) -> bytes:
+        return b"".join(f.payload for f in self.frames)
+
+    @property
+    def kind(self) -> str | None:
+        return None if self.terminal is None else type(self.terminal).__name__.lower()
+
+    def audio_ms(self, fmt: str = "pcm_s16le", rate: int = 24000) -> float:
+        return len(self.audio) / BYTES_PER_SAMPLE[fmt] * 1000 / rate
+
+    def record(self, item: Any) -> None:
+        if self.terminal is not None:
+            self.after_terminal.append(item)
+            return
+        if isinstance(item, Frame):
+            assert self.started is not None, "audio before started"
+            expected_seq = len(self.frames)
+            assert item.header.seq == expected_seq, f"seq {item.header.seq} != {expected_seq}"
+            assert item.header.segment == len(self.segments), "frame of a later segment too early"
+            assert item.payload, "empty payload"
+            self.frames.append(item)
+        elif isinstance(item, Started):
+            assert self.started is None, "two started messages"
+            self.started = item
+        elif isinstance(item, Segment):
+            assert item.index == len(self.segments), "segments out of order"
+            assert self.frames and self.frames[-1].header.segment_end, "segment before its last frame"
+            self.segments.append(item)
+        elif isinstance(item, Error) and item.code in NON_TERMINAL_CODES:
+            self.notices.append(item)
+        elif isinstance(item, (Done, Cancelled, Error)):
+            self.terminal = item
+        else:
+            raise AssertionError(f"unexpected message for {self.id}: {item!r}")
+
+    def check_done(self, fmt: str = "pcm_s16le", rate: int = 24000) -> Done:
+        """Assert a complete, consistent ``done`` and return it."""
+        assert isinstance(self.terminal, Done), f"expected done, got {self.terminal!r}"
+        done = self.terminal
+        assert done.segments == len(self.segments)
+        assert done.audio_ms == pytest.approx(self.audio_ms(fmt, rate), abs=1e-6)
+        assert sum(s.audio_ms for s in self.segments) == pytest.approx(done.audio_ms, abs=1e-6)
+        if self.frames:
+            assert self.frames[-1].header.segment_end
+        return done
+
+
+class WsTestClient:
+    """A thin protocol-aware client over ``websockets`` for tests."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.hello: Hello | None = None
+        self.streams: dict[int, str] = {}
+        self.transcripts: dict[str, Transcript] = {}
+        self.connection_errors: list[Error] = []
+
+    async def send(self, message: dict[str, Any] | str | bytes) -> None:
+        if isinstance(message, dict):
+            await self.ws.send(orjson.dumps(message).decode())
+        else:
+            await self.ws.send(message)
+
+    async def recv(self, timeout: float = TIMEOUT) -> Any:
+        """The next server message (decoded) or ``Frame``; records it too."""
+        raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        if isinstance(raw, bytes):
+            header, payload = unpack_frame(raw)
+            item: Any = Frame(header, bytes(payload))
+            msg_id = self.streams.get(header.stream)
+            assert msg_id is not None, f"frame of unknown stream {header.stream}"
+        else:
+            item = decode_server(raw)
+            msg_id = getattr(item, "id", None)
+            if isinstance(item, Started):
+                assert item.stream not in self.streams, "stream number reused"
+                self.streams[item.stream] = item.id
+        if isinstance(item, Error) and item.id is None:
+            self.connection_errors.append(item)
+        elif msg_id is not None:
+            self.transcript(msg_id).record(item)
+        return item
+
+    def transcript(self, msg_id: str) -> Transcript:
+        if msg_id not in self.transcripts:
+            self.transcripts[msg_id] = Transcript(msg_id)
+        return self.transcripts[msg_id]
+
+    async def collect(self, ids: Iterable[str], timeout: float = TIMEOUT) -> dict[str, Transcript]:
+        """Receive until every id in ``ids`` has its terminal message."""
+        wanted = list(ids)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while any(self.transcript(i).terminal is None for i in wanted):
+            await self.recv(timeout=max(end - loop.time(), 0.01))
+        return {i: self.transcripts[i] for i in wanted}
+
+    async def speak_and_collect(self, msg_id: str, text: str, timeout: float = TIMEOUT,
+                                **fields: Any) -> Transcript:
+        await self.send({"type": "speak", "id": msg_id, "text": text, **fields})
+        return (await self.collect([msg_id], timeout))[msg_id]
+
+    async def next_message(self, kind: type, timeout: float = TIMEOUT) -> Any:
+        """Receive until a message of ``kind`` arrives; return it."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while True:
+            item = await self.recv(timeout=max(end - loop.time(), 0.01))
+            if isinstance(item, kind):
+                return item
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+@pytest.fixture
+async def server_factory():
+    servers: list[Server] = []
+
+    async def start(runner: Any = None, scheduler_options: dict[str, Any] | None = None,
+                    **config: Any) -> Server:
+        config.setdefault("port", 0)
+        config.setdefault("weights", "tone")
+        cfg = ServerConfig(**config)
+        if runner is None and cfg.weights == "tone":
+            runner = ToneRunner()
+        factory = (lambda: runner) if runner is not None else None
+        server = Server(cfg, factory, scheduler_options=scheduler_options)
+        servers.append(server)
+        await server.start()
+        await asyncio.wait_for(server.wait_ready(), 120)
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+@pytest.fixture
+async def tone_server(server_factory):
+    return await server_factory()
+
+
+@pytest.fixture(scope="session")
+def tiny_server():
+    from realtime.embedded import ServerThread
+
+    thread = ServerThread(ServerConfig(port=0, weights="tiny-random", device="cpu",
+                                       batch_sizes=(1, 2, 4), kv_buckets=(256, 512),
+                                       max_slots=8))
+    thread.start(timeout=180)
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture
+async def ws_connect():
+    clients: list[WsTestClient] = []
+
+    async def open_client(target: Any, token: str | None = None,
+                          headers: dict[str, str] | None = None, path: str = "/v1/stream",
+                          read_hello: bool = True, **kwargs: Any) -> WsTestClient:
+        url = target if isinstance(target, str) else f"ws://127.0.0.1:{target.port}{path}"
+        extra = dict(headers or {})
+        if token is not None:
+            extra["Authorization"] = f"Bearer {token}"
+        ws = await connect(url, additional_headers=extra, open_timeout=TIMEOUT,
+                           max_size=None, **kwargs)
+        client = WsTestClient(ws)
+        clients.append(client)
+        if read_hello:
+            hello = decode_server(await asyncio.wait_for(ws.recv(), TIMEOUT))
+            assert isinstance(hello, Hello)
+            client.hello = hello
+        return client
+
+    yield open_client
+    for client in clients:
+        try:
+            await asyncio.wait_for(client.ws.close(), 2)
+        except (TimeoutError, OSError):
+            pass

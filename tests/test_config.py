@@ -1,0 +1,72 @@
+"""ServerConfig from flags and CHATTTS_RT_* environment variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.config import ConfigError, ServerConfig, load_config
+
+
+def test_defaults():
+    command, cfg = load_config([], {})
+    assert command == "serve"
+    assert (cfg.host, cfg.port, cfg.weights, cfg.max_text_chars, cfg.max_active) == (
+        "127.0.0.1", 8765, "auto", 5000, 8)
+    assert cfg.batch_sizes == (1, 2, 4, 8) and cfg.interactive_batch_size == 1
+    assert cfg.max_message_bytes == 65536 and cfg.max_connections == 2000
+    assert cfg.default_deadline_ms == 60000 and cfg.drain_timeout == 30
+
+
+def test_environment_is_read_and_flags_win():
+    env = {"CHATTTS_RT_PORT": "9000", "CHATTTS_RT_WEIGHTS": "tiny-random",
+           "CHATTTS_RT_AUTH_TOKEN": "a, b", "CHATTTS_RT_ALLOWED_ORIGIN": "https://x.example",
+           "CHATTTS_RT_LOG_JSON": "true", "CHATTTS_RT_BATCH_SIZES": "8,1,4",
+           "CHATTTS_RT_DRAIN_TIMEOUT": "2.5"}
+    _, cfg = load_config(["serve", "--port", "9001", "--auth-token", "c", "--auth-token", "d"], env)
+    assert cfg.port == 9001  # flag wins
+    assert cfg.weights == "tiny-random"  # from the environment
+    assert cfg.auth_tokens == ("c", "d")
+    assert cfg.allowed_origins == ("https://x.example",)
+    assert cfg.log_json is True and cfg.batch_sizes == (1, 4, 8) and cfg.drain_timeout == 2.5
+
+
+def test_env_tokens_are_comma_separated():
+    _, cfg = load_config([], {"CHATTTS_RT_AUTH_TOKEN": "one,two"})
+    assert cfg.auth_tokens == ("one", "two") and cfg.auth_required
+
+
+def test_no_subcommand_is_serve_and_flags_work_there_too():
+    command, cfg = load_config(["--max-active", "3", "--require-weights"], {})
+    assert command == "serve" and cfg.max_active == 3 and cfg.require_weights
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["--device", "tpu"], {}),
+    (["--precision", "int3"], {}),
+    ([], {"CHATTTS_RT_MAX_ACTIVE": "lots"}),
+    ([], {"CHATTTS_RT_LOG_JSON": "maybe"}),
+    (["--interactive-batch-size", "16"], {}),
+])
+def test_bad_values_raise_config_error(argv, env):
+    with pytest.raises(ConfigError):
+        load_config(argv, env)
+
+
+def test_bad_flag_exits():
+    with pytest.raises(SystemExit):
+        load_config(["--batch-sizes", "0,x"], {})
+
+
+def test_tokens_hidden_from_repr_and_summary():
+    cfg = ServerConfig(auth_tokens=("hunter2",))
+    assert "hunter2" not in repr(cfg)
+    summary = cfg.summary()
+    assert summary["auth_tokens"] == 1 and "hunter2" not in str(summary)
+
+
+def test_runtime_options_carry_the_model_settings():
+    _, cfg = load_config(["--weights", "random", "--max-slots", "32", "--kv-buckets", "512,256",
+                          "--lookahead-steps", "4", "--device", "cpu"], {})
+    opts = cfg.runtime_options()
+    assert (opts.weights, opts.max_slots, opts.kv_buckets, opts.lookahead_steps, opts.device) == (
+        "random", 32, (256, 512), 4, "cpu")

@@ -1,0 +1,68 @@
+"""End to end with the real model runtime: `--weights tiny-random --device cpu`.
+
+One shared server for the module (session fixture ``tiny_server``); short texts,
+because every model step is real work on the CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from protocol import Cancelled, Started
+from protocol.pcm import decode_samples
+
+SEED = {"seed": 7}
+
+
+async def test_hello_reports_tiny_random_weights(tiny_server, ws_connect):
+    client = await ws_connect(tiny_server.url)
+    assert client.hello.model.weights == "tiny-random"
+    assert client.hello.model.device == "cpu"
+    assert client.hello.voices  # the runtime's named voices
+
+
+async def test_sentence_and_token_chunking_produce_matching_audio(tiny_server, ws_connect):
+    client = await ws_connect(tiny_server.url)
+    await client.send({"type": "speak", "id": "s", "text": "Hi there. Bye.", "params": SEED})
+    await client.send({"type": "speak", "id": "t", "text": "Hi there. Bye.", "params": SEED,
+                       "chunking": "token", "frame_ms": 50})
+    result = await client.collect(["s", "t"], timeout=240)
+    for t in result.values():
+        done = t.check_done()
+        assert done.segments == 2 and done.audio_ms > 0
+        assert t.frames[-1].header.utterance_end
+        samples = decode_samples(t.audio, "pcm_s16le")
+        assert np.all(np.isfinite(samples)) and np.max(np.abs(samples)) > 0
+    # same seed, same text: the same number of codes, so the same length
+    assert result["s"].terminal.audio_ms == result["t"].terminal.audio_ms
+
+
+async def test_cancel_and_disconnect_free_the_runtime_slots(tiny_server, ws_connect):
+    worker = tiny_server.server.worker
+    client = await ws_connect(tiny_server.url)
+    await client.send({"type": "speak", "id": "c", "text": "A sentence to cut short.",
+                       "chunking": "token", "frame_ms": 20, "params": SEED})
+    await client.next_message(Started, timeout=60)
+    await client.send({"type": "cancel", "id": "c"})
+    t = (await client.collect(["c"], timeout=60))["c"]
+    assert isinstance(t.terminal, Cancelled)
+    other = await ws_connect(tiny_server.url)
+    await other.send({"type": "speak", "id": "d", "text": "Going away now.", "params": SEED})
+    await other.next_message(Started, timeout=60)
+    other.ws.transport.abort()
+    for _ in range(600):
+        if worker.stats.in_flight == 0 and worker.scheduler.idle:
+            break
+        await asyncio.sleep(0.05)
+    assert worker.stats.in_flight == 0 and worker.scheduler.idle
+    # and the model still serves
+    again = await client.speak_and_collect("again", "Still here.", timeout=240, params=SEED)
+    again.check_done()
+
+
+async def test_unknown_encoded_voice_is_unsupported(tiny_server, ws_connect):
+    client = await ws_connect(tiny_server.url)
+    t = await client.speak_and_collect("v", "Hello.", voice="\u4e00" * 20, timeout=60)
+    assert t.terminal.code == "unsupported" and t.started is None
