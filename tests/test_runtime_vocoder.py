@@ -1,0 +1,244 @@
+"""Fidelity of the streaming vocoder against upstream's one-shot decode.
+
+Tiny random ChatTTS Decoder and Vocos: every layer count and kernel is the
+real one (so the receptive field is the real +-52 steps), only the channel
+widths shrink. Measured bounds used below (tiny models, seed 0, 300 steps of
+unit-normal hidden states, one step per push):
+
+- default lookahead 8 / left context 51: SNR against one-shot 58 dB (bound
+  asserted: 45 dB); lookahead 4: 34 dB; lookahead 16: 117 dB.
+- seams: the sample-to-sample step across a chunk boundary differs from
+  one-shot's step at the same place by at most 4e-4 (bound asserted: 1e-2,
+  i.e. 10 % of the signal's peak of about 0.1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+from realtime.bench.vocoder import hidden_dim, random_models
+from realtime.runtime.vocoder import (
+    SAMPLES_PER_STEP,
+    StreamingVocoder,
+    audio_samples,
+    receptive_radius_steps,
+)
+
+FULL = 53  # receptive radius + 1: windows then see all one-shot sees
+SNR_BOUND_DB = 45.0
+SEAM_EXCESS_BOUND = 1e-2
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # Small convolutions: one thread is as fast and does not fight other work.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.manual_seed(0)
+    return random_models(tiny=True, seed=0)
+
+
+@pytest.fixture(scope="module")
+def hidden(models):
+    gen = torch.Generator().manual_seed(1)
+    return torch.randn(300, hidden_dim(models[0]), generator=gen)
+
+
+@pytest.fixture(scope="module")
+def reference(models, hidden):
+    return StreamingVocoder(*models).one_shot(hidden)
+
+
+def stream(vocoder: StreamingVocoder, hidden: torch.Tensor, sizes) -> list[np.ndarray]:
+    """Push ``hidden`` in pieces of ``sizes`` (cycled); the outputs, finish last."""
+    s = vocoder.start()
+    outs, i, k = [], 0, 0
+    while i < hidden.shape[0]:
+        n = sizes[k % len(sizes)]
+        outs.append(s.push(hidden[i:i + n]))
+        i, k = i + n, k + 1
+    outs.append(s.finish())
+    assert s.emitted_samples == sum(len(o) for o in outs)
+    return outs
+
+
+def snr_db(ref: np.ndarray, out: np.ndarray) -> float:
+    return float(10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - out) ** 2), 1e-30)))
+
+
+# (c) one-shot equals upstream's decode path
+
+
+@pytest.mark.parametrize("steps", [1, 7, 120])
+def test_one_shot_equals_upstream_decode_to_wavs(models, steps):
+    import ChatTTS
+
+    decoder, vocos = models
+    chat = ChatTTS.Chat()
+    chat.decoder, chat.vocos, chat.device = decoder, vocos, torch.device("cpu")
+    h = torch.randn(steps, hidden_dim(decoder), generator=torch.Generator().manual_seed(steps))
+    upstream = chat._decode_to_wavs([h.clone()], True)  # [1, samples]
+    ours = StreamingVocoder(decoder, vocos).one_shot(h)
+    assert ours.dtype == np.float32
+    assert ours.shape == (audio_samples(steps),) == upstream[0].shape
+    np.testing.assert_allclose(ours, upstream[0], atol=1e-4, rtol=0)
+
+
+def test_audio_length_is_pinned():
+    assert [audio_samples(t) for t in (0, 1, 2, 10)] == [0, 256, 768, 10 * SAMPLES_PER_STEP - 256]
+
+
+def test_one_shot_of_nothing_is_empty(models):
+    out = StreamingVocoder(*models).one_shot(torch.zeros(0, hidden_dim(models[0])))
+    assert out.dtype == np.float32 and out.shape == (0,)
+
+
+def test_perturbing_one_step_stays_inside_the_receptive_radius(models, hidden, reference):
+    radius = receptive_radius_steps(*models)
+    assert radius == 52
+    bumped = hidden.clone()
+    bumped[150] += 1.0
+    diff = np.abs(StreamingVocoder(*models).one_shot(bumped) - reference)
+    changed = np.nonzero(diff > 0)[0] // SAMPLES_PER_STEP
+    assert changed.size and changed.min() >= 150 - radius and changed.max() <= 150 + radius
+
+
+# (d) streamed vs one-shot
+
+
+@pytest.mark.parametrize("sizes", [[1], [300], [3, 17, 1, 40], "random"])
+def test_full_lookahead_stream_equals_one_shot(models, hidden, reference, sizes):
+    if sizes == "random":
+        sizes = np.random.default_rng(5).integers(1, 30, size=50).tolist()
+    vocoder = StreamingVocoder(*models, lookahead_steps=FULL, left_context_steps=FULL)
+    out = np.concatenate(stream(vocoder, hidden, sizes))
+    assert out.shape == reference.shape
+    np.testing.assert_allclose(out, reference, atol=1e-4, rtol=0)
+
+
+def test_default_lookahead_snr_and_seams(models, hidden, reference):
+    outs = stream(StreamingVocoder(*models), hidden, [1])
+    out = np.concatenate(outs)
+    assert out.shape == reference.shape
+    assert snr_db(reference, out) > SNR_BOUND_DB
+    seams = np.cumsum([len(o) for o in outs if len(o)])[:-1]
+    assert len(seams) >= 4  # chunks really were emitted while pushing
+    excess = np.abs((out[seams] - out[seams - 1]) - (reference[seams] - reference[seams - 1]))
+    assert excess.max() < SEAM_EXCESS_BOUND
+
+
+def test_shorter_lookahead_costs_fidelity(models, hidden, reference):
+    # The SNR bound above is meaningful: less right context measurably hurts.
+    short = np.concatenate(stream(StreamingVocoder(*models, lookahead_steps=2), hidden, [1]))
+    default = np.concatenate(stream(StreamingVocoder(*models), hidden, [1]))
+    assert snr_db(reference, short) < snr_db(reference, default)
+
+
+def test_crossfade_only_touches_the_samples_after_each_seam(models, hidden):
+    def run(crossfade):
+        vocoder = StreamingVocoder(*models, lookahead_steps=2, crossfade_samples=crossfade)
+        return stream(vocoder, hidden, [1])
+
+    plain, faded = run(0), run(256)
+    assert [len(o) for o in plain] == [len(o) for o in faded]
+    seams = np.cumsum([len(o) for o in plain if len(o)])[:-1]
+    plain, faded = np.concatenate(plain), np.concatenate(faded)
+    inside = np.zeros(len(plain), dtype=bool)
+    for s in seams:
+        inside[s:s + 256] = True
+    np.testing.assert_array_equal(plain[~inside], faded[~inside])
+    assert np.abs(plain[inside] - faded[inside]).max() > 0
+
+
+@pytest.mark.parametrize("steps", [1, 2, 5, 9, 13, 70])
+@pytest.mark.parametrize("lookahead,crossfade", [(0, 0), (1, 700), (8, 256), (20, 512)])
+def test_stream_length_always_equals_one_shot(models, hidden, steps, lookahead, crossfade):
+    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, crossfade_samples=crossfade,
+                               min_chunk_steps=1, max_chunk_steps=4)
+    outs = stream(vocoder, hidden[:steps], [1, 2])
+    assert all(o.dtype == np.float32 and o.ndim == 1 for o in outs)
+    assert sum(len(o) for o in outs) == audio_samples(steps)
+
+
+def test_tiny_utterance_shorter_than_lookahead(models, hidden):
+    h = hidden[:3]
+    vocoder = StreamingVocoder(*models, lookahead_steps=8)
+    s = vocoder.start()
+    assert all(len(s.push(h[i:i + 1])) == 0 for i in range(3))
+    out = s.finish()
+    np.testing.assert_allclose(out, vocoder.one_shot(h), atol=1e-6, rtol=0)
+
+
+def test_cost_is_linear_in_length(models, hidden):
+    def rendered(steps):
+        vocoder = StreamingVocoder(*models)
+        h = hidden.repeat(4, 1)[:steps]
+        stream(vocoder, h, [1])
+        return vocoder.steps_rendered, vocoder.calls
+
+    short, short_calls = rendered(400)
+    long, long_calls = rendered(800)
+    # Upstream's re-decode every 24 steps would render ~ steps^2 / 48.
+    assert long <= 2.2 * short
+    assert long <= 2.5 * 800
+    assert long_calls <= 800 // 64 + 10
+
+
+def test_finish_on_empty_stream(models):
+    s = StreamingVocoder(*models).start()
+    out = s.finish()
+    assert out.dtype == np.float32 and out.shape == (0,)
+    assert s.emitted_samples == 0
+    assert s.finish().shape == (0,)
+    with pytest.raises(RuntimeError):
+        s.push(torch.zeros(1, hidden_dim(models[0])))
+
+
+def test_empty_push_and_bad_shape(models):
+    s = StreamingVocoder(*models).start()
+    assert s.push(torch.zeros(0, hidden_dim(models[0]))).shape == (0,)
+    with pytest.raises(ValueError):
+        s.push(torch.zeros(hidden_dim(models[0])))
+
+
+def test_invalid_configuration_is_refused(models):
+    with pytest.raises(ValueError):
+        StreamingVocoder(*models, lookahead_steps=-1)
+    with pytest.raises(ValueError):
+        StreamingVocoder(*models, min_chunk_steps=8, max_chunk_steps=4)
+
+
+def test_low_precision_models_still_give_float32(models, hidden, reference):
+    decoder, vocos = random_models(tiny=True, seed=0)
+    vocoder = StreamingVocoder(decoder.to(torch.bfloat16), vocos.to(torch.bfloat16))
+    out = vocoder.one_shot(hidden)
+    assert out.dtype == np.float32 and out.shape == reference.shape
+    assert snr_db(reference, out) > 20.0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(models, hidden, reference):
+    decoder, vocos = random_models(tiny=True, seed=0)
+    vocoder = StreamingVocoder(decoder.cuda(), vocos.cuda())
+    out = np.concatenate(stream(vocoder, hidden.cuda(), [1]))
+    assert out.shape == reference.shape
+    assert snr_db(reference, out) > SNR_BOUND_DB
+
+
+def test_push_copies_the_callers_buffer(models, hidden):
+    vocoder = StreamingVocoder(*models)
+    buffer = hidden[:5].clone()
+    s = vocoder.start()
+    s.push(buffer)
+    buffer.zero_()  # a runner reuses its hidden-state buffer
+    np.testing.assert_allclose(s.finish(), vocoder.one_shot(hidden[:5]), atol=1e-6, rtol=0)
