@@ -50,6 +50,9 @@ class ServerConfig:
     allowed_origins: tuple[str, ...] = ()
     max_text_chars: int = 5000
     max_active: int = 8
+    text_chars_per_minute: int = 30000  # per connection; 0 = unlimited
+    token_text_chars_per_minute: int = 120000  # per auth token, all its connections
+    token_max_active: int = 64  # active utterances per auth token
     max_message_bytes: int = 65536
     max_connections: int = 2000
     default_deadline_ms: int = 60000
@@ -119,6 +122,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _non_negative_float(text: str) -> float:
     value = float(text)
     if value < 0:
@@ -146,6 +156,12 @@ _OPTIONS: tuple[tuple[str, str, object, str], ...] = (
     ("--allowed-origin", "allowed_origins", str, "allowed Origin header (repeatable)"),
     ("--max-text-chars", "max_text_chars", _positive_int, "text limit of one utterance"),
     ("--max-active", "max_active", _positive_int, "active utterances per connection"),
+    ("--text-chars-per-minute", "text_chars_per_minute", _non_negative_int,
+     "text characters per minute per connection (0: unlimited)"),
+    ("--token-text-chars-per-minute", "token_text_chars_per_minute", _non_negative_int,
+     "text characters per minute per auth token (0: unlimited)"),
+    ("--token-max-active", "token_max_active", _non_negative_int,
+     "active utterances per auth token, all connections (0: unlimited)"),
     ("--max-message-bytes", "max_message_bytes", _positive_int, "largest client message"),
     ("--max-connections", "max_connections", _positive_int, "open WebSocket connections"),
     ("--default-deadline-ms", "default_deadline_ms", _positive_int,

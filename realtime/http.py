@@ -111,8 +111,8 @@ class HttpRoutes:
         s = self.server
         body = {"ready": s.ready and not s.draining, "warm": s.ready, "draining": s.draining,
                 "weights": s.weights_kind, "device": s.device}
-        if s.startup_error is not None:
-            body["error"] = s.startup_error
+        if s.startup_failure is not None:
+            body["error"] = s.startup_failure
         status = http.HTTPStatus.OK if body["ready"] else http.HTTPStatus.SERVICE_UNAVAILABLE
         return _json(connection, status, body)
 

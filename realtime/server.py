@@ -28,6 +28,7 @@ from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
+from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner
 from realtime.session import Session
 from realtime.worker import ModelWorker
@@ -70,7 +71,8 @@ class Server:
         self.http = HttpRoutes(self, Path(config.web_root) if config.web_root else None)
         self.ready = False
         self.draining = False
-        self.startup_error: str | None = None
+        self.startup_error: str | None = None  # for the log: may name local paths
+        self.startup_failure: str | None = None  # for /readyz: the exception type only
         self.hello: Hello | None = None
         self.offer: Offer | None = None
         self.voices: tuple[str, ...] = ()
@@ -78,6 +80,9 @@ class Server:
         self.device: str | None = None
         self.sessions: set[Session] = set()
         self.active_utterances = 0
+        self.quotas = QuotaBook(QuotaLimits(config.text_chars_per_minute,
+                                            config.token_text_chars_per_minute,
+                                            config.token_max_active))
         self._all_idle = asyncio.Event()
         self._all_idle.set()
         self._job_ids = itertools.count(1)
@@ -115,6 +120,7 @@ class Server:
             await self.worker.start()
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
+            self.startup_failure = type(exc).__name__
             raise
         runner = self.worker.runner
         assert runner is not None

@@ -31,7 +31,9 @@ from protocol import (
     decode_client,
     encode,
 )
+from realtime.http import bearer_token
 from realtime.outbox import Outbox
+from realtime.ratelimit import principal_of
 from realtime.utterance import Utterance
 from realtime.worker import Submission
 
@@ -53,6 +55,8 @@ class Session:
         self._streams = itertools.count(1)
         self.outbox = Outbox(ws.send, self.config.send_queue_bytes, self._on_overflow)
         self._idle_timer: asyncio.TimerHandle | None = None
+        token = bearer_token(ws.request) if self.config.auth_tokens and ws.request else None
+        self.quota = server.quotas.open(principal_of(token))
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -76,6 +80,7 @@ class Session:
             for utterance in list(self.utterances.values()):
                 utterance.drop()
                 self._forget(utterance, "disconnected")
+            self.quota.close()
             self.outbox.close()
             writer.cancel()
             try:
@@ -127,6 +132,10 @@ class Session:
             self._error(speak.id, ErrorCode.TOO_MANY_ACTIVE,
                         f"at most {self.config.max_active} active utterances per connection")
             return
+        refusal = self.quota.admit_speak(len(speak.text))
+        if refusal is not None:
+            self._error(speak.id, refusal.code, refusal.message)
+            return
         utterance = Utterance(
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,
@@ -148,6 +157,10 @@ class Session:
             return
         if utterance.input_final:
             self._error(append.id, ErrorCode.INPUT_CLOSED, "this utterance's input already ended")
+            return
+        refusal = self.quota.take_text(len(append.text))
+        if refusal is not None:  # ends the utterance: its text is never silently dropped
+            utterance.fail(refusal.code, refusal.message)
             return
         utterance.append(append.text, append.final)
 
@@ -193,6 +206,7 @@ class Session:
     def _forget(self, utterance: Utterance, outcome: str) -> None:
         if self.utterances.get(utterance.id) is utterance:
             del self.utterances[utterance.id]
+            self.quota.utterance_ended()
             self.server.utterance_ended(utterance, outcome)
 
     def _send(self, message: object) -> None:

@@ -273,7 +273,8 @@ class ModelWorker:
                 return
             except Exception as exc:  # noqa: BLE001 - a model failure of this request
                 log.exception("prepare failed for job %s", seg.job_id)
-                self._refuse(sub, jobs, ErrorCode.INTERNAL, f"text front end failed: {exc}", updates, None)
+                self._refuse(sub, jobs, ErrorCode.INTERNAL,
+                             "the text front end failed on this utterance", updates, None)
                 return
             if prepared.empty:
                 updates.append(WorkerUpdate(sub.sink, UpdateKind.EMPTY, seg.job_id, at=now))
@@ -340,6 +341,10 @@ class ModelWorker:
                 tracked.started = True
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.STARTED, job_id, at=now))
         out = runner.execute(plan)
+        if out.oom:  # nothing was prefilled: a later cancel must still forget these jobs
+            for job_id in plan.prefill:
+                if job_id in self._jobs:
+                    self._jobs[job_id].started = False
         events = sched.update(plan, out, time.monotonic())
         self.stats.steps += 1
         at = time.monotonic()

@@ -1,0 +1,319 @@
+"""Fault behaviour: model failures, OOM, a dying model loop, vanishing and slow
+clients, and SIGTERM in the middle of streams.
+
+Every test ends by checking the server still serves and holds nothing: no
+active utterances, no jobs in the worker, no KV slots in scheduler or runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from protocol import Cancelled, Done, Error, Started, decode_server
+from realtime.synthetic import ToneRunner
+from conftest import Frame, free_port, http_get
+
+ROOT = Path(__file__).resolve().parent.parent
+LONG = "This sentence keeps the model busy for a while. " * 3
+
+
+async def wait_idle(server, timeout: float = 5.0) -> None:
+    """Until the server holds no utterance, job or slot (fails after ``timeout``)."""
+    runner = server.worker.runner
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        sched = server.worker.scheduler
+        state = {
+            "active_utterances": server.active_utterances,
+            "worker_jobs": len(server.worker._jobs),
+            "scheduler_slots": sched.active_slots if sched is not None else 0,
+            "scheduler_queued": sum(sched.depth(lane) for lane in _lanes()) if sched else 0,
+            "runner_slots": runner.slots_in_use,
+            "runner_prepared": runner.prepared_jobs,
+        }
+        if not any(state.values()):
+            return
+        if loop.time() > end:
+            raise AssertionError(f"server not idle: {state}")
+        await asyncio.sleep(0.02)
+
+
+def _lanes():
+    from scheduler import Lane
+
+    return tuple(Lane)
+
+
+async def still_serves(server, ws_connect) -> None:
+    client = await ws_connect(server)
+    (await client.speak_and_collect("probe", "Still serving, thank you.")).check_done()
+    await client.close()
+
+
+# -- model failures ---------------------------------------------------------------------------
+
+
+async def test_failure_mid_batch_fails_only_that_utterance(server_factory, ws_connect):
+    runner = ToneRunner(step_seconds=0.005)
+    server = await server_factory(runner=runner)
+    client = await ws_connect(server)
+    texts = {"ok1": "A fine background sentence.", "bad": "This one will FAIL in the batch.",
+             "ok2": "Another fine background sentence."}
+    for msg_id, text in texts.items():
+        await client.send({"type": "speak", "id": msg_id, "text": text, "lane": "background"})
+    got = await client.collect(texts)
+    assert runner.max_batch_seen >= 2  # the failure really happened inside a batch
+    assert isinstance(got["bad"].terminal, Error) and got["bad"].terminal.code == "internal"
+    got["ok1"].check_done()
+    got["ok2"].check_done()
+    await wait_idle(server)
+    await still_serves(server, ws_connect)
+
+
+async def test_out_of_memory_splits_the_batch_and_completes(server_factory, ws_connect):
+    runner = ToneRunner(step_seconds=0.002)
+    server = await server_factory(runner=runner)
+    client = await ws_connect(server)
+    ids = [f"b{i}" for i in range(4)]
+    for i, msg_id in enumerate(ids):
+        text = "This sentence triggers OOM in a batch." if i == 1 else f"Plain sentence {i}."
+        await client.send({"type": "speak", "id": msg_id, "text": text, "lane": "background"})
+    got = await client.collect(ids)
+    for msg_id in ids:
+        got[msg_id].check_done()
+        assert got[msg_id].frames
+    await wait_idle(server)
+    await still_serves(server, ws_connect)
+
+
+async def test_model_loop_crash_restarts_and_keeps_serving(server_factory, ws_connect):
+    runner = ToneRunner(step_seconds=0.005)
+    server = await server_factory(runner=runner)
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "bystander", "text": LONG})
+    await client.next_message(Started)
+    await client.send({"type": "speak", "id": "crash", "text": "Please CRASH the loop."})
+    got = await client.collect(["bystander", "crash"])
+    assert server.worker.stats.restarts == 1
+    # Jobs in flight when the loop died end with internal, never silence.
+    for t in got.values():
+        assert isinstance(t.terminal, (Done, Error))
+        if isinstance(t.terminal, Error):
+            assert t.terminal.code == "internal"
+    assert isinstance(got["crash"].terminal, Error)
+    await wait_idle(server)
+    await still_serves(server, ws_connect)
+
+
+async def test_model_thread_exception_outside_the_runner(server_factory, ws_connect):
+    server = await server_factory(runner=ToneRunner(step_seconds=0.005))
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "victim", "text": LONG})
+    await client.next_message(Started)
+
+    def boom() -> None:
+        raise RuntimeError("injected loop failure")
+
+    server.worker.crash_hook = boom
+    server.worker.cancel((10**9,))  # wake the thread so the hook runs now
+    t = (await client.collect(["victim"]))["victim"]
+    assert isinstance(t.terminal, Error) and t.terminal.code == "internal"
+    assert server.worker.stats.restarts == 1
+    await wait_idle(server)
+    await still_serves(server, ws_connect)
+
+
+# -- clients that vanish -------------------------------------------------------------------------
+
+STAGES = ("before_started", "after_started", "mid_frames", "after_done")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("lane", ["interactive", "background"])
+async def test_client_vanishing_frees_everything(server_factory, ws_connect, stage, lane):
+    runner = ToneRunner(step_seconds=0.003)
+    server = await server_factory(runner=runner)
+    ws = await connect(f"ws://127.0.0.1:{server.port}/v1/stream", max_size=None)
+    await ws.recv()  # hello
+    text = "Short." if stage == "after_done" else LONG
+    for i in range(3):  # several utterances, several segments each
+        await ws.send(orjson.dumps({"type": "speak", "id": f"u{i}", "text": text,
+                                    "lane": lane, "chunking": "token"}).decode())
+    if stage != "before_started":
+        wanted = {"after_started": Started, "mid_frames": Frame, "after_done": Done}[stage]
+        done = 0
+        while True:
+            raw = await asyncio.wait_for(ws.recv(), 10)
+            item = Frame if isinstance(raw, bytes) else type(decode_server(raw))
+            done += item is Done
+            if item is wanted and (stage != "after_done" or done == 3):
+                break
+    ws.transport.abort()  # vanish: no close handshake
+    await wait_idle(server)
+    assert server.connection_count == 0 or await _drops(server)
+    await still_serves(server, ws_connect)
+
+
+async def _drops(server) -> bool:
+    for _ in range(100):
+        if server.connection_count == 0:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def _slow_consumer_session(server, ws_connect):
+    """A client that stops reading; returns its transcripts once it reads again."""
+    # Tiny receive queue, and no recv until the server has given up on it.
+    slow = await ws_connect(server, max_queue=1, read_hello=False)
+    ids = [f"s{i}" for i in range(6)]
+    for msg_id in ids:
+        await slow.send({"type": "speak", "id": msg_id, "text": "x" * 4000,
+                         "format": "pcm_f32le", "params": {"seed": 1}})
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while server.active_utterances and loop.time() < end:
+        await asyncio.sleep(0.05)
+    assert server.active_utterances == 0  # the server stopped them without the client
+    await still_serves(server, ws_connect)
+    await slow.recv()  # hello
+    got = await slow.collect(ids, timeout=20)
+    try:  # whatever is left on the socket
+        while True:
+            await slow.recv(timeout=0.5)
+    except (TimeoutError, ConnectionClosed):
+        pass
+    await wait_idle(server)
+    return slow, got
+
+
+async def test_slow_consumer_is_stopped_and_others_go_on(server_factory, ws_connect):
+    server = await server_factory(runner=ToneRunner(max_codes=4096), send_queue_bytes=64 * 1024)
+    _, got = await _slow_consumer_session(server, ws_connect)
+    codes = {t.terminal.code for t in got.values() if isinstance(t.terminal, Error)}
+    assert "slow_consumer" in codes
+    # Each utterance ended with exactly one terminal message.
+    assert all(isinstance(t.terminal, (Done, Error)) for t in got.values())
+    assert all(not any(isinstance(x, (Done, Cancelled, Error)) for x in t.after_terminal)
+               for t in got.values())
+
+
+@pytest.mark.xfail(strict=True, reason="Utterance keeps sending the rest of a frame batch after "
+                   "slow_consumer ended it; wiring in .notes/hardening-wiring.md (4)")
+async def test_no_audio_after_slow_consumer_error(server_factory, ws_connect):
+    server = await server_factory(runner=ToneRunner(max_codes=4096), send_queue_bytes=64 * 1024)
+    _, got = await _slow_consumer_session(server, ws_connect)
+    late = {i: len(t.after_terminal) for i, t in got.items() if t.after_terminal}
+    assert not late, f"frames after the terminal message: {late}"
+
+
+# -- SIGTERM mid-stream -----------------------------------------------------------------------------
+
+
+def _start_subprocess_server(port: int, *flags: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
+         "--log-level", "warning", *flags],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        try:
+            if http_get(port, "/readyz", timeout=1)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("subprocess server never became ready")
+
+
+async def test_sigterm_mid_stream_ends_every_utterance(ws_connect):
+    port = free_port()
+    # 20 ms per step, one code per character: the long texts outlive the 1 s drain.
+    proc = _start_subprocess_server(port, "--tone-step-ms", "20", "--drain-timeout", "1")
+    try:
+        await asyncio.to_thread(_wait_ready, port, proc)
+        client = await ws_connect(f"ws://127.0.0.1:{port}/v1/stream")
+        ids = {"short": "Short one.", "long1": "y" * 400, "long2": "z" * 400,
+               "bg": "A background sentence."}
+        for msg_id, text in ids.items():
+            lane = "background" if msg_id == "bg" else "interactive"
+            await client.send({"type": "speak", "id": msg_id, "text": text, "lane": lane,
+                               "chunking": "token"})
+        await client.next_message(Frame)
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.sleep(0.2)
+        await client.send({"type": "speak", "id": "late", "text": "Too late."})
+        await client.send({"type": "cancel", "id": "long2"})
+        close_code = None
+        try:
+            while True:
+                await client.recv(timeout=15)
+        except ConnectionClosed as exc:
+            close_code = exc.rcvd.code if exc.rcvd else None
+        assert close_code == 1001
+        allowed = {"done", "cancelled", "error"}
+        for msg_id in [*ids, "late"]:
+            t = client.transcript(msg_id)
+            assert t.kind in allowed, f"{msg_id} ended in silence"
+            if isinstance(t.terminal, Error):
+                assert t.terminal.code == "shutting_down", (msg_id, t.terminal)
+        assert isinstance(client.transcript("late").terminal, Error)
+        assert client.transcript("late").started is None
+        assert isinstance(client.transcript("long2").terminal, Cancelled)
+        assert isinstance(client.transcript("long1").terminal, Error)  # outlived the drain
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+class StallOnOom(ToneRunner):
+    """Out of memory takes a while to come back, so a client can vanish meanwhile."""
+
+    def execute(self, plan):
+        out = super().execute(plan)
+        if out.oom:
+            time.sleep(0.2)
+        return out
+
+
+async def test_cancel_after_out_of_memory_forgets_prepared_jobs(server_factory):
+    server = await server_factory(runner=StallOnOom(step_seconds=0.001))
+    ws = await connect(f"ws://127.0.0.1:{server.port}/v1/stream", max_size=None)
+    await ws.recv()
+    for i, text in enumerate(["A plain sentence here.", "This one has OOM inside."]):
+        await ws.send(orjson.dumps({"type": "speak", "id": f"x{i}", "text": text,
+                                    "lane": "background"}).decode())
+    await asyncio.sleep(0.1)  # the batched step is stalled inside its OOM
+    ws.transport.abort()
+    await wait_idle(server, timeout=1.5)
+
+
+def test_soak_small():
+    from realtime.soak import SoakOptions, run_soak
+
+    report = run_soak(SoakOptions(utterances=60, load=0.8, connections=4, cancel_share=0.2,
+                                  disconnect_share=0.05, seed=3, grace_s=20))
+    assert report.utterances == 60
+    assert report.lost == 0, report
+    assert report.terminal_violations == 0, report.violation_examples
+    assert report.leaked_slots == 0, report
+    assert report.done > 0 and report.cancelled + report.vanished > 0
