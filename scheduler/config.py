@@ -1,0 +1,92 @@
+"""Scheduler configuration: the runtime's shapes plus the policy knobs.
+
+Thread: immutable, shared freely.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Shapes the runtime offers and the policy's bounds.
+
+    ``batch_sizes`` and ``kv_buckets`` are the sizes the runner has graphs
+    for; a plan's batch is padded up to one of them. ``max_slots`` bounds the
+    KV slots held by both lanes together; background never holds more than
+    ``max_slots - interactive_reserved_slots`` nor more than ``max_batch``.
+
+    Policy knobs (seconds unless named otherwise):
+    - ``interactive_first_audio_s``: first-audio deadline of an interactive
+      segment 0 that came without one (arrival + this).
+    - ``interactive_start_lead_s``: a waiting interactive segment ranks as if
+      its deadline were this much earlier, so a new first code is served before
+      a running stream's next code unless that stream would otherwise run dry.
+    - ``rider_overhead``: more interactive jobs (beyond ``interactive_batch_size``),
+      then background jobs, ride along in an interactive step when the cost
+      model says the bigger batch costs at most this fraction more.
+    - ``urgent_slack_s`` / ``interactive_steps_per_background``: the starvation
+      bound. When the earliest-deadline background job's slack falls below
+      ``urgent_slack_s``, at most this many interactive steps run between two
+      steps that advance background work.
+    - ``background_fill_wait_s``: with no background batch running, wait up to
+      this long after the oldest waiting job's arrival for a fuller batch, and
+      only while the earliest deadline's slack allows. 0 disables waiting
+      (``schedule`` then never returns ``None`` while work is runnable).
+    - ``admission_safety``: multiplies estimated step counts in admission.
+    - ``load_window_s``: time constant of the interactive-load average.
+    """
+
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048)
+    max_slots: int = 16
+    interactive_batch_size: int = 1
+    max_queue_interactive: int = 64
+    max_queue_background: int = 256
+    interactive_reserved_slots: int = 1
+    interactive_first_audio_s: float = 0.3
+    interactive_start_lead_s: float = 1.0
+    rider_overhead: float = 0.1
+    urgent_slack_s: float = 2.0
+    interactive_steps_per_background: int = 3
+    background_fill_wait_s: float = 0.0
+    admission_safety: float = 1.15
+    load_window_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.batch_sizes or not self.kv_buckets:
+            raise ValueError("batch_sizes and kv_buckets must not be empty")
+        object.__setattr__(self, "batch_sizes", tuple(sorted(set(self.batch_sizes))))
+        object.__setattr__(self, "kv_buckets", tuple(sorted(set(self.kv_buckets))))
+        if self.batch_sizes[0] < 1:
+            raise ValueError("batch sizes must be >= 1")
+        if not 1 <= self.interactive_reserved_slots < self.max_slots:
+            raise ValueError("need 1 <= interactive_reserved_slots < max_slots")
+        if self.interactive_batch_size < 1 or self.interactive_steps_per_background < 1:
+            raise ValueError("interactive_batch_size and interactive_steps_per_background must be >= 1")
+
+    @property
+    def max_batch(self) -> int:
+        return self.batch_sizes[-1]
+
+    @property
+    def background_slots(self) -> int:
+        """KV slots background work may hold: never the interactive reserve,
+        and no more than one full batch, so that background jobs are not
+        started only to sit preempted on slots interactive streams need."""
+        return min(self.max_slots - self.interactive_reserved_slots, self.max_batch)
+
+    def padded_batch(self, count: int) -> int:
+        """The smallest graph batch size >= ``count`` (``count`` <= max_batch)."""
+        i = bisect.bisect_left(self.batch_sizes, count)
+        if i == len(self.batch_sizes):
+            raise ValueError(f"batch of {count} exceeds the largest size {self.max_batch}")
+        return self.batch_sizes[i]
+
+    def bucket(self, kv_len: int) -> int:
+        """The smallest KV bucket covering ``kv_len`` positions (the largest
+        bucket when none does: the runner ends a job at its capacity)."""
+        i = bisect.bisect_left(self.kv_buckets, kv_len)
+        return self.kv_buckets[min(i, len(self.kv_buckets) - 1)]

@@ -1,0 +1,116 @@
+"""Segment jobs: what the scheduler knows about one segment of an utterance.
+
+A ``Job`` is created by the worker with the request's facts (the spec fields)
+and then owned by the ``Scheduler``, which keeps its progress in the fields
+that are not constructor arguments. ``Refusal`` and ``JobEvent`` are the two
+kinds of answers the scheduler gives back.
+
+Thread: jobs are read and written on the model thread only.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.plan import JobId, Lane
+
+# One GPT step yields 2 mel frames = 512 samples at 24 kHz: 46.875 codes per
+# second of audio. Playback deadlines are derived from token counts with it.
+CODES_PER_SECOND = 46.875
+
+
+class JobState(enum.IntEnum):
+    """Ordered: the terminal states sort after the live ones."""
+
+    WAITING = 0  # queued, holds no KV slot
+    ACTIVE = 1  # holds a KV slot (running, or preempted between steps)
+    FINISHED = 2
+    FAILED = 3
+    CANCELLED = 4
+
+    @property
+    def terminal(self) -> bool:
+        return self >= JobState.FINISHED
+
+
+@dataclass(eq=False)
+class Job:
+    """One segment (sentence) of an utterance.
+
+    ``deadline`` is absolute seconds on the scheduler's clock. Background: the
+    whole utterance's completion deadline (``None``: no deadline). Interactive:
+    segment 0's first-audio deadline (``None``: ``arrival`` plus the config's
+    ``interactive_first_audio_s``); later interactive segments get their
+    deadline from the playback of the segment before them (see
+    ``scheduler.playout``). ``est_tokens`` is the expected number of codes
+    (from the text length), ``max_tokens`` the runner's hard limit. ``params``
+    is carried for the worker and never read here.
+    """
+
+    id: JobId
+    utterance: Hashable
+    index: int
+    lane: Lane
+    prompt_len: int
+    est_tokens: int
+    max_tokens: int = 2048
+    deadline: float | None = None
+    arrival: float = 0.0
+    params: Any = None
+    # Progress, owned by the scheduler.
+    state: JobState = field(default=JobState.WAITING, init=False)
+    tokens: int = field(default=0, init=False)
+    started_at: float | None = field(default=None, init=False)  # planned for prefill
+    first_code_at: float | None = field(default=None, init=False)  # first code came back
+    ended_at: float | None = field(default=None, init=False)
+    # Largest batch this job may run in; halved on each out-of-memory step.
+    batch_cap: int = field(default=1 << 30, init=False)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state is JobState.CANCELLED
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None
+
+    @property
+    def expected_tokens(self) -> int:
+        """Codes this job is expected to produce in all (never below what it has)."""
+        return min(max(self.est_tokens, self.tokens + 1), max(self.max_tokens, 1))
+
+    @property
+    def remaining_tokens(self) -> int:
+        return max(self.expected_tokens - self.tokens, 1)
+
+    @property
+    def kv_len(self) -> int:
+        """KV positions this job covers after its next step."""
+        return self.prompt_len + self.tokens + 1
+
+    @property
+    def final_kv_len(self) -> int:
+        """KV positions this job is expected to reach when it ends."""
+        return self.prompt_len + self.expected_tokens
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Admission said no; nothing was queued. ``code`` is the wire error code:
+    ``overloaded`` (a lane's queue is full) or ``deadline_unmeetable``."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """A job ended: ``kind`` is ``finished`` or ``failed`` (``message`` says why,
+    for the log; the client sees ``internal``)."""
+
+    job_id: JobId
+    kind: str
+    message: str = ""

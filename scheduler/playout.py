@@ -1,0 +1,73 @@
+"""Interactive deadlines from playback: when must a segment's audio begin?
+
+An interactive utterance plays its segments back to back. Segment 0 must
+start sounding by its first-audio deadline; segment k must start sounding
+when segment k-1's audio would end, so the listener hears no gap. A segment
+that is already running must produce its next code before the audio it has
+produced so far runs out. Audio lengths come from codes: 46.875 per second.
+
+Thread: pure functions, model thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from scheduler.jobs import CODES_PER_SECOND, Job, JobState
+from scheduler.plan import Lane
+
+
+@dataclass
+class Utterance:
+    """Every segment the scheduler has seen for one utterance, by index."""
+
+    key: Hashable
+    lane: Lane
+    seq: int  # admission order, breaks deadline ties first come first served
+    arrival: float
+    segments: dict[int, Job] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return all(j.state.terminal for j in self.segments.values())
+
+
+@dataclass(frozen=True)
+class Playback:
+    """For one segment: when its first audio is due, when it starts sounding
+    (estimated), and when its audio so far runs out."""
+
+    first_audio_due: float
+    starts: float
+    runs_dry: float
+    ends: float
+
+
+def playback(utterance: Utterance, index: int, first_audio_s: float) -> Playback:
+    """Walk the segments up to ``index`` and estimate their playback.
+
+    A segment not started yet is assumed to start sounding at its due time; a
+    running one at its first code; one not finished plays for its expected
+    length. Cancelled segments play nothing.
+    """
+    end = float("-inf")
+    result = None
+    for k in sorted(i for i in utterance.segments if i <= index):
+        job = utterance.segments[k]
+        if job.state is JobState.CANCELLED and k != index:
+            continue
+        if end == float("-inf"):
+            due = job.deadline if job.deadline is not None else job.arrival + first_audio_s
+        else:
+            # A segment that arrives after the one before it went quiet (text
+            # streamed slowly) is due as soon as a fresh segment 0 would be.
+            due = max(end, job.arrival + first_audio_s)
+        sounding = job.first_code_at if job.first_code_at is not None else due
+        starts = max(end, sounding)
+        codes = job.tokens if job.state.terminal else job.expected_tokens
+        end = starts + codes / CODES_PER_SECOND
+        result = Playback(due, starts, starts + job.tokens / CODES_PER_SECOND, end)
+    if result is None:
+        raise KeyError(index)
+    return result

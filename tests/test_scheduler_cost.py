@@ -1,0 +1,76 @@
+"""Cost model lookups, calibration and EWMA; config sizes and buckets."""
+
+import json
+
+import pytest
+
+from scheduler import CostModel, SchedulerConfig
+
+
+def test_exact_and_rounded_up_lookups():
+    cost = CostModel.from_table({(1, 256): 0.04, (4, 256): 0.06, (4, 512): 0.07, (1, 512): 0.05})
+    assert cost.step_time(1, 256) == 0.04
+    assert cost.step_time(3, 200) == 0.06  # batch 3 -> 4, bucket 200 -> 256
+    assert cost.step_time(2, 300) == 0.07
+    # Beyond the table: scaled up linearly, never cheaper.
+    assert cost.step_time(8, 512) == pytest.approx(0.14)
+    assert cost.step_time(4, 1024) == pytest.approx(0.14)
+
+
+def test_sparse_tables_fall_back_to_a_dominating_entry():
+    cost = CostModel.from_table({(1, 256): 0.04, (8, 1024): 0.1})
+    assert cost.step_time(1, 1024) == 0.1
+    assert cost.step_time(8, 256) == 0.1
+
+
+def test_ewma_moves_toward_measurements_and_calibrate_overrides():
+    cost = CostModel.from_table({(1, 256): 0.1}, alpha=0.5)
+    cost.observe(1, 256, 0.2)
+    assert cost.step_time(1, 256) == pytest.approx(0.15)
+    cost.observe(1, 256, 0.0)  # no measurement: ignored
+    assert cost.step_time(1, 256) == pytest.approx(0.15)
+    cost.observe(2, 256, 0.3)  # a new shape enters the table
+    assert cost.step_time(2, 256) == pytest.approx(0.3)
+    cost.calibrate({(1, 256): 0.05})
+    assert cost.step_time(1, 256) == 0.05
+
+
+def test_profiles_have_the_documented_shape():
+    cpu, gpu = CostModel.default_cpu(), CostModel.default_gpu()
+    assert cpu.step_time(1, 256) == pytest.approx(0.043)
+    assert cpu.step_time(8, 256) == pytest.approx(0.100)
+    assert gpu.step_time(1, 256) == pytest.approx(0.012)
+    assert gpu.step_time(64, 256) == pytest.approx(0.016)
+    assert gpu.tokens_per_second(8, 256) > 6 * gpu.tokens_per_second(1, 256)
+
+
+def test_json_rows(tmp_path):
+    rows = [{"batch": 1, "bucket": 256, "seconds": 0.05}, {"batch": 8, "bucket": 256, "seconds": 0.11}]
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps(rows))
+    cost = CostModel.from_json_rows(json.loads(path.read_text()))
+    assert cost.step_time(4, 256) == 0.11
+
+
+@pytest.mark.parametrize("table", [{}, {(0, 256): 0.1}, {(1, 256): 0.0}, {(1, 256): -1.0}])
+def test_bad_tables_raise(table):
+    with pytest.raises(ValueError):
+        CostModel.from_table(table)
+
+
+def test_config_pads_batches_and_picks_buckets():
+    cfg = SchedulerConfig(batch_sizes=(8, 1, 4, 2), kv_buckets=(512, 256))
+    assert cfg.batch_sizes == (1, 2, 4, 8)
+    assert [cfg.padded_batch(n) for n in (1, 2, 3, 5, 8)] == [1, 2, 4, 8, 8]
+    with pytest.raises(ValueError):
+        cfg.padded_batch(9)
+    assert [cfg.bucket(n) for n in (1, 256, 257, 5000)] == [256, 256, 512, 512]
+    assert cfg.background_slots == 8  # one full batch, below max_slots - reserve
+    assert SchedulerConfig(max_slots=4).background_slots == 3  # the reserve stays free
+
+
+@pytest.mark.parametrize("kwargs", [dict(batch_sizes=()), dict(interactive_reserved_slots=0),
+                                    dict(max_slots=1), dict(interactive_batch_size=0)])
+def test_bad_configs_raise(kwargs):
+    with pytest.raises(ValueError):
+        SchedulerConfig(**kwargs)

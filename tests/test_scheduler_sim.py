@@ -1,0 +1,67 @@
+"""The simulator and the benchmark, on small workloads."""
+
+import json
+
+import pytest
+
+from scheduler import CostModel, Lane, SchedulerConfig, bench, sim
+
+
+@pytest.fixture(scope="module")
+def arrivals():
+    cost = CostModel.default_gpu()
+    return cost, sim.workload(0.8, cost, sim.workload_duration(0.8, cost, 2), seed=3)
+
+
+def test_workload_is_deterministic_and_has_both_lanes(arrivals):
+    cost, arr = arrivals
+    again = sim.workload(0.8, cost, sim.workload_duration(0.8, cost, 2), seed=3)
+    assert arr == again
+    assert {a.lane for a in arr} == {Lane.INTERACTIVE, Lane.BACKGROUND}
+    assert all(a.deadline > a.time for a in arr if a.lane is Lane.BACKGROUND)
+    assert [a.time for a in arr] == sorted(a.time for a in arr)
+
+
+def test_our_scheduler_serves_everything_it_accepts_with_invariants_checked(arrivals):
+    cost, arr = arrivals
+    out = sim.run_ours(arr, cost, SchedulerConfig(), 0.0, check=True)
+    interactive = sum(1 for a in arr if a.lane is Lane.INTERACTIVE)
+    assert len(out.first_audio) == interactive - out.interactive_refused
+    assert len(out.refused) == out.background_refused + out.interactive_refused
+    accepted = [a for a in arr if a.key not in out.refused]
+    assert out.codes == sum(s.tokens for a in accepted for s in a.segments)
+    assert all(t > 0 for t in out.first_audio)
+
+
+def test_batcher_runs_every_job_and_counts_misses(arrivals):
+    cost, arr = arrivals
+    out = sim.run_batcher(arr, cost, 0.0, 8, 0.05)
+    assert out.codes == sum(s.tokens for a in arr for s in a.segments)
+    assert out.background_refused == 0
+    stats = sim.summarize(out)
+    assert stats["ttfa_p50_ms"] <= stats["ttfa_p99_ms"]
+
+
+def test_percentile():
+    assert sim.percentile([3, 1, 2], 50) == 2
+    assert sim.percentile([1, 2, 3, 4, 5], 99) == 5
+
+
+def test_bench_writes_table_plot_and_a_json_last_line(tmp_path, capsys):
+    assert bench.main(["--quick", "--bursts", "1", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    result = json.loads(lines[-1])
+    assert {"ttfa_p99_ratio", "deadline_miss_ratio", "ours_bg_refusal_rate"} <= result.keys()
+    assert result["ttfa_p99_ratio"] > 0
+    rows = json.loads((tmp_path / "scheduler_bench.json").read_text())
+    assert {r["policy"] for r in rows} == {"two-lane", "batcher 50 ms", "batcher 80 ms"}
+    assert (tmp_path / "scheduler_bench.png").stat().st_size > 10_000
+
+
+def test_cpu_steps_file_forms(tmp_path):
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([{"batch": 1, "bucket": 256, "seconds": 0.05}]))
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"1,256": 0.05, "8,256": 0.12}))
+    assert bench.load_cpu_steps(str(rows)).step_time(1, 256) == 0.05
+    assert bench.load_cpu_steps(str(mapping)).step_time(8, 256) == 0.12
