@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m realtime.bench [runtime|server] [--quick]``."""

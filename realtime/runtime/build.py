@@ -1,0 +1,69 @@
+"""``build_runner``: from ``RuntimeOptions`` to a ready ``ModelRunner``.
+
+Chooses the device (``auto``: CUDA when available) and the precision
+(``auto``: bf16 on GPUs that support it, else fp16, and fp32 on the CPU;
+logits and sampling are always fp32), loads or builds the weights
+(``weights.resolve_assets``), builds the streaming vocoder and, on CUDA with
+``cuda_graphs``, a ``GraphCache`` that ``warmup`` fills.
+
+Raises ``WeightsError`` (bad or missing checkpoint) and ``ValueError`` (bad
+options) with one-line messages meant for a start-up error.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+import realtime.runtime.compat  # noqa: F401
+from realtime.runtime.api import RuntimeOptions
+from realtime.runtime.runner import ModelRunner
+from realtime.runtime.weights import ModelAssets, resolve_assets
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("device cuda requested but no CUDA device is available")
+    if name.split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {name!r} (auto, cpu, cuda)")
+    return torch.device(name)
+
+
+def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
+    if precision == "auto":
+        if device.type != "cuda":
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if precision not in _DTYPES:
+        raise ValueError(f"unknown precision {precision!r} (auto, fp32, bf16, fp16)")
+    return _DTYPES[precision]
+
+
+def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> ModelRunner:
+    """A runner as ``options`` describe; ``assets`` skips weight resolution (tests)."""
+    if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
+        raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
+    device = pick_device(options.device)
+    dtype = pick_dtype(options.precision, device)
+    if assets is None:
+        assets = resolve_assets(options.weights, options.model_dir, options.require_weights,
+                                options.seed)
+    from realtime.runtime.vocoder import StreamingVocoder
+    decoder = assets.decoder.to(device).eval()
+    vocos = assets.vocos.to(device).eval()
+    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
+    graphs = None
+    if device.type == "cuda" and options.cuda_graphs:
+        from realtime.runtime.graphs import GraphCache
+        graphs = GraphCache()
+    runner = ModelRunner(assets, options, device, dtype, vocoder, graphs)
+    if graphs is not None:
+        graphs.bind(runner.model, runner.cache)
+    return runner

@@ -1,0 +1,186 @@
+"""The text front end: normalized text, a speaker, and the GPT prompt.
+
+Text goes through upstream's ``Normalizer`` (with our number readers
+registered, so digits are spoken instead of dropped) and is wrapped as
+upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
+at ``[spk_emb]`` is later replaced by the speaker vector.
+
+Speakers: ``seed:N`` samples from the checkpoint's speaker statistics with a
+generator seeded N (what upstream's ``sample_random_speaker`` gives after
+``torch.manual_seed(N)``); a long string is decoded as upstream's encoded
+embedding; any other name is looked up in the voice registry (defaults
+below, or ``RuntimeOptions.voices_file``: a JSON object mapping names to
+``"seed:N"``, ``{"seed": N}`` or an encoded embedding).
+
+Thread: the model thread (the normalizer is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+
+import torch
+
+import realtime.runtime.compat  # noqa: F401
+from realtime.runtime.api import SamplingParams, VoiceError
+from realtime.runtime.numbers import normalize_numbers_en, normalize_numbers_zh
+from realtime.runtime.weights import decode_spk_stat
+
+log = logging.getLogger(__name__)
+
+SPEED_PROMPT = "[speed_5]"
+DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
+                  "cedar": "seed:5", "dune": "seed:7"}
+_TAG = re.compile(r"\[[\w_]+\]")
+_UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
+_RESERVED = ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A tokenized prompt: ``ids`` [L] text ids, ``speaker`` [hidden] fp16."""
+
+    ids: torch.Tensor
+    speaker: torch.Tensor
+    text: str
+
+    @property
+    def length(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def validate_params(p: SamplingParams) -> None:
+    """Raise ValueError naming the first out-of-range sampling parameter."""
+    checks = [
+        (p.temperature > 0, "temperature must be > 0"),
+        (0 < p.top_p <= 1, "top_p must be in (0, 1]"),
+        (p.top_k >= 1, "top_k must be >= 1"),
+        (p.repetition_penalty > 0, "repetition_penalty must be > 0"),
+        (p.min_new_tokens >= 0, "min_new_tokens must be >= 0"),
+        (p.max_new_tokens >= 1, "max_new_tokens must be >= 1"),
+        (p.min_new_tokens <= p.max_new_tokens, "min_new_tokens must be <= max_new_tokens"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ValueError(message)
+
+
+class Speakers:
+    """Resolves voice strings to speaker vectors (fp16, like upstream's)."""
+
+    def __init__(self, hidden: int, spk_stat: str, voices_file: str | None = None):
+        self.hidden = hidden
+        self.std, self.mean = decode_spk_stat(spk_stat)
+        if self.std.shape[0] != hidden:
+            raise ValueError(f"speaker statistics have {self.std.shape[0]} dims, model {hidden}")
+        self.registry = dict(DEFAULT_VOICES)
+        if voices_file:
+            self.registry.update(self._read_registry(voices_file))
+        self._cache: dict[str, torch.Tensor] = {}
+
+    @staticmethod
+    def _read_registry(path: str) -> dict[str, str]:
+        try:
+            with open(path, encoding="utf-8") as f:
+                raw = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"voices file {path} unreadable: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"voices file {path} must hold a JSON object of name -> voice")
+        out = {}
+        for name, spec in raw.items():
+            if isinstance(spec, dict) and isinstance(spec.get("seed"), int):
+                spec = f"seed:{spec['seed']}"
+            if not isinstance(spec, str):
+                raise ValueError(f"voices file {path}: voice {name!r} is not a string or {{seed}}")
+            out[str(name)] = spec
+        return out
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.registry)
+
+    def from_seed(self, seed: int) -> torch.Tensor:
+        gen = torch.Generator().manual_seed(seed)
+        return torch.randn(self.hidden, generator=gen, dtype=self.std.dtype).mul_(self.std).add_(self.mean)
+
+    def encode(self, speaker: torch.Tensor) -> str:
+        from ChatTTS.model.speaker import Speaker
+        return Speaker._encode(speaker)
+
+    def resolve(self, voice: str) -> torch.Tensor:
+        """Speaker vector [hidden] fp16; raises VoiceError."""
+        if voice in self._cache:
+            return self._cache[voice]
+        spec = self.registry.get(voice, voice)
+        if spec.startswith("seed:"):
+            try:
+                seed = int(spec[5:])
+            except ValueError:
+                raise VoiceError(f"bad voice seed {spec!r}") from None
+            if not 0 <= seed < 2**63:
+                raise VoiceError(f"voice seed out of range: {spec!r}")
+            vec = self.from_seed(seed)
+        elif len(spec) >= 16:
+            vec = self._decode(spec)
+        else:
+            raise VoiceError(f"unknown voice {voice!r}")
+        if len(self._cache) < 256:
+            self._cache[voice] = vec
+        return vec
+
+    def _decode(self, encoded: str) -> torch.Tensor:
+        from ChatTTS.model.speaker import Speaker
+        try:
+            arr = Speaker._decode(encoded)
+        except Exception:  # lzma/base16384 raise several types on garbage
+            raise VoiceError("voice is neither a known name, seed:N, nor a speaker embedding") from None
+        if arr.shape[0] != self.hidden:
+            raise VoiceError(f"speaker embedding has {arr.shape[0]} dims, the model {self.hidden}")
+        return torch.from_numpy(arr.copy())
+
+
+class TextFrontEnd:
+    """Normalizer + tokenizer + speakers: text in, ``Prompt`` out."""
+
+    def __init__(self, tokenizer, speakers: Speakers):
+        from ChatTTS.norm import Normalizer
+        import ChatTTS
+        self.tokenizer = tokenizer
+        self.speakers = speakers
+        res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")
+        self.normalizer = Normalizer(res, logging.getLogger(__name__ + ".normalizer"))
+        self.normalizer.register("en", normalize_numbers_en)
+        self.normalizer.register("zh", normalize_numbers_zh)
+        self.spk_emb_id = tokenizer.convert_tokens_to_ids("[spk_emb]")
+
+    def warmup(self) -> None:
+        """Compile the normalizer's numba kernels (seconds) before serving."""
+        self.normalizer("Warm up 1, 2 and 3.")
+        self.normalizer("预热一下，123。")
+
+    def normalize(self, text: str) -> str:
+        for tag in _RESERVED:
+            text = text.replace(tag, "")
+        return self.normalizer(text.strip()).strip()
+
+    @staticmethod
+    def is_unspoken(text: str) -> bool:
+        return not _UNSPOKEN.sub("", _TAG.sub("", text))
+
+    def build(self, text: str, voice: str) -> Prompt | None:
+        """The prompt for ``text``; None when it normalizes to nothing.
+
+        Raises VoiceError for an unknown voice.
+        """
+        speaker = self.speakers.resolve(voice)
+        normed = self.normalize(text)
+        if self.is_unspoken(normed):
+            return None
+        full = f"[Stts][spk_emb]{SPEED_PROMPT}{normed}[Ptts]"
+        ids = self.tokenizer(full, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
+        return Prompt(ids=ids, speaker=speaker, text=normed)

@@ -1,0 +1,119 @@
+"""CUDA graphs of the model step, one per shape, held in an explicit cache.
+
+A decode graph is captured per (batch size, KV length bucket), a prefill
+graph per (batch size, prompt bucket). Each owns static input tensors; a
+replay copies the step's inputs into them and returns the graph's static
+output, which the caller must consume before the next replay (the runner
+does: it stores hidden states and samples right away). Shapes not captured
+return None and the runner runs the same code eagerly. All graphs share one
+memory pool. Capture happens at start-up (``capture_all``, from
+``ModelRunner.warmup``) with progress logged; scratch-slot inputs make the
+capture's own KV writes harmless.
+
+Thread: the model thread; CUDA only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import torch
+
+log = logging.getLogger(__name__)
+
+PREFILL_BATCHES_MAX = 8  # prompts prefilled together rarely exceed this
+
+
+@dataclass
+class _Captured:
+    graph: "torch.cuda.CUDAGraph"
+    inputs: tuple
+    output: torch.Tensor
+
+
+class GraphCache:
+    def __init__(self):
+        self.decode_graphs: dict[tuple[int, int], _Captured] = {}
+        self.prefill_graphs: dict[tuple[int, int], _Captured] = {}
+        self.model = self.cache = None
+        self.pool = None
+        self.nbytes = 0
+
+    def bind(self, model, cache) -> None:
+        self.model, self.cache = model, cache
+
+    # --- replay -----------------------------------------------------------------------
+
+    def decode(self, x, slots, pos, kv_len: int):
+        entry = self.decode_graphs.get((x.shape[0], kv_len))
+        if entry is None:
+            return None
+        for dst, src in zip(entry.inputs, (x, slots, pos)):
+            dst.copy_(src)
+        entry.graph.replay()
+        return entry.output
+
+    def prefill(self, x, slots):
+        entry = self.prefill_graphs.get((x.shape[0], x.shape[1]))
+        if entry is None:
+            return None
+        for dst, src in zip(entry.inputs, (x, slots)):
+            dst.copy_(src)
+        entry.graph.replay()
+        return entry.output
+
+    # --- capture ----------------------------------------------------------------------
+
+    def _capture(self, fn, inputs: tuple) -> _Captured:
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), torch.no_grad():
+            for _ in range(2):  # let lazy initialisation happen outside the capture
+                fn(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool), torch.no_grad():
+            output = fn(*inputs)
+        return _Captured(graph, inputs, output)
+
+    def capture_decode(self, batch: int, kv_len: int) -> None:
+        m, c = self.model, self.cache
+        dev = m.device
+        inputs = (torch.zeros(batch, m.shape.hidden, dtype=m.dtype, device=dev),
+                  torch.full((batch,), c.scratch, dtype=torch.int64, device=dev),
+                  torch.zeros(batch, dtype=torch.int64, device=dev))
+        self.decode_graphs[(batch, kv_len)] = self._capture(
+            lambda x, s, p: m.decode(x, s, p, c, kv_len), inputs)
+
+    def capture_prefill(self, batch: int, length: int) -> None:
+        m, c = self.model, self.cache
+        dev = m.device
+        inputs = (torch.zeros(batch, length, m.shape.hidden, dtype=m.dtype, device=dev),
+                  torch.full((batch,), c.scratch, dtype=torch.int64, device=dev))
+        self.prefill_graphs[(batch, length)] = self._capture(
+            lambda x, s: m.prefill(x, s, c), inputs)
+
+    def capture_all(self, runner) -> None:
+        """Capture every configured shape of ``runner``; logs progress and memory."""
+        from realtime.runtime.runner import PROMPT_BUCKETS
+        batches = [b for b in runner.batch_sizes if b <= runner.max_slots]
+        buckets = [min(k, runner.max_len) for k in runner.kv_buckets]
+        prompts = [p for p in PROMPT_BUCKETS if p < runner.max_len]
+        work = [("decode", b, k) for b in batches for k in sorted(set(buckets))]
+        work += [("prefill", b, p) for b in batches if b <= PREFILL_BATCHES_MAX for p in prompts]
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_reserved()
+        start = time.perf_counter()
+        for i, (kind, b, n) in enumerate(work, 1):
+            (self.capture_decode if kind == "decode" else self.capture_prefill)(b, n)
+            if i == len(work) or i % max(1, len(work) // 10) == 0:
+                log.info("CUDA graphs: %d/%d captured (%s batch %d, length %d), %.1f s",
+                         i, len(work), kind, b, n, time.perf_counter() - start)
+        torch.cuda.synchronize()
+        self.nbytes = torch.cuda.memory_reserved() - before
+        log.info("CUDA graphs: %d decode + %d prefill shapes, %.1f MiB of graph memory",
+                 len(self.decode_graphs), len(self.prefill_graphs), self.nbytes / 2**20)

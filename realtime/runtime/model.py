@@ -1,0 +1,198 @@
+"""Our GPT forward over ChatTTS's weights, with a static per-slot KV cache.
+
+The same Llama decoder upstream runs through transformers, written for
+serving: pre-transposed weights multiplied with ``torch.mm`` (MKL's linear is
+slow at few rows), fused QKV and gate/up projections, RMSNorm and RoPE as
+transformers computes them, and a ``KVCache`` of ``max_slots`` slots
+allocated once: one K and one V tensor per layer, written in place at each
+slot's own position. Attention reads only up to the step's KV length (a
+bucket), masked per row by that row's position, so stale entries beyond a
+slot's length are never seen and a freed slot needs no clearing.
+
+Decode rows whose slots form one ascending run read the cache through a view;
+otherwise the rows' slots are gathered (the only path inside CUDA graphs,
+where shapes and code paths must not change). An extra scratch slot absorbs
+the writes of padding rows.
+
+Shapes: D hidden, H heads, Dh head dim, Q codebooks, V audio ids, S slots.
+Thread: the model thread; no method reads a device value back to the host.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from realtime.runtime.shapes import ModelShape
+
+log = logging.getLogger(__name__)
+
+
+class KVCache:
+    """Keys and values of every slot: per layer ``[S + 1, H, max_len, Dh]``.
+
+    Slot ``S`` (``scratch``) receives the writes of padding rows.
+    """
+
+    def __init__(self, shape: ModelShape, slots: int, max_len: int, dtype, device):
+        size = (slots + 1, shape.kv_heads, max_len, shape.head_dim)
+        self.k = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
+        self.v = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
+        self.slots, self.max_len, self.scratch = slots, max_len, slots
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+
+
+@dataclass
+class _Layer:
+    ln1: torch.Tensor  # [D]
+    w_qkv: torch.Tensor  # [D, 3 * H * Dh]
+    w_o: torch.Tensor  # [H * Dh, D]
+    ln2: torch.Tensor  # [D]
+    w_gate_up: torch.Tensor  # [D, 2 * I]
+    w_down: torch.Tensor  # [I, D]
+
+
+class StaticGPT:
+    """ChatTTS's GPT + embeddings + folded heads on one device and dtype."""
+
+    def __init__(self, shape: ModelShape, gpt_state: dict, embed: torch.nn.Module,
+                 device: torch.device, dtype: torch.dtype):
+        if shape.kv_heads != shape.heads:
+            raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
+        self.shape, self.device, self.dtype = shape, device, dtype
+
+        def w(name):
+            return gpt_state[name].to(device=device, dtype=dtype)
+
+        self.layers = []
+        for i in range(shape.layers):
+            p = f"layers.{i}."
+            qkv = torch.cat([w(p + f"self_attn.{n}_proj.weight") for n in "qkv"], 0)
+            gate_up = torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0)
+            self.layers.append(_Layer(
+                ln1=w(p + "input_layernorm.weight"), w_qkv=qkv.t().contiguous(),
+                w_o=w(p + "self_attn.o_proj.weight").t().contiguous(),
+                ln2=w(p + "post_attention_layernorm.weight"),
+                w_gate_up=gate_up.t().contiguous(),
+                w_down=w(p + "mlp.down_proj.weight").t().contiguous()))
+        self.norm = w("norm.weight")
+        with torch.no_grad():
+            self.emb_text = embed.emb_text.weight.detach().to(device=device, dtype=dtype)
+            self.emb_code = torch.stack([e.weight.detach() for e in embed.emb_code]).to(
+                device=device, dtype=dtype)  # [Q, V, D]
+            # Weight norm folded once: reading .weight evaluates g * v / |v|.
+            heads = torch.cat([h.weight.detach() for h in embed.head_code], 0)  # [Q*V, D]
+        self.heads = heads.t().contiguous().to(device=device, dtype=torch.float32)  # [D, Q*V]
+        self.cos, self.sin = self._rope_tables(shape, device, dtype)
+
+    @staticmethod
+    def _rope_tables(shape: ModelShape, device, dtype):
+        # As transformers' LlamaRotaryEmbedding: fp32 frequencies, cat(f, f).
+        hd = shape.head_dim
+        inv_freq = 1.0 / (shape.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+        pos = torch.arange(shape.max_positions, dtype=torch.float32)
+        freqs = torch.outer(pos, inv_freq)
+        emb = torch.cat([freqs, freqs], dim=-1)  # [P, Dh]
+        return emb.cos().to(device, dtype), emb.sin().to(device, dtype)
+
+    # --- embeddings and heads ---------------------------------------------------------
+
+    def embed_prompt(self, ids: torch.Tensor, speaker: torch.Tensor, spk_emb_id: int) -> torch.Tensor:
+        """[L] text ids + fp16 speaker [D] -> [L, D]; the speaker replaces [spk_emb]."""
+        ids = ids.to(self.device)
+        x = self.emb_text.index_select(0, ids)
+        # Upstream normalizes the fp16 vector in fp16, then writes it into fp32.
+        spk = F.normalize(speaker.to(self.device), p=2.0, dim=0, eps=1e-12).to(self.dtype)
+        return torch.where((ids == spk_emb_id).unsqueeze(1), spk.unsqueeze(0), x)
+
+    def embed_codes(self, codes: torch.Tensor) -> torch.Tensor:
+        """[B, Q] codes -> [B, D]: the sum of the Q code embeddings."""
+        q = self.shape.num_vq
+        rows = self.emb_code[torch.arange(q, device=codes.device), codes]  # [B, Q, D]
+        return rows.sum(1)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """fp32 hidden [B, D] -> fp32 logits [B, Q, V]."""
+        return torch.mm(hidden, self.heads).view(-1, self.shape.num_vq, self.shape.num_audio_tokens)
+
+    # --- blocks -----------------------------------------------------------------------
+
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.shape.rms_eps)
+        return weight * xf.to(x.dtype)
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    def _mlp(self, layer: _Layer, x2d: torch.Tensor) -> torch.Tensor:
+        gate, up = torch.mm(x2d, layer.w_gate_up).chunk(2, dim=-1)
+        return torch.mm(F.silu(gate) * up, layer.w_down)
+
+    def _final(self, x: torch.Tensor) -> torch.Tensor:
+        return self._rms(x, self.norm).float()
+
+    # --- prefill and decode -----------------------------------------------------------
+
+    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P].
+
+        Writes K/V for positions [0, L) of each slot; returns fp32 hidden [P, L, D].
+        Padding rows produce garbage that the caller ignores.
+        """
+        p, length, d = x.shape
+        h, hd = self.shape.heads, self.shape.head_dim
+        cos, sin = self.cos[:length], self.sin[:length]  # [L, Dh]
+        for i, layer in enumerate(self.layers):
+            y = self._rms(x, layer.ln1).view(p * length, d)
+            qkv = torch.mm(y, layer.w_qkv).view(p, length, 3, h, hd).permute(2, 0, 3, 1, 4)
+            q, k, v = self._rotate(qkv[0], cos, sin), self._rotate(qkv[1], cos, sin), qkv[2]
+            cache.k[i][:, :, :length].index_copy_(0, slots, k)
+            cache.v[i][:, :, :length].index_copy_(0, slots, v.contiguous())
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [P, H, L, Dh]
+            a = a.transpose(1, 2).reshape(p * length, d)
+            x = x + torch.mm(a, layer.w_o).view(p, length, d)
+            y = self._rms(x, layer.ln2).view(p * length, d)
+            x = x + self._mlp(layer, y).view(p, length, d)
+        return self._final(x)
+
+    def decode(self, x: torch.Tensor, slots: torch.Tensor, pos: torch.Tensor, cache: KVCache,
+               kv_len: int, first_slot: int | None = None) -> torch.Tensor:
+        """One position per row: ``x`` [B, D] at ``pos`` [B] of ``slots`` [B].
+
+        Attends over cache positions [0, kv_len) masked to <= pos. With
+        ``first_slot`` set, the rows are slots first_slot .. first_slot+B-1 and
+        the cache is read through a view instead of a gather.
+        Returns fp32 hidden [B, D].
+        """
+        b, d = x.shape
+        h, hd = self.shape.heads, self.shape.head_dim
+        cos, sin = self.cos[pos].unsqueeze(1), self.sin[pos].unsqueeze(1)  # [B, 1, Dh]
+        keep = torch.arange(kv_len, device=x.device).unsqueeze(0) <= pos.unsqueeze(1)
+        mask = keep.view(b, 1, 1, kv_len)
+        for i, layer in enumerate(self.layers):
+            y = self._rms(x, layer.ln1)
+            qkv = torch.mm(y, layer.w_qkv).view(b, 3, h, hd)
+            q, k, v = self._rotate(qkv[:, 0], cos, sin), self._rotate(qkv[:, 1], cos, sin), qkv[:, 2]
+            kc, vc = cache.k[i], cache.v[i]
+            kc.transpose(1, 2).index_put_((slots, pos), k)
+            vc.transpose(1, 2).index_put_((slots, pos), v)
+            if first_slot is not None:
+                keys = kc[first_slot:first_slot + b, :, :kv_len]
+                values = vc[first_slot:first_slot + b, :, :kv_len]
+            else:
+                keys = kc[:, :, :kv_len].index_select(0, slots)
+                values = vc[:, :, :kv_len].index_select(0, slots)
+            a = F.scaled_dot_product_attention(q.unsqueeze(2), keys, values, attn_mask=mask)
+            x = x + torch.mm(a.reshape(b, d), layer.w_o)
+            x = x + self._mlp(layer, self._rms(x, layer.ln2))
+        return self._final(x)

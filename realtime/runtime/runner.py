@@ -1,0 +1,382 @@
+"""The model runner: one ``StepPlan`` in, one ``StepOutput`` out.
+
+``ModelRunner`` implements ``realtime.runtime.api.Runner`` over our
+``StaticGPT`` and the streaming vocoder. Per ``execute``:
+
+1. release: the plan's released jobs give back their slots;
+2. prefill: new jobs get a free slot, their prompts run (batched, right
+   padded) and their first code is drawn;
+3. decode: every decode job advances one code;
+4. one host read of the step's EOS flags (the scheduler needs to know who
+   finished before it can plan the next step; this is the only sync);
+5. audio: streaming jobs push new hidden states into their ``VocoderStream``
+   every ``push_every`` codes; any finishing job gets the rest of its audio
+   (streamed or one-shot) in this step's output, and its slot is freed.
+
+Device state per slot is written in place at index (slot, code number):
+codes, hidden states and K/V, so re-running a step after an out-of-memory
+failure simply overwrites what the failed attempt wrote.
+
+Thread: every method runs on the model thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from realtime.runtime.api import (PreparedJob, RuntimeOptions, SAMPLE_RATE, SamplingParams,
+                                  SegmentRequest)
+from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
+from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
+from realtime.runtime.shapes import EOS_CODE
+from realtime.runtime.weights import ModelAssets
+from scheduler.plan import JobId, StepOutput, StepPlan
+
+log = logging.getLogger(__name__)
+
+PROMPT_BUCKETS = (32, 64, 128, 256)
+CPU_KV_GRAIN = 64  # eager CPU attention length: the current length rounded up to this
+PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
+
+
+@dataclass
+class _Job:
+    id: JobId
+    prompt: Prompt
+    params: SamplingParams
+    seed: int
+    streaming: bool
+    max_new: int
+    slot: int = -1
+    n_codes: int = 0  # valid codes so far (an EOS step adds none)
+    pushed: int = 0  # hidden states already in the vocoder stream
+    stream: object = None
+    done: bool = False
+
+
+@dataclass
+class _StepResult:
+    jobs: list
+    eos: torch.Tensor  # [B] bool on device
+
+
+@dataclass
+class _BatchParams:
+    key: tuple = ()
+    params: RowParams | None = None
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, torch.OutOfMemoryError)
+
+
+def round_up(n: int, grain: int) -> int:
+    return -(-n // grain) * grain
+
+
+def pick_bucket(needed: int, buckets: tuple[int, ...], cap: int) -> int:
+    """The smallest bucket >= needed, else ``cap`` (the cache length)."""
+    for b in sorted(buckets):
+        if b >= needed:
+            return min(b, cap)
+    return cap
+
+
+class ModelRunner:
+    """``Runner`` over ChatTTS weights; see the module docstring."""
+
+    sample_rate = SAMPLE_RATE
+
+    def __init__(self, assets: ModelAssets, options: RuntimeOptions, device: torch.device,
+                 dtype: torch.dtype, vocoder, graphs=None):
+        self.assets, self.options = assets, options
+        self.torch_device, self.dtype = device, dtype
+        self.device = "cuda" if device.type == "cuda" else "cpu"
+        self.weights_kind = assets.kind
+        self.max_slots = options.max_slots
+        self.batch_sizes = tuple(sorted(options.batch_sizes))
+        self.kv_buckets = tuple(sorted(options.kv_buckets))
+        self.shape = assets.shape
+        self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype)
+        self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
+        self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)
+        slots = self.max_slots + 1
+        q, d = assets.shape.num_vq, assets.shape.hidden
+        self.codes = torch.zeros(slots, self.max_len, q, dtype=torch.int64, device=device)
+        self.hidden = torch.zeros(slots, self.max_len, d, dtype=torch.float32, device=device)
+        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file))
+        self.voices = self.front.speakers.names
+        self.vocoder = vocoder
+        self.graphs = graphs
+        self.jobs: dict[JobId, _Job] = {}
+        self.free_slots = list(range(self.max_slots))
+        self._seeds = random.Random(options.seed)
+        self._decode_params = _BatchParams()
+        self.pad_batches = graphs is not None
+        # Tests and benchmarks set this to keep each finished job's codes
+        # ([n, Q] on the CPU) in ``finished_codes``; serving leaves it off.
+        self.record_codes = False
+        self.finished_codes: dict[JobId, torch.Tensor] = {}
+        log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
+                 assets.kind, device, str(dtype).removeprefix("torch."), self.max_slots,
+                 self.max_len, self.cache.nbytes / 2**20)
+
+    # --- api.Runner -------------------------------------------------------------------
+
+    def prepare(self, job_id: JobId, request: SegmentRequest) -> PreparedJob:
+        validate_params(request.params)
+        prompt = self.front.build(request.text, request.voice)
+        if prompt is None:
+            return PreparedJob(prompt_len=0, empty=True)
+        if prompt.length >= self.max_len - 1:
+            raise ValueError(f"segment too long: {prompt.length} prompt tokens, "
+                             f"at most {self.max_len - 2}")
+        seed = request.params.seed
+        if seed is None:
+            seed = self._seeds.getrandbits(32)
+        max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
+        self.jobs[job_id] = _Job(job_id, prompt, request.params, seed, request.streaming, max_new)
+        return PreparedJob(prompt_len=prompt.length)
+
+    def forget(self, job_id: JobId) -> None:
+        self._release(job_id)
+
+    @torch.no_grad()
+    def warmup(self) -> dict[tuple[int, int], float]:
+        self.front.warmup()
+        if self.graphs is not None:
+            self.graphs.capture_all(self)
+        timings = {}
+        for b in self.batch_sizes:
+            if b > self.max_slots:
+                continue
+            for bucket in self.kv_buckets:
+                timings[(b, bucket)] = self._time_decode(b, min(bucket, self.max_len))
+        return timings
+
+    @torch.no_grad()
+    def execute(self, plan: StepPlan) -> StepOutput:
+        start = time.perf_counter()
+        out = StepOutput()
+        for job_id in plan.release:
+            self._release(job_id)
+        pre, dec = [], []
+        for job_id, bucket in [(j, pre) for j in plan.prefill] + [(j, dec) for j in plan.decode]:
+            job = self.jobs.get(job_id)
+            if job is None or job.done or (bucket is dec and job.slot < 0):
+                out.failed[job_id] = "job unknown to the runner or not prefilled"
+            elif bucket is pre and job.slot >= 0:
+                out.failed[job_id] = "job already prefilled"
+            else:
+                bucket.append(job)
+        if len(pre) > len(self.free_slots):
+            for job in pre[len(self.free_slots):]:
+                out.failed[job.id] = "no free KV slot"
+            pre = pre[:len(self.free_slots)]
+        taken = [self.free_slots.pop(0) for _ in pre]
+        for job, slot in zip(pre, taken):
+            job.slot = slot
+        try:
+            results = []
+            if pre:
+                results.append(self._prefill(pre))
+            if dec:
+                results.append(self._decode(dec, plan))
+            jobs = [j for r in results for j in r.jobs]
+            eos = torch.cat([r.eos for r in results]).cpu().tolist() if results else []
+        except Exception as exc:  # noqa: BLE001 (mapped to failed/oom, never raised)
+            for job in pre:
+                job.slot = -1
+            self.free_slots = sorted(self.free_slots + taken)
+            if _is_oom(exc):
+                log.warning("out of device memory in a step of %d jobs", len(pre) + len(dec))
+                self._empty_device_cache()
+                out.oom = True
+                out.failed.clear()
+            else:
+                log.exception("model step failed for jobs %s", [j.id for j in pre + dec])
+                for job in pre + dec:
+                    out.failed[job.id] = f"model step failed: {type(exc).__name__}: {exc}"
+                    self._release(job.id)
+            out.seconds = time.perf_counter() - start
+            return out
+        finished = []
+        for job, hit_eos in zip(jobs, eos):
+            if not hit_eos:
+                job.n_codes += 1
+            if hit_eos or job.n_codes >= job.max_new:
+                job.done = True
+                finished.append(job.id)
+            out.tokens[job.id] = job.n_codes
+        self._audio(jobs, out)
+        out.finished = tuple(j for j in finished if j not in out.failed)
+        if self.record_codes:
+            for job in jobs:
+                if job.done:
+                    self.finished_codes[job.id] = self.codes[job.slot, :job.n_codes].cpu().clone()
+        for job_id in finished:
+            self._release(job_id)
+        out.seconds = time.perf_counter() - start
+        return out
+
+    # --- job bookkeeping --------------------------------------------------------------
+
+    def _release(self, job_id: JobId) -> None:
+        job = self.jobs.pop(job_id, None)
+        if job is not None and job.slot >= 0:
+            self.free_slots.append(job.slot)
+            self.free_slots.sort()
+            job.slot = -1
+            job.stream = None
+
+    def job_codes(self, job_id: JobId) -> torch.Tensor:
+        """The codes a live job has generated so far, [n, Q] on the CPU (for tests)."""
+        job = self.jobs[job_id]
+        return self.codes[job.slot, :job.n_codes].cpu().clone()
+
+    def _empty_device_cache(self) -> None:
+        if self.torch_device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    # --- model steps ------------------------------------------------------------------
+
+    def _row_params(self, jobs: list[_Job]) -> RowParams:
+        return RowParams.build([j.params for j in jobs], [j.seed for j in jobs],
+                               self.shape.num_audio_tokens, self.torch_device)
+
+    def _history(self, slots: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """The last PENALTY_WINDOW codes of each row: [B, Q, W], V where none."""
+        offsets = torch.arange(-PENALTY_WINDOW, 0, device=self.torch_device)
+        idx = steps.unsqueeze(1) + offsets  # [B, W]
+        hist = self.codes[slots.unsqueeze(1), idx.clamp(min=0)]  # [B, W, Q]
+        hist = hist.masked_fill((idx < 0).unsqueeze(2), self.shape.num_audio_tokens)
+        return hist.permute(0, 2, 1).contiguous()
+
+    def _sample_and_store(self, hidden: torch.Tensor, slots: torch.Tensor, steps: torch.Tensor,
+                          params: RowParams) -> torch.Tensor:
+        """Draw codes from fp32 ``hidden`` [B, D]; store codes and hidden; return EOS [B]."""
+        logits = self.model.logits(hidden)
+        codes = sample(logits, self._history(slots, steps), steps, params)
+        self.codes.index_put_((slots, steps), codes)
+        self.hidden.index_put_((slots, steps), hidden)
+        return (codes == EOS_CODE).any(dim=1)
+
+    def _prefill(self, jobs: list[_Job]) -> _StepResult:
+        lengths = [j.prompt.length for j in jobs]
+        longest = max(lengths)
+        if self.pad_batches:
+            length = pick_bucket(longest, PROMPT_BUCKETS, self.max_len)
+            rows = next((b for b in self.batch_sizes if b >= len(jobs)), len(jobs))
+        else:
+            length, rows = longest, len(jobs)
+        x = torch.zeros(rows, length, self.shape.hidden, dtype=self.dtype, device=self.torch_device)
+        for i, job in enumerate(jobs):
+            x[i, :job.prompt.length] = self.model.embed_prompt(
+                job.prompt.ids, job.prompt.speaker, self.front.spk_emb_id)
+        slot_list = [j.slot for j in jobs] + [self.cache.scratch] * (rows - len(jobs))
+        slots = torch.tensor(slot_list, device=self.torch_device)
+        hidden = None
+        if self.graphs is not None:
+            hidden = self.graphs.prefill(x, slots)
+        if hidden is None:
+            hidden = self.model.prefill(x, slots, self.cache)
+        last = torch.tensor([n - 1 for n in lengths], device=self.torch_device)
+        n = len(jobs)
+        final = hidden[torch.arange(n, device=self.torch_device), last]  # [P, D]
+        steps = torch.zeros(n, dtype=torch.int64, device=self.torch_device)
+        eos = self._sample_and_store(final, slots[:n], steps, self._row_params(jobs))
+        return _StepResult(jobs, eos)
+
+    def _decode(self, jobs: list[_Job], plan: StepPlan) -> _StepResult:
+        n = len(jobs)
+        key = tuple((j.id, j.slot) for j in jobs)
+        if self._decode_params.key != key:
+            self._decode_params = _BatchParams(key, self._row_params(jobs))
+        params = self._decode_params.params
+        positions = [j.prompt.length + j.n_codes - 1 for j in jobs]
+        slot_list = [j.slot for j in jobs]
+        needed = max(positions) + 1
+        rows = n
+        if self.pad_batches:
+            kv_len = pick_bucket(max(needed, plan.kv_bucket), self.kv_buckets, self.max_len)
+            rows = next((b for b in self.batch_sizes if b >= n), n)
+            rows = max(rows, min(plan.batch_size, self.max_slots))
+        else:
+            kv_len = min(round_up(needed, CPU_KV_GRAIN), self.max_len)
+        pad = rows - n
+        slots = torch.tensor(slot_list + [self.cache.scratch] * pad, device=self.torch_device)
+        pos = torch.tensor(positions + [0] * pad, device=self.torch_device)
+        steps = torch.tensor([j.n_codes for j in jobs], device=self.torch_device)
+        prev = self.codes[slots[:n], steps - 1]  # [B, Q]
+        x = self.model.embed_codes(prev)
+        if pad:
+            x = torch.cat([x, x.new_zeros(pad, x.shape[1])])
+        hidden = None
+        if self.graphs is not None:
+            hidden = self.graphs.decode(x, slots, pos, kv_len)
+        if hidden is None:
+            first = slot_list[0] if slot_list == list(range(slot_list[0], slot_list[0] + n)) and not pad else None
+            hidden = self.model.decode(x, slots, pos, self.cache, kv_len, first)
+        eos = self._sample_and_store(hidden[:n], slots[:n], steps, params)
+        return _StepResult(jobs, eos)
+
+    # --- audio ------------------------------------------------------------------------
+
+    def _audio(self, jobs: list[_Job], out: StepOutput) -> None:
+        for job in jobs:
+            try:
+                chunk = self._job_audio(job)
+            except Exception as exc:  # noqa: BLE001 (a vocoder failure fails this job only)
+                log.exception("vocoder failed for job %s", job.id)
+                out.failed[job.id] = f"vocoder failed: {type(exc).__name__}: {exc}"
+                job.done = True
+                continue
+            if chunk is not None:
+                out.audio[job.id] = chunk
+
+    def _job_audio(self, job: _Job) -> np.ndarray | None:
+        if not job.streaming:
+            if not job.done:
+                return None
+            return self.vocoder.one_shot(self.hidden[job.slot, :job.n_codes])
+        if job.stream is None:
+            job.stream = self.vocoder.start()
+        parts = []
+        if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
+            parts.append(job.stream.push(self.hidden[job.slot, job.pushed:job.n_codes]))
+            job.pushed = job.n_codes
+        if job.done:
+            parts.append(job.stream.finish())
+        parts = [p for p in parts if p is not None and len(p)]
+        if not parts:
+            return np.zeros(0, dtype=np.float32) if job.done else None
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    # --- timing -----------------------------------------------------------------------
+
+    def _time_decode(self, batch: int, kv_len: int, repeats: int = 2) -> float:
+        """Seconds per decode step at (batch, kv_len) on scratch positions."""
+        slots = torch.full((batch,), self.cache.scratch, device=self.torch_device)
+        pos = torch.zeros(batch, dtype=torch.int64, device=self.torch_device)
+        x = torch.zeros(batch, self.shape.hidden, dtype=self.dtype, device=self.torch_device)
+        best = float("inf")
+        for _ in range(repeats):
+            self._sync()
+            t = time.perf_counter()
+            hidden = self.graphs.decode(x, slots, pos, kv_len) if self.graphs is not None else None
+            if hidden is None:
+                self.model.decode(x, slots, pos, self.cache, kv_len)
+            self._sync()
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    def _sync(self) -> None:
+        if self.torch_device.type == "cuda":
+            torch.cuda.synchronize(self.torch_device)

@@ -1,0 +1,97 @@
+"""Text front end: numbers, speakers, prompts built as upstream builds them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from realtime.runtime.api import SamplingParams, VoiceError
+from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
+from realtime.runtime.numbers import chinese_integer, normalize_numbers_en, normalize_numbers_zh
+from realtime.runtime.shapes import FULL
+from runtime_fixtures import tiny_assets
+
+
+@pytest.fixture(scope="module")
+def front():
+    a = tiny_assets()
+    return TextFrontEnd(a.tokenizer, Speakers(a.shape.hidden, a.spk_stat))
+
+
+def test_numbers_are_spoken():
+    assert normalize_numbers_en("I have 3 cats and 1205 dogs") == \
+        "I have three cats and one thousand two hundred five dogs"
+    assert normalize_numbers_en("pi is 3.14") == "pi is three point one four"
+    assert normalize_numbers_en("call 007") == "call zero zero seven"
+    assert normalize_numbers_zh("有3只") == "有三只"
+    assert chinese_integer(100005) == "十万零五"
+    assert chinese_integer(1205) == "一千二百零五"
+
+
+def test_digits_survive_normalization(front):
+    assert front.normalize("I have 3 cats!") == "I have three cats."
+
+
+def test_prompt_matches_upstream_tokenizer(front):
+    from ChatTTS.model.speaker import Speaker
+    from ChatTTS.model.tokenizer import Tokenizer
+    up = Tokenizer.__new__(Tokenizer)
+    up._tokenizer = front.tokenizer
+    text = front.normalize("Hello world, this is a test.")
+    decorated = Speaker.decorate_code_prompts([text], "[speed_5]", None, "spk")
+    ids, mask, text_mask = up.encode(decorated, 4)
+    prompt = front.build("Hello world, this is a test.", "seed:1")
+    assert torch.equal(ids[0, :, 0], prompt.ids)
+    assert prompt.ids[1] == front.spk_emb_id
+
+
+def test_empty_text(front):
+    assert front.build("  ... [uv_break] ", "default") is None
+    assert front.build("ok", "default") is not None
+
+
+def test_seed_voice_matches_upstream_sampling():
+    from ChatTTS.model.speaker import Speaker
+    from ChatTTS.config import Config
+    spk = Speakers(FULL.hidden, Config().spk_stat)
+    upstream = Speaker(FULL.hidden, Config().spk_stat)
+    torch.manual_seed(42)
+    expected = upstream._sample_random()
+    assert torch.equal(spk.resolve("seed:42"), expected)
+    assert not torch.equal(spk.resolve("seed:43"), expected)
+
+
+def test_encoded_voice_round_trip():
+    a = tiny_assets()
+    spk = Speakers(a.shape.hidden, a.spk_stat)
+    vec = spk.from_seed(9)
+    assert torch.equal(spk.resolve(spk.encode(vec)), vec)
+    with pytest.raises(VoiceError):
+        spk.resolve("x" * 40)  # not an encoding
+    with pytest.raises(VoiceError):
+        spk.resolve("no-such-voice")
+    with pytest.raises(VoiceError):
+        spk.resolve("seed:abc")
+
+
+def test_voices_file(tmp_path):
+    a = tiny_assets()
+    path = tmp_path / "voices.json"
+    path.write_text(json.dumps({"narrator": "seed:11", "host": {"seed": 12}}))
+    spk = Speakers(a.shape.hidden, a.spk_stat, str(path))
+    assert "narrator" in spk.names and "default" in spk.names
+    assert torch.equal(spk.resolve("host"), spk.from_seed(12))
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="voices.json"):
+        Speakers(a.shape.hidden, a.spk_stat, str(path))
+
+
+@pytest.mark.parametrize("bad", [dict(temperature=0), dict(top_p=0), dict(top_p=1.5), dict(top_k=0),
+                                 dict(repetition_penalty=0), dict(max_new_tokens=0),
+                                 dict(min_new_tokens=5, max_new_tokens=4)])
+def test_params_validated(bad):
+    with pytest.raises(ValueError):
+        validate_params(SamplingParams(**bad))
+    validate_params(SamplingParams())

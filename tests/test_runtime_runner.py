@@ -1,0 +1,114 @@
+"""The runner's contract: audio per job, slots, failures, OOM, warmup."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from realtime.runtime.api import SAMPLES_PER_STEP
+from realtime.runtime.vocoder import audio_samples
+from runtime_fixtures import TEXTS, Driver, request, tiny_runner
+from scheduler.plan import Lane, StepPlan
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return tiny_runner(max_slots=4)
+
+
+def test_runner_attributes(runner):
+    assert runner.weights_kind == "tiny-random" and runner.device == "cpu"
+    assert runner.sample_rate == 24000 and runner.max_slots == 4
+    assert "default" in runner.voices
+
+
+def test_audio_for_streaming_and_one_shot_jobs(runner):
+    d = Driver(runner)
+    d.add(1, request(TEXTS[0], seed=1, min_new_tokens=30, max_new_tokens=30))
+    d.add(2, request(TEXTS[0], seed=1, min_new_tokens=30, max_new_tokens=30, streaming=True))
+    d.run()
+    assert d.tokens[1] == d.tokens[2] == 30
+    one = np.concatenate(d.audio[1])
+    streamed = np.concatenate(d.audio[2])
+    assert len(d.audio[1]) == 1  # one piece, in the finishing step
+    assert len(d.audio[2]) >= 2  # audio while decoding, not only at the end
+    assert one.dtype == np.float32 and len(one) == audio_samples(30) == 30 * SAMPLES_PER_STEP - 256
+    assert len(streamed) == len(one)
+    assert np.abs(one).max() > 0
+
+
+def test_empty_text_is_not_scheduled(runner):
+    assert runner.prepare(5, request(" ... ")).empty
+    assert 5 not in runner.jobs
+
+
+def test_unknown_job_fails_without_raising(runner):
+    out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(999,)))
+    assert 999 in out.failed and not out.oom
+
+
+def test_slots_run_out_then_free(runner):
+    for j in range(10, 16):
+        runner.prepare(j, request(TEXTS[1], seed=j, min_new_tokens=5))
+    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=tuple(range(10, 16))))
+    assert set(out.failed) == {14, 15} and set(out.tokens) == {10, 11, 12, 13}
+    assert runner.free_slots == []
+    runner.execute(StepPlan(Lane.BACKGROUND, release=(10, 11, 12, 13)))
+    assert runner.free_slots == [0, 1, 2, 3]
+    for j in (14, 15):
+        runner.forget(j)
+    assert not runner.jobs
+
+
+def test_oom_advances_nothing_and_retry_matches(runner, monkeypatch):
+    d = Driver(runner)
+    d.add(20, request(TEXTS[0], seed=3, min_new_tokens=12, max_new_tokens=12))
+    for _ in range(4):
+        d.step()
+    clean = tiny_runner(max_slots=4)
+    ref = Driver(clean)
+    ref.add(20, request(TEXTS[0], seed=3, min_new_tokens=12, max_new_tokens=12))
+    ref.run()
+    real = runner.model.decode
+
+    def boom(*a, **k):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(runner.model, "decode", boom)
+    out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(20,)))
+    assert out.oom and not out.tokens and not out.failed
+    assert runner.jobs[20].n_codes == 4
+    monkeypatch.setattr(runner.model, "decode", real)
+    d.run()
+    assert torch.equal(d.codes[20], ref.codes[20])
+
+
+def test_model_error_fails_the_plan_jobs(runner, monkeypatch):
+    runner.prepare(30, request(TEXTS[1], seed=1, min_new_tokens=5))
+    monkeypatch.setattr(runner.model, "prefill", lambda *a, **k: 1 / 0)
+    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=(30,)))
+    assert "ZeroDivisionError" in out.failed[30] and not out.oom
+    assert 30 not in runner.jobs and len(runner.free_slots) == 4
+
+
+def test_max_new_tokens_ends_a_job(runner):
+    d = Driver(runner)
+    d.add(40, request(TEXTS[2], seed=1, min_new_tokens=7, max_new_tokens=7))
+    d.run()
+    assert d.tokens[40] == 7 and d.finished == [40]
+
+
+def test_warmup_times_each_batch_and_bucket():
+    r = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64, 128))
+    timings = r.warmup()
+    assert set(timings) == {(1, 64), (1, 128), (2, 64), (2, 128)}
+    assert all(t > 0 for t in timings.values())
