@@ -210,8 +210,6 @@ async def test_slow_consumer_is_stopped_and_others_go_on(server_factory, ws_conn
                for t in got.values())
 
 
-@pytest.mark.xfail(strict=True, reason="Utterance keeps sending the rest of a frame batch after "
-                   "slow_consumer ended it; wiring in .notes/hardening-wiring.md (4)")
 async def test_no_audio_after_slow_consumer_error(server_factory, ws_connect):
     server = await server_factory(runner=ToneRunner(max_codes=4096), send_queue_bytes=64 * 1024)
     _, got = await _slow_consumer_session(server, ws_connect)

@@ -123,7 +123,7 @@ function onText(msg) {
       }
       break;
     case "segment":
-      log(`segment ${msg.index}: ${msg.audio_ms} ms "${msg.text}"`);
+      log(`segment ${msg.index}: ${msg.audio_ms.toFixed(1)} ms "${msg.text}"`);
       break;
     case "done":
       if (msg.id !== demo.utteranceId) break;
