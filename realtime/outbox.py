@@ -46,13 +46,19 @@ class Outbox:
         self._kick()
 
     def put_audio(self, owner: object, data: bytes) -> None:
-        """A binary frame of ``owner``'s audio; may trigger ``on_overflow``."""
+        """A binary frame of ``owner``'s audio; may trigger ``on_overflow``.
+
+        Called once per frame, so it does only the bookkeeping: a burst of
+        frames wakes the writer once (the first frame), not once per frame.
+        """
         if self._closed:
             return
         self._items.append((owner, data, False))
-        self.queued_bytes += len(data)
-        self.audio_bytes += len(data)
-        self._kick()
+        size = len(data)
+        self.queued_bytes += size
+        self.audio_bytes += size
+        if self._idle.is_set():  # the writer sleeps (or is about to): wake it
+            self._kick()
         if self.audio_bytes > self.limit_bytes and not self._overflowing:
             self._overflowing = True  # on_overflow purges; don't re-enter
             try:
@@ -94,6 +100,9 @@ class Outbox:
         await self._idle.wait()
 
     def _kick(self) -> None:
+        # Invariant: while _idle is clear, _wake is set (the writer only
+        # clears _wake after setting _idle), so a clear _idle means the writer
+        # will see the new item without another kick.
         self._idle.clear()
         self._wake.set()
 
@@ -107,9 +116,10 @@ class Outbox:
                     await self._wake.wait()
                     continue
                 _, data, text = self._items.popleft()
-                self.queued_bytes -= len(data)
+                size = len(data)
+                self.queued_bytes -= size
                 if not text:
-                    self.audio_bytes -= len(data)
+                    self.audio_bytes -= size
                 await self._send(data, text=text)
         except ConnectionClosed:
             pass

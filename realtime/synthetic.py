@@ -210,6 +210,10 @@ class ToneRunner:
                      ).astype(np.float32)
             self._tables[state.frequency] = table
         if end_code <= _TABLE_CODES:
-            return table[first_code * SAMPLES_PER_STEP:end_code * SAMPLES_PER_STEP].copy()
+            # A read-only view, not a copy: a stand-in for the model should cost
+            # next to nothing, and consumers never write into the audio they get.
+            view = table[first_code * SAMPLES_PER_STEP:end_code * SAMPLES_PER_STEP]
+            view.flags.writeable = False
+            return view
         idx = np.arange(first_code * SAMPLES_PER_STEP, end_code * SAMPLES_PER_STEP) % table.size
         return table[idx]

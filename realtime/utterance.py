@@ -35,16 +35,16 @@ import numpy as np
 from protocol import (
     FLAG_SEGMENT_END,
     FLAG_UTTERANCE_END,
+    FRAME_VERSION,
+    HEADER,
     Cancelled,
     Done,
     Error,
     ErrorCode,
-    FrameHeader,
     Segment,
     Speak,
     Started,
     Timing,
-    pack_frame,
 )
 from realtime.audio import SOURCE_RATE, AudioFramer
 from realtime.runtime.api import SamplingParams, SegmentRequest
@@ -53,6 +53,8 @@ from realtime.worker import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
+
+_pack_header = HEADER.pack  # the frame header, see protocol.frames
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 # Expected codes per character: ~4 Chinese characters or ~14 Latin
@@ -296,6 +298,8 @@ class Utterance:
         if self.state is not State.ACTIVE:
             return
         while self._cursor < len(self._segments):
+            if self.state is not State.ACTIVE:
+                return  # a send overflowed the outbox and ended the utterance
             seg = self._segments[self._cursor]
             if seg.buffered:
                 chunks, seg.buffered = seg.buffered, []
@@ -322,6 +326,8 @@ class Utterance:
         if self._is_last_audio_segment():
             flags |= FLAG_UTTERANCE_END
         self._send_frame(payloads[-1], flags)
+        if self.state is State.ENDED:
+            return  # a send overflowed the outbox: the terminal message is out
         samples = self._framer.segment_samples
         offset = self._framer.samples_sent - samples
         self.link.send_message(Segment(self.id, self._wire_segments, seg.text,
@@ -334,12 +340,19 @@ class Utterance:
         return all(s.status is _SegStatus.EMPTY for s in self._segments[self._cursor + 1:])
 
     def _send_frame(self, payload: bytes, flags: int) -> None:
-        header = FrameHeader(flags=flags, segment=min(self._wire_segments, 0xFFFF),
-                             stream=self.stream, seq=self._seq)
+        # A send can end the utterance (the outbox overflows: slow_consumer);
+        # nothing may follow its terminal message.
+        if self.state is State.ENDED:
+            return
+        # The header's fields are in range by construction (the stream and seq
+        # counters are ints, the segment clamped), so it is packed directly
+        # instead of through a validated FrameHeader: this runs once per frame.
+        frame = _pack_header(FRAME_VERSION, flags, min(self._wire_segments, 0xFFFF),
+                             self.stream, self._seq) + payload
         self._seq += 1
         if self._first_audio_at is None:
             self._first_audio_at = time.monotonic()
-        self.link.send_frame(self, pack_frame(header, payload))
+        self.link.send_frame(self, frame)
 
     # -- endings -----------------------------------------------------------------------
 

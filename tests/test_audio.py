@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soxr
 
-from protocol.pcm import BYTES_PER_SAMPLE, decode_samples
+from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
 from realtime.audio import SOURCE_RATE, SUPPORTED_RATES, AudioFramer
 
 FORMATS = ("pcm_s16le", "pcm_f32le", "pcm_mulaw")
@@ -162,3 +162,26 @@ def test_float64_input_is_accepted():
     assert len(payloads) == 1
     got = decode_samples(payloads[0], "pcm_f32le")
     np.testing.assert_array_equal(got, np.full(240, 0.5, np.float32))
+
+
+@pytest.mark.parametrize("rate", [SOURCE_RATE, 16000, 44100])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_payloads_are_the_frame_by_frame_encoding(rate, fmt):
+    # Chunks are encoded whole and cut into frames; the bytes must equal
+    # encoding each frame's samples on its own, whatever the chunking.
+    x = tone(SOURCE_RATE // 2 + 5, seed=7)
+    x[100:102] = [1.7, -2.5]  # clipped on the way
+    if rate == SOURCE_RATE:
+        x[103] = np.nan  # (the resampler would smear a NaN over its whole filter)
+    chunks = random_chunks(x, seed=11)
+    framer = AudioFramer(fmt, rate, frame_ms=20)
+    got = [p for chunk in chunks for p in framer.push(chunk)] + framer.end_segment()
+    if rate == SOURCE_RATE:
+        stream = x
+    else:  # the same streamed resampling, chunk by chunk
+        resampler = soxr.ResampleStream(SOURCE_RATE, rate, 1, dtype="float32")
+        parts = [resampler.resample_chunk(c) for c in chunks if c.size]
+        stream = np.concatenate(parts + [resampler.resample_chunk(np.zeros(0, np.float32),
+                                                                  last=True)])
+    size = framer.frame_samples
+    assert got == [encode_samples(stream[i:i + size], fmt) for i in range(0, stream.size, size)]

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
-from protocol import Done, Error
+import numpy as np
+
+from protocol import Done, Error, ErrorCode, Speak
 from realtime.synthetic import ToneRunner
+from realtime.utterance import Utterance
+from realtime.worker import UpdateKind, WorkerUpdate
 
 
 async def _wait_for(predicate, timeout: float = 5.0) -> bool:
@@ -57,3 +62,58 @@ async def test_abrupt_disconnect_frees_the_model_slots(server_factory, ws_connec
     assert await _wait_for(lambda: runner.slots_in_use == 0 and runner.prepared_jobs == 0)
     assert server.worker.scheduler.idle
     assert not server.sessions
+
+
+class _OverflowingLink:
+    """An UtteranceLink whose outbox overflows at the ``overflow_at``-th frame:
+    like the session, it fails the utterance (slow_consumer) from inside send_frame."""
+
+    def __init__(self, overflow_at: int) -> None:
+        self.overflow_at = overflow_at
+        self.sent: list[object] = []  # messages and frames (bytes), in order
+        self.submissions = []
+        self._job_ids = iter(range(1, 1000))
+
+    def send_message(self, message: object) -> None:
+        self.sent.append(message)
+
+    def send_frame(self, utterance, frame: bytes) -> None:
+        self.sent.append(frame)
+        if sum(isinstance(x, bytes) for x in self.sent) == self.overflow_at:
+            utterance.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
+
+    def submit(self, submission) -> None:
+        self.submissions.append(submission)
+
+    def cancel_jobs(self, job_ids) -> None:
+        pass
+
+    def purge(self, utterance) -> None:
+        pass
+
+    def utterance_ended(self, utterance, outcome: str) -> None:
+        pass
+
+    def next_job_id(self) -> int:
+        return next(self._job_ids)
+
+
+def test_no_frame_or_segment_follows_a_slow_consumer_error_mid_burst():
+    # One chunk completes many frames; the outbox overflows on the third of them.
+    link = _OverflowingLink(overflow_at=3)
+    speak = Speak("u1", "One sentence here. And a second one.", frame_ms=20)
+    utterance = Utterance(speak, 1, link, time.monotonic(), default_deadline_ms=10_000,
+                          max_text_chars=1000)
+    utterance.begin()
+    utterance.on_worker_update(WorkerUpdate(utterance, UpdateKind.ADMITTED))
+    first_job = link.submissions[0].segments[0].job_id
+    audio = np.full(24000, 0.1, np.float32)  # 50 frames of 20 ms
+    utterance.on_worker_update(WorkerUpdate(utterance, UpdateKind.AUDIO, first_job, audio=audio))
+    utterance.on_worker_update(WorkerUpdate(utterance, UpdateKind.FINISHED, first_job))
+
+    terminal = [i for i, x in enumerate(link.sent) if isinstance(x, (Done, Error))]
+    assert len(terminal) == 1
+    assert link.sent[terminal[0]].code == "slow_consumer"
+    assert link.sent[terminal[0] + 1:] == []  # no frame, no segment after it
+    assert sum(isinstance(x, bytes) for x in link.sent) == 3
+    assert utterance.ended

@@ -1,17 +1,25 @@
 """Server overhead bench: our server (ToneRunner, no model) vs a bare websockets loop.
 
-``python -m realtime.bench server [--quick] [--frames N] [--connections N]``
+``python -m realtime.bench.server [--quick] [--frames N] [--connections N]``
 
-Both servers run as subprocesses on 127.0.0.1 and send the same frames: 100 ms
-of 24 kHz s16 audio (4800 bytes + the 12-byte header). The bare server answers
-any text message with N pre-built frames and a ``done`` text; ours runs the
-whole path (protocol decode, sentence split, model thread with a synthetic
-runner, scheduler, framing, encoding, outbox). Measured per side: frames/s at
-the client, server CPU seconds per frame (psutil), and the time to the first
-frame. Then ``--connections`` idle WebSocket connections are opened to our
-server and held. The last stdout line is one JSON object with
-``per_frame_cost_ratio`` (ours / bare CPU per frame), ``added_first_frame_ms``,
-``frames_per_s_ours``/``_bare`` and ``connections_held``.
+Both servers run as subprocesses on 127.0.0.1 with the same websockets
+settings (no compression, the same write limit and queue sizes) and put the
+same bytes on the wire. First our server speaks one warm-up utterance
+(100 ms frames of 24 kHz s16, sentences of ~140 characters) and the client
+records everything it sent: ``hello``, then ``started``, the binary frames,
+the ``segment`` messages and ``done``. The bare server replays that
+transcript: ``hello`` on connect, and the rest, pre-built, for every text
+message it gets. Ours runs the whole path (protocol decode, sentence split,
+model thread with a synthetic runner, scheduler, framing, encoding, outbox).
+
+Server CPU comes from the kernel's per-process counters, which tick every
+10 ms, so each sample repeats utterances until the server under test has used
+at least ``--min-cpu`` seconds; samples alternate bare/ours so background load
+hits both alike, and the medians are reported. Then ``--connections`` idle
+WebSocket connections are opened to our server and held. The last stdout line
+is one JSON object with ``per_frame_cost_ratio`` (ours / bare CPU per frame),
+``added_first_frame_ms``, ``frames_per_s_ours``/``_bare`` and
+``connections_held``.
 """
 
 from __future__ import annotations
@@ -20,10 +28,13 @@ import argparse
 import asyncio
 import json
 import os
+import pickle
 import resource
 import socket
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -34,6 +45,11 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 FRAME_SAMPLES = 2400  # 100 ms at 24 kHz
 CHARS_PER_SENTENCE = 140
+# Our server's websockets settings (realtime/server.py); the bare one uses the same.
+WS_SETTINGS = dict(compression=None, max_queue=16, write_limit=64 * 1024,
+                   ping_interval=20, ping_timeout=20, close_timeout=5)
+
+Transcript = tuple[str, list[str | bytes]]  # hello, then one utterance's messages
 
 
 def _free_port() -> int:
@@ -53,31 +69,23 @@ def _raise_fd_limit(wanted: int) -> int:
 # -- the bare server (runs in a subprocess) ---------------------------------------------
 
 
-def _bare_frames(count: int) -> list[bytes]:
-    import numpy as np
+async def _bare_serve(port: int, transcript_path: str) -> None:
+    import logging
 
-    from protocol import FLAG_SEGMENT_END, FrameHeader, pack_frame
-    from protocol.pcm import encode_samples
-
-    n = np.arange(FRAME_SAMPLES)
-    payload = encode_samples((0.3 * np.sin(2 * np.pi * 220 * n / 24000)).astype(np.float32),
-                             "pcm_s16le")
-    return [pack_frame(FrameHeader(FLAG_SEGMENT_END if i == count - 1 else 0, 0, 1, i), payload)
-            for i in range(count)]
-
-
-async def _bare_serve(port: int, count: int) -> None:
     from websockets.asyncio.server import serve
 
-    frames = _bare_frames(count)
+    # The readiness probe connects and leaves without a handshake; not an error here.
+    logging.getLogger("websockets").setLevel(logging.CRITICAL)
+    with open(transcript_path, "rb") as f:
+        hello, messages = pickle.load(f)
 
     async def handler(ws) -> None:
+        await ws.send(hello)
         async for _ in ws:
-            for frame in frames:
-                await ws.send(frame)
-            await ws.send('{"type":"done"}')
+            for message in messages:
+                await ws.send(message)
 
-    async with serve(handler, "127.0.0.1", port, compression=None, max_size=65536):
+    async with serve(handler, "127.0.0.1", port, max_size=65536, **WS_SETTINGS):
         await asyncio.Future()
 
 
@@ -94,19 +102,59 @@ def _text_for_frames(count: int) -> str:
     return text[:chars]
 
 
-async def _one_run(url: str, request: str, rounds: int) -> tuple[int, float, float]:
-    """Send ``request`` ``rounds`` times, reading to ``done``; frames, seconds, first-frame ms."""
+def _is_end(msg: str) -> bool:
+    if '"error"' in msg:
+        raise RuntimeError(msg)
+    return '"done"' in msg
+
+
+async def _record(url: str, request: str) -> Transcript:
+    """One utterance on our server; everything it sent, in order."""
+    from websockets.asyncio.client import connect
+
+    messages: list[str | bytes] = []
+    async with connect(url, max_size=None, compression=None) as ws:
+        hello = await ws.recv()
+        await ws.send(request)
+        while True:
+            msg = await ws.recv()
+            messages.append(msg)
+            if isinstance(msg, str) and _is_end(msg):
+                break
+    assert isinstance(hello, str)
+    return hello, messages
+
+
+def _cpu(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def _loop_cpu(proc: psutil.Process) -> float:
+    """CPU seconds of the process's main thread (the event loop in both servers)."""
+    for thread in proc.threads():
+        if thread.id == proc.pid:
+            return thread.user_time + thread.system_time
+    return 0.0
+
+
+async def _one_run(proc: psutil.Process, url: str, request: str,
+                   min_cpu: float) -> tuple[int, float, float, list[float]]:
+    """Send ``request`` and read to ``done`` until the server used ``min_cpu`` seconds.
+
+    Returns frames received, server CPU seconds, wall seconds and first-frame ms per round.
+    """
     from websockets.asyncio.client import connect
 
     frames = 0
-    firsts = []
+    firsts: list[float] = []
+    cpu0 = _cpu(proc)
+    start = time.perf_counter()
     async with connect(url, max_size=None, compression=None) as ws:
-        if "v1/stream" in url:
-            await ws.recv()  # hello
-        start = time.perf_counter()
-        for i in range(rounds):
+        await ws.recv()  # hello
+        while True:
             sent = time.perf_counter()
-            await ws.send(request.replace("ROUND", str(i)))
+            await ws.send(request)
             first = True
             while True:
                 msg = await ws.recv()
@@ -115,22 +163,26 @@ async def _one_run(url: str, request: str, rounds: int) -> tuple[int, float, flo
                     if first:
                         firsts.append((time.perf_counter() - sent) * 1000)
                         first = False
-                elif '"done"' in msg or '"error"' in msg:
-                    if '"error"' in msg:
-                        raise RuntimeError(msg)
+                elif _is_end(msg):
                     break
-        seconds = time.perf_counter() - start
-    firsts.sort()
-    return frames, seconds, firsts[len(firsts) // 2]
+            cpu = _cpu(proc) - cpu0
+            if cpu >= min_cpu:
+                break
+    return frames, cpu, time.perf_counter() - start, firsts
 
 
-def _measure(proc: psutil.Process, url: str, request: str, rounds: int) -> dict[str, float]:
-    cpu0 = proc.cpu_times()
-    frames, seconds, first_ms = asyncio.run(_one_run(url, request, rounds))
-    cpu1 = proc.cpu_times()
-    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    return {"frames": frames, "seconds": seconds, "frames_per_s": frames / seconds,
-            "cpu_us_per_frame": cpu / frames * 1e6, "first_frame_ms": first_ms}
+def _measure(proc: psutil.Process, url: str, request: str, min_cpu: float) -> dict[str, float]:
+    loop0 = _loop_cpu(proc)
+    frames, cpu, seconds, firsts = asyncio.run(_one_run(proc, url, request, min_cpu))
+    loop = _loop_cpu(proc) - loop0
+    return {"frames": frames, "frames_per_s": frames / seconds,
+            "cpu_us_per_frame": cpu / frames * 1e6,
+            "loop_cpu_us_per_frame": loop / frames * 1e6,
+            "first_frame_ms": statistics.median(firsts)}
+
+
+def _median(samples: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
 async def _hold_idle(url: str, count: int) -> int:
@@ -179,64 +231,100 @@ def _wait_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listening on {port}")
 
 
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m realtime.bench server")
-    parser.add_argument("--quick", action="store_true", help="fewer frames and rounds")
-    parser.add_argument("--frames", type=int, default=None, help="frames per utterance")
-    parser.add_argument("--rounds", type=int, default=None, help="utterances per side")
+    parser = argparse.ArgumentParser(prog="python -m realtime.bench.server")
+    parser.add_argument("--quick", action="store_true", help="fewer samples, less CPU each")
+    parser.add_argument("--frames", type=int, default=300, help="frames per utterance")
+    parser.add_argument("--samples", type=int, default=None, help="alternating samples per side")
+    parser.add_argument("--min-cpu", type=float, default=None,
+                        help="server CPU seconds per sample (the counters tick every 10 ms)")
     parser.add_argument("--connections", type=int, default=1000, help="idle connections to hold")
-    parser.add_argument("--bare-serve", nargs=2, type=int, metavar=("PORT", "FRAMES"),
+    parser.add_argument("--bare-serve", nargs=2, metavar=("PORT", "TRANSCRIPT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.bare_serve:
         import uvloop
 
-        uvloop.run(_bare_serve(*args.bare_serve))
+        uvloop.run(_bare_serve(int(args.bare_serve[0]), args.bare_serve[1]))
         return 0
-    frames = args.frames or (300 if args.quick else 1000)
-    rounds = args.rounds or (3 if args.quick else 6)
+    samples = args.samples or (3 if args.quick else 5)
+    min_cpu = args.min_cpu or (0.5 if args.quick else 1.5)
     _raise_fd_limit(2 * args.connections + 256)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    text = _text_for_frames(frames)
+    text = _text_for_frames(args.frames)
+    # One id for every round: ids need only be unique among active utterances,
+    # and a fixed one keeps the replayed transcript byte-identical.
+    request = json.dumps({"type": "speak", "id": "bench", "text": text, "frame_ms": 100})
 
     bare_port, our_port = _free_port(), _free_port()
-    bare = subprocess.Popen([sys.executable, "-m", "realtime.bench.server", "--bare-serve",
-                             str(bare_port), str(frames)], env=env, cwd=ROOT)
     ours = subprocess.Popen(
         [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(our_port),
-         "--tone-codes-per-step", "64",
+         "--tone-codes-per-step", "64", "--text-chars-per-minute", "0",
          "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
          "--max-connections", str(args.connections + 100), "--log-level", "warning"],
         env=env, cwd=ROOT)
-    try:
-        _wait_port(bare_port)
-        _wait_http(our_port, "/readyz")
-        request = json.dumps({"type": "speak", "id": "b-ROUND", "text": text, "frame_ms": 100})
-        # warm both once, then measure
-        _measure(psutil.Process(bare.pid), f"ws://127.0.0.1:{bare_port}/", "go", 1)
-        _measure(psutil.Process(ours.pid), f"ws://127.0.0.1:{our_port}/v1/stream", request, 1)
-        b = _measure(psutil.Process(bare.pid), f"ws://127.0.0.1:{bare_port}/", "go", rounds)
-        o = _measure(psutil.Process(ours.pid), f"ws://127.0.0.1:{our_port}/v1/stream", request,
-                     rounds)
-        held = asyncio.run(_hold_idle(f"ws://127.0.0.1:{our_port}/v1/stream", args.connections))
-        rss_mb = psutil.Process(ours.pid).memory_info().rss / 2**20
-    finally:
-        for p in (bare, ours):
-            p.terminate()
-        for p in (bare, ours):
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    procs = [ours]
+    our_url = f"ws://127.0.0.1:{our_port}/v1/stream"
+    bare_url = f"ws://127.0.0.1:{bare_port}/"
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            _wait_http(our_port, "/readyz")
+            transcript = asyncio.run(_record(our_url, request))
+            path = os.path.join(tmp, "transcript.pickle")
+            with open(path, "wb") as f:
+                pickle.dump(transcript, f)
+            bare = subprocess.Popen([sys.executable, "-m", "realtime.bench.server", "--bare-serve",
+                                     str(bare_port), path], env=env, cwd=ROOT)
+            procs.append(bare)
+            _wait_port(bare_port)
+            bare_proc, our_proc = psutil.Process(bare.pid), psutil.Process(ours.pid)
+            _measure(bare_proc, bare_url, request, 0.0)  # warm both
+            _measure(our_proc, our_url, request, 0.0)
+            bs: list[dict[str, float]] = []
+            os_: list[dict[str, float]] = []
+            for _ in range(samples):
+                bs.append(_measure(bare_proc, bare_url, request, min_cpu))
+                os_.append(_measure(our_proc, our_url, request, min_cpu))
+            held = asyncio.run(_hold_idle(our_url, args.connections))
+            rss_mb = our_proc.memory_info().rss / 2**20
+        finally:
+            _stop(procs)
+    b, o = _median(bs), _median(os_)
+    frames_per_round = sum(isinstance(m, bytes) for m in transcript[1])
+    frame_bytes = sum(len(m) for m in transcript[1] if isinstance(m, bytes))
 
+    print(f"per utterance: {frames_per_round} frames, {frame_bytes} bytes, "
+          f"{len(transcript[1]) - frames_per_round} text messages; "
+          f"{samples} samples per side of >= {min_cpu} s server CPU; medians:")
     print(f"{'':24}{'bare websockets':>18}{'ours (tone)':>16}")
-    print(f"{'frames':24}{b['frames']:>18}{o['frames']:>16}")
+    print(f"{'frames per sample':24}{b['frames']:>18.0f}{o['frames']:>16.0f}")
     print(f"{'frames/s':24}{b['frames_per_s']:>18.0f}{o['frames_per_s']:>16.0f}")
     print(f"{'server CPU us/frame':24}{b['cpu_us_per_frame']:>18.1f}{o['cpu_us_per_frame']:>16.1f}")
+    print(f"{'  event-loop thread':24}{b['loop_cpu_us_per_frame']:>18.1f}"
+          f"{o['loop_cpu_us_per_frame']:>16.1f}")
+    print(f"{'  other (model) threads':24}"
+          f"{b['cpu_us_per_frame'] - b['loop_cpu_us_per_frame']:>18.1f}"
+          f"{o['cpu_us_per_frame'] - o['loop_cpu_us_per_frame']:>16.1f}")
     print(f"{'first frame ms (p50)':24}{b['first_frame_ms']:>18.2f}{o['first_frame_ms']:>16.2f}")
     print(f"idle connections held: {held} / {args.connections}; server RSS {rss_mb:.0f} MiB")
     result = {
         "per_frame_cost_ratio": round(o["cpu_us_per_frame"] / b["cpu_us_per_frame"], 3),
+        "cpu_us_per_frame_ours": round(o["cpu_us_per_frame"], 2),
+        "cpu_us_per_frame_bare": round(b["cpu_us_per_frame"], 2),
+        # ours split: the event loop (sessions, framing, encoding, outbox,
+        # websockets) and the model thread (scheduler and the tone runner)
+        "loop_cpu_us_per_frame_ours": round(o["loop_cpu_us_per_frame"], 2),
+        "model_cpu_us_per_frame_ours": round(o["cpu_us_per_frame"] - o["loop_cpu_us_per_frame"], 2),
         "added_latency_per_frame_us": round(o["cpu_us_per_frame"] - b["cpu_us_per_frame"], 2),
         "added_first_frame_ms": round(o["first_frame_ms"] - b["first_frame_ms"], 3),
         "frames_per_s_ours": round(o["frames_per_s"]),
