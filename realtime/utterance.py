@@ -238,6 +238,11 @@ class Utterance:
 
     def _add_segments(self, sentences: list[str]) -> None:
         for sentence in sentences:
+            if not any(ch.isalnum() for ch in sentence):
+                # Punctuation alone says nothing: skip it here rather than learn
+                # from the model thread later that it is silent, so the flag of
+                # the utterance's last frame is known when that frame is sent.
+                continue
             job_id = self.link.next_job_id()
             index = len(self._segments)
             self._by_job[job_id] = index
@@ -416,4 +421,8 @@ def _sampling(speak: Speak) -> SamplingParams:
         repetition_penalty=(base.repetition_penalty if p.repetition_penalty is None
                             else p.repetition_penalty),
         seed=p.seed,
+        # A segment the model runs always yields audio (EOS is masked at step 0),
+        # so only segments whose text normalizes to nothing — known when they are
+        # prepared — are silent, and the utterance's last frame can be flagged.
+        min_new_tokens=1,
     )

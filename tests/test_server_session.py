@@ -110,12 +110,15 @@ async def test_text_without_words_ends_with_done_and_no_audio(tone_server, ws_co
     assert done.timing.first_audio_ms is None and done.timing.rtf is None
 
 
-async def test_empty_segment_in_the_middle_is_skipped(tone_server, ws_connect):
+async def test_empty_segments_are_skipped(tone_server, ws_connect):
     client = await ws_connect(tone_server)
-    t = await client.speak_and_collect("m", "First one.\n...\nLast one.")
+    t = await client.speak_and_collect("m", "First one.\n...\nLast one.\n!!!")
     t.check_done()
     assert [s.text for s in t.segments] == ["First one.", "Last one."]
     assert [s.index for s in t.segments] == [0, 1]
+    # a silent trailing piece does not hide the end: the last frame says so
+    assert t.frames[-1].header.utterance_end
+    assert not any(f.header.utterance_end for f in t.frames[:-1])
 
 
 async def test_cancel_mid_stream_stops_audio_at_once(server_factory, ws_connect):
