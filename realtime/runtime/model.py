@@ -2,7 +2,8 @@
 
 The same Llama decoder upstream runs through transformers, written for
 serving: pre-transposed weights multiplied with ``torch.mm`` (MKL's linear is
-slow at few rows), fused QKV and gate/up projections, RMSNorm and RoPE as
+slow at few rows) or, on CPU fp32, with MKL's pre-packed sgemm at decode
+batch sizes (``cpu_gemm``), fused QKV and gate/up projections, RMSNorm and RoPE as
 transformers computes them, and a ``KVCache`` of ``max_slots`` slots
 allocated once: one K and one V tensor per layer, written in place at each
 slot's own position. Attention reads only up to the step's KV length (a
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from realtime.runtime.cpu_gemm import PACK_ROWS, PackedMatrix, matmul, prepare
 from realtime.runtime.shapes import ModelShape
 
 log = logging.getLogger(__name__)
@@ -48,21 +50,29 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in self.k + self.v)
 
 
+Matrix = torch.Tensor | PackedMatrix  # [K, N], multiplied with ``cpu_gemm.matmul``
+
+
 @dataclass
 class _Layer:
     ln1: torch.Tensor  # [D]
-    w_qkv: torch.Tensor  # [D, 3 * H * Dh]
-    w_o: torch.Tensor  # [H * Dh, D]
+    w_qkv: Matrix  # [D, 3 * H * Dh]
+    w_o: Matrix  # [H * Dh, D]
     ln2: torch.Tensor  # [D]
-    w_gate_up: torch.Tensor  # [D, 2 * I]
-    w_down: torch.Tensor  # [I, D]
+    w_gate_up: Matrix  # [D, 2 * I]
+    w_down: Matrix  # [I, D]
 
 
 class StaticGPT:
-    """ChatTTS's GPT + embeddings + folded heads on one device and dtype."""
+    """ChatTTS's GPT + embeddings + folded heads on one device and dtype.
+
+    ``pack_rows``: the decode batch MKL's packed weights are built for on CPU
+    fp32 (batches of 2..pack_rows use them); 0 or 1 keeps plain ``torch.mm``.
+    Ignored on other devices and dtypes.
+    """
 
     def __init__(self, shape: ModelShape, gpt_state: dict, embed: torch.nn.Module,
-                 device: torch.device, dtype: torch.dtype):
+                 device: torch.device, dtype: torch.dtype, pack_rows: int = PACK_ROWS):
         if shape.kv_heads != shape.heads:
             raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
         self.shape, self.device, self.dtype = shape, device, dtype
@@ -76,11 +86,12 @@ class StaticGPT:
             qkv = torch.cat([w(p + f"self_attn.{n}_proj.weight") for n in "qkv"], 0)
             gate_up = torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0)
             self.layers.append(_Layer(
-                ln1=w(p + "input_layernorm.weight"), w_qkv=qkv.t().contiguous(),
-                w_o=w(p + "self_attn.o_proj.weight").t().contiguous(),
+                ln1=w(p + "input_layernorm.weight"),
+                w_qkv=prepare(qkv, pack_rows),
+                w_o=prepare(w(p + "self_attn.o_proj.weight"), pack_rows),
                 ln2=w(p + "post_attention_layernorm.weight"),
-                w_gate_up=gate_up.t().contiguous(),
-                w_down=w(p + "mlp.down_proj.weight").t().contiguous()))
+                w_gate_up=prepare(gate_up, pack_rows),
+                w_down=prepare(w(p + "mlp.down_proj.weight"), pack_rows)))
         self.norm = w("norm.weight")
         with torch.no_grad():
             self.emb_text = embed.emb_text.weight.detach().to(device=device, dtype=dtype)
@@ -88,8 +99,15 @@ class StaticGPT:
                 device=device, dtype=dtype)  # [Q, V, D]
             # Weight norm folded once: reading .weight evaluates g * v / |v|.
             heads = torch.cat([h.weight.detach() for h in embed.head_code], 0)  # [Q*V, D]
-        self.heads = heads.t().contiguous().to(device=device, dtype=torch.float32)  # [D, Q*V]
+        self.heads = prepare(heads.to(device=device, dtype=torch.float32), pack_rows)  # [D, Q*V]
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
+        matrices = [m for layer in self.layers
+                    for m in (layer.w_qkv, layer.w_o, layer.w_gate_up, layer.w_down)]
+        self.packed_nbytes = sum(m.packed_nbytes for m in matrices + [self.heads]
+                                 if isinstance(m, PackedMatrix))
+        if self.packed_nbytes:
+            log.info("MKL-packed weights for %d-row decode: %.1f MiB",
+                     pack_rows, self.packed_nbytes / 2**20)
 
     @staticmethod
     def _rope_tables(shape: ModelShape, device, dtype):
@@ -119,7 +137,7 @@ class StaticGPT:
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """fp32 hidden [B, D] -> fp32 logits [B, Q, V]."""
-        return torch.mm(hidden, self.heads).view(-1, self.shape.num_vq, self.shape.num_audio_tokens)
+        return matmul(hidden, self.heads).view(-1, self.shape.num_vq, self.shape.num_audio_tokens)
 
     # --- blocks -----------------------------------------------------------------------
 
@@ -135,8 +153,8 @@ class StaticGPT:
         return x * cos + rotated * sin
 
     def _mlp(self, layer: _Layer, x2d: torch.Tensor) -> torch.Tensor:
-        gate, up = torch.mm(x2d, layer.w_gate_up).chunk(2, dim=-1)
-        return torch.mm(F.silu(gate) * up, layer.w_down)
+        gate, up = matmul(x2d, layer.w_gate_up).chunk(2, dim=-1)
+        return matmul(F.silu(gate) * up, layer.w_down)
 
     def _final(self, x: torch.Tensor) -> torch.Tensor:
         return self._rms(x, self.norm).float()
@@ -154,13 +172,13 @@ class StaticGPT:
         cos, sin = self.cos[:length], self.sin[:length]  # [L, Dh]
         for i, layer in enumerate(self.layers):
             y = self._rms(x, layer.ln1).view(p * length, d)
-            qkv = torch.mm(y, layer.w_qkv).view(p, length, 3, h, hd).permute(2, 0, 3, 1, 4)
+            qkv = matmul(y, layer.w_qkv).view(p, length, 3, h, hd).permute(2, 0, 3, 1, 4)
             q, k, v = self._rotate(qkv[0], cos, sin), self._rotate(qkv[1], cos, sin), qkv[2]
             cache.k[i][:, :, :length].index_copy_(0, slots, k)
             cache.v[i][:, :, :length].index_copy_(0, slots, v.contiguous())
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [P, H, L, Dh]
             a = a.transpose(1, 2).reshape(p * length, d)
-            x = x + torch.mm(a, layer.w_o).view(p, length, d)
+            x = x + matmul(a, layer.w_o).view(p, length, d)
             y = self._rms(x, layer.ln2).view(p * length, d)
             x = x + self._mlp(layer, y).view(p, length, d)
         return self._final(x)
@@ -176,23 +194,25 @@ class StaticGPT:
         """
         b, d = x.shape
         h, hd = self.shape.heads, self.shape.head_dim
-        cos, sin = self.cos[pos].unsqueeze(1), self.sin[pos].unsqueeze(1)  # [B, 1, Dh]
+        cos, sin = self.cos[pos].view(b, 1, 1, hd), self.sin[pos].view(b, 1, 1, hd)
+        # An additive mask, built once: SDPA would convert a boolean one per layer.
         keep = torch.arange(kv_len, device=x.device).unsqueeze(0) <= pos.unsqueeze(1)
-        mask = keep.view(b, 1, 1, kv_len)
+        mask = torch.zeros(b, 1, 1, kv_len, dtype=x.dtype, device=x.device)
+        mask.masked_fill_(~keep.view(b, 1, 1, kv_len), -float("inf"))
         for i, layer in enumerate(self.layers):
             y = self._rms(x, layer.ln1)
-            qkv = torch.mm(y, layer.w_qkv).view(b, 3, h, hd)
-            q, k, v = self._rotate(qkv[:, 0], cos, sin), self._rotate(qkv[:, 1], cos, sin), qkv[:, 2]
+            qkv = matmul(y, layer.w_qkv).view(b, 3, h, hd)
+            qk = self._rotate(qkv[:, :2], cos, sin)  # q and k rotated together
             kc, vc = cache.k[i], cache.v[i]
-            kc.transpose(1, 2).index_put_((slots, pos), k)
-            vc.transpose(1, 2).index_put_((slots, pos), v)
+            kc.transpose(1, 2).index_put_((slots, pos), qk[:, 1])
+            vc.transpose(1, 2).index_put_((slots, pos), qkv[:, 2])
             if first_slot is not None:
                 keys = kc[first_slot:first_slot + b, :, :kv_len]
                 values = vc[first_slot:first_slot + b, :, :kv_len]
             else:
                 keys = kc[:, :, :kv_len].index_select(0, slots)
                 values = vc[:, :, :kv_len].index_select(0, slots)
-            a = F.scaled_dot_product_attention(q.unsqueeze(2), keys, values, attn_mask=mask)
-            x = x + torch.mm(a.reshape(b, d), layer.w_o)
+            a = F.scaled_dot_product_attention(qk[:, 0].unsqueeze(2), keys, values, attn_mask=mask)
+            x = x + matmul(a.reshape(b, d), layer.w_o)
             x = x + self._mlp(layer, self._rms(x, layer.ln2))
         return self._final(x)

@@ -42,7 +42,6 @@ from scheduler.plan import JobId, StepOutput, StepPlan
 log = logging.getLogger(__name__)
 
 PROMPT_BUCKETS = (32, 64, 128, 256)
-CPU_KV_GRAIN = 64  # eager CPU attention length: the current length rounded up to this
 PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
 
 
@@ -75,10 +74,6 @@ class _BatchParams:
 
 def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError)
-
-
-def round_up(n: int, grain: int) -> int:
-    return -(-n // grain) * grain
 
 
 def pick_bucket(needed: int, buckets: tuple[int, ...], cap: int) -> int:
@@ -309,7 +304,9 @@ class ModelRunner:
             rows = next((b for b in self.batch_sizes if b >= n), n)
             rows = max(rows, min(plan.batch_size, self.max_slots))
         else:
-            kv_len = min(round_up(needed, CPU_KV_GRAIN), self.max_len)
+            # Eager attention reads exactly the batch's longest length: the
+            # cache read is memory-bound, so every position skipped is saved.
+            kv_len = min(needed, self.max_len)
         pad = rows - n
         slots = torch.tensor(slot_list + [self.cache.scratch] * pad, device=self.torch_device)
         pos = torch.tensor(positions + [0] * pad, device=self.torch_device)
