@@ -34,6 +34,7 @@ class Outbox:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._writer_idle = True  # mirrors _idle.is_set() without a method call per frame
         self._closed = False
         self._overflowing = False
 
@@ -57,7 +58,7 @@ class Outbox:
         size = len(data)
         self.queued_bytes += size
         self.audio_bytes += size
-        if self._idle.is_set():  # the writer sleeps (or is about to): wake it
+        if self._writer_idle:  # the writer sleeps (or is about to): wake it
             self._kick()
         if self.audio_bytes > self.limit_bytes and not self._overflowing:
             self._overflowing = True  # on_overflow purges; don't re-enter
@@ -104,25 +105,33 @@ class Outbox:
         # clears _wake after setting _idle), so a clear _idle means the writer
         # will see the new item without another kick.
         self._idle.clear()
+        self._writer_idle = False
         self._wake.set()
 
     async def run(self) -> None:
         """The writer task: send in order until closed or the connection drops."""
+        send = self._send
         try:
             while not self._closed:
-                if not self._items:
+                items = self._items  # purge() may have replaced the deque
+                if not items:
                     self._idle.set()
+                    self._writer_idle = True
                     self._wake.clear()
                     await self._wake.wait()
                     continue
-                _, data, text = self._items.popleft()
+                _, data, text = items.popleft()
                 size = len(data)
                 self.queued_bytes -= size
                 if not text:
                     self.audio_bytes -= size
-                await self._send(data, text=text)
+                # websockets' send() writes to the transport at once and only
+                # suspends while the transport is paused (the client is slow):
+                # a burst goes out without a trip through the event loop per frame.
+                await send(data, text=text)
         except ConnectionClosed:
             pass
         finally:
             self._closed = True
             self._idle.set()
+            self._writer_idle = True

@@ -196,7 +196,9 @@ class Utterance:
         if self.state is State.ENDED:
             return
         kind = update.kind
-        if kind == UpdateKind.ADMITTED:
+        if kind == UpdateKind.AUDIO:  # the common case first
+            self._audio(update.job_id, update.audio)
+        elif kind == UpdateKind.ADMITTED:
             self._admitted()
         elif kind == UpdateKind.REFUSED:
             self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message,
@@ -204,8 +206,6 @@ class Utterance:
         elif kind == UpdateKind.STARTED:
             if self._first_job_at is None:
                 self._first_job_at = update.at
-        elif kind == UpdateKind.AUDIO:
-            self._audio(update.job_id, update.audio)
         elif kind in (UpdateKind.FINISHED, UpdateKind.EMPTY):
             self._segment_resolved(update.job_id, kind)
         elif kind == UpdateKind.FAILED:

@@ -10,8 +10,9 @@ thread loops::
     events = scheduler.update(plan, out, now)
 
 and hands everything the step produced (admissions, starts, audio, ends) back
-to the event loop with ONE ``loop.call_soon_threadsafe`` per iteration, as a
-list of ``WorkerUpdate`` delivered to each update's ``sink``.
+to the event loop as a list of ``WorkerUpdate`` delivered to each update's
+``sink``: at most one ``loop.call_soon_threadsafe`` per iteration, none while
+the loop has not yet taken the previous list (the new updates join it).
 
 Failure handling: a model failure of some jobs comes back from the runner in
 ``StepOutput.failed`` and fails only those utterances (``internal``). If the
@@ -59,8 +60,12 @@ class UpdateSink(Protocol):
     def on_worker_update(self, update: WorkerUpdate) -> None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WorkerUpdate:
+    """One thing that happened to a job, for its utterance. Read-only once
+    built (not frozen: a frozen dataclass costs a setattr call per field, and
+    a busy step builds several of these)."""
+
     sink: UpdateSink
     kind: str
     job_id: int | None = None
@@ -139,6 +144,13 @@ class ModelWorker:
         self._cost: CostModel | None = None
         self._jobs: dict[int, _Tracked] = {}
         self.stats = WorkerStats()
+        # What _observe last published, so unchanged gauges are not set again.
+        self._observed: tuple[int, int, int] | None = None
+        self._queue_gauges: tuple[Any, Any] | None = None
+        # Updates handed to the loop and not yet delivered: while one delivery
+        # is pending, later steps append to it instead of scheduling another.
+        self._outgoing: list[WorkerUpdate] = []
+        self._outgoing_lock = threading.Lock()
         self.warmup_table: dict[tuple[int, int], float] = {}
         self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
 
@@ -235,6 +247,8 @@ class ModelWorker:
         at all it waits for a command (no polling)."""
         sched = self.scheduler
         assert sched is not None
+        if busy and not self._inbox and not self._stopping:
+            return []  # the common case between steps: no lock to take
         with self._cond:
             if not self._inbox and not self._stopping and not busy:
                 if not sched.idle:
@@ -368,25 +382,55 @@ class ModelWorker:
     def _observe(self, plan: StepPlan, out: Any) -> None:
         sched = self.scheduler
         assert sched is not None
-        self.stats.active_slots = sched.active_slots
-        self.stats.in_flight = len(self._jobs)
-        self.stats.queue = {lane.value: sched.depth(lane) for lane in Lane}
+        stats = self.stats
+        slots = sched.active_slots
+        interactive, background = sched.depth(Lane.INTERACTIVE), sched.depth(Lane.BACKGROUND)
+        stats.active_slots = slots
+        stats.in_flight = len(self._jobs)
         m = self._metrics
-        if m is None:
-            return
-        if plan.jobs and not out.oom:
+        if m is not None and plan.jobs and not out.oom:
             m.batch_size.observe(len(plan.jobs))
             m.step_seconds.observe(out.seconds)
-        m.active_slots.set(sched.active_slots)
-        for lane in Lane:
-            m.queue_depth.labels(lane.value).set(sched.depth(lane))
+        # Most steps change none of these: skip the dict and the gauges' locks.
+        observed = (slots, interactive, background)
+        if observed == self._observed:
+            return
+        self._observed = observed
+        stats.queue = {Lane.INTERACTIVE.value: interactive, Lane.BACKGROUND.value: background}
+        if m is not None:
+            if self._queue_gauges is None:  # labels() is a locked dict look-up: once
+                self._queue_gauges = (m.queue_depth.labels(Lane.INTERACTIVE.value),
+                                      m.queue_depth.labels(Lane.BACKGROUND.value))
+            m.active_slots.set(slots)
+            self._queue_gauges[0].set(interactive)
+            self._queue_gauges[1].set(background)
 
     def _publish(self, updates: list[WorkerUpdate]) -> None:
-        if updates and self._loop is not None:
-            try:
-                self._loop.call_soon_threadsafe(_deliver, updates)
-            except RuntimeError:  # the event loop is closed: the server is gone
-                log.debug("event loop closed; dropping %d updates", len(updates))
+        """Hand ``updates`` to the event loop, in order after earlier ones.
+
+        While the loop has not yet run the previous hand-off, the updates join
+        it: a model that steps faster than the loop delivers costs the loop
+        one callback per catch-up, not one per step.
+        """
+        if not updates or self._loop is None:
+            return
+        with self._outgoing_lock:
+            if self._outgoing:
+                self._outgoing.extend(updates)
+                return
+            self._outgoing = updates
+        try:
+            self._loop.call_soon_threadsafe(self._deliver_outgoing)
+        except RuntimeError:  # the event loop is closed: the server is gone
+            with self._outgoing_lock:
+                self._outgoing = []
+            log.debug("event loop closed; dropping %d updates", len(updates))
+
+    def _deliver_outgoing(self) -> None:
+        """Runs on the event loop: everything published since the last call."""
+        with self._outgoing_lock:
+            updates, self._outgoing = self._outgoing, []
+        _deliver(updates)
 
     def _recover(self) -> None:
         """After a crash of the loop: fail everything in flight, start clean."""
@@ -407,6 +451,7 @@ class ModelWorker:
                                         message="the model loop failed", at=at))
         self._jobs.clear()
         self._new_scheduler()
+        self._observed = None
         self.stats.in_flight = 0
         self.stats.active_slots = 0
         self._publish(updates)

@@ -16,9 +16,14 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
   below ``urgent_slack_s``), at most ``interactive_steps_per_background``
   interactive steps run between two steps that advance background work.
 
-Admission refuses ``overloaded`` when a lane's queue is full and, for
-background work, ``deadline_unmeetable`` when the EDF completion estimate
-misses the new work's deadline or would push admitted work past its own.
+Admission (``scheduler.admission``) refuses ``overloaded`` when a lane's
+queue is full and, for background work, ``deadline_unmeetable`` when the EDF
+completion estimate misses the new work's deadline or would push admitted
+work past its own. ``scheduler.invariants`` holds the self-checks.
+
+Per step the work is O(live jobs): waiting and slot-holding jobs are counted
+as their states change, and runnable jobs come from one walk per utterance
+(``scheduler.ranking``).
 
 Thread: not thread-safe; the worker calls everything from the model thread.
 """
@@ -29,16 +34,20 @@ import logging
 import math
 from collections.abc import Hashable, Iterable, Sequence
 
-from scheduler import batching, estimate
+from scheduler import admission, batching, estimate, invariants, ranking
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
 from scheduler.jobs import Job, JobEvent, JobState, Refusal
 from scheduler.plan import JobId, Lane, StepOutput, StepPlan
-from scheduler.playout import Utterance, playback
+from scheduler.playout import Utterance
 
 log = logging.getLogger(__name__)
 
 INF = math.inf
+
+
+def _lane_index(lane: Lane) -> int:
+    return 0 if lane is Lane.INTERACTIVE else 1
 
 
 class Scheduler:
@@ -48,8 +57,17 @@ class Scheduler:
         self.config = config
         self.cost = cost
         self._live: dict[Lane, dict[JobId, Job]] = {Lane.INTERACTIVE: {}, Lane.BACKGROUND: {}}
+        # The same two dicts, by name: hashing an Enum runs Python code, and
+        # the hot paths look a lane up several times per step.
+        self._interactive = self._live[Lane.INTERACTIVE]
+        self._background = self._live[Lane.BACKGROUND]
         self._utterances: dict[Hashable, Utterance] = {}
         self._release: list[JobId] = []  # slots the runner holds for jobs that are gone
+        # Live jobs by state, per lane (index: _lane_index), kept in step with
+        # every state change (_set_state): queue depths and held slots are
+        # read several times per step.
+        self._waiting = [0, 0]
+        self._active = [0, 0]
         self._seq = 0
         self._streak = 0  # interactive steps in a row that left waiting background work idle
         # Decayed seconds of model time interactive work took, over a short
@@ -66,7 +84,7 @@ class Scheduler:
 
     def depth(self, lane: Lane) -> int:
         """Jobs of ``lane`` waiting for a slot."""
-        return sum(1 for j in self._live[lane].values() if j.state is JobState.WAITING)
+        return self._waiting[_lane_index(lane)]
 
     @property
     def active_slots(self) -> int:
@@ -75,11 +93,12 @@ class Scheduler:
 
     def job(self, job_id: JobId) -> Job | None:
         """A live (not yet ended) job."""
-        return self._live[Lane.INTERACTIVE].get(job_id) or self._live[Lane.BACKGROUND].get(job_id)
+        job = self._interactive.get(job_id)
+        return job if job is not None else self._background.get(job_id)
 
     @property
     def idle(self) -> bool:
-        return not (self._live[Lane.INTERACTIVE] or self._live[Lane.BACKGROUND] or self._release)
+        return not (self._interactive or self._background or self._release)
 
     def interactive_load(self, now: float) -> float:
         """Share of the model interactive work took from background lately
@@ -88,18 +107,7 @@ class Scheduler:
 
     def estimate_start(self, lane: Lane, now: float) -> float:
         """When a job of ``lane`` admitted now would get its first code (estimate)."""
-        cfg = self.config
-        if lane is Lane.INTERACTIVE:
-            waiting = self.depth(Lane.INTERACTIVE)
-            step = self.cost.step_time(cfg.padded_batch(min(cfg.interactive_batch_size, cfg.max_batch)),
-                                       cfg.kv_buckets[0])
-            return now + step * (1 + waiting // cfg.interactive_batch_size)
-        jobs = self._bg_order(self._live[Lane.BACKGROUND].values())
-        if not jobs:
-            return now
-        done = estimate.finish_times(jobs, now, self._bg_machines(), self._bg_step(len(jobs), now))
-        ends = sorted(done.values())
-        return ends[0] if len(ends) >= self._bg_machines() else now
+        return admission.estimate_start(self, lane, now)
 
     def next_wakeup(self) -> float | None:
         """When ``schedule`` may have work again without new input (set when it
@@ -119,7 +127,7 @@ class Scheduler:
         if key in self._utterances and not self._utterances[key].done:
             raise ValueError(f"utterance {key!r} is already admitted; use add()")
         self._check_new(jobs)
-        refusal = self._refusal(lane, jobs, now)
+        refusal = admission.refusal(self, lane, jobs, now)
         if refusal is not None:
             return refusal
         self._prune(now)
@@ -140,7 +148,7 @@ class Scheduler:
         if job.index in utt.segments:
             raise ValueError(f"segment {job.index} of {job.utterance!r} already exists")
         self._check_new([job])
-        refusal = self._refusal(job.lane, [job], now)
+        refusal = admission.refusal(self, job.lane, [job], now)
         if refusal is None:
             self._enqueue(utt, job)
         return refusal
@@ -168,49 +176,10 @@ class Scheduler:
             if job.state is not JobState.WAITING or job.tokens:
                 raise ValueError(f"job {job.id} is not new")
 
-    def _refusal(self, lane: Lane, jobs: Sequence[Job], now: float) -> Refusal | None:
-        bound = (self.config.max_queue_interactive if lane is Lane.INTERACTIVE
-                 else self.config.max_queue_background)
-        if self.depth(lane) + len(jobs) > bound:
-            self.counters["refused_overloaded"] += 1
-            return Refusal("overloaded", f"the {lane.value} queue is full ({bound} segments)")
-        if lane is Lane.BACKGROUND:
-            late = self._late_background(jobs, now)
-            if late is not None:
-                self.counters["refused_deadline"] += 1
-                return late
-        return None
-
-    def _late_background(self, new: Sequence[Job], now: float) -> Refusal | None:
-        """Refuse when the new jobs would end late, or make an admitted job
-        that is on time late. Jobs already late do not block admissions."""
-        cfg = self.config
-        live = list(self._live[Lane.BACKGROUND].values())
-        tmp = Utterance(new[0].utterance, Lane.BACKGROUND, self._seq + 1, now)
-        order = self._bg_order(live + list(new), extra=tmp)
-        machines = self._bg_machines()
-        after = estimate.finish_times(order, now, machines, self._bg_step(len(order), now),
-                                      cfg.admission_safety)
-        late = estimate.first_late([j for j in order if j in new], after)
-        if late is not None:
-            return Refusal("deadline_unmeetable",
-                           f"estimated completion in {after[late.id] - now:.1f} s, "
-                           f"deadline in {late.deadline - now:.1f} s")
-        if not live:
-            return None
-        before = estimate.finish_times(self._bg_order(live), now, machines, self._bg_step(len(live), now),
-                                       cfg.admission_safety)
-        pushed = estimate.first_late(
-            [j for j in order if j not in new], after,
-            skip=lambda j: before[j.id] > j.deadline)
-        if pushed is not None:
-            return Refusal("deadline_unmeetable",
-                           "admitting it would make already accepted work miss its deadline")
-        return None
-
     def _enqueue(self, utt: Utterance, job: Job) -> None:
         utt.segments[job.index] = job
         self._live[job.lane][job.id] = job
+        self._waiting[_lane_index(job.lane)] += 1
 
     def _prune(self, now: float) -> None:
         """Forget utterances that ended long ago (their playback is over)."""
@@ -235,9 +204,10 @@ class Scheduler:
                     and self._background_urgent(now))
         if interactive and not starving:
             rest = [j for j in ranked if j not in interactive]
-            extra = batching.add_riders(cfg, self.cost, interactive, rest, slots)
-            riders = batching.add_riders(cfg, self.cost, interactive + extra, bg_edf,
-                                         self._bg_budget(slots))
+            # No candidates, no riders: skip the cost look-ups.
+            extra = batching.add_riders(cfg, self.cost, interactive, rest, slots) if rest else []
+            riders = (batching.add_riders(cfg, self.cost, interactive + extra, bg_edf,
+                                          self._bg_budget(slots)) if bg_edf else [])
             interactive += extra
             self._streak = 0 if riders or not bg_edf else self._streak + 1
             return self._plan(Lane.INTERACTIVE, interactive + riders, now)
@@ -293,7 +263,8 @@ class Scheduler:
         for job_id in plan.prefill:
             job = self.job(job_id)
             if job is not None:
-                job.state, job.started_at = JobState.WAITING, None
+                self._set_state(job, JobState.WAITING)
+                job.started_at = None
         # A prefill cancelled meanwhile never got its slot: nothing to release.
         self._release = [i for i in self._release if i not in plan.prefill]
         jobs = [j for j in map(self.job, plan.jobs) if j is not None]
@@ -312,29 +283,26 @@ class Scheduler:
 
     # ---- selection ---------------------------------------------------------------
 
+    def _live_utterances(self, lane: Lane) -> list[Utterance]:
+        """The utterances with live jobs in ``lane`` (each once)."""
+        utts: dict[Hashable, Utterance] = {}
+        for job in (self._interactive if lane is Lane.INTERACTIVE else self._background).values():
+            if job.utterance not in utts:
+                utts[job.utterance] = self._utterances[job.utterance]
+        return list(utts.values())
+
     def _ranked_interactive(self, now: float) -> list[Job]:
-        lead = self.config.interactive_start_lead_s
-        first_audio = self.config.interactive_first_audio_s
-        ranked = []
-        for job in self._live[Lane.INTERACTIVE].values():
-            if job.state is JobState.WAITING and not self._next_in_order(job):
-                continue
-            utt = self._utterances[job.utterance]
-            when = playback(utt, job.index, first_audio)
-            key = when.runs_dry if job.state is JobState.ACTIVE else when.first_audio_due - lead
-            ranked.append((key, utt.seq, job.index, job.id, job))
-        ranked.sort(key=lambda r: r[:4])
-        return [r[-1] for r in ranked]
+        if not self._interactive:
+            return []
+        return ranking.ranked_interactive(self._live_utterances(Lane.INTERACTIVE),
+                                          self.config.interactive_first_audio_s,
+                                          self.config.interactive_start_lead_s)
 
     def _runnable_background(self) -> list[Job]:
-        live = self._live[Lane.BACKGROUND].values()
-        return self._edf(j for j in live if j.state is JobState.ACTIVE or self._next_in_order(j))
-
-    def _next_in_order(self, job: Job) -> bool:
-        """A waiting segment may start only when every earlier one has."""
-        segments = self._utterances[job.utterance].segments
-        return all(segments[i].started or segments[i].state.terminal
-                   for i in segments if i < job.index)
+        if not self._background:
+            return []
+        return self._edf(job for utt in self._live_utterances(Lane.BACKGROUND)
+                         for job in ranking.runnable(utt))
 
     def _edf(self, jobs: Iterable[Job], extra: Utterance | None = None) -> list[Job]:
         def key(job: Job) -> tuple:
@@ -353,7 +321,7 @@ class Scheduler:
                 + [j for j in ordered if j.state is not JobState.ACTIVE])
 
     def _bg_budget(self, slots: batching.SlotBudget) -> batching.SlotBudget:
-        held = sum(1 for j in self._live[Lane.BACKGROUND].values() if j.state is JobState.ACTIVE)
+        held = self._active[1]
         return batching.SlotBudget(min(slots.free, self.config.background_slots - held))
 
     def _background_urgent(self, now: float) -> bool:
@@ -396,7 +364,7 @@ class Scheduler:
         wait = self.config.background_fill_wait_s
         if wait <= 0 or len(batch) >= self.config.max_batch:
             return False
-        if any(j.state is JobState.ACTIVE for j in self._live[Lane.BACKGROUND].values()):
+        if self._active[1]:
             return False
         until = min(j.arrival for j in batch) + wait
         step = self._bg_step(len(batch), now, share=1.0)
@@ -430,7 +398,8 @@ class Scheduler:
         prefill = [j for j in jobs if j.state is JobState.WAITING]
         decode = [j for j in jobs if j.state is JobState.ACTIVE]
         for job in prefill:
-            job.state, job.started_at = JobState.ACTIVE, now
+            self._set_state(job, JobState.ACTIVE)
+            job.started_at = now
         size = self.config.padded_batch(len(jobs)) if jobs else self.config.batch_sizes[0]
         bucket = self.config.bucket(max(j.kv_len for j in jobs)) if jobs else 0
         plan = StepPlan(lane=lane, prefill=tuple(j.id for j in prefill),
@@ -445,11 +414,25 @@ class Scheduler:
         return plan
 
     def _end(self, job: Job, state: JobState, now: float) -> None:
-        job.state, job.ended_at = state, now
-        del self._live[job.lane][job.id]
+        self._set_state(job, state)
+        job.ended_at = now
+        (self._interactive if job.lane is Lane.INTERACTIVE else self._background).pop(job.id)
+
+    def _set_state(self, job: Job, state: JobState) -> None:
+        """Every state change of a live job goes through here (the counts)."""
+        lane, old = _lane_index(job.lane), job.state
+        if old is JobState.WAITING:
+            self._waiting[lane] -= 1
+        elif old is JobState.ACTIVE:
+            self._active[lane] -= 1
+        if state is JobState.WAITING:
+            self._waiting[lane] += 1
+        elif state is JobState.ACTIVE:
+            self._active[lane] += 1
+        job.state = state
 
     def _held(self) -> int:
-        return sum(1 for lane in self._live.values() for j in lane.values() if j.state is JobState.ACTIVE)
+        return self._active[0] + self._active[1]
 
     def _windows(self) -> tuple[float, float]:
         return self.config.load_window_s, 6.0 * self.config.load_window_s
@@ -482,56 +465,9 @@ class Scheduler:
     def check_invariants(self) -> None:
         """Raise AssertionError if the scheduler's state is inconsistent.
         Cheap enough to call after every step in tests and simulations."""
-        cfg = self.config
-        problems: list[str] = []
-        seen: set[JobId] = set()
-        for lane, jobs in self._live.items():
-            for job_id, job in jobs.items():
-                if job_id in seen:
-                    problems.append(f"job {job_id} is live in both lanes")
-                seen.add(job_id)
-                if job.lane is not lane or job.id != job_id:
-                    problems.append(f"job {job_id} is filed under the wrong lane or id")
-                if job.state.terminal:
-                    problems.append(f"ended job {job_id} is still live")
-                utt = self._utterances.get(job.utterance)
-                if utt is None or utt.segments.get(job.index) is not job:
-                    problems.append(f"job {job_id} is missing from its utterance")
-                elif job.started and not all(
-                        s.started or s.state.terminal for i, s in utt.segments.items() if i < job.index):
-                    problems.append(f"job {job_id} started before an earlier segment")
-                if (job.state is JobState.ACTIVE) != job.started:
-                    problems.append(f"job {job_id} holds a slot iff started: broken")
-        held = self._held()
-        bg_held = sum(1 for j in self._live[Lane.BACKGROUND].values() if j.state is JobState.ACTIVE)
-        if held + len(self._release) > cfg.max_slots:
-            problems.append(f"{held} + {len(self._release)} slots held > {cfg.max_slots}")
-        if bg_held > cfg.background_slots:
-            problems.append(f"background holds {bg_held} > {cfg.background_slots} slots")
-        if set(self._release) & seen or len(set(self._release)) != len(self._release):
-            problems.append("a slot to release belongs to a live job or is listed twice")
-        for lane, bound in ((Lane.INTERACTIVE, cfg.max_queue_interactive),
-                            (Lane.BACKGROUND, cfg.max_queue_background)):
-            if self.depth(lane) > bound:
-                problems.append(f"{lane.value} queue over its bound")
-        plan = self._last_plan
-        if plan is not None and plan.jobs:
-            if len(set(plan.jobs)) != len(plan.jobs):
-                problems.append("a job appears twice in the last plan")
-            if plan.batch_size not in cfg.batch_sizes or plan.batch_size < len(plan.jobs):
-                problems.append(f"batch size {plan.batch_size} for {len(plan.jobs)} jobs")
-            if plan.lane is Lane.BACKGROUND and any(
-                    (j := self.job(i)) is not None and j.lane is Lane.INTERACTIVE for i in plan.jobs):
-                problems.append("interactive job in a background step")
-        if problems:
-            raise AssertionError("; ".join(problems))
+        invariants.check_state(self)
 
     def check_plan(self, plan: StepPlan) -> None:
         """Raise AssertionError if ``plan`` (just returned by ``schedule``) names
         a job that is not live and holding a slot, or exceeds a job's cap."""
-        for job_id in plan.jobs:
-            job = self.job(job_id)
-            if job is None or job.state is not JobState.ACTIVE:
-                raise AssertionError(f"plan names job {job_id} which is not running")
-            if len(plan.jobs) > job.batch_cap:
-                raise AssertionError(f"job {job_id} runs in a batch over its cap {job.batch_cap}")
+        invariants.check_plan(self, plan)

@@ -1,0 +1,83 @@
+"""Which live jobs may run now, and in what order the interactive ones rank.
+
+Both answers come from one walk over each utterance's segments in index
+order, so a step costs O(live segments) instead of re-walking the earlier
+segments once per job:
+
+- a waiting segment may start only when every earlier one has started (or
+  ended): along the walk, the first segment that has neither blocks the rest;
+- an interactive segment's rank needs its playback (``scheduler.playout``),
+  which the same walk accumulates: the values equal ``playback(utt, k, ...)``
+  for every segment ``k`` visited, computed with the same arithmetic.
+
+Thread: pure functions, model thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from scheduler.jobs import CODES_PER_SECOND, Job, JobState
+from scheduler.playout import Utterance
+
+_ACTIVE = JobState.ACTIVE
+_CANCELLED = JobState.CANCELLED
+_NO_END = float("-inf")
+
+
+def runnable(utterance: Utterance) -> Iterator[Job]:
+    """The utterance's live jobs that may be in the next step: every running
+    one, and a waiting one only when all earlier segments have started."""
+    segments = utterance.segments
+    blocked = False
+    for k in sorted(segments):
+        job = segments[k]
+        state = job.state
+        if state.terminal:
+            continue
+        if state is _ACTIVE or not blocked:
+            yield job
+        if job.started_at is None:
+            blocked = True
+
+
+def ranked_interactive(utterances: Iterable[Utterance], first_audio_s: float,
+                       lead_s: float) -> list[Job]:
+    """The runnable jobs of interactive ``utterances``, most urgent first.
+
+    A running job ranks at the time its audio so far runs dry; a waiting one
+    at its first-audio due time less ``lead_s``. Ties go by admission order,
+    segment index, job id (so the order never depends on the input's).
+    """
+    ranked: list[tuple[float, int, int, int, Job]] = []
+    for utt in utterances:
+        segments = utt.segments
+        end = _NO_END
+        blocked = False
+        for k in sorted(segments):
+            job = segments[k]
+            state = job.state
+            if state is _CANCELLED:
+                continue  # plays nothing, and an ended segment blocks nothing
+            # One step of playout.playback's walk.
+            if end == _NO_END:
+                due = job.deadline if job.deadline is not None else job.arrival + first_audio_s
+            else:
+                due = max(end, job.arrival + first_audio_s)
+            sounding = job.first_code_at if job.first_code_at is not None else due
+            starts = max(end, sounding)
+            terminal = state.terminal
+            end = starts + (job.tokens if terminal else job.expected_tokens) / CODES_PER_SECOND
+            if not terminal:
+                if state is _ACTIVE:
+                    ranked.append((starts + job.tokens / CODES_PER_SECOND, utt.seq, k, job.id, job))
+                elif not blocked:
+                    ranked.append((due - lead_s, utt.seq, k, job.id, job))
+            if job.started_at is None and not terminal:
+                blocked = True
+    ranked.sort(key=_rank_key)
+    return [r[4] for r in ranked]
+
+
+def _rank_key(row: tuple[float, int, int, int, Job]) -> tuple[float, int, int, int]:
+    return row[:4]
