@@ -121,6 +121,10 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
             await asyncio.wait_for(collector.first_audio.wait(), 60)
             await asyncio.sleep(interrupt_after_s)
             turn.cancel()  # the LLM stops talking too
+            await asyncio.gather(turn, return_exceptions=True)
+            # Let the tokens it already queued reach the TTS: a system frame jumps
+            # the queue, and text behind it would open a new turn of its own.
+            await asyncio.sleep(0.1)
             await worker.queue_frame(InterruptionFrame())
             await asyncio.sleep(settle_s)
         else:

@@ -89,6 +89,7 @@ class Record:
     outcome: str | None = None  # done | cancelled | <error code>
     vanished: bool = False  # its connection was dropped on purpose
     violations: list[str] = field(default_factory=list)
+    started_event: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
     def open(self) -> bool:
@@ -196,6 +197,7 @@ class Client:
             if record.started or record.terminals:
                 record.violations.append("started twice or after the terminal")
             record.started = True
+            record.started_event.set()
             self.streams[message.stream] = record
         elif isinstance(message, Error) and message.code in _NON_TERMINAL:
             if message.code != "unknown_id":  # a cancel racing the end is fine
@@ -312,13 +314,20 @@ class Soak:
         else:
             await client.send({**speak, "text": text})
         roll = rng.random()
-        if roll < o.cancel_share:
-            await asyncio.sleep(rng.uniform(0.0, 0.3))
-            if record.terminals == 0:
-                await client.send({"type": "cancel", "id": msg_id})
-        elif roll < o.cancel_share + o.disconnect_share:
-            await asyncio.sleep(rng.uniform(0.0, 0.3))
-            await self._replace(client)
+        if roll < o.cancel_share + o.disconnect_share:
+            # Half of them strike the moment the utterance starts (surely still
+            # running, whatever the runner's speed), the rest at a random point.
+            delay = 0.0 if rng.random() < 0.5 else rng.uniform(0.0, 0.3)
+            try:
+                await asyncio.wait_for(record.started_event.wait(), 5.0)
+            except TimeoutError:
+                pass  # refused or stuck: the terminal checks report it
+            await asyncio.sleep(delay)
+            if roll < o.cancel_share:
+                if record.terminals == 0:
+                    await client.send({"type": "cancel", "id": msg_id})
+            else:
+                await self._replace(client)
 
     async def _streamed(self, client: Client, speak: dict, text: str) -> None:
         """An LLM-like token stream: speak(final=false), appends, a flush, final."""
