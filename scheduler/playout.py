@@ -44,6 +44,24 @@ class Playback:
     ends: float
 
 
+NO_END = float("-inf")  # where the audio "before" segment 0 ends
+
+
+def segment_times(job: Job, prev_end: float, first_audio_s: float) -> tuple[float, float, float]:
+    """``(due, starts, ends)`` of one segment, given where the audio of the
+    segment before it ends (``NO_END`` for the first one)."""
+    if prev_end == NO_END:
+        due = job.deadline if job.deadline is not None else job.arrival + first_audio_s
+    else:
+        # A segment that arrives after the one before it went quiet (text
+        # streamed slowly) is due as soon as a fresh segment 0 would be.
+        due = max(prev_end, job.arrival + first_audio_s)
+    sounding = job.first_code_at if job.first_code_at is not None else due
+    starts = max(prev_end, sounding)
+    codes = job.tokens if job.state.terminal else job.expected_tokens
+    return due, starts, starts + codes / CODES_PER_SECOND
+
+
 def playback(utterance: Utterance, index: int, first_audio_s: float) -> Playback:
     """Walk the segments up to ``index`` and estimate their playback.
 
@@ -51,22 +69,13 @@ def playback(utterance: Utterance, index: int, first_audio_s: float) -> Playback
     running one at its first code; one not finished plays for its expected
     length. Cancelled segments play nothing.
     """
-    end = float("-inf")
+    end = NO_END
     result = None
     for k in sorted(i for i in utterance.segments if i <= index):
         job = utterance.segments[k]
         if job.state is JobState.CANCELLED and k != index:
             continue
-        if end == float("-inf"):
-            due = job.deadline if job.deadline is not None else job.arrival + first_audio_s
-        else:
-            # A segment that arrives after the one before it went quiet (text
-            # streamed slowly) is due as soon as a fresh segment 0 would be.
-            due = max(end, job.arrival + first_audio_s)
-        sounding = job.first_code_at if job.first_code_at is not None else due
-        starts = max(end, sounding)
-        codes = job.tokens if job.state.terminal else job.expected_tokens
-        end = starts + codes / CODES_PER_SECOND
+        due, starts, end = segment_times(job, end, first_audio_s)
         result = Playback(due, starts, starts + job.tokens / CODES_PER_SECOND, end)
     if result is None:
         raise KeyError(index)

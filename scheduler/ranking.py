@@ -7,8 +7,8 @@ segments once per job:
 - a waiting segment may start only when every earlier one has started (or
   ended): along the walk, the first segment that has neither blocks the rest;
 - an interactive segment's rank needs its playback (``scheduler.playout``),
-  which the same walk accumulates: the values equal ``playback(utt, k, ...)``
-  for every segment ``k`` visited, computed with the same arithmetic.
+  which the same walk accumulates with ``playout.segment_times``, so the values
+  equal ``playback(utt, k, ...)`` for every segment ``k`` visited.
 
 Thread: pure functions, model thread.
 """
@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from scheduler.jobs import CODES_PER_SECOND, Job, JobState
-from scheduler.playout import Utterance
+from scheduler.playout import NO_END, Utterance, segment_times
 
 _ACTIVE = JobState.ACTIVE
 _CANCELLED = JobState.CANCELLED
-_NO_END = float("-inf")
 
 
 def runnable(utterance: Utterance) -> Iterator[Job]:
@@ -52,22 +51,15 @@ def ranked_interactive(utterances: Iterable[Utterance], first_audio_s: float,
     ranked: list[tuple[float, int, int, int, Job]] = []
     for utt in utterances:
         segments = utt.segments
-        end = _NO_END
+        end = NO_END
         blocked = False
         for k in sorted(segments):
             job = segments[k]
             state = job.state
             if state is _CANCELLED:
                 continue  # plays nothing, and an ended segment blocks nothing
-            # One step of playout.playback's walk.
-            if end == _NO_END:
-                due = job.deadline if job.deadline is not None else job.arrival + first_audio_s
-            else:
-                due = max(end, job.arrival + first_audio_s)
-            sounding = job.first_code_at if job.first_code_at is not None else due
-            starts = max(end, sounding)
+            due, starts, end = segment_times(job, end, first_audio_s)
             terminal = state.terminal
-            end = starts + (job.tokens if terminal else job.expected_tokens) / CODES_PER_SECOND
             if not terminal:
                 if state is _ACTIVE:
                     ranked.append((starts + job.tokens / CODES_PER_SECOND, utt.seq, k, job.id, job))
