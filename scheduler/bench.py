@@ -67,13 +67,13 @@ def sweep(name: str, cost: CostModel, loads, bursts: int, seed: int) -> list[dic
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'profile':7} {'load':>5} {'real':>5} {'policy':14} {'ttfa p50':>9} {'p95':>8} {'p99':>8} "
+    head = (f"{'profile':7} {'load':>5} {'real':>5} {'policy':14} {'ttfa p50 ms':>11} {'p95 ms':>8} {'p99 ms':>8} "
             f"{'bg miss':>8} {'refused':>8} {'late':>6} {'codes/s':>8} {'stall s':>8}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['profile']:7} {r['load']:5.0%} {r['realized_load']:5.0%} {r['policy']:14} {r['ttfa_p50_ms']:8.0f}m "
-              f"{r['ttfa_p95_ms']:7.0f}m {r['ttfa_p99_ms']:7.0f}m {r['bg_miss_rate']:8.1%} "
+        print(f"{r['profile']:7} {r['load']:5.0%} {r['realized_load']:5.0%} {r['policy']:14} {r['ttfa_p50_ms']:11.0f} "
+              f"{r['ttfa_p95_ms']:8.0f} {r['ttfa_p99_ms']:8.0f} {r['bg_miss_rate']:8.1%} "
               f"{r['bg_refusal_rate']:8.1%} {r['bg_late_rate']:6.1%} {r['codes_per_s']:8.0f} "
               f"{r['gap_s_per_utt']:8.2f}")
 
