@@ -3,6 +3,7 @@ upstream reference, and a loop that drives jobs through ``execute``."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
@@ -16,6 +17,16 @@ TEXTS = ["Hello world, this is a test.", "A b c.", "The test of the world and th
          "To be."]
 
 _ASSETS = {}
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's tests on one torch thread: the models are tiny, the two
+    cores are shared, and extra threads only add contention."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def tiny_assets(seed: int = 0):

@@ -14,16 +14,10 @@ import pytest
 import torch
 
 from realtime.runtime.upstream import UpstreamGPT
-from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
+from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner, one_torch_thread  # noqa: F401
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # Two shared cores: extra threads only add contention in small matmuls.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

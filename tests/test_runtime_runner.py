@@ -8,16 +8,11 @@ import torch
 
 from realtime.runtime.api import SAMPLES_PER_STEP
 from realtime.runtime.vocoder import audio_samples
-from runtime_fixtures import TEXTS, Driver, request, tiny_runner
+from runtime_fixtures import TEXTS, Driver, request, tiny_runner, one_torch_thread  # noqa: F401
 from scheduler.plan import Lane, StepPlan
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

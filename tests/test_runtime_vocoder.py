@@ -26,19 +26,14 @@ from realtime.runtime.vocoder import (
     audio_samples,
     receptive_radius_steps,
 )
+from runtime_fixtures import one_torch_thread  # noqa: F401
 
 FULL = 53  # receptive radius + 1: windows then see all one-shot sees
 SNR_BOUND_DB = 45.0
 SEAM_EXCESS_BOUND = 1e-2
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # Small convolutions: one thread is as fast and does not fight other work.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

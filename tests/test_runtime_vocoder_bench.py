@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from realtime.bench import vocoder as bench
 from realtime.runtime.vocoder import receptive_radius_steps
+from runtime_fixtures import one_torch_thread  # noqa: F401
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_upstream_decodes_every_24_steps_and_once_at_the_end():
