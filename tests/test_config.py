@@ -70,3 +70,15 @@ def test_runtime_options_carry_the_model_settings():
     opts = cfg.runtime_options()
     assert (opts.weights, opts.max_slots, opts.kv_buckets, opts.lookahead_steps, opts.device) == (
         "random", 32, (256, 512), 4, "cpu")
+
+
+def test_every_flag_is_documented_with_its_environment_variable():
+    from pathlib import Path
+
+    from realtime.config import _OPTIONS
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "server.md").read_text()
+    for flag, _dest, _kind, _help in _OPTIONS:
+        env = "CHATTTS_RT_" + flag.lstrip("-").replace("-", "_").upper()
+        assert f"`{flag}`" in doc, flag
+        assert f"`{env}`" in doc, env
