@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 
 STAMP := $(VENV)/.installed
 
-.PHONY: install serve test bench clean
+.PHONY: install serve test bench clean gpu-check
 
 install: $(STAMP)
 
@@ -39,6 +39,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m realtime.bench --quick
+
+# On a GPU machine: venv/packages as needed, then realtime.runtime.gpu_check
+# (JSON in $$OUT or here). See docs/runtime.md.
+gpu-check:
+	scripts/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,5 +1,7 @@
 """The GPU check runs end to end on the CPU with tiny weights; the CUDA path
-itself (graphs, mixed precision) runs only where a GPU is present."""
+itself (graphs, mixed precision) runs only where a GPU is present. On the CPU,
+the runner's graph path (padded batches, static inputs and outputs, replay)
+runs with a stand-in graph that replays the captured function eagerly."""
 
 from __future__ import annotations
 
@@ -8,23 +10,128 @@ import json
 import pytest
 import torch
 
-from realtime.runtime import gpu_check
+from realtime.runtime import gpu_check, graphs
 from realtime.runtime.api import RuntimeOptions
-from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets
+from runtime_fixtures import (GREEDY, TEXTS, Driver, one_torch_thread, request,  # noqa: F401
+                              tiny_assets, tiny_runner)
 
 
-def test_gpu_check_smoke_on_cpu(tmp_path):
-    torch.set_num_threads(1)
+def test_gpu_check_smoke_on_cpu(tmp_path, one_torch_thread):
     out = tmp_path / "report.json"
     assert gpu_check.main(["--out", str(out), "--device", "cpu", "--tiny"]) == 0
     report = json.loads(out.read_text())
+    assert report["complete"] is True
+    for name in ("assets",) + gpu_check.SECTIONS:
+        assert "error" not in report[name] and "skipped" not in report[name], name
     fid = report["fidelity"]
     assert fid["steps"] == 12 and fid["precision"] == "bf16"
     assert fid["first_divergent_step"] is None or 0 <= fid["first_divergent_step"] < 12
-    assert set(report["graphs"]) == {"batch_1", "batch_2"}
+    assert len(fid.get("hidden_rel_err_by_step", [])) == fid["steps_compared"]
+    assert {"batch_1", "batch_2"} <= set(report["graphs"])
+    assert report["serving"]["decode_step_ms"]
     assert report["first_audio"]["first_audio_s"] > 0
-    assert [t["batch"] for t in report["throughput"]] == [2, 4]
-    assert all(t["realtime_factor"] > 0 for t in report["throughput"])
+    assert report["first_audio"]["cold_first_audio_s"] > 0
+    tp = report["throughput"]
+    assert [tp[k]["batch"] for k in ("batch_2", "batch_4")] == [2, 4]
+    # 8 steps of 512 samples less the ISTFT's half step, per job.
+    assert all(tp[k]["audio_s"] == pytest.approx(tp[k]["batch"] * (8 * 512 - 256) / 24000)
+               for k in ("batch_2", "batch_4"))
+
+
+def test_gpu_check_records_a_failing_section_and_goes_on(tmp_path, monkeypatch, one_torch_thread):
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(gpu_check, "fidelity", broken)
+    out = tmp_path / "report.json"
+    assert gpu_check.main(["--out", str(out), "--device", "cpu", "--tiny"]) == 1
+    report = json.loads(out.read_text())
+    assert report["complete"] is False
+    assert report["fidelity"]["error"] == "RuntimeError: boom"
+    assert "boom" in report["fidelity"]["traceback"]
+    assert "error" not in report["throughput"]["batch_4"]
+
+
+def test_gpu_check_budget_skips_sections_but_writes_json(tmp_path, one_torch_thread):
+    out = tmp_path / "report.json"
+    assert gpu_check.main(["--out", str(out), "--device", "cpu", "--tiny", "--budget", "0"]) == 1
+    report = json.loads(out.read_text())
+    assert report["complete"] is False
+    for name in ("assets",) + gpu_check.SECTIONS:
+        assert "skipped" in report[name], name
+
+
+class _EagerGraph:
+    """Stands in for ``torch.cuda.CUDAGraph``: replay re-runs the captured
+    function on the same static inputs into the same static output."""
+
+    def __init__(self, fn, inputs, output):
+        self.fn, self.inputs, self.output = fn, inputs, output
+        self.replays = 0
+
+    def replay(self):
+        self.replays += 1
+        self.output.copy_(self.fn(*self.inputs))
+
+
+def _fake_capture(fail_at=None):
+    calls = []
+
+    def capture(self, fn, inputs):
+        calls.append(tuple(t.shape for t in inputs))
+        if fail_at is not None and len(calls) == fail_at:
+            raise RuntimeError("capture failed")
+        with torch.no_grad():
+            output = fn(*inputs)
+        return graphs._Captured(_EagerGraph(fn, inputs, output), inputs, output)
+    return capture
+
+
+def _graph_runner(monkeypatch, fail_at=None):
+    monkeypatch.setattr(graphs.GraphCache, "_capture", _fake_capture(fail_at))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 0)
+    runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
+    runner.graphs = graphs.GraphCache()
+    runner.graphs.bind(runner.model, runner.cache)
+    runner.pad_batches = True
+    runner.warmup()
+    return runner
+
+
+def _codes(runner):
+    d = Driver(runner)
+    for i, text in enumerate(TEXTS):
+        d.add(i, request(text, **GREEDY))
+    d.run()
+    return d.codes
+
+
+def test_graph_path_on_cpu_matches_eager(monkeypatch, one_torch_thread):
+    runner = _graph_runner(monkeypatch)
+    cache = runner.graphs
+    assert set(cache.decode_graphs) == {(b, k) for b in (1, 2, 4) for k in (64, 128)}
+    # Prompt buckets shorter than the cache (128): 32 and 64.
+    assert set(cache.prefill_graphs) == {(b, p) for b in (1, 2, 4) for p in (32, 64)}
+    assert cache.errors == []
+    got = _codes(runner)
+    assert sum(e.graph.replays for e in cache.decode_graphs.values()) > 0
+    assert sum(e.graph.replays for e in cache.prefill_graphs.values()) > 0
+    want = _codes(tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128)))
+    assert set(got) == set(want)
+    for i in want:
+        assert torch.equal(got[i], want[i]), i
+
+
+def test_failed_capture_falls_back_to_eager(monkeypatch, one_torch_thread):
+    runner = _graph_runner(monkeypatch, fail_at=3)
+    cache = runner.graphs
+    assert len(cache.decode_graphs) == 2 and not cache.prefill_graphs
+    assert len(cache.errors) == 1 and "capture failed" in cache.errors[0]
+    want = _codes(tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128)))
+    got = _codes(runner)
+    for i in want:
+        assert torch.equal(got[i], want[i]), i
 
 
 @pytest.mark.gpu
@@ -32,15 +139,29 @@ def test_gpu_check_smoke_on_cpu(tmp_path):
 def test_cuda_graphs_match_eager_codes():
     from realtime.runtime.build import build_runner
     codes = {}
-    for graphs in (False, True):
+    for use_graphs in (False, True):
         opts = RuntimeOptions(weights="tiny-random", device="cuda", precision="fp32",
-                              cuda_graphs=graphs, max_slots=4, batch_sizes=(1, 4), kv_buckets=(128,))
+                              cuda_graphs=use_graphs, max_slots=4, batch_sizes=(1, 4),
+                              kv_buckets=(128,))
         runner = build_runner(opts, assets=tiny_assets())
         runner.warmup()
-        d = Driver(runner)
-        for i, text in enumerate(TEXTS):
-            d.add(i, request(text, **GREEDY))
-        d.run()
-        codes[graphs] = d.codes
+        if use_graphs:
+            assert runner.graphs.decode_graphs and not runner.graphs.errors
+        codes[use_graphs] = _codes(runner)
     for i in range(len(TEXTS)):
         assert torch.equal(codes[False][i], codes[True][i])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_runner_buffers_live_on_cuda():
+    from realtime.runtime.build import build_runner
+    opts = RuntimeOptions(weights="tiny-random", device="cuda", precision="auto",
+                          max_slots=2, batch_sizes=(1,), kv_buckets=(64,))
+    runner = build_runner(opts, assets=tiny_assets())
+    m = runner.model
+    tensors = [runner.codes, runner.hidden, m.cos, m.sin, m.emb_text, m.emb_code, m.norm,
+               *runner.cache.k, *runner.cache.v]
+    assert all(t.device.type == "cuda" for t in tensors)
+    assert runner.cache.k[0].dtype == m.dtype == m.cos.dtype != torch.float32
+    assert runner.hidden.dtype == torch.float32

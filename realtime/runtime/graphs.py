@@ -8,7 +8,17 @@ does: it stores hidden states and samples right away). Shapes not captured
 return None and the runner runs the same code eagerly. All graphs share one
 memory pool. Capture happens at start-up (``capture_all``, from
 ``ModelRunner.warmup``) with progress logged; scratch-slot inputs make the
-capture's own KV writes harmless.
+capture's own KV writes harmless. If a capture fails, the error is logged and
+kept in ``errors`` and no further shapes are captured: everything not captured
+runs eagerly.
+
+CUDA graph rules this relies on: the captured code reads no device value on
+the host and branches only on shapes (the model's decode/prefill, gather
+path); every input lives in a static tensor allocated outside the graph and
+every output is the graph's own tensor; no random numbers are drawn inside
+(sampling runs after the replay, eagerly, with counter-based noise). Graphs
+share one pool, so one graph's replay may overwrite memory another graph's
+output lives in: an output is valid only until the next replay of any graph.
 
 Thread: the model thread; CUDA only.
 """
@@ -40,6 +50,7 @@ class GraphCache:
         self.model = self.cache = None
         self.pool = None
         self.nbytes = 0
+        self.errors: list[str] = []
 
     def bind(self, model, cache) -> None:
         self.model, self.cache = model, cache
@@ -69,14 +80,18 @@ class GraphCache:
     def _capture(self, fn, inputs: tuple) -> _Captured:
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
+        # Warm-up on a side stream, so that lazy initialisation (cuBLAS
+        # handles and workspaces, attention kernel selection) happens outside
+        # the capture and leaves nothing on the capturing stream.
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side), torch.no_grad():
-            for _ in range(2):  # let lazy initialisation happen outside the capture
+            for _ in range(2):
                 fn(*inputs)
         torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool), torch.no_grad():
+        with torch.no_grad(), torch.cuda.graph(graph, pool=self.pool):
             output = fn(*inputs)
         return _Captured(graph, inputs, output)
 
@@ -109,7 +124,13 @@ class GraphCache:
         before = torch.cuda.memory_reserved()
         start = time.perf_counter()
         for i, (kind, b, n) in enumerate(work, 1):
-            (self.capture_decode if kind == "decode" else self.capture_prefill)(b, n)
+            try:
+                (self.capture_decode if kind == "decode" else self.capture_prefill)(b, n)
+            except Exception as exc:  # noqa: BLE001 (eager fallback; a failed capture may recur)
+                log.exception("CUDA graphs: %s capture failed at batch %d, length %d; "
+                              "%d shapes left uncaptured run eagerly", kind, b, n, len(work) - i + 1)
+                self.errors.append(f"{kind} {b}x{n}: {type(exc).__name__}: {exc}")
+                break
             if i == len(work) or i % max(1, len(work) // 10) == 0:
                 log.info("CUDA graphs: %d/%d captured (%s batch %d, length %d), %.1f s",
                          i, len(work), kind, b, n, time.perf_counter() - start)
