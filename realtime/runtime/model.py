@@ -5,8 +5,8 @@ serving: pre-transposed weights multiplied with ``torch.mm`` (MKL's linear is
 slow at few rows) or, on CPU fp32, with MKL's pre-packed sgemm at decode
 batch sizes (``cpu_gemm``), fused QKV and gate/up projections, RMSNorm and RoPE as
 transformers computes them, and a ``KVCache`` of ``max_slots`` slots
-allocated once: one K and one V tensor per layer, written in place at each
-slot's own position. Attention reads only up to the step's KV length (a
+allocated once: one tensor per layer holding its K and V, written in place
+at each slot's own position. Attention reads only up to the step's KV length (a
 bucket), masked per row by that row's position, so stale entries beyond a
 slot's length are never seen and a freed slot needs no clearing.
 
@@ -36,18 +36,27 @@ log = logging.getLogger(__name__)
 class KVCache:
     """Keys and values of every slot: per layer ``[S + 1, H, max_len, Dh]``.
 
+    A layer's K and V are the two halves of one ``[2, S + 1, H, max_len, Dh]``
+    tensor, so a decode step writes both with one indexed copy into
+    ``rows[layer]`` (the same memory as ``[2 * (S + 1) * H * max_len, Dh]``).
     Slot ``S`` (``scratch``) receives the writes of padding rows.
     """
 
     def __init__(self, shape: ModelShape, slots: int, max_len: int, dtype, device):
-        size = (slots + 1, shape.kv_heads, max_len, shape.head_dim)
-        self.k = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
-        self.v = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
+        size = (2, slots + 1, shape.kv_heads, max_len, shape.head_dim)
+        kv = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
+        self.k = [t[0] for t in kv]
+        self.v = [t[1] for t in kv]
+        self.rows = [t.view(-1, shape.head_dim) for t in kv]
         self.slots, self.max_len, self.scratch = slots, max_len, slots
+        self.heads = shape.kv_heads
+        self.nbytes = sum(t.numel() * t.element_size() for t in kv)
 
-    @property
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+    def decode_rows(self, slots: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """Row indices into ``rows[layer]`` of (K or V, slot, head, pos): [B, 2, H]."""
+        kind = torch.arange(2, device=slots.device).view(1, 2, 1) * (self.slots + 1)
+        head = torch.arange(self.heads, device=slots.device).view(1, 1, -1)
+        return ((kind + slots.view(-1, 1, 1)) * self.heads + head) * self.max_len + pos.view(-1, 1, 1)
 
 
 Matrix = torch.Tensor | PackedMatrix  # [K, N], multiplied with ``cpu_gemm.matmul``
@@ -142,9 +151,13 @@ class StaticGPT:
     # --- blocks -----------------------------------------------------------------------
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        # transformers' order of operations (x * x is pow(2)'s own kernel),
+        # with the temporaries updated in place: after each weight matrix has
+        # streamed through the caches, every extra kernel costs tens of microseconds.
         xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.shape.rms_eps)
-        return weight * xf.to(x.dtype)
+        scale = (xf * xf).mean(-1, keepdim=True).add_(self.shape.rms_eps).rsqrt_()
+        y = xf * scale
+        return (y if y.dtype == x.dtype else y.to(x.dtype)).mul_(weight)
 
     @staticmethod
     def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -153,8 +166,10 @@ class StaticGPT:
         return x * cos + rotated * sin
 
     def _mlp(self, layer: _Layer, x2d: torch.Tensor) -> torch.Tensor:
-        gate, up = matmul(x2d, layer.w_gate_up).chunk(2, dim=-1)
-        return matmul(F.silu(gate) * up, layer.w_down)
+        gate_up = matmul(x2d, layer.w_gate_up)  # a fresh tensor: updated in place
+        i = gate_up.shape[-1] // 2
+        gate = F.silu(gate_up[..., :i], inplace=True)
+        return matmul(gate.mul_(gate_up[..., i:]), layer.w_down)
 
     def _final(self, x: torch.Tensor) -> torch.Tensor:
         return self._rms(x, self.norm).float()
@@ -190,29 +205,40 @@ class StaticGPT:
         Attends over cache positions [0, kv_len) masked to <= pos. With
         ``first_slot`` set, the rows are slots first_slot .. first_slot+B-1 and
         the cache is read through a view instead of a gather.
-        Returns fp32 hidden [B, D].
+        Returns fp32 hidden [B, D] (a new tensor).
         """
         b, d = x.shape
         h, hd = self.shape.heads, self.shape.head_dim
-        cos, sin = self.cos[pos].view(b, 1, 1, hd), self.sin[pos].view(b, 1, 1, hd)
-        # An additive mask, built once: SDPA would convert a boolean one per layer.
+        half = hd // 2
+        # Per step, shared by all layers: RoPE factors, K/V rows, the mask.
+        cos = self.cos[pos].view(b, 1, 1, hd)
+        sin = self.sin[pos].view(b, 1, 1, hd)
+        sin[..., :half].neg_()  # rotate_half's sign folded in (a fresh gather)
+        sin_lo, sin_hi = sin[..., :half], sin[..., half:]
+        kv_rows = cache.decode_rows(slots, pos)  # [B, 2, H]
+        # An additive mask: SDPA would convert a boolean one per layer.
         keep = torch.arange(kv_len, device=x.device).unsqueeze(0) <= pos.unsqueeze(1)
         mask = torch.zeros(b, 1, 1, kv_len, dtype=x.dtype, device=x.device)
         mask.masked_fill_(~keep.view(b, 1, 1, kv_len), -float("inf"))
+        rotated = torch.empty(b, 2, h, hd, dtype=x.dtype, device=x.device)
+        rot_lo, rot_hi = rotated[..., :half], rotated[..., half:]
+        x = x.clone()  # the residual stream, updated in place
         for i, layer in enumerate(self.layers):
-            y = self._rms(x, layer.ln1)
-            qkv = matmul(y, layer.w_qkv).view(b, 3, h, hd)
-            qk = self._rotate(qkv[:, :2], cos, sin)  # q and k rotated together
+            qkv = matmul(self._rms(x, layer.ln1), layer.w_qkv).view(b, 3, h, hd)
+            # RoPE on q and k together, in place: qk * cos + rotate_half(qk) * sin.
+            qk = qkv[:, :2]
+            torch.mul(qk[..., half:], sin_lo, out=rot_lo)
+            torch.mul(qk[..., :half], sin_hi, out=rot_hi)
+            qk.mul_(cos).add_(rotated)
+            cache.rows[i].index_put_((kv_rows,), qkv[:, 1:])  # K and V at (slot, pos)
             kc, vc = cache.k[i], cache.v[i]
-            kc.transpose(1, 2).index_put_((slots, pos), qk[:, 1])
-            vc.transpose(1, 2).index_put_((slots, pos), qkv[:, 2])
             if first_slot is not None:
                 keys = kc[first_slot:first_slot + b, :, :kv_len]
                 values = vc[first_slot:first_slot + b, :, :kv_len]
             else:
                 keys = kc[:, :, :kv_len].index_select(0, slots)
                 values = vc[:, :, :kv_len].index_select(0, slots)
-            a = F.scaled_dot_product_attention(qk[:, 0].unsqueeze(2), keys, values, attn_mask=mask)
-            x = x + matmul(a.reshape(b, d), layer.w_o)
-            x = x + self._mlp(layer, self._rms(x, layer.ln2))
+            a = F.scaled_dot_product_attention(qkv[:, 0].unsqueeze(2), keys, values, attn_mask=mask)
+            x.add_(matmul(a.reshape(b, d), layer.w_o))
+            x.add_(self._mlp(layer, self._rms(x, layer.ln2)))
         return self._final(x)
