@@ -317,7 +317,7 @@ def test_build_context_holds_what_the_build_copies():
     for name in DOCKERFILES:
         for source in copy_sources(parse_dockerfile(name)):
             assert not dockerignore_excludes(source, patterns), f"{name} copies ignored {source}"
-    for private in (".venv", ".git", ".notes", "tests", "docs", ".env", "realtime/.env",
+    for private in (".venv", ".git", "tests", "docs", ".env", "realtime/.env",
                     "realtime/__pycache__", "models/asset/gpt/model.safetensors"):
         assert dockerignore_excludes(private, patterns), f"{private} would enter the image"
 
