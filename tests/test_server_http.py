@@ -130,3 +130,41 @@ async def test_tokens_are_never_logged(server_factory, ws_connect, caplog):
     assert "GET /v1/stream" in server_side  # the handshake was logged, minus the token
     assert "tok-123456" not in server_side and "wrong-987654" not in server_side
     assert "tok-123456" not in repr(server.config) and "tok-123456" not in str(server.config.summary())
+
+
+async def test_metrics_values_follow_the_traffic(server_factory, ws_connect):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    server = await server_factory(runner=ToneRunner())
+    client = await ws_connect(server)
+    fast = await client.speak_and_collect("i", "One short sentence. And a second one.")
+    slow = await client.speak_and_collect("b", "Narrate this for later.", lane="background",
+                                          deadline_ms=60000)
+    await client.send({"type": "cancel", "id": "nope"})
+    await client.next_message(object)
+    for _ in range(50):  # the last utterance's bookkeeping follows its done message
+        if server.active_utterances == 0:
+            break
+        await asyncio.sleep(0.01)
+
+    _, _, body = await async_http_get(server.port, "/metrics")
+    samples = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+
+    def value(name, **labels):
+        return samples[(name, tuple(sorted(labels.items())))]
+
+    heard = (fast.check_done().audio_ms + slow.check_done().audio_ms) / 1000
+    assert value("chattts_audio_seconds_total") == pytest.approx(heard, rel=1e-9)
+    assert value("chattts_first_audio_seconds_count", lane="interactive") == 1
+    assert value("chattts_first_audio_seconds_count", lane="background") == 1
+    assert value("chattts_utterances_total", outcome="done") == 2
+    assert value("chattts_errors_total", code="unknown_id") == 1
+    assert value("chattts_deadline_misses_total") == 0
+    assert value("chattts_active_utterances") == 0
+    assert value("chattts_queue_depth", lane="interactive") == 0
+    assert value("chattts_queue_depth", lane="background") == 0
+    assert value("chattts_step_seconds_count") >= 1
+    assert value("chattts_batch_size_count") == value("chattts_step_seconds_count")
