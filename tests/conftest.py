@@ -31,10 +31,14 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -84,6 +88,32 @@ def http_get(port: int, path: str, headers: dict[str, str] | None = None,
             return resp.status, dict(resp.headers), resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_server_process(port: int, *flags: str, log_level: str = "info") -> subprocess.Popen:
+    """``python -m realtime serve --weights tone`` on ``port``, output on a pipe."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
+         "--log-level", log_level, *flags],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Until ``/readyz`` answers 200; fails with the process output if it exits."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        try:
+            if http_get(port, "/readyz", timeout=1)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the server process never became ready")
 
 
 async def async_http_get(port: int, path: str, headers: dict[str, str] | None = None

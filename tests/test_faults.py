@@ -8,23 +8,18 @@ active utterances, no jobs in the worker, no KV slots in scheduler or runner.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import orjson
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from conftest import Frame, free_port, start_server_process, wait_ready
 from protocol import Cancelled, Done, Error, Started, decode_server
 from realtime.synthetic import ToneRunner
-from conftest import Frame, free_port, http_get
 
-ROOT = Path(__file__).resolve().parent.parent
 LONG = "This sentence keeps the model busy for a while. " * 3
 
 
@@ -220,33 +215,13 @@ async def test_no_audio_after_slow_consumer_error(server_factory, ws_connect):
 # -- SIGTERM mid-stream -----------------------------------------------------------------------------
 
 
-def _start_subprocess_server(port: int, *flags: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen(
-        [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
-         "--log-level", "warning", *flags],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def _wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-        try:
-            if http_get(port, "/readyz", timeout=1)[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("subprocess server never became ready")
-
-
 async def test_sigterm_mid_stream_ends_every_utterance(ws_connect):
     port = free_port()
     # 20 ms per step, one code per character: the long texts outlive the 1 s drain.
-    proc = _start_subprocess_server(port, "--tone-step-ms", "20", "--drain-timeout", "1")
+    proc = start_server_process(port, "--tone-step-ms", "20", "--drain-timeout", "1",
+                                log_level="warning")
     try:
-        await asyncio.to_thread(_wait_ready, port, proc)
+        await asyncio.to_thread(wait_ready, port, proc)
         client = await ws_connect(f"ws://127.0.0.1:{port}/v1/stream")
         ids = {"short": "Short one.", "long1": "y" * 400, "long2": "z" * 400,
                "bg": "A background sentence."}

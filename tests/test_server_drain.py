@@ -8,35 +8,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from conftest import free_port, http_get
+from conftest import ROOT, free_port, http_get, start_server_process, wait_ready
 from protocol import Error
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _start(port: int, *flags: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CHATTTS_RT_LOG_LEVEL="info")
-    return subprocess.Popen(
-        [sys.executable, "-m", "realtime", "serve", "--port", str(port), "--weights", "tone",
-         *flags], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def _wait_ready(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        assert proc.poll() is None, proc.stdout.read().decode()
-        try:
-            if http_get(port, "/readyz", timeout=1)[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("server did not become ready")
 
 
 @pytest.fixture
@@ -45,9 +23,9 @@ def process():
 
     def start(*flags: str) -> tuple[subprocess.Popen, int]:
         port = free_port()
-        proc = _start(port, *flags)
+        proc = start_server_process(port, *flags)
         procs.append(proc)
-        _wait_ready(port, proc)
+        wait_ready(port, proc)
         return proc, port
 
     yield start
