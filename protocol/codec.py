@@ -136,6 +136,20 @@ def load_object(frame: Frame) -> dict[str, Any]:
     return value
 
 
+def _dispatch(frame: Frame, parsers: dict, what: str) -> tuple[FieldReader, Any]:
+    """The frame's JSON object as a ``FieldReader`` (carrying its id when that
+    id is valid, for error messages) and the parser its ``type`` names."""
+    obj = load_object(frame)
+    raw_id = obj.get("id")
+    reader = FieldReader(obj, raw_id if is_valid_id(raw_id) else None)
+    kind = reader.string("type")
+    parse = parsers.get(kind)
+    if parse is None:
+        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown {what} {kind!r}",
+                            field="type", id=reader.msg_id)
+    return reader, parse
+
+
 # --- client messages --------------------------------------------------------
 
 
@@ -152,15 +166,7 @@ def decode_client(frame: Frame, offer: Offer | None = None) -> ClientMessage:
     unsupported, text_too_long), with ``field`` set for field errors and ``id``
     set when the message carried a valid id.
     """
-    obj = load_object(frame)
-    raw_id = obj.get("id")
-    reader = FieldReader(obj, raw_id if is_valid_id(raw_id) else None)
-    kind = reader.string("type")
-    parse = _CLIENT_PARSERS.get(kind)
-    if parse is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind!r}", field="type", id=reader.msg_id
-        )
+    reader, parse = _dispatch(frame, _CLIENT_PARSERS, "message type")
     msg_id = reader.string("id")
     if reader.msg_id is None:
         raise reader.fail("id", "id must be 1-64 characters of A-Za-z0-9 . _ : -")
@@ -284,14 +290,7 @@ def decode_server(frame: Frame) -> ServerMessage:
     names it), unknown_type (a message type this version does not know; a
     client may choose to skip it).
     """
-    obj = load_object(frame)
-    raw_id = obj.get("id")
-    reader = FieldReader(obj, raw_id if is_valid_id(raw_id) else None)
-    kind = reader.string("type")
-    parse = _SERVER_PARSERS.get(kind)
-    if parse is None:
-        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown server message type {kind!r}",
-                            field="type", id=reader.msg_id)
+    reader, parse = _dispatch(frame, _SERVER_PARSERS, "server message type")
     return parse(reader)
 
 
