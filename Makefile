@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 
 STAMP := $(VENV)/.installed
 
-.PHONY: install serve test bench clean gpu-check
+.PHONY: install serve test lint bench clean gpu-check
 
 install: $(STAMP)
 
@@ -34,16 +34,19 @@ $(STAMP): pyproject.toml requirements/runtime.txt requirements/dev.txt requireme
 serve: $(STAMP)
 	$(PY) -m realtime serve $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-bench: $(STAMP)
-	$(PY) -m realtime.bench --quick
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
-# On a GPU machine: venv/packages as needed, then realtime.runtime.gpu_check
+bench: $(STAMP)
+	$(PY) -m bench runtime --quick
+
+# On a GPU machine: venv/packages as needed, then tools.gpu_check
 # (JSON in $$OUT or here). See docs/runtime.md.
 gpu-check:
-	scripts/gpu_check.sh
+	tools/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

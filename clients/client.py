@@ -22,6 +22,15 @@ import time
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from clients.errors import (
+    ConnectionLost,
+    DuplicateId,
+    HandshakeRefused,
+    ProtocolViolation,
+    TTSError,
+    from_message,
+)
+from clients.utterance import Utterance
 from protocol import (
     FLAG_SEGMENT_END,
     FLAG_UTTERANCE_END,
@@ -39,16 +48,6 @@ from protocol import (
     encode,
     unpack_frame,
 )
-
-from clients.errors import (
-    ConnectionLost,
-    DuplicateId,
-    HandshakeRefused,
-    ProtocolViolation,
-    TTSError,
-    from_message,
-)
-from clients.utterance import Utterance
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 LLM reply through the realtime server.
 
 The pipeline is [ChatTTSRealtimeTTSService -> AudioCollector]. A scripted "LLM" pushes
-one assistant turn token by token (LLMFullResponseStartFrame, LLMTextFrame..., 
+one assistant turn token by token (LLMFullResponseStartFrame, LLMTextFrame...,
 LLMFullResponseEndFrame), as a language model's stream would arrive, and the collected
 TTSAudioRawFrames are written to a WAV. `--interrupt-after S` sends an
 InterruptionFrame S seconds after the first audio (barge-in).

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-
 # Arrival times and durations are sums of floats: a frame "exactly on time" must not
 # count as an underrun because of rounding.
 _EPSILON_S = 1e-6

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from clients.errors import InputClosed, ProtocolViolation, TTSError, UtteranceCancelled
 from protocol import Append, Cancel, Cancelled, Done, Flush, Segment, Started
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples
-
-from clients.errors import InputClosed, ProtocolViolation, TTSError, UtteranceCancelled
 
 log = logging.getLogger(__name__)
 

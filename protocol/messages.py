@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 PROTOCOL_VERSION = 1
 DEFAULT_SAMPLE_RATE = 24000
@@ -338,8 +338,8 @@ class Error:
         return wire
 
 
-ClientMessage = Union[Speak, Append, Flush, Cancel]
-ServerMessage = Union[Hello, Started, Segment, Done, Cancelled, Error]
+ClientMessage = Speak | Append | Flush | Cancel
+ServerMessage = Hello | Started | Segment | Done | Cancelled | Error
 
 CLIENT_TYPES: tuple[str, ...] = (Speak.TYPE, Append.TYPE, Flush.TYPE, Cancel.TYPE)
 SERVER_TYPES: tuple[str, ...] = (

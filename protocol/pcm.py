@@ -104,7 +104,7 @@ def _encode_block(samples: np.ndarray, fmt: str, s: _Scratch) -> bytes:
     y = s.f32[:n]
     # Two quick reductions skip the clip in the usual case; NaN fails both
     # comparisons and takes the slow path.
-    if -1.0 <= _lowest(samples) and _highest(samples) <= 1.0:
+    if _lowest(samples) >= -1.0 and _highest(samples) <= 1.0:
         clipped = samples
     else:
         clipped = np.clip(samples, -1.0, 1.0, out=y)  # NaN stays NaN here

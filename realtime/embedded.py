@@ -90,7 +90,7 @@ class ServerThread:
             self.server = Server(self.config, self._runner_factory, **self._server_kwargs)
             await self.server.start()
             await self.server.wait_ready()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread waiting in start()
             self._started.set_exception(exc)
             if self.server is not None:
                 await self.server.close()

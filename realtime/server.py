@@ -41,7 +41,7 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
     """How to build the configured runner (called on the model thread)."""
     if config.weights == "tone":
         def build_tone() -> Runner:
-            from realtime.synthetic import ToneRunner
+            from realtime.runtime.tone import ToneRunner
 
             return ToneRunner(step_seconds=config.tone_step_ms / 1000.0,
                               codes_per_step=config.tone_codes_per_step,

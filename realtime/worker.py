@@ -200,7 +200,7 @@ class ModelWorker:
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
             self._new_scheduler()
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+        except BaseException as exc:  # handed to the awaiting coroutine
             log.exception("model start-up failed")
             loop.call_soon_threadsafe(_set_exception, ready, exc)
             return
@@ -285,7 +285,7 @@ class ModelWorker:
             except ValueError as exc:
                 self._refuse(sub, jobs, ErrorCode.UNSUPPORTED, str(exc), updates, None)
                 return
-            except Exception as exc:  # noqa: BLE001 - a model failure of this request
+            except Exception:  # a model failure of this request
                 log.exception("prepare failed for job %s", seg.job_id)
                 self._refuse(sub, jobs, ErrorCode.INTERNAL,
                              "the text front end failed on this utterance", updates, None)
@@ -444,7 +444,7 @@ class ModelWorker:
         for job_id, tracked in self._jobs.items():
             try:
                 runner.forget(job_id)
-            except Exception:  # noqa: BLE001 - best effort while recovering
+            except Exception:  # best effort while recovering
                 log.exception("runner.forget(%s) failed during recovery", job_id)
             updates.append(WorkerUpdate(tracked.sink, UpdateKind.FAILED, job_id,
                                         code=str(ErrorCode.INTERNAL),
@@ -462,7 +462,7 @@ def _deliver(updates: list[WorkerUpdate]) -> None:
     for update in updates:
         try:
             update.sink.on_worker_update(update)
-        except Exception:  # noqa: BLE001 - one broken utterance must not starve the rest
+        except Exception:  # one broken utterance must not starve the rest
             log.exception("delivering a %s update failed", update.kind)
 
 

@@ -59,8 +59,12 @@ from protocol import (
 )
 from protocol.pcm import BYTES_PER_SAMPLE
 from realtime.config import ServerConfig
+from realtime.runtime.tone import ToneRunner
 from realtime.server import Server
-from realtime.synthetic import ToneRunner
+
+# Fixtures shared by several modules live in these modules (plain imports there
+# would shadow the fixture names in each test module).
+pytest_plugins = ("clients_fixtures", "runtime_fixtures")
 
 # Under CI every property test draws the same examples on every run: a red build
 # then always reproduces, and nothing passes or fails by the luck of the draw.

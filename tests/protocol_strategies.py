@@ -25,7 +25,7 @@ u32 = st.integers(0, 2**32 - 1)
 finite_ms = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def speaker_embedding(seed: int = 0, dim: int = 768) -> str:
     """An encoded speaker string made the way ChatTTS makes one."""
     vector = np.random.default_rng(seed).standard_normal(dim).astype(np.float16)

@@ -10,7 +10,6 @@ import os
 import shutil
 
 import pytest
-from clients_fixtures import model_server  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser
 

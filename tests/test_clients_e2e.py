@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from clients_fixtures import ROOT, model_server, server  # noqa: F401  (fixtures)
+from clients_fixtures import ROOT
 
 from clients import AudioChunk, RealtimeClient, Unsupported, UtteranceCancelled
 from clients.probe import main as probe_main

@@ -25,7 +25,7 @@ from clients import (
     RealtimeClient,
     UtteranceCancelled,
 )
-from protocol import Cancelled, Done, Segment
+from protocol import Cancelled, Done
 from protocol.frames import FLAG_SEGMENT_END, FLAG_UTTERANCE_END, FrameHeader, pack_frame
 from protocol.pcm import encode_samples
 

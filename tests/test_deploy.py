@@ -18,11 +18,11 @@ import shlex
 import subprocess
 import sys
 import threading
-import tomllib
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
+import tomllib
 import yaml
 from dockerfile_parse import DockerfileParser
 
@@ -284,7 +284,7 @@ def test_healthcheck_probes_readyz(name):
 class _ReadyzHandler(http.server.BaseHTTPRequestHandler):
     status = 200
 
-    def do_GET(self):  # noqa: N802 (http.server's naming)
+    def do_GET(self):  # http.server's naming
         code = type(self).status if self.path == "/readyz" else 404
         self.send_response(code)
         self.send_header("Content-Length", "0")

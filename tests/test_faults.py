@@ -13,12 +13,12 @@ import time
 
 import orjson
 import pytest
+from conftest import Frame, free_port, start_server_process, wait_ready
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from conftest import Frame, free_port, start_server_process, wait_ready
 from protocol import Cancelled, Done, Error, Started, decode_server
-from realtime.synthetic import ToneRunner
+from realtime.runtime.tone import ToneRunner
 
 LONG = "This sentence keeps the model busy for a while. " * 3
 
@@ -281,7 +281,7 @@ async def test_cancel_after_out_of_memory_forgets_prepared_jobs(server_factory):
 
 
 def test_soak_small():
-    from realtime.soak import SoakOptions, run_soak
+    from bench.soak import SoakOptions, run_soak
 
     report = run_soak(SoakOptions(utterances=60, load=0.8, connections=4, cancel_share=0.2,
                                   disconnect_share=0.05, seed=3, grace_s=20))

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 import psutil
 import pytest
+from conftest import http_get
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
@@ -34,8 +35,7 @@ from websockets.exceptions import ConnectionClosed
 from protocol import Cancelled, Done, Error, Started, decode_server, unpack_frame
 from realtime.config import ServerConfig
 from realtime.embedded import ServerThread
-from realtime.synthetic import ToneRunner
-from conftest import http_get
+from realtime.runtime.tone import ToneRunner
 
 IDS = ("a", "b", "c")
 MUTANT_IDS = ("m1", "m2")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from clients_fixtures import ROOT, server  # noqa: F401  (fixture)
+from clients_fixtures import ROOT
 
 from clients.pipecat_example import REPLY, llm_tokens, run_pipeline
 from clients.wav import read_wav

@@ -9,9 +9,6 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import protocol as p
-from protocol.errors import ErrorCode as E
 from protocol_strategies import (
     SMALL_OFFER,
     client_messages,
@@ -19,6 +16,9 @@ from protocol_strategies import (
     server_messages,
     speaker_embedding,
 )
+
+import protocol as p
+from protocol.errors import ErrorCode as E
 
 OFFER = p.DEFAULT_OFFER
 
@@ -304,7 +304,7 @@ def test_decoding_arbitrary_json_raises_only_protocol_errors(value, kind, fields
             assert err.id is None or p.is_valid_id(err.id)
             assert err.code != E.BAD_JSON or not isinstance(candidate, dict)
         else:
-            assert msg.TYPE == kind
+            assert kind == msg.TYPE
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
+from protocol_strategies import SMALL_OFFER, ids, json_values, speaker_embedding
 
 import protocol as p
 from protocol.schema import SEED_VOICE_PATTERN, client_schema, load_client_schema, render
-from protocol_strategies import SMALL_OFFER, ids, json_values, speaker_embedding
 
 
 def _integer_without_fraction(checker, instance) -> bool:

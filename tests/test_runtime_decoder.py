@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
 
-from realtime.runtime.upstream import UpstreamGPT
-from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner, one_torch_thread  # noqa: F401
-
+from tools.upstream import UpstreamGPT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

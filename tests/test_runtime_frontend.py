@@ -6,12 +6,12 @@ import json
 
 import pytest
 import torch
+from runtime_fixtures import tiny_assets
 
 from realtime.runtime.api import SamplingParams, VoiceError
 from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
 from realtime.runtime.numbers import chinese_integer, normalize_numbers_en, normalize_numbers_zh
 from realtime.runtime.shapes import FULL
-from runtime_fixtures import tiny_assets
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +53,8 @@ def test_empty_text(front):
 
 
 def test_seed_voice_matches_upstream_sampling():
-    from ChatTTS.model.speaker import Speaker
     from ChatTTS.config import Config
+    from ChatTTS.model.speaker import Speaker
     spk = Speakers(FULL.hidden, Config().spk_stat)
     upstream = Speaker(FULL.hidden, Config().spk_stat)
     torch.manual_seed(42)

@@ -9,11 +9,11 @@ import json
 
 import pytest
 import torch
+from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
 
-from realtime.runtime import gpu_check, graphs
+from realtime.runtime import graphs
 from realtime.runtime.api import RuntimeOptions
-from runtime_fixtures import (GREEDY, TEXTS, Driver, one_torch_thread, request,  # noqa: F401
-                              tiny_assets, tiny_runner)
+from tools import gpu_check
 
 
 def test_gpu_check_smoke_on_cpu(tmp_path, one_torch_thread):

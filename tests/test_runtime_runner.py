@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from runtime_fixtures import TEXTS, Driver, request, tiny_runner
 
 from realtime.runtime.api import SAMPLES_PER_STEP
 from realtime.runtime.vocoder import audio_samples
-from runtime_fixtures import TEXTS, Driver, request, tiny_runner, one_torch_thread  # noqa: F401
 from scheduler.plan import Lane, StepPlan
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -19,14 +19,13 @@ import pytest
 import torch
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
-from realtime.bench.vocoder import hidden_dim, random_models
+from bench.vocoder import hidden_dim, random_models
 from realtime.runtime.vocoder import (
     SAMPLES_PER_STEP,
     StreamingVocoder,
     audio_samples,
     receptive_radius_steps,
 )
-from runtime_fixtures import one_torch_thread  # noqa: F401
 
 FULL = 53  # receptive radius + 1: windows then see all one-shot sees
 SNR_BOUND_DB = 45.0

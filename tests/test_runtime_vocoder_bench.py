@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
-from realtime.bench import vocoder as bench
+from bench import vocoder as bench
 from realtime.runtime.vocoder import receptive_radius_steps
-from runtime_fixtures import one_torch_thread  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -8,10 +8,10 @@ import time
 
 import pytest
 import torch
+from runtime_fixtures import tiny_assets
 
 from realtime.runtime import weights as W
 from realtime.runtime.shapes import FULL, TINY
-from runtime_fixtures import tiny_assets
 
 
 def test_tiny_random_is_fast_and_seeded():

@@ -1,9 +1,9 @@
 """The two-lane scheduler's policy, on a fake runner and a fake clock."""
 
 import pytest
+from scheduler_fakes import Harness
 
 from scheduler import CostModel, JobState, Lane, Refusal, SchedulerConfig, StepOutput
-from scheduler_fakes import Harness
 
 I, B = Lane.INTERACTIVE, Lane.BACKGROUND
 
@@ -59,7 +59,7 @@ def test_background_is_earliest_deadline_first():
         assert h.sched.admit([job], 0.0) is None
     order = []
     for plan in h.run():
-        order += [i for i in plan.prefill]
+        order += plan.prefill
     assert order == [jobs[100.0].id, jobs[200.0].id, jobs[300.0].id]
 
 

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from scheduler import CostModel, Lane, SchedulerConfig, bench, sim
+from bench import scheduler as bench
+from bench import sim
+from scheduler import CostModel, Lane, SchedulerConfig
 
 
 @pytest.fixture(scope="module")

@@ -14,14 +14,14 @@ import socket
 from pathlib import Path
 
 import pytest
+from conftest import async_http_get
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from protocol import Done, Error, ErrorCode, Started
 from realtime import http as rt_http
 from realtime import server as rt_server
 from realtime.ratelimit import QuotaBook, QuotaLimits, TextRateLimiter, principal_of
-from realtime.synthetic import ToneRunner
-from conftest import async_http_get
+from realtime.runtime.tone import ToneRunner
 
 TOKEN = "s3cr3t-Token-value-0123456789"
 OTHER = "another-valid-token-abcdef"

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from protocol import Done, Error, ErrorCode, Speak
-from realtime.synthetic import ToneRunner
+from realtime.runtime.tone import ToneRunner
 from realtime.utterance import Utterance
 from realtime.worker import UpdateKind, WorkerUpdate
 

@@ -10,11 +10,10 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT, free_port, http_get, start_server_process, wait_ready
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from conftest import ROOT, free_port, http_get, start_server_process, wait_ready
 from protocol import Error
-
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Done, Error
-from realtime.synthetic import ToneRunner
+from realtime.runtime.tone import ToneRunner
 
 EMBEDDING = "\u4e00" * 20  # syntactically an encoded speaker; the runner cannot decode it
 

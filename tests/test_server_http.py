@@ -7,12 +7,12 @@ import threading
 
 import orjson
 import pytest
+from conftest import async_http_get
 from websockets.exceptions import InvalidStatus
 
-from conftest import async_http_get
 from realtime.config import ServerConfig
+from realtime.runtime.tone import ToneRunner
 from realtime.server import Server
-from realtime.synthetic import ToneRunner
 
 
 async def test_health_voices_and_metrics(tone_server, ws_connect):

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 
 from realtime.runtime.api import SegmentRequest
-from realtime.synthetic import ToneRunner
+from realtime.runtime.tone import ToneRunner
 from realtime.worker import ModelWorker, SegmentWork, Submission, UpdateKind
 from scheduler import Lane, SchedulerConfig
 

@@ -196,7 +196,7 @@ def ensure_torchaudio() -> bool:
         importlib.import_module("torchaudio")
         importlib.import_module("torchaudio.transforms")
         return True
-    except Exception as exc:  # ImportError, OSError from the extension, RuntimeError
+    except Exception as exc:  # noqa: BLE001 - ImportError, OSError from the extension, RuntimeError
         for name in [n for n in sys.modules if n == "torchaudio" or n.startswith("torchaudio.")]:
             del sys.modules[name]
         log.info("torchaudio unavailable (%s: %s); using the pure-PyTorch stand-in",

@@ -137,7 +137,7 @@ class Speakers:
         from ChatTTS.model.speaker import Speaker
         try:
             arr = Speaker._decode(encoded)
-        except Exception:  # lzma/base16384 raise several types on garbage
+        except Exception:  # noqa: BLE001 - lzma/base16384 raise several types on garbage
             raise VoiceError("voice is neither a known name, seed:N, nor a speaker embedding") from None
         if arr.shape[0] != self.hidden:
             raise VoiceError(f"speaker embedding has {arr.shape[0]} dims, the model {self.hidden}")
@@ -148,8 +148,8 @@ class TextFrontEnd:
     """Normalizer + tokenizer + speakers: text in, ``Prompt`` out."""
 
     def __init__(self, tokenizer, speakers: Speakers):
-        from ChatTTS.norm import Normalizer
         import ChatTTS
+        from ChatTTS.norm import Normalizer
         self.tokenizer = tokenizer
         self.speakers = speakers
         res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")

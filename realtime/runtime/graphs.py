@@ -38,7 +38,7 @@ PREFILL_BATCHES_MAX = 8  # prompts prefilled together rarely exceed this
 
 @dataclass
 class _Captured:
-    graph: "torch.cuda.CUDAGraph"
+    graph: torch.cuda.CUDAGraph
     inputs: tuple
     output: torch.Tensor
 
@@ -126,7 +126,7 @@ class GraphCache:
         for i, (kind, b, n) in enumerate(work, 1):
             try:
                 (self.capture_decode if kind == "decode" else self.capture_prefill)(b, n)
-            except Exception as exc:  # noqa: BLE001 (eager fallback; a failed capture may recur)
+            except Exception as exc:  # eager fallback; a failed capture may recur
                 log.exception("CUDA graphs: %s capture failed at batch %d, length %d; "
                               "%d shapes left uncaptured run eagerly", kind, b, n, len(work) - i + 1)
                 self.errors.append(f"{kind} {b}x{n}: {type(exc).__name__}: {exc}")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+         "nineteen"]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _SCALES = ((10**9, "billion"), (10**6, "million"), (1000, "thousand"), (100, "hundred"))
 _ZH_DIGITS = "零一二三四五六七八九"
 _ZH_UNITS = ((10**8, "亿"), (10**4, "万"), (1000, "千"), (100, "百"), (10, "十"))

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from realtime.runtime.api import (PreparedJob, RuntimeOptions, SAMPLE_RATE, SamplingParams,
-                                  SegmentRequest)
+from realtime.runtime.api import SAMPLE_RATE, PreparedJob, RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
@@ -186,7 +185,7 @@ class ModelRunner:
                 results.append(self._decode(dec, plan))
             jobs = [j for r in results for j in r.jobs]
             eos = torch.cat([r.eos for r in results]).cpu().tolist() if results else []
-        except Exception as exc:  # noqa: BLE001 (mapped to failed/oom, never raised)
+        except Exception as exc:  # mapped to failed/oom, never raised
             for job in pre:
                 job.slot = -1
             self.free_slots = sorted(self.free_slots + taken)
@@ -319,7 +318,8 @@ class ModelRunner:
         if self.graphs is not None:
             hidden = self.graphs.decode(x, slots, pos, kv_len)
         if hidden is None:
-            first = slot_list[0] if slot_list == list(range(slot_list[0], slot_list[0] + n)) and not pad else None
+            run = slot_list == list(range(slot_list[0], slot_list[0] + n))
+            first = slot_list[0] if run and not pad else None
             hidden = self.model.decode(x, slots, pos, self.cache, kv_len, first)
         eos = self._sample_and_store(hidden[:n], slots[:n], steps, params)
         return _StepResult(jobs, eos)
@@ -330,7 +330,7 @@ class ModelRunner:
         for job in jobs:
             try:
                 chunk = self._job_audio(job)
-            except Exception as exc:  # noqa: BLE001 (a vocoder failure fails this job only)
+            except Exception as exc:  # a vocoder failure fails this job only
                 log.exception("vocoder failed for job %s", job.id)
                 out.failed[job.id] = f"vocoder failed: {type(exc).__name__}: {exc}"
                 job.done = True

@@ -63,7 +63,7 @@ class RowParams:
     top_k_max: int  # host-side bound for torch.topk
 
     @classmethod
-    def build(cls, params: list, seeds: list[int], n_codes: int, device) -> "RowParams":
+    def build(cls, params: list, seeds: list[int], n_codes: int, device) -> RowParams:
         f32 = dict(dtype=torch.float32, device=device)
         i64 = dict(dtype=torch.int64, device=device)
         ks = [min(max(p.top_k, MIN_KEEP), n_codes) for p in params]
@@ -77,7 +77,7 @@ class RowParams:
             top_k_max=max(ks),
         )
 
-    def take(self, rows: torch.Tensor, top_k_max: int) -> "RowParams":
+    def take(self, rows: torch.Tensor, top_k_max: int) -> RowParams:
         """The rows ``rows`` (a gather on device) as a new batch."""
         return RowParams(*(t.index_select(0, rows) for t in (
             self.temperature, self.top_p_cut, self.top_k, self.penalty, self.min_new, self.seed)),

@@ -20,7 +20,7 @@ from the kernels: Decoder +-75 mel frames (conv_in 2, blocks 12 x 6, out_conv
 hidden states of the steps within +-52 of its own (``receptive_radius_steps``).
 Measured on full-size random weights (Decoder layer scales drawn in
 [0.05, 0.5] instead of their 1e-6 initial value, so every block matters as in a
-trained model; ``python -m realtime.bench.vocoder --field``): perturbing one
+trained model; ``python -m bench vocoder --field``): perturbing one
 step changes audio from 52 steps before to 52 steps after it (the exact
 support, as the formula says); the change stays above -60 dB of its peak only
 within about +-12 steps and above -100 dB within about +-17 steps. The real

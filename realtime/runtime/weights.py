@@ -133,9 +133,10 @@ def random_assets(shape: ModelShape = FULL, seed: int = 0, kind: str | None = No
         # Decoder/Vocos weights make audible, non-trivial audio.
         for module in (decoder, vocos):
             for name, p in module.named_parameters():
-                if name.endswith("decoder_block.0.weight") or re.search(r"\.gamma$|block\.\d+\.weight$", name):
-                    if p.dim() == 1:
-                        p.data.fill_(0.1)
+                scale = name.endswith("decoder_block.0.weight") or re.search(
+                    r"\.gamma$|block\.\d+\.weight$", name)
+                if scale and p.dim() == 1:
+                    p.data.fill_(0.1)
     gen = torch.Generator().manual_seed(seed + 1)
     spk_stat = _upstream_spk_stat() if shape.hidden == FULL.hidden else _random_spk_stat(shape.hidden, gen)
     tokenizer = generate_tokenizer(shape.num_text_tokens)
@@ -315,7 +316,7 @@ def _try_download() -> str | None:
         from huggingface_hub import snapshot_download
         return snapshot_download(repo_id="2Noise/ChatTTS",
                                  allow_patterns=["*.yaml", "*.json", "*.safetensors"])
-    except Exception as exc:  # network and hub errors of every kind: fall back
+    except Exception as exc:  # noqa: BLE001 - network and hub errors of every kind: fall back
         log.warning("ChatTTS download failed: %s", exc)
         return None
 

@@ -1,8 +1,8 @@
 """Scheduler benchmark: our two-lane scheduler vs a single-queue dynamic batcher.
 
-    python -m scheduler.bench [--quick] [--out DIR] [--cpu-steps FILE.json]
+    python -m bench scheduler [--quick] [--out DIR] [--cpu-steps FILE.json]
 
-Replays the same simulated arrivals (see ``scheduler.sim``) against our
+Replays the same simulated arrivals (see ``bench.sim``) against our
 ``Scheduler`` and against a dynamic batcher (max batch 8, max wait 50 ms and
 80 ms) over a load sweep, on a GPU-like profile and a CPU profile (defaults
 from measured steps, or ``--cpu-steps`` with measured steps as
@@ -26,7 +26,7 @@ import pathlib
 import sys
 import time
 
-from scheduler import sim
+from bench import sim
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
 
@@ -67,12 +67,14 @@ def sweep(name: str, cost: CostModel, loads, bursts: int, seed: int) -> list[dic
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'profile':7} {'load':>5} {'real':>5} {'policy':14} {'ttfa p50 ms':>11} {'p95 ms':>8} {'p99 ms':>8} "
+    head = (f"{'profile':7} {'load':>5} {'real':>5} {'policy':14} {'ttfa p50 ms':>11} "
+            f"{'p95 ms':>8} {'p99 ms':>8} "
             f"{'bg miss':>8} {'refused':>8} {'late':>6} {'codes/s':>8} {'stall s':>8}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['profile']:7} {r['load']:5.0%} {r['realized_load']:5.0%} {r['policy']:14} {r['ttfa_p50_ms']:11.0f} "
+        print(f"{r['profile']:7} {r['load']:5.0%} {r['realized_load']:5.0%} {r['policy']:14} "
+              f"{r['ttfa_p50_ms']:11.0f} "
               f"{r['ttfa_p95_ms']:8.0f} {r['ttfa_p99_ms']:8.0f} {r['bg_miss_rate']:8.1%} "
               f"{r['bg_refusal_rate']:8.1%} {r['bg_late_rate']:6.1%} {r['codes_per_s']:8.0f} "
               f"{r['gap_s_per_utt']:8.2f}")
@@ -128,7 +130,7 @@ def headline(rows: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduler.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench scheduler", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs, fewer loads")
     parser.add_argument("--out", default="out", help="directory for the JSON and PNG (default out/)")
     parser.add_argument("--cpu-steps", help="JSON file of measured CPU step times")

@@ -1,6 +1,6 @@
 """GPU check: fidelity, CUDA-graph speed, first audio and throughput on a GPU.
 
-``python -m realtime.runtime.gpu_check --out FILE.json`` (about two minutes on
+``python -m tools.gpu_check --out FILE.json`` (about two minutes on
 an H200 with full-size random weights; ``--budget`` seconds, default 240, after
 which the remaining sections are skipped) measures:
 
@@ -156,23 +156,25 @@ def graph_speed(assets, device: str, precision: str, batches, kv_len: int, repea
     out = {"kv_len": kv_len, "dtype": str(r.dtype).removeprefix("torch.")}
     for b in batches:
         x, slots, pos = _decode_inputs(r, b, kv_len)
-        eager = _step_time(lambda: m.decode(x, slots, pos, c, kv_len), device, repeats)
+        eager = _step_time(lambda x=x, slots=slots, pos=pos: m.decode(x, slots, pos, c, kv_len),
+                           device, repeats)
         row = {"eager_ms": eager * 1e3}
         out[f"batch_{b}"] = row
         if not use_graphs:
             continue
         try:
             r.graphs.capture_decode(b, kv_len)
-            graph = _step_time(lambda: r.graphs.decode(x, slots, pos, kv_len), device, repeats)
+            graph = _step_time(lambda x=x, slots=slots, pos=pos: r.graphs.decode(x, slots, pos, kv_len),
+                               device, repeats)
             with torch.no_grad():
                 want = m.decode(x, slots, pos, c, kv_len).clone()
                 got = r.graphs.decode(x, slots, pos, kv_len).clone()
             row.update(graph_ms=graph * 1e3, speedup=eager / graph,
                        max_abs_diff_vs_eager=float((want - got).abs().max()))
-        except Exception as exc:  # noqa: BLE001 (recorded; eager numbers stay)
+        except Exception as exc:  # recorded; eager numbers stay
             log.exception("graph capture/replay failed at batch %d", b)
             row["graph_error"] = f"{type(exc).__name__}: {exc}"
-    del r, m, c
+    r = m = c = None  # free the runner's device memory for the next section
     _free(device)
     return out
 
@@ -287,13 +289,13 @@ def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None =
             torch.cuda.reset_peak_memory_stats()
         try:
             value = fn()
-        except Exception as exc:  # noqa: BLE001 (recorded; the next section still runs)
+        except Exception as exc:  # recorded; the next section still runs
             log.exception("gpu_check: %s failed", name)
             report[name] = {"error": f"{type(exc).__name__}: {exc}",
                             "traceback": traceback.format_exc(limit=8)}
             try:
                 _free(device)
-            except Exception:  # noqa: BLE001 (a broken context: the next sections will say so)
+            except Exception:  # a broken context: the next sections will say so
                 log.exception("gpu_check: device unusable after %s", name)
             save()
             return None
@@ -344,7 +346,7 @@ def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None =
 def _or_error(fn, *args):
     try:
         return fn(*args)
-    except Exception as exc:  # noqa: BLE001 (recorded per batch)
+    except Exception as exc:  # recorded per batch
         log.exception("gpu_check: %s%s failed", fn.__name__, args[1:])
         return {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -368,7 +370,7 @@ def _write(path: str, report: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m realtime.runtime.gpu_check", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tools.gpu_check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="JSON report file")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check in one command on a fresh GPU machine:
 #
-#   scripts/gpu_check.sh          # venv, packages, then realtime.runtime.gpu_check
+#   tools/gpu_check.sh          # venv, packages, then tools.gpu_check
 #
 # writes gpu_check.json and gpu_check.log into $OUT (or the current directory).
 # A CUDA torch that $PYTHON already has is used as it is, with the runtime's
@@ -11,7 +11,7 @@
 #
 # For a machine without network access, fill ./.whl first on one that has it:
 #
-#   scripts/gpu_check.sh wheels   # wheels for CPython $WHEEL_PY (3.12), x86-64 Linux
+#   tools/gpu_check.sh wheels   # wheels for CPython $WHEEL_PY (3.12), x86-64 Linux
 #
 # Variables: PYTHON (python3), GPU_SITE, GPU_VENV (under /tmp), WHEELS (.whl), TORCH_SPEC
 # (torch), TORCH_INDEX, WHEEL_PY (3.12), BUDGET (240 s for the check's
@@ -81,7 +81,7 @@ fi
 "$PY" -c "import realtime.runtime.compat as c; c.check_install()"
 
 set +e
-PYTHONUNBUFFERED=1 timeout "$LIMIT" "$PY" -m realtime.runtime.gpu_check \
+PYTHONUNBUFFERED=1 timeout "$LIMIT" "$PY" -m tools.gpu_check \
     --out "$OUT_DIR/gpu_check.json" --budget "$BUDGET" 2>&1 | tee "$OUT_DIR/gpu_check.log"
 rc=${PIPESTATUS[0]}
 set -e

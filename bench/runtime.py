@@ -7,7 +7,7 @@ process:
   (its per-step cost: the time difference between two generation lengths,
   so its prefill cancels out);
 - time to first audio and total vocoder time for a streamed 20 s utterance,
-  from ``realtime.bench.vocoder.measure`` (ours vs upstream's stream scheme);
+  from ``bench.vocoder.measure`` (ours vs upstream's stream scheme);
 - peak resident memory.
 
 Prints a table and, as the last line, one JSON object with
@@ -65,8 +65,8 @@ def measure(quick: bool, threads: int = 2) -> dict:
     from realtime.runtime.api import RuntimeOptions, SegmentRequest
     from realtime.runtime.build import build_runner
     from realtime.runtime.shapes import FULL
-    from realtime.runtime.upstream import UpstreamGPT
     from realtime.runtime.weights import random_assets
+    from tools.upstream import UpstreamGPT
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)
@@ -96,7 +96,7 @@ def measure(quick: bool, threads: int = 2) -> dict:
         result[f"upstream_step_ms_bs{batch}"] = round(up * 1e3, 2)
         result[f"decode_speedup_bs{batch}"] = round(up / ours, 3)
     try:
-        from realtime.bench.vocoder import measure as vocoder_measure
+        from bench.vocoder import measure as vocoder_measure
     except ImportError:
         vocoder_measure = None
     if vocoder_measure is not None:
@@ -126,7 +126,7 @@ def _table(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m realtime.bench runtime", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m bench runtime", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer steps (under a minute)")
     parser.add_argument("--threads", type=int, default=2)

@@ -337,5 +337,5 @@ def summarize(outcome: Outcome) -> Mapping[str, float]:
     }
 
 
-__all__ = ["Arrival", "Outcome", "Segment", "SimRunner", "peak_rate", "percentile", "realized_load", "run_batcher",
-           "run_ours", "stretch", "summarize", "workload", "workload_duration"]
+__all__ = ["Arrival", "Outcome", "Segment", "SimRunner", "peak_rate", "percentile", "realized_load",
+           "run_batcher", "run_ours", "stretch", "summarize", "workload", "workload_duration"]

@@ -1,6 +1,6 @@
 """Server overhead bench: our server (ToneRunner, no model) vs a bare websockets loop.
 
-``python -m realtime.bench.server [--quick] [--frames N] [--connections N]``
+``python -m bench server [--quick] [--frames N] [--connections N]``
 
 Both servers run as subprocesses on 127.0.0.1 with the same websockets
 settings (no compression, the same write limit and queue sizes) and put the
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 FRAME_SAMPLES = 2400  # 100 ms at 24 kHz
 CHARS_PER_SENTENCE = 140
 # Our server's websockets settings (realtime/server.py); the bare one uses the same.
@@ -192,7 +192,8 @@ async def _hold_idle(url: str, count: int) -> int:
     try:
         for start in range(0, count, 100):
             batch = await asyncio.gather(
-                *(connect(url, compression=None, open_timeout=30) for _ in range(start, min(count, start + 100))),
+                *(connect(url, compression=None, open_timeout=30)
+                  for _ in range(start, min(count, start + 100))),
                 return_exceptions=True)
             conns.extend(c for c in batch if not isinstance(c, BaseException))
         await asyncio.sleep(1.0)
@@ -242,7 +243,7 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m realtime.bench.server")
+    parser = argparse.ArgumentParser(prog="python -m bench server")
     parser.add_argument("--quick", action="store_true", help="fewer samples, less CPU each")
     parser.add_argument("--frames", type=int, default=300, help="frames per utterance")
     parser.add_argument("--samples", type=int, default=None, help="alternating samples per side")
@@ -283,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = os.path.join(tmp, "transcript.pickle")
             with open(path, "wb") as f:
                 pickle.dump(transcript, f)
-            bare = subprocess.Popen([sys.executable, "-m", "realtime.bench.server", "--bare-serve",
+            bare = subprocess.Popen([sys.executable, "-m", "bench.server", "--bare-serve",
                                      str(bare_port), path], env=env, cwd=ROOT)
             procs.append(bare)
             _wait_port(bare_port)

@@ -22,7 +22,7 @@ hidden states (unit normal, the scale of the GPT's normalized last layer).
 3. The receptive field of the full-size models, measured by perturbing one
    step's hidden state.
 
-``measure(quick, gpt_step_s=None) -> dict``; ``python -m realtime.bench.vocoder
+``measure(quick, gpt_step_s=None) -> dict``; ``python -m bench vocoder
 [--quick] [--field]`` prints a table and, last, one JSON line.
 """
 
@@ -35,8 +35,6 @@ import time
 
 import numpy as np
 import torch
-
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from ChatTTS.config import Config
 from ChatTTS.model.dvae import DVAE
 from vocos import Vocos
@@ -44,6 +42,7 @@ from vocos.feature_extractors import MelSpectrogramFeatures
 from vocos.heads import ISTFTHead
 from vocos.models import VocosBackbone
 
+import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from realtime.runtime.vocoder import SAMPLES_PER_STEP, StreamingVocoder
 
 log = logging.getLogger(__name__)
@@ -264,7 +263,7 @@ def _measure(quick: bool, gpt_step_s: float | None) -> dict:
         **field,
     }
     result["rows"] = [
-        ["vocoder time, streamed %.1f s utterance (s)" % result["utterance_s"],
+        [f"vocoder time, streamed {result['utterance_s']:.1f} s utterance (s)",
          ours_total, upstream_total, result["vocoder_ratio"]],
         ["steps run through Decoder+Vocos", vocoder.steps_rendered, sum(points),
          vocoder.steps_rendered / sum(points)],
@@ -282,18 +281,18 @@ def _print_table(result: dict) -> None:
     print(f"{'metric':50s} {'ours':>10s} {'upstream':>10s} {'ratio':>7s}")
     for name, ours, up, ratio in result["rows"]:
         print(f"{name:50s} {ours:10.3f} {up:10.3f} {ratio:7.3f}")
-    print("GPT step %.1f ms (%s); receptive field: exact -%d/+%d steps, "
-          ">-60 dB -%d/+%d, >-100 dB -%d/+%d" % (
-              1000 * result["gpt_step_s"],
-              "measured" if result["gpt_step_measured"] else "given",
-              result["field_exact_before"], result["field_exact_after"],
-              result["field_60db_before"], result["field_60db_after"],
-              result["field_100db_before"], result["field_100db_after"]))
+    r = result
+    how = "measured" if r["gpt_step_measured"] else "given"
+    print(f"GPT step {1000 * r['gpt_step_s']:.1f} ms ({how}); receptive field: exact "
+          f"-{r['field_exact_before']}/+{r['field_exact_after']} steps, "
+          f">-60 dB -{r['field_60db_before']}/+{r['field_60db_after']}, "
+          f">-100 dB -{r['field_100db_before']}/+{r['field_100db_after']}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="model upstream's 20 s stream from a few decodes")
+    parser.add_argument("--quick", action="store_true",
+                        help="model upstream's 20 s stream from a few decodes")
     parser.add_argument("--field", action="store_true",
                         help="only measure the receptive field of full-size random models")
     parser.add_argument("--gpt-step-s", type=float, default=None,

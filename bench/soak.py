@@ -1,4 +1,4 @@
-"""``python -m realtime.soak``: a bounded loopback soak of the whole server.
+"""``python -m bench soak``: a bounded loopback soak of the whole server.
 
 It starts its own server in a background thread (the synthetic ``ToneRunner``
 by default, ``--weights tiny-random`` for the real runtime on CPU), then
@@ -412,7 +412,7 @@ def run_soak(options: SoakOptions) -> SoakReport:
                           default_deadline_ms=120_000)
     factory = None
     if options.weights == "tone":
-        from realtime.synthetic import ToneRunner
+        from realtime.runtime.tone import ToneRunner
 
         def factory() -> ToneRunner:
             return ToneRunner(step_seconds=options.tone_step_ms / 1000.0,
@@ -469,7 +469,7 @@ def _report(options: SoakOptions, records: list[Record], soak: Soak, held: dict[
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m realtime.soak", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__.split("\n")[0])
     d = SoakOptions()
     p.add_argument("--utterances", type=int, default=d.utterances)
     p.add_argument("--load", type=float, default=d.load, help="share of model capacity")
@@ -489,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    options = SoakOptions(**{k: v for k, v in vars(args).items()})
+    options = SoakOptions(**vars(args))
     report = run_soak(options)
     print(f"soak: {report.utterances} utterances in {report.wall_s} s at load {report.load} "
           f"({report.weights}); model busy {report.model_busy:.0%}")

@@ -1,0 +1,39 @@
+"""``python -m bench <name> [flags]``: run one benchmark; without a name, list them."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module, what it measures)
+BENCHES: dict[str, tuple[str, str]] = {
+    "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
+    "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
+    "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),
+    "scheduler": ("bench.scheduler", "two-lane scheduler vs baselines, simulated"),
+    "soak": ("bench.soak", "bounded loopback soak of the whole server"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, BENCHES))
+    lines = ["usage: python -m bench <name> [flags]   (--help after a name for its flags)", ""]
+    lines += [f"  {name:<{width}}  {what}" for name, (_, what) in BENCHES.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if args else 2
+    name = args.pop(0)
+    if name not in BENCHES:
+        print(f"unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(BENCHES[name][0])
+    return module.main(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

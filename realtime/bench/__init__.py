@@ -1,1 +1,0 @@
-"""Benchmarks: ``python -m realtime.bench [runtime|server] [--quick]``."""
