@@ -31,19 +31,20 @@ PROMPT_TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs fa
 
 def _ours_step_s(runner, batch: int, steps: int) -> float:
     from realtime.runtime.api import SamplingParams, SegmentRequest
-    from scheduler.plan import Lane, StepPlan
+    from tools.driver import Driver
+    driver = Driver(runner)
     ids = list(range(1000, 1000 + batch))
     params = SamplingParams(seed=1, min_new_tokens=steps + 5, max_new_tokens=steps + 5)
     for j in ids:
-        runner.prepare(j, SegmentRequest(PROMPT_TEXT, params=params))
-    runner.execute(StepPlan(Lane.BACKGROUND, prefill=tuple(ids), batch_size=batch))
-    runner.execute(StepPlan(Lane.BACKGROUND, decode=tuple(ids), batch_size=batch))  # warm
+        driver.add(j, SegmentRequest(PROMPT_TEXT, params=params))
+    driver.step()  # prefill
+    driver.step()  # warm
     start = time.perf_counter()
     for _ in range(steps):
-        out = runner.execute(StepPlan(Lane.BACKGROUND, decode=tuple(ids), batch_size=batch))
-        assert not out.failed and not out.finished, (out.failed, out.finished)
+        out = driver.step()
+        assert not out.finished, out.finished
     elapsed = (time.perf_counter() - start) / steps
-    runner.execute(StepPlan(Lane.BACKGROUND, release=tuple(ids)))
+    driver.step(release=tuple(ids))
     return elapsed
 
 
@@ -74,9 +75,7 @@ def measure(quick: bool, threads: int = 2) -> dict:
                                          kv_buckets=(512,)), assets=assets)
     runner.front.warmup()
     upstream = UpstreamGPT(assets)
-    runner.prepare(1, SegmentRequest(PROMPT_TEXT))
-    prompt = runner.jobs[1].prompt
-    runner.forget(1)
+    prompt = runner.prepare(SegmentRequest(PROMPT_TEXT)).work.prompt
     steps = 8 if quick else 40
     short, long = (4, 12) if quick else (10, 50)
     rounds = 2 if quick else 3

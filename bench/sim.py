@@ -141,8 +141,9 @@ class Outcome:
 class SimRunner:
     """Executes plans instantly in simulated time; knows each job's true length."""
 
-    def __init__(self, cost: CostModel, seed: int) -> None:
+    def __init__(self, cost: CostModel, config: SchedulerConfig, seed: int) -> None:
         self.cost = cost
+        self.config = config
         self.rng = random.Random(seed)
         self.length: dict[int, int] = {}
         self.tokens: dict[int, int] = {}
@@ -150,8 +151,9 @@ class SimRunner:
     def execute(self, plan: StepPlan) -> StepOutput:
         for job_id in plan.release:
             self.tokens.pop(job_id, None)
-        out = StepOutput(seconds=step_seconds(self.cost, plan.batch_size, max(plan.kv_bucket, 1),
-                                              len(plan.prefill), self.rng))
+        rows = self.config.padded_batch(len(plan.jobs)) if plan.jobs else 1
+        bucket = max(plan.kv_bucket, self.config.kv_buckets[0])
+        out = StepOutput(seconds=step_seconds(self.cost, rows, bucket, len(plan.prefill), self.rng))
         finished = []
         for job_id in plan.jobs:
             count = self.tokens.get(job_id, 0) + 1
@@ -204,7 +206,7 @@ def run_ours(arrivals: Sequence[Arrival], truth: CostModel, config: SchedulerCon
     outcome = Outcome("two-lane", duration)
     track = _Tracker(outcome)
     sched = Scheduler(config, CostModel.from_table(truth.table))  # calibrated like a warm-up
-    runner = SimRunner(truth, seed)
+    runner = SimRunner(truth, config, seed)
     where: dict[int, tuple[str, int]] = {}
     now, i, next_id = 0.0, 0, 1
     while True:

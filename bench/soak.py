@@ -378,9 +378,8 @@ def server_holdings(thread: ServerThread, timeout: float = 10.0) -> dict[str, in
             "worker_jobs": len(worker._jobs),
             "scheduler_slots": sched.active_slots if sched is not None else 0,
         }
-        for name in ("slots_in_use", "prepared_jobs"):
-            if hasattr(runner, name):
-                held["runner_" + name] = int(getattr(runner, name))
+        if hasattr(runner, "slots_in_use"):
+            held["runner_slots_in_use"] = int(runner.slots_in_use)
         return held
 
     end = time.monotonic() + timeout

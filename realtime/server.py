@@ -29,7 +29,7 @@ from realtime.http import HttpRoutes
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
 from realtime.ratelimit import QuotaBook, QuotaLimits
-from realtime.runtime.api import SAMPLE_RATE, Runner
+from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
 from realtime.worker import ModelWorker
 from scheduler import SchedulerConfig
@@ -125,7 +125,7 @@ class Server:
         runner = self.worker.runner
         assert runner is not None
         self.voices = tuple(runner.voices)
-        self.weights_kind = runner.weights_kind
+        self.weights_kind = runner.weights_kind.value
         self.device = runner.device
         self.offer = Offer(formats=FORMATS, sample_rates=SUPPORTED_RATES, voices=self.voices,
                            max_text_chars=self.config.max_text_chars)
@@ -134,12 +134,12 @@ class Server:
             voices=self.voices,
             limits=Limits(self.config.max_text_chars, self.config.max_active,
                           self.config.max_message_bytes),
-            model=ModelInfo("chattts", runner.weights_kind, runner.device),
+            model=ModelInfo("chattts", self.weights_kind, runner.device),
         )
-        if runner.weights_kind != "checkpoint":
-            log.warning("serving %s weights: the audio is noise, not speech", runner.weights_kind)
+        if runner.weights_kind is not WeightsKind.CHECKPOINT:
+            log.warning("serving %s weights: the audio is noise, not speech", self.weights_kind)
         log.info("ready in %.2f s: device=%s weights=%s batch_sizes=%s kv_buckets=%s max_slots=%d",
-                 time.perf_counter() - started, runner.device, runner.weights_kind,
+                 time.perf_counter() - started, runner.device, self.weights_kind,
                  runner.batch_sizes, runner.kv_buckets, runner.max_slots)
         self.ready = True
 
@@ -148,6 +148,7 @@ class Server:
         return SchedulerConfig(
             batch_sizes=sizes,
             kv_buckets=tuple(runner.kv_buckets),
+            prompt_buckets=tuple(runner.prompt_buckets),
             max_slots=runner.max_slots,
             interactive_batch_size=min(self.config.interactive_batch_size, max(sizes)),
             **self._scheduler_options,  # type: ignore[arg-type]

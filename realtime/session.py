@@ -31,11 +31,11 @@ from protocol import (
     decode_client,
     encode,
 )
+from realtime.handoff import Submission
 from realtime.http import bearer_token
 from realtime.outbox import Outbox
 from realtime.ratelimit import principal_of
 from realtime.utterance import Utterance
-from realtime.worker import Submission
 
 if TYPE_CHECKING:
     from realtime.server import Server

@@ -47,9 +47,9 @@ from protocol import (
     Timing,
 )
 from realtime.audio import SOURCE_RATE, AudioFramer
+from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.runtime.api import SamplingParams, SegmentRequest
 from realtime.text import SentenceSplitter
-from realtime.worker import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
@@ -196,19 +196,19 @@ class Utterance:
         if self.state is State.ENDED:
             return
         kind = update.kind
-        if kind == UpdateKind.AUDIO:  # the common case first
+        if kind is UpdateKind.AUDIO:  # the common case first
             self._audio(update.job_id, update.audio)
-        elif kind == UpdateKind.ADMITTED:
+        elif kind is UpdateKind.ADMITTED:
             self._admitted()
-        elif kind == UpdateKind.REFUSED:
+        elif kind is UpdateKind.REFUSED:
             self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message,
                             update.field), update.code or "refused")
-        elif kind == UpdateKind.STARTED:
+        elif kind is UpdateKind.STARTED:
             if self._first_job_at is None:
                 self._first_job_at = update.at
         elif kind in (UpdateKind.FINISHED, UpdateKind.EMPTY):
             self._segment_resolved(update.job_id, kind)
-        elif kind == UpdateKind.FAILED:
+        elif kind is UpdateKind.FAILED:
             self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message),
                       update.code or str(ErrorCode.INTERNAL))
 
@@ -290,12 +290,12 @@ class Utterance:
         for payload in payloads:
             self._send_frame(payload, 0)
 
-    def _segment_resolved(self, job_id: int | None, kind: str) -> None:
+    def _segment_resolved(self, job_id: int | None, kind: UpdateKind) -> None:
         index = self._by_job.get(job_id) if job_id is not None else None
         if index is None:
             return
         seg = self._segments[index]
-        seg.status = _SegStatus.EMPTY if kind == UpdateKind.EMPTY else _SegStatus.FINISHED
+        seg.status = _SegStatus.EMPTY if kind is UpdateKind.EMPTY else _SegStatus.FINISHED
         self._advance()
 
     def _advance(self) -> None:

@@ -17,8 +17,9 @@ the loop has not yet taken the previous list (the new updates join it).
 Failure handling: a model failure of some jobs comes back from the runner in
 ``StepOutput.failed`` and fails only those utterances (``internal``). If the
 loop itself raises (a bug, or a runner breaking its never-raise contract), the
-thread logs it, fails every in-flight job with ``internal``, builds a fresh
-scheduler and carries on: the server keeps serving.
+thread logs it, fails every in-flight job with ``internal``, has the runner
+drop every job (``Runner.reset``), builds a fresh scheduler and carries on:
+the server keeps serving.
 """
 
 from __future__ import annotations
@@ -29,13 +30,24 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from protocol import ErrorCode
+from realtime.handoff import Submission, UpdateKind, UpdateSink, WorkerStats, WorkerUpdate
 from realtime.metrics import Metrics
-from realtime.runtime.api import Runner, SegmentRequest, VoiceError
-from scheduler import CostModel, Job, Lane, Refusal, Scheduler, SchedulerConfig, StepPlan
+from realtime.runtime.api import RequestError, Runner
+from scheduler import (
+    CostModel,
+    Job,
+    JobOutcome,
+    Lane,
+    Refusal,
+    Scheduler,
+    SchedulerConfig,
+    StepOutput,
+    StepPlan,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,78 +56,15 @@ log = logging.getLogger(__name__)
 _BATCH_FILL_WAIT = 0.005
 
 
-class UpdateKind:
-    ADMITTED = "admitted"  # the utterance's first submission was accepted
-    REFUSED = "refused"  # a submission was refused (code: overloaded, unsupported, ...)
-    EMPTY = "empty"  # the segment normalized to nothing: done, no audio
-    STARTED = "started"  # the job got its first model step
-    AUDIO = "audio"  # samples for the job (float32, 24 kHz)
-    FINISHED = "finished"  # the job produced all its audio
-    FAILED = "failed"  # the job failed (code: internal)
-
-
-class UpdateSink(Protocol):
-    """An utterance as the worker sees it. Called on the event loop only."""
-
-    def on_worker_update(self, update: WorkerUpdate) -> None: ...
-
-
-@dataclass(slots=True)
-class WorkerUpdate:
-    """One thing that happened to a job, for its utterance. Read-only once
-    built (not frozen: a frozen dataclass costs a setattr call per field, and
-    a busy step builds several of these)."""
-
-    sink: UpdateSink
-    kind: str
-    job_id: int | None = None
-    audio: Any = None
-    code: str | None = None
-    message: str = ""
-    at: float = 0.0  # time.monotonic() on the model thread
-    field: str | None = None
-
-
-@dataclass(frozen=True)
-class SegmentWork:
-    """One segment of an utterance, as a session submits it."""
-
-    job_id: int
-    index: int
-    request: SegmentRequest
-    est_tokens: int
-
-
-@dataclass(frozen=True)
-class Submission:
-    sink: UpdateSink
-    lane: Lane
-    arrival: float
-    deadline: float | None
-    segments: tuple[SegmentWork, ...]
-    first: bool  # the utterance's first submission: its answer is ADMITTED or REFUSED
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Cancel:
     job_ids: tuple[int, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tracked:
     sink: UpdateSink
     started: bool = False
-
-
-@dataclass
-class WorkerStats:
-    """A snapshot for tests and metrics; read from any thread."""
-
-    in_flight: int = 0
-    active_slots: int = 0
-    restarts: int = 0
-    steps: int = 0
-    queue: dict[str, int] = field(default_factory=dict)
 
 
 class ModelWorker:
@@ -272,23 +221,21 @@ class ModelWorker:
             self._cancel(command.job_ids)
 
     def _submit(self, sub: Submission, updates: list[WorkerUpdate]) -> None:
+        """Prepare every segment of ``sub`` and queue them all, or refuse them all."""
         sched, runner = self.scheduler, self.runner
         assert sched is not None and runner is not None
         now = time.monotonic()
         jobs: list[Job] = []
         for seg in sub.segments:
             try:
-                prepared = runner.prepare(seg.job_id, seg.request)
-            except VoiceError as exc:
-                self._refuse(sub, jobs, ErrorCode.UNSUPPORTED, str(exc), updates, "voice")
+                prepared = runner.prepare(seg.request)
+            except RequestError as exc:
+                updates.append(_refused(sub, ErrorCode.UNSUPPORTED, str(exc), exc.field))
                 return
-            except ValueError as exc:
-                self._refuse(sub, jobs, ErrorCode.UNSUPPORTED, str(exc), updates, None)
-                return
-            except Exception:  # a model failure of this request
+            except Exception:  # a failure of the front end on this request, not the client's
                 log.exception("prepare failed for job %s", seg.job_id)
-                self._refuse(sub, jobs, ErrorCode.INTERNAL,
-                             "the text front end failed on this utterance", updates, None)
+                updates.append(_refused(sub, ErrorCode.INTERNAL,
+                                        "the text front end failed on this utterance"))
                 return
             if prepared.empty:
                 updates.append(WorkerUpdate(sub.sink, UpdateKind.EMPTY, seg.job_id, at=now))
@@ -297,11 +244,11 @@ class ModelWorker:
                 id=seg.job_id, utterance=sub.sink, index=seg.index, lane=sub.lane,
                 prompt_len=prepared.prompt_len, est_tokens=seg.est_tokens,
                 max_tokens=seg.request.params.max_new_tokens, deadline=sub.deadline,
-                arrival=sub.arrival,
+                arrival=sub.arrival, work=prepared.work,
             ))
         refusal = self._enqueue(sub, jobs, now)
         if refusal is not None:
-            self._refuse(sub, jobs, ErrorCode(refusal.code), refusal.message, updates, None)
+            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message))
             return
         for job in jobs:
             self._jobs[job.id] = _Tracked(sub.sink)
@@ -319,32 +266,18 @@ class ModelWorker:
         for i, job in enumerate(jobs):
             refusal = sched.add(job, now)  # admits the utterance if it has no jobs yet
             if refusal is not None:
-                for queued in jobs[:i]:
+                for queued in jobs[:i]:  # roll back: a submission is all or nothing
                     sched.cancel(queued.id, now)
                 return refusal
         return None
 
-    def _refuse(self, sub: Submission, jobs: list[Job], code: ErrorCode, message: str,
-                updates: list[WorkerUpdate], field_name: str | None) -> None:
-        runner = self.runner
-        assert runner is not None
-        for seg in sub.segments:
-            runner.forget(seg.job_id)
-        updates.append(WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=str(code),
-                                    message=message, at=time.monotonic(), field=field_name))
-
     def _cancel(self, job_ids: tuple[int, ...]) -> None:
-        sched, runner = self.scheduler, self.runner
-        assert sched is not None and runner is not None
+        sched = self.scheduler
+        assert sched is not None
         now = time.monotonic()
         for job_id in job_ids:
-            tracked = self._jobs.pop(job_id, None)
-            if tracked is None:
-                runner.forget(job_id)  # refused, ended, or never admitted
-                continue
-            sched.cancel(job_id, now)
-            if not tracked.started:
-                runner.forget(job_id)
+            if self._jobs.pop(job_id, None) is not None:
+                sched.cancel(job_id, now)  # a running job is released in the next plan
 
     def _step(self, plan: StepPlan, now: float, updates: list[WorkerUpdate]) -> None:
         sched, runner = self.scheduler, self.runner
@@ -355,10 +288,6 @@ class ModelWorker:
                 tracked.started = True
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.STARTED, job_id, at=now))
         out = runner.execute(plan)
-        if out.oom:  # nothing was prefilled: a later cancel must still forget these jobs
-            for job_id in plan.prefill:
-                if job_id in self._jobs:
-                    self._jobs[job_id].started = False
         events = sched.update(plan, out, time.monotonic())
         self.stats.steps += 1
         at = time.monotonic()
@@ -370,16 +299,16 @@ class ModelWorker:
             tracked = self._jobs.pop(event.job_id, None)
             if tracked is None:
                 continue
-            if event.kind == "finished":
+            if event.outcome is JobOutcome.FINISHED:
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.FINISHED, event.job_id, at=at))
             else:
                 log.error("job %s failed: %s", event.job_id, event.message)
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.FAILED, event.job_id,
-                                            code=str(ErrorCode.INTERNAL),
+                                            code=ErrorCode.INTERNAL.value,
                                             message="the model failed on this utterance", at=at))
         self._observe(plan, out)
 
-    def _observe(self, plan: StepPlan, out: Any) -> None:
+    def _observe(self, plan: StepPlan, out: StepOutput) -> None:
         sched = self.scheduler
         assert sched is not None
         stats = self.stats
@@ -439,16 +368,11 @@ class ModelWorker:
         self.stats.restarts += 1
         if self._metrics is not None:
             self._metrics.worker_restarts.inc()
+        runner.reset()
         at = time.monotonic()
-        updates = []
-        for job_id, tracked in self._jobs.items():
-            try:
-                runner.forget(job_id)
-            except Exception:  # best effort while recovering
-                log.exception("runner.forget(%s) failed during recovery", job_id)
-            updates.append(WorkerUpdate(tracked.sink, UpdateKind.FAILED, job_id,
-                                        code=str(ErrorCode.INTERNAL),
-                                        message="the model loop failed", at=at))
+        updates = [WorkerUpdate(tracked.sink, UpdateKind.FAILED, job_id,
+                                code=ErrorCode.INTERNAL.value, message="the model loop failed", at=at)
+                   for job_id, tracked in self._jobs.items()]
         self._jobs.clear()
         self._new_scheduler()
         self._observed = None
@@ -464,6 +388,12 @@ def _deliver(updates: list[WorkerUpdate]) -> None:
             update.sink.on_worker_update(update)
         except Exception:  # one broken utterance must not starve the rest
             log.exception("delivering a %s update failed", update.kind)
+
+
+def _refused(sub: Submission, code: ErrorCode, message: str,
+             field_name: str | None = None) -> WorkerUpdate:
+    return WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=code.value, message=message,
+                        at=time.monotonic(), field=field_name)
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:

@@ -8,14 +8,21 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+# The runtime's default shapes (the runner announces its own; these serve
+# the scheduler's tests and simulations and the server's defaults).
+DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8)
+DEFAULT_KV_BUCKETS: tuple[int, ...] = (256, 512, 1024, 2048)
+DEFAULT_PROMPT_BUCKETS: tuple[int, ...] = (32, 64, 128, 256)
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:
     """Shapes the runtime offers and the policy's bounds.
 
-    ``batch_sizes`` and ``kv_buckets`` are the sizes the runner has graphs
-    for; a plan's batch is padded up to one of them. ``max_slots`` bounds the
-    KV slots held by both lanes together; background never holds more than
+    ``batch_sizes``, ``kv_buckets`` and ``prompt_buckets`` are the shapes the
+    runner has graphs for; a plan's batches, KV lengths and prompt lengths are
+    padded up to one of them. ``max_slots`` is the number of KV slots, held by
+    both lanes together; background never holds more than
     ``max_slots - interactive_reserved_slots`` nor more than ``max_batch``.
 
     Policy knobs (seconds unless named otherwise):
@@ -39,8 +46,9 @@ class SchedulerConfig:
     - ``load_window_s``: time constant of the interactive-load average.
     """
 
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
-    kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048)
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    kv_buckets: tuple[int, ...] = DEFAULT_KV_BUCKETS
+    prompt_buckets: tuple[int, ...] = DEFAULT_PROMPT_BUCKETS
     max_slots: int = 16
     interactive_batch_size: int = 1
     max_queue_interactive: int = 64
@@ -56,10 +64,10 @@ class SchedulerConfig:
     load_window_s: float = 10.0
 
     def __post_init__(self) -> None:
-        if not self.batch_sizes or not self.kv_buckets:
-            raise ValueError("batch_sizes and kv_buckets must not be empty")
-        object.__setattr__(self, "batch_sizes", tuple(sorted(set(self.batch_sizes))))
-        object.__setattr__(self, "kv_buckets", tuple(sorted(set(self.kv_buckets))))
+        if not self.batch_sizes or not self.kv_buckets or not self.prompt_buckets:
+            raise ValueError("batch_sizes, kv_buckets and prompt_buckets must not be empty")
+        for name in ("batch_sizes", "kv_buckets", "prompt_buckets"):
+            object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
         if self.batch_sizes[0] < 1:
             raise ValueError("batch sizes must be >= 1")
         if not 1 <= self.interactive_reserved_slots < self.max_slots:
@@ -88,5 +96,15 @@ class SchedulerConfig:
     def bucket(self, kv_len: int) -> int:
         """The smallest KV bucket covering ``kv_len`` positions (the largest
         bucket when none does: the runner ends a job at its capacity)."""
-        i = bisect.bisect_left(self.kv_buckets, kv_len)
-        return self.kv_buckets[min(i, len(self.kv_buckets) - 1)]
+        return _at_or_above(self.kv_buckets, kv_len)
+
+    def prompt_bucket(self, prompt_len: int) -> int:
+        """The smallest prompt bucket covering ``prompt_len`` positions; a
+        longer prompt gets its own length (the runner runs it without a graph)."""
+        i = bisect.bisect_left(self.prompt_buckets, prompt_len)
+        return self.prompt_buckets[i] if i < len(self.prompt_buckets) else prompt_len
+
+
+def _at_or_above(sizes: tuple[int, ...], value: int) -> int:
+    i = bisect.bisect_left(sizes, value)
+    return sizes[min(i, len(sizes) - 1)]

@@ -13,10 +13,11 @@ import logging
 import math
 from collections.abc import Iterable, Mapping
 
+from scheduler.config import DEFAULT_KV_BUCKETS
+
 log = logging.getLogger(__name__)
 
-_DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
-_DEFAULT_BUCKETS = (256, 512, 1024, 2048)
+_PROFILE_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # the built-in profiles' batch sizes
 
 
 class CostModel:
@@ -51,9 +52,9 @@ class CostModel:
         batch 1 and 100 ms at batch 8 near a 256-512 KV length; attention
         over a longer KV adds roughly 10% per doubling."""
         table = {}
-        for b in _DEFAULT_BATCHES:
+        for b in _PROFILE_BATCHES:
             base = 0.043 + (0.100 - 0.043) * (b - 1) / 7
-            for k in _DEFAULT_BUCKETS:
+            for k in DEFAULT_KV_BUCKETS:
                 table[(b, k)] = base * (1 + 0.1 * math.log2(k / 256))
         return cls(table)
 
@@ -62,9 +63,9 @@ class CostModel:
         """A GPU-like profile: launch-bound, nearly flat in batch size (12 ms
         at batch 1, 16 ms at batch 64), a little dearer for long KV."""
         table = {}
-        for b in _DEFAULT_BATCHES:
+        for b in _PROFILE_BATCHES:
             base = 0.012 + 0.004 * (b - 1) / 63
-            for k in _DEFAULT_BUCKETS:
+            for k in DEFAULT_KV_BUCKETS:
                 table[(b, k)] = base * (1 + 0.03 * math.log2(k / 256))
         return cls(table)
 

@@ -3,7 +3,8 @@
 A ``Job`` is created by the worker with the request's facts (the spec fields)
 and then owned by the ``Scheduler``, which keeps its progress in the fields
 that are not constructor arguments. ``Refusal`` and ``JobEvent`` are the two
-kinds of answers the scheduler gives back.
+kinds of answers the scheduler gives back; their reasons and outcomes are
+enums whose values match the wire protocol's words.
 
 Thread: jobs are read and written on the model thread only.
 """
@@ -59,19 +60,16 @@ class Job:
     max_tokens: int = 2048
     deadline: float | None = None
     arrival: float = 0.0
-    params: Any = None
+    work: Any = None
     # Progress, owned by the scheduler.
     state: JobState = field(default=JobState.WAITING, init=False)
+    slot: int = field(default=-1, init=False)
     tokens: int = field(default=0, init=False)
     started_at: float | None = field(default=None, init=False)  # planned for prefill
     first_code_at: float | None = field(default=None, init=False)  # first code came back
     ended_at: float | None = field(default=None, init=False)
     # Largest batch this job may run in; halved on each out-of-memory step.
     batch_cap: int = field(default=1 << 30, init=False)
-
-    @property
-    def cancelled(self) -> bool:
-        return self.state is JobState.CANCELLED
 
     @property
     def started(self) -> bool:
@@ -97,20 +95,33 @@ class Job:
         return self.prompt_len + self.expected_tokens
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """Admission said no; nothing was queued. ``code`` is the wire error code:
-    ``overloaded`` (a lane's queue is full) or ``deadline_unmeetable``."""
+class RefusalReason(enum.Enum):
+    """Why admission said no; each value is the wire error code it becomes."""
 
-    code: str
+    OVERLOADED = "overloaded"  # a lane's queue is full
+    DEADLINE_UNMEETABLE = "deadline_unmeetable"  # background work would end late
+
+
+class JobOutcome(enum.Enum):
+    """How a job the scheduler reports on ended (cancelled jobs are not reported)."""
+
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Admission said no; nothing was queued."""
+
+    reason: RefusalReason
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobEvent:
-    """A job ended: ``kind`` is ``finished`` or ``failed`` (``message`` says why,
-    for the log; the client sees ``internal``)."""
+    """A job ended; for ``FAILED`` the ``message`` says why (for the log: the
+    client sees ``internal``)."""
 
     job_id: JobId
-    kind: str
+    outcome: JobOutcome
     message: str = ""

@@ -1,5 +1,5 @@
-"""Shared helpers for the runtime tests: tiny-random assets, a CPU runner, the
-upstream reference, and a loop that drives jobs through ``execute``."""
+"""Shared helpers for the runtime tests: tiny-random assets, a CPU runner, and
+the ``Driver`` that runs jobs through ``execute`` (from tools/driver.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.build import build_runner
 from realtime.runtime.shapes import TINY
 from realtime.runtime.weights import random_assets
-from scheduler.plan import Lane, StepPlan
+from tools.driver import Driver  # noqa: F401 - re-exported for the test modules
 
 GREEDY = dict(temperature=1e-5, min_new_tokens=8, max_new_tokens=48)
 TEXTS = ["Hello world, this is a test.", "A b c.", "The test of the world and this, hello again.",
@@ -43,44 +43,3 @@ def tiny_runner(seed: int = 0, **options):
 
 def request(text: str, streaming: bool = False, voice: str = "ash", **params) -> SegmentRequest:
     return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming)
-
-
-class Driver:
-    """Runs jobs to completion, one ``execute`` per step, recording codes/audio."""
-
-    def __init__(self, runner):
-        self.runner = runner
-        runner.record_codes = True
-        self.live: list[int] = []
-        self.pending: list[int] = []
-        self.codes: dict[int, torch.Tensor] = {}
-        self.audio: dict[int, list] = {}
-        self.tokens: dict[int, int] = {}
-        self.finished: list[int] = []
-
-    def add(self, job_id: int, req: SegmentRequest) -> None:
-        self.runner.prepare(job_id, req)
-        self.pending.append(job_id)
-        self.audio[job_id] = []
-
-    def step(self, release=()) -> None:
-        plan = StepPlan(Lane.BACKGROUND, prefill=tuple(self.pending), decode=tuple(self.live),
-                        release=tuple(release), batch_size=len(self.pending) + len(self.live))
-        out = self.runner.execute(plan)
-        assert not out.failed, out.failed
-        assert not out.oom
-        self.live = [j for j in self.live + self.pending if j not in out.finished]
-        self.pending = []
-        for j, chunk in out.audio.items():
-            self.audio[j].append(chunk)
-        self.tokens.update(out.tokens)
-        self.finished.extend(out.finished)
-        self.codes.update(self.runner.finished_codes)
-        return out
-
-    def run(self, max_steps: int = 400) -> None:
-        for _ in range(max_steps):
-            if not (self.live or self.pending):
-                return
-            self.step()
-        raise AssertionError("jobs did not finish")

@@ -1,16 +1,26 @@
 """A deterministic fake runner and clock for the scheduler's tests.
 
-The fake runner keeps the runner's side of the contract strictly: it holds
-KV slots, refuses to decode a job without one or to prefill one twice, frees
-a slot when its job finishes or fails, and releases only slots it holds. Any
-breach raises, so a scheduler bug shows up as a test failure.
+The fake runner checks the scheduler's side of the contract strictly: every
+prefill names a free slot in range and brings its prepared work, every
+decode names the slot its job holds, releases name running jobs, batches fit
+their shapes; it frees a slot when its job finishes or fails. Any breach
+raises, so a scheduler bug shows up as a test failure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler import CostModel, Job, Lane, Scheduler, SchedulerConfig, StepOutput, StepPlan
+from scheduler import (
+    CostModel,
+    Job,
+    JobOutcome,
+    Lane,
+    Scheduler,
+    SchedulerConfig,
+    StepOutput,
+    StepPlan,
+)
 
 
 class RunnerContractError(AssertionError):
@@ -24,44 +34,56 @@ class FakeRunner:
     lengths: dict[int, int] = field(default_factory=dict)  # job id -> codes it will produce
     fail: set[int] = field(default_factory=set)  # job ids the "model" fails on
     oom_above: int | None = None  # batches with more real jobs than this run out of memory
-    slots: set[int] = field(default_factory=set)
+    slot_of: dict[int, int] = field(default_factory=dict)  # running job id -> its KV slot
     tokens: dict[int, int] = field(default_factory=dict)
     plans: list[StepPlan] = field(default_factory=list)
+
+    @property
+    def slots(self) -> set[int]:
+        """The running jobs (each holds one slot)."""
+        return set(self.slot_of)
 
     def execute(self, plan: StepPlan) -> StepOutput:
         self.plans.append(plan)
         for job_id in plan.release:
-            if job_id not in self.slots:
+            if self.slot_of.pop(job_id, None) is None:
                 raise RunnerContractError(f"release of {job_id}, which holds no slot")
-            self.slots.discard(job_id)
-        for job_id in plan.decode:
-            if job_id not in self.slots:
-                raise RunnerContractError(f"decode of {job_id} without a slot")
-        for job_id in plan.prefill:
-            if job_id in self.slots:
-                raise RunnerContractError(f"prefill of {job_id}, which already holds a slot")
-        if len(plan.jobs) > plan.batch_size:
-            raise RunnerContractError("more jobs than the batch size")
-        seconds = self.cost.step_time(plan.batch_size, max(plan.kv_bucket, 1))
+        self._check(plan)
+        seconds = self.cost.step_time(len(plan.jobs), max(plan.kv_bucket, 1))
         if self.oom_above is not None and len(plan.jobs) > self.oom_above:
             return StepOutput(oom=True, seconds=seconds)
-        self.slots.update(plan.prefill)
-        if len(self.slots) > self.max_slots:
-            raise RunnerContractError(f"{len(self.slots)} slots > {self.max_slots}")
+        self.slot_of.update(zip(plan.prefill, plan.prefill_slots))
         out = StepOutput(seconds=seconds)
         finished = []
         for job_id in plan.jobs:
             if job_id in self.fail:
                 out.failed[job_id] = "injected failure"
-                self.slots.discard(job_id)
+                del self.slot_of[job_id]
                 continue
             self.tokens[job_id] = self.tokens.get(job_id, 0) + 1
             out.tokens[job_id] = self.tokens[job_id]
             if self.tokens[job_id] >= self.lengths.get(job_id, 10):
                 finished.append(job_id)
-                self.slots.discard(job_id)
+                del self.slot_of[job_id]
         out.finished = tuple(finished)
         return out
+
+    def _check(self, plan: StepPlan) -> None:
+        if len(plan.slots) != len(plan.jobs) or len(plan.work) != len(plan.prefill):
+            raise RunnerContractError(f"plan rows do not line up: {plan}")
+        held = set(self.slot_of.values())
+        for job_id, slot in zip(plan.prefill, plan.prefill_slots):
+            if job_id in self.slot_of:
+                raise RunnerContractError(f"prefill of {job_id}, which already holds a slot")
+            if slot in held or not 0 <= slot < self.max_slots:
+                raise RunnerContractError(f"prefill of {job_id} into slot {slot}, taken or out of range")
+            held.add(slot)
+        for job_id, slot in zip(plan.decode, plan.decode_slots):
+            if self.slot_of.get(job_id) != slot:
+                raise RunnerContractError(f"decode of {job_id} in slot {slot}; "
+                                          f"it holds {self.slot_of.get(job_id)}")
+        if len(plan.decode) > plan.batch_size or len(plan.prefill) > plan.prefill_batch:
+            raise RunnerContractError("more rows than the plan's batch shapes")
 
 
 class Harness:
@@ -113,8 +135,9 @@ class Harness:
         raise AssertionError("did not go idle")
 
     def _held(self) -> set[int]:
-        held = {j.id for lane in self.sched._live.values() for j in lane.values() if j.started}
-        return held | set(self.sched._release)
+        book = self.sched.book
+        held = {j.id for lane in Lane for j in book.jobs(lane).values() if j.started}
+        return held | set(book.releases)
 
     def finished(self) -> list[int]:
-        return [e.job_id for e in self.events if e.kind == "finished"]
+        return [e.job_id for e in self.events if e.outcome is JobOutcome.FINISHED]

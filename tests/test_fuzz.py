@@ -254,8 +254,7 @@ def _holdings(thread: ServerThread) -> dict[str, int]:
         s = thread.server
         return {"utterances": s.active_utterances, "connections": s.connection_count,
                 "jobs": len(s.worker._jobs), "slots": s.worker.scheduler.active_slots,
-                "runner_slots": s.worker.runner.slots_in_use,
-                "prepared": s.worker.runner.prepared_jobs}
+                "runner_slots": s.worker.runner.slots_in_use}
 
     for _ in range(100):
         held = thread.call(snapshot)

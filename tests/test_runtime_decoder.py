@@ -33,10 +33,8 @@ def upstream():
 def references(runner, upstream):
     """Upstream greedy codes and hidden states for each text, at batch 1."""
     refs = {}
-    for i, text in enumerate(TEXTS):
-        runner.prepare(900 + i, request(text, **GREEDY))
-        prompt = runner.jobs[900 + i].prompt
-        runner.forget(900 + i)
+    for text in TEXTS:
+        prompt = runner.prepare(request(text, **GREEDY)).work.prompt
         refs[text] = upstream.generate([prompt], **GREEDY)[0]
     return refs
 
@@ -53,18 +51,16 @@ def test_greedy_batch1_equals_upstream(runner, references):
 
 def test_hidden_states_match_upstream(runner, references):
     ref = references[TEXTS[2]]
-    runner.record_codes = True
-    runner.prepare(2, request(TEXTS[2], **GREEDY))
-    from scheduler.plan import Lane, StepPlan
-    runner.execute(StepPlan(Lane.INTERACTIVE, prefill=(2,)))
-    slot = runner.jobs[2].slot
-    for _ in range(5):
-        runner.execute(StepPlan(Lane.INTERACTIVE, decode=(2,)))
-    n = runner.jobs[2].n_codes
+    d = Driver(runner)
+    d.add(2, request(TEXTS[2], **GREEDY))
+    for _ in range(6):
+        d.step()
+    slot, n = runner.jobs[2].slot, runner.jobs[2].n_codes
     ours = runner.hidden[slot, :n]
     assert n == 6
     assert torch.allclose(ours, ref.hidden[:n], atol=1e-4, rtol=1e-4)
-    runner.forget(2)
+    d.step(release=(2,))
+    assert not runner.jobs
 
 
 def test_greedy_batch4_mixed_lengths(runner, references):
@@ -123,9 +119,8 @@ def test_cancel_and_slot_reuse_leave_no_stale_state(runner, references):
     for _ in range(30):
         d.step()
     slot = runner.jobs[50].slot
-    d.live.remove(50)
     d.step(release=(50,))
-    assert slot in runner.free_slots
+    assert 50 not in runner.jobs
     d.add(51, request(TEXTS[1], **GREEDY))
     d.step()
     assert runner.jobs[51].slot == slot

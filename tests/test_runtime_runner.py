@@ -41,25 +41,47 @@ def test_audio_for_streaming_and_one_shot_jobs(runner):
 
 
 def test_empty_text_is_not_scheduled(runner):
-    assert runner.prepare(5, request(" ... ")).empty
-    assert 5 not in runner.jobs
+    prepared = runner.prepare(request(" ... "))
+    assert prepared.empty and prepared.work is None and not runner.jobs
+
+
+def test_prepare_keeps_nothing(runner):
+    prepared = runner.prepare(request(TEXTS[1], seed=1))
+    assert prepared.prompt_len > 0 and prepared.work is not None and not runner.jobs
 
 
 def test_unknown_job_fails_without_raising(runner):
-    out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(999,)))
+    out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(999,), slots=(0,)))
     assert 999 in out.failed and not out.oom
 
 
-def test_slots_run_out_then_free(runner):
-    for j in range(10, 16):
-        runner.prepare(j, request(TEXTS[1], seed=j, min_new_tokens=5))
-    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=tuple(range(10, 16))))
-    assert set(out.failed) == {14, 15} and set(out.tokens) == {10, 11, 12, 13}
-    assert runner.free_slots == []
-    runner.execute(StepPlan(Lane.BACKGROUND, release=(10, 11, 12, 13)))
-    assert runner.free_slots == [0, 1, 2, 3]
-    for j in (14, 15):
-        runner.forget(j)
+def test_plans_that_break_the_slot_contract_fail_their_jobs(runner):
+    work = [runner.prepare(request(TEXTS[1], seed=j, min_new_tokens=5)).work for j in range(6)]
+    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=(10, 11, 12, 13), slots=(0, 1, 2, 3),
+                                  work=tuple(work[:4]), prefill_batch=4, prompt_bucket=32))
+    assert set(out.tokens) == {10, 11, 12, 13} and not out.failed
+    taken = runner.execute(StepPlan(Lane.BACKGROUND, prefill=(14, 15), slots=(3, 4),
+                                    work=tuple(work[4:]), prefill_batch=2, prompt_bucket=32))
+    assert set(taken.failed) == {14, 15}  # slot 3 is held, slot 4 does not exist
+    wrong = runner.execute(StepPlan(Lane.BACKGROUND, decode=(10,), slots=(1,), batch_size=1,
+                                    kv_bucket=64))
+    assert set(wrong.failed) == {10} and 10 not in runner.jobs
+    runner.execute(StepPlan(Lane.BACKGROUND, release=(11, 12, 13)))
+    assert not runner.jobs
+    again = runner.execute(StepPlan(Lane.BACKGROUND, prefill=(16,), slots=(3,), work=(work[5],),
+                                    prefill_batch=1, prompt_bucket=32))
+    assert set(again.tokens) == {16} and runner.jobs[16].slot == 3
+    runner.execute(StepPlan(Lane.BACKGROUND, release=(16,)))
+    assert not runner.jobs
+
+
+def test_reset_drops_every_job(runner):
+    d = Driver(runner)
+    d.add(1, request(TEXTS[0], seed=1, min_new_tokens=30))
+    d.add(2, request(TEXTS[1], seed=2, min_new_tokens=30))
+    d.step()
+    assert set(runner.jobs) == {1, 2}
+    runner.reset()
     assert not runner.jobs
 
 
@@ -78,7 +100,7 @@ def test_oom_advances_nothing_and_retry_matches(runner, monkeypatch):
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
     monkeypatch.setattr(runner.model, "decode", boom)
-    out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(20,)))
+    out = runner.execute(d.plan())
     assert out.oom and not out.tokens and not out.failed
     assert runner.jobs[20].n_codes == 4
     monkeypatch.setattr(runner.model, "decode", real)
@@ -87,11 +109,12 @@ def test_oom_advances_nothing_and_retry_matches(runner, monkeypatch):
 
 
 def test_model_error_fails_the_plan_jobs(runner, monkeypatch):
-    runner.prepare(30, request(TEXTS[1], seed=1, min_new_tokens=5))
+    d = Driver(runner)
+    d.add(30, request(TEXTS[1], seed=1, min_new_tokens=5))
     monkeypatch.setattr(runner.model, "prefill", lambda *a, **k: 1 / 0)
-    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=(30,)))
+    out = runner.execute(d.plan())
     assert "ZeroDivisionError" in out.failed[30] and not out.oom
-    assert 30 not in runner.jobs and len(runner.free_slots) == 4
+    assert not runner.jobs
 
 
 def test_max_new_tokens_ends_a_job(runner):

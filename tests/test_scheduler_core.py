@@ -3,7 +3,16 @@
 import pytest
 from scheduler_fakes import Harness
 
-from scheduler import CostModel, JobState, Lane, Refusal, SchedulerConfig, StepOutput
+from scheduler import (
+    CostModel,
+    JobOutcome,
+    JobState,
+    Lane,
+    Refusal,
+    RefusalReason,
+    SchedulerConfig,
+    StepOutput,
+)
 
 I, B = Lane.INTERACTIVE, Lane.BACKGROUND
 
@@ -69,7 +78,22 @@ def test_batch_size_is_rounded_up_to_a_graph_size():
     for i in range(2):
         h.sched.admit([h.job(f"v{i}", B, deadline=1e6)], 0.0)
     plan = h.step()
-    assert len(plan.jobs) == 3 and plan.batch_size == 4
+    assert len(plan.prefill) == 3 and plan.prefill_batch == 4
+    assert plan.prompt_bucket == 32  # prompts of 20 tokens
+    plan = h.step()
+    assert len(plan.decode) == 3 and plan.batch_size == 4 and plan.kv_bucket == 256
+
+
+def test_plans_hand_out_distinct_slots_and_reuse_freed_ones():
+    h = Harness(cost=CPU, config=SchedulerConfig(max_slots=4))
+    first = h.utterance("a", B, 3, length=2, deadline=1e6)
+    assert h.sched.admit(first, 0.0) is None
+    plan = h.step()
+    assert plan.prefill_slots == (0,) and plan.work == (None,)
+    h.sched.cancel(first[0].id, h.now)
+    plan = h.step()
+    # The cancelled job's slot is free at once; the release comes first.
+    assert plan.release == (first[0].id,) and plan.prefill_slots == (0,)
 
 
 def test_new_background_jobs_join_a_running_batch_at_a_step_boundary():
@@ -79,7 +103,8 @@ def test_new_background_jobs_join_a_running_batch_at_a_step_boundary():
     new = h.job("b", B, deadline=1e6, length=20)
     h.sched.admit([new], h.now)
     plan = h.step()
-    assert plan.prefill == (new.id,) and len(plan.decode) == 1 and plan.batch_size == 2
+    assert plan.prefill == (new.id,) and len(plan.decode) == 1
+    assert (plan.prefill_batch, plan.batch_size) == (1, 1)
 
 
 def test_kv_bucket_covers_the_longest_job_and_steep_buckets_split_batches():
@@ -91,16 +116,18 @@ def test_kv_bucket_covers_the_longest_job_and_steep_buckets_split_batches():
     long = h.job("l", B, deadline=200.0, length=900, prompt_len=200)
     h.sched.admit([short], 0.0)
     h.sched.admit([long], 0.0)
+    assert h.step().prefill == (short.id,)
     plan = h.step()
-    assert plan.jobs == (short.id,) and plan.kv_bucket == 256
+    assert plan.decode == (short.id,) and plan.kv_bucket == 256
     # On a flat (GPU-like) table they share one batch, bucket of the longer.
     g = Harness(cost=CostModel.default_gpu())
     a = g.job("s", B, deadline=100.0, length=20, prompt_len=20)
     b = g.job("l", B, deadline=200.0, length=900, prompt_len=400)
     g.sched.admit([a], 0.0)
     g.sched.admit([b], 0.0)
+    assert set(g.step().prefill) == {a.id, b.id}
     plan = g.step()
-    assert set(plan.jobs) == {a.id, b.id} and plan.kv_bucket == 512
+    assert set(plan.decode) == {a.id, b.id} and plan.kv_bucket == 512
 
 
 def test_background_rides_in_interactive_steps_when_nearly_free():
@@ -108,8 +135,10 @@ def test_background_rides_in_interactive_steps_when_nearly_free():
     h.sched.admit(h.utterance("bg", B, 1, length=30, deadline=1e6), 0.0)
     h.sched.admit(h.utterance("talk", I, 1, length=30), 0.0)
     plan = h.step()
-    assert plan.lane is I and len(plan.jobs) == 2 and plan.batch_size == 2
-    assert h.sched.counters["rider_steps"] == 1
+    assert plan.lane is I and len(plan.jobs) == 2 and plan.prefill_batch == 2
+    plan = h.step()
+    assert plan.lane is I and len(plan.decode) == 2 and plan.batch_size == 2
+    assert h.sched.counters["rider_steps"] == 2
 
 
 def test_segments_start_in_order():
@@ -141,18 +170,18 @@ def test_queue_bound_refuses_overloaded_and_queues_nothing():
     h = Harness(config=SchedulerConfig(max_queue_background=3))
     assert h.sched.admit(h.utterance("a", B, 3, deadline=1e6), 0.0) is None
     ref = h.sched.admit(h.utterance("b", B, 1, deadline=1e6), 0.0)
-    assert isinstance(ref, Refusal) and ref.code == "overloaded"
+    assert isinstance(ref, Refusal) and ref.reason is RefusalReason.OVERLOADED
     assert h.sched.depth(B) == 3
     h2 = Harness(config=SchedulerConfig(max_queue_interactive=1))
     assert h2.sched.admit(h2.utterance("a", I, 1), 0.0) is None
-    assert h2.sched.admit(h2.utterance("b", I, 1), 0.0).code == "overloaded"
+    assert h2.sched.admit(h2.utterance("b", I, 1), 0.0).reason is RefusalReason.OVERLOADED
 
 
 def test_admission_refuses_a_deadline_it_cannot_meet():
     h = Harness(cost=CPU)
     # 500 codes at >= 43 ms a step need > 21 s.
     ref = h.sched.admit([h.job("a", B, length=500, deadline=10.0)], 0.0)
-    assert ref is not None and ref.code == "deadline_unmeetable"
+    assert ref is not None and ref.reason is RefusalReason.DEADLINE_UNMEETABLE
     assert h.sched.depth(B) == 0
     assert h.sched.admit([h.job("b", B, length=500, deadline=60.0)], 0.0) is None
 
@@ -162,7 +191,7 @@ def test_admission_counts_the_work_already_ahead():
     assert h.sched.admit([h.job("a", B, length=200, deadline=12.0)], 0.0) is None
     # Alone it would fit in 12 s; behind "a" (EDF, one row) it cannot.
     ref = h.sched.admit([h.job("b", B, length=200, deadline=13.0)], 0.0)
-    assert ref is not None and ref.code == "deadline_unmeetable"
+    assert ref is not None and ref.reason is RefusalReason.DEADLINE_UNMEETABLE
 
 
 def test_admission_protects_admitted_work_from_an_earlier_deadline():
@@ -170,7 +199,7 @@ def test_admission_protects_admitted_work_from_an_earlier_deadline():
     assert h.sched.admit([h.job("a", B, length=200, deadline=12.0)], 0.0) is None
     # "b" would itself finish in time (EDF puts it first) but push "a" late.
     ref = h.sched.admit([h.job("b", B, length=100, deadline=6.0)], 0.0)
-    assert ref is not None and ref.code == "deadline_unmeetable"
+    assert ref is not None and ref.reason is RefusalReason.DEADLINE_UNMEETABLE
     assert "already accepted" in ref.message
 
 
@@ -186,9 +215,9 @@ def test_admission_accounts_for_interactive_load():
     for k in range(8):
         h.sched.admit(h.utterance(f"t{k}", I, 1, length=50), h.now)
         h.run()
-    assert h.sched.interactive_load(h.now) > 0.5
+    assert h.sched.load.share(h.now) > 0.5
     ref = h.sched.admit([h.job("y", B, **{**probe, "deadline": h.now + 9.0})], h.now)
-    assert ref is not None and ref.code == "deadline_unmeetable"
+    assert ref is not None and ref.reason is RefusalReason.DEADLINE_UNMEETABLE
 
 
 def test_starvation_bound_interleaves_background_when_its_deadline_is_near():
@@ -208,7 +237,7 @@ def test_starvation_bound_interleaves_background_when_its_deadline_is_near():
         runs.append(run)
     assert max(runs) <= 3
     assert first_bg <= 3
-    bg_job_end = [e for e in h.events if e.kind == "finished"]
+    bg_job_end = [e for e in h.events if e.outcome is JobOutcome.FINISHED]
     assert len(bg_job_end) == 31
 
 
@@ -277,7 +306,7 @@ def test_out_of_memory_splits_the_batch_and_retries():
         h.sched.admit([job], 0.0)
     h.runner.oom_above = 2
     first = h.step()
-    assert len(first.jobs) == 4 and first.batch_size == 4
+    assert len(first.jobs) == 4 and first.prefill_batch == 4
     plans = h.run()
     assert all(len(p.jobs) <= 2 for p in plans)
     assert sorted(h.finished()) == sorted(j.id for j in jobs)
@@ -291,7 +320,7 @@ def test_a_job_out_of_memory_alone_fails():
     h.step()
     h.runner.oom_above = 0
     h.step()
-    assert [(e.job_id, e.kind) for e in h.events] == [(job.id, "failed")]
+    assert [(e.job_id, e.outcome.value) for e in h.events] == [(job.id, "failed")]
     h.runner.oom_above = None
     h.run()  # the next plan releases the slot the runner still holds
     assert h.runner.slots == set() and h.sched.active_slots == 0
@@ -304,7 +333,7 @@ def test_runner_failures_become_failed_events():
     h.sched.admit([a], 0.0)
     h.sched.admit([b], 0.0)
     h.run()
-    assert {(e.job_id, e.kind) for e in h.events} == {(a.id, "failed"), (b.id, "finished")}
+    assert {(e.job_id, e.outcome.value) for e in h.events} == {(a.id, "failed"), (b.id, "finished")}
 
 
 def test_streamed_segments_added_later_follow_the_earlier_ones():
@@ -359,7 +388,9 @@ def test_background_fills_a_padded_batch_when_that_pays():
     for k in range(6):
         h.sched.admit([h.job(f"u{k}", B, length=30, deadline=1e6)], 0.0)
     plan = h.step()
-    assert len(plan.jobs) == 6 and plan.batch_size == 8
+    assert len(plan.prefill) == 6 and plan.prefill_batch == 8
+    plan = h.step()
+    assert len(plan.decode) == 6 and plan.batch_size == 8
 
 
 def test_fill_wait_holds_a_lone_batch_only_while_slack_allows():

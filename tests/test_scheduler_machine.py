@@ -45,7 +45,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 1000), length=st.integers(1, 30))
     def add_segment(self, pick, length):
         key, lane, count = self.utterances[pick % len(self.utterances)]
-        utt = self.h.sched._utterances.get(key)
+        utt = self.h.sched.book.utterance(key)
         deadline = next(iter(utt.segments.values())).deadline if utt else None
         job = self.h.job(key, lane, index=count, length=length, deadline=deadline)
         if self.h.sched.add(job, self.h.now) is None:
@@ -93,7 +93,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         kinds = {}
         for event in self.h.events:
             assert event.job_id not in kinds, "two events for one job"
-            kinds[event.job_id] = event.kind
+            kinds[event.job_id] = event.outcome.value
         for job_id, job in self.jobs.items():
             assert job.state.terminal
             if job_id in self.cancelled:

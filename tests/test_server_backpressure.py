@@ -9,9 +9,9 @@ import time
 import numpy as np
 
 from protocol import Done, Error, ErrorCode, Speak
+from realtime.handoff import UpdateKind, WorkerUpdate
 from realtime.runtime.tone import ToneRunner
 from realtime.utterance import Utterance
-from realtime.worker import UpdateKind, WorkerUpdate
 
 
 async def _wait_for(predicate, timeout: float = 5.0) -> bool:
@@ -59,7 +59,7 @@ async def test_abrupt_disconnect_frees_the_model_slots(server_factory, ws_connec
     assert await _wait_for(lambda: server.active_utterances == 0)
     assert await _wait_for(lambda: server.worker.stats.active_slots == 0
                            and server.worker.stats.in_flight == 0)
-    assert await _wait_for(lambda: runner.slots_in_use == 0 and runner.prepared_jobs == 0)
+    assert await _wait_for(lambda: runner.slots_in_use == 0 and not server.worker._jobs)
     assert server.worker.scheduler.idle
     assert not server.sessions
 

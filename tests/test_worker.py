@@ -6,9 +6,10 @@ import asyncio
 
 import numpy as np
 
+from realtime.handoff import SegmentWork, Submission, UpdateKind
 from realtime.runtime.api import SegmentRequest
 from realtime.runtime.tone import ToneRunner
-from realtime.worker import ModelWorker, SegmentWork, Submission, UpdateKind
+from realtime.worker import ModelWorker
 from scheduler import Lane, SchedulerConfig
 
 
@@ -134,15 +135,15 @@ async def test_loop_crash_fails_in_flight_jobs_and_restarts():
     await worker.stop()
 
 
-async def test_cancel_releases_slots_and_prepared_jobs():
+async def test_cancel_releases_slots_and_leaves_nothing_tracked():
     runner = ToneRunner(step_seconds=0.002)
     worker = await _worker(runner)
     sink = Sink()
     worker.submit(_submission(sink, ["One long sentence. " * 5, "Two long sentence. " * 5], 1))
     await _until(lambda: UpdateKind.STARTED in sink.kinds())
     worker.cancel((1, 2))
-    await _until(lambda: runner.slots_in_use == 0 and runner.prepared_jobs == 0
-                 and worker.scheduler.idle)
+    await _until(lambda: runner.slots_in_use == 0 and worker.stats.in_flight == 0
+                 and worker.scheduler.idle and not worker._jobs)
     assert UpdateKind.FINISHED not in sink.kinds()
     await worker.stop()
 

@@ -45,7 +45,8 @@ from realtime.runtime.api import SAMPLE_RATE, RuntimeOptions, SamplingParams, Se
 from realtime.runtime.build import build_runner
 from realtime.runtime.shapes import FULL, TINY
 from realtime.runtime.weights import random_assets
-from scheduler.plan import Lane, StepPlan
+from scheduler import Lane
+from tools.driver import Driver
 
 log = logging.getLogger(__name__)
 TEXT = "The quick brown fox jumps over the lazy dog, then runs into the forest."
@@ -70,7 +71,7 @@ def _free(device: str) -> None:
 
 
 def _runner(assets, device, precision, graphs, slots, batches, buckets):
-    opts = RuntimeOptions(weights=assets.kind, device=device, precision=precision,
+    opts = RuntimeOptions(weights=assets.kind.value, device=device, precision=precision,
                           cuda_graphs=graphs, max_slots=slots, batch_sizes=batches,
                           kv_buckets=buckets)
     return build_runner(opts, assets=assets)
@@ -86,12 +87,12 @@ def _check_step(out, job_ids) -> None:
 
 def _greedy_run(runner, steps: int):
     params = SamplingParams(temperature=1e-5, min_new_tokens=steps, max_new_tokens=steps)
-    runner.record_codes = True
-    runner.prepare(1, SegmentRequest(TEXT, params=params))
-    _check_step(runner.execute(StepPlan(Lane.INTERACTIVE, prefill=(1,))), (1,))
+    driver = Driver(runner, Lane.INTERACTIVE)
+    driver.add(1, SegmentRequest(TEXT, params=params))
+    _check_step(driver.step(check=False), (1,))
     slot = runner.jobs[1].slot
     for _ in range(steps - 1):
-        _check_step(runner.execute(StepPlan(Lane.INTERACTIVE, decode=(1,))), (1,))
+        _check_step(driver.step(check=False), (1,))
     if 1 not in runner.finished_codes:
         raise CheckError(f"greedy job did not finish after {steps} steps")
     hidden = runner.hidden[slot, :steps].float().cpu().clone()
@@ -198,11 +199,12 @@ def serving(assets, device: str, batches, kv_len: int) -> tuple[object, dict]:
 
 
 def _time_to_audio(runner, job_id: int) -> dict:
-    runner.prepare(job_id, SegmentRequest(TEXT, streaming=True, params=SamplingParams(
+    driver = Driver(runner, Lane.INTERACTIVE)
+    driver.add(job_id, SegmentRequest(TEXT, streaming=True, params=SamplingParams(
         seed=1, min_new_tokens=MAX_STEPS_TO_AUDIO, max_new_tokens=MAX_STEPS_TO_AUDIO)))
     _sync(runner.device)
     start = time.perf_counter()
-    out = runner.execute(StepPlan(Lane.INTERACTIVE, prefill=(job_id,)))
+    out = driver.step(check=False)
     steps = 1
     while True:
         _check_step(out, (job_id,))
@@ -210,10 +212,10 @@ def _time_to_audio(runner, job_id: int) -> dict:
             break
         if steps >= MAX_STEPS_TO_AUDIO or job_id in out.finished:
             raise CheckError(f"no audio after {steps} steps")
-        out = runner.execute(StepPlan(Lane.INTERACTIVE, decode=(job_id,)))
+        out = driver.step(check=False)
         steps += 1
     elapsed = time.perf_counter() - start
-    runner.execute(StepPlan(Lane.INTERACTIVE, release=(job_id,)))
+    driver.step(release=(job_id,))
     return {"first_audio_s": elapsed, "steps_before_audio": steps,
             "first_chunk_samples": len(out.audio[job_id])}
 
@@ -228,19 +230,20 @@ def first_audio(runner) -> dict:
 def throughput(runner, batch: int, steps: int) -> dict:
     ids = tuple(range(1000, 1000 + batch))
     params = SamplingParams(seed=3, min_new_tokens=steps, max_new_tokens=steps)
+    driver = Driver(runner)
     for j in ids:
-        runner.prepare(j, SegmentRequest(TEXT, params=params))
+        driver.add(j, SegmentRequest(TEXT, params=params))
     _sync(runner.device)
     start = time.perf_counter()
-    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=ids, batch_size=batch))
+    out = driver.step(check=False)
     _check_step(out, ids)
     samples = sum(len(a) for a in out.audio.values())
     done = set(out.finished)
     for _ in range(steps - 1):
-        live = tuple(j for j in ids if j not in done)
+        live = tuple(driver.live)
         if not live:
             break
-        out = runner.execute(StepPlan(Lane.BACKGROUND, decode=live, batch_size=batch))
+        out = driver.step(check=False)
         _check_step(out, live)
         samples += sum(len(a) for a in out.audio.values())
         done.update(out.finished)
@@ -311,7 +314,7 @@ def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None =
 
     def build_assets():
         assets = random_assets(TINY if tiny else FULL, seed=0)
-        return assets, {"kind": assets.kind}
+        return assets, {"kind": assets.kind.value}
 
     built = section("assets", build_assets)
     assets = built[0] if built else None

@@ -1,23 +1,50 @@
 """What the model runtime offers the worker: requests in, a step executor.
 
-The worker (realtime/worker.py) owns one ``Runner`` on the model thread. For
-each segment job it calls ``prepare`` once (text front end, speaker, prompt),
-then hands the scheduler's ``StepPlan`` to ``execute`` every step and routes
-the ``StepOutput`` back: token counts to the scheduler, audio to sessions.
+The worker (realtime/worker.py) owns one ``Runner`` on the model thread. The
+contract has two calls:
+
+- ``prepare(request) -> PreparedJob`` runs the text front end once per
+  segment (normalization, speaker, prompt, sampling settings). It keeps
+  nothing: the ``PreparedJob``'s ``work`` travels with the scheduler's job
+  and comes back to the runner in the ``StepPlan`` that prefills it. A
+  segment refused or cancelled before it runs needs no clean-up.
+- ``execute(plan) -> StepOutput`` runs one step exactly as planned: it drops
+  the released jobs, prefills new jobs into the KV slots the plan names,
+  decodes the running ones, and reports codes, ends and audio. The runner
+  holds a job from its prefill until it reports it finished or failed, or a
+  plan releases it; ``reset()`` drops every job at once (after the worker's
+  loop failed).
 
 Thread: every method runs on the model thread only.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-from scheduler.plan import JobId, StepOutput, StepPlan
+from scheduler import (
+    DEFAULT_BATCH_SIZES,
+    DEFAULT_KV_BUCKETS,
+    DEFAULT_PROMPT_BUCKETS,
+    StepOutput,
+    StepPlan,
+)
 
 SAMPLE_RATE = 24000
 # One GPT step is 2 mel frames of hop 256 = 512 samples (21.33 ms).
 SAMPLES_PER_STEP = 512
+
+
+class WeightsKind(str, enum.Enum):
+    """What the served weights are (``hello.model.weights``). Anything but
+    ``CHECKPOINT`` makes noise, not speech, and clients must say so."""
+
+    CHECKPOINT = "checkpoint"
+    RANDOM = "random"  # full size, seeded
+    TINY_RANDOM = "tiny-random"  # tiny sizes, seeded: tests and CI
+    TONE = "tone"  # no model: a synthetic tone (load tests, benches)
 
 
 @dataclass(frozen=True)
@@ -49,13 +76,15 @@ class SegmentRequest:
     streaming: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PreparedJob:
-    """What ``prepare`` learned: the prompt length in tokens, and whether the
-    text normalized to nothing (then the job is done with zero audio and never
-    scheduled)."""
+    """What ``prepare`` made of a segment: the prompt length in tokens, and
+    ``work``, the runner's own description of the job (opaque to everyone
+    else; the plan that prefills the job hands it back). ``empty`` segments
+    normalized to nothing: they are done with no audio and never scheduled."""
 
     prompt_len: int
+    work: object = None
     empty: bool = False
 
 
@@ -76,8 +105,9 @@ class RuntimeOptions:
     require_weights: bool = False
     device: str = "auto"
     precision: str = "auto"
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
-    kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048)
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    kv_buckets: tuple[int, ...] = DEFAULT_KV_BUCKETS
+    prompt_buckets: tuple[int, ...] = DEFAULT_PROMPT_BUCKETS
     max_slots: int = 16
     cuda_graphs: bool = True
     lookahead_steps: int = 8
@@ -85,16 +115,29 @@ class RuntimeOptions:
     seed: int = 0
 
 
-class VoiceError(ValueError):
-    """The request names a voice the runtime cannot resolve (-> ``unsupported``)."""
+class RequestError(ValueError):
+    """The request cannot be served as asked (the client sees ``unsupported``,
+    with ``field`` when one field is to blame)."""
+
+    field: str | None = None
+
+
+class VoiceError(RequestError):
+    """The request names a voice the runtime cannot resolve."""
+
+    field = "voice"
 
 
 class Runner(Protocol):
+    """The model runtime as the worker drives it (see the module docstring).
+    The shapes it offers become the scheduler's configuration."""
+
     sample_rate: int
-    max_slots: int
+    max_slots: int  # KV slots: plans name slots 0 .. max_slots - 1
     batch_sizes: tuple[int, ...]
     kv_buckets: tuple[int, ...]
-    weights_kind: str  # "checkpoint" | "random" | "tiny-random" (hello.model.weights)
+    prompt_buckets: tuple[int, ...]
+    weights_kind: WeightsKind  # hello.model.weights
     device: str  # "cuda" | "cpu" (hello.model.device)
     voices: tuple[str, ...]  # named voices (hello.voices, /v1/voices)
 
@@ -102,13 +145,15 @@ class Runner(Protocol):
         """Run (and on CUDA capture) every configured (batch size, bucket)
         once; return measured seconds per step for the cost model."""
 
-    def prepare(self, job_id: JobId, request: SegmentRequest) -> PreparedJob:
-        """Tokenize and build the prompt; raises VoiceError or ValueError."""
+    def prepare(self, request: SegmentRequest) -> PreparedJob:
+        """Tokenize and build the prompt. Raises ``RequestError`` (a
+        ``VoiceError`` for the voice) when the request cannot be served."""
 
     def execute(self, plan: StepPlan) -> StepOutput:
-        """Run one step. Never raises for a model failure of some jobs: those
-        come back in ``failed``; out of memory comes back as ``oom=True``."""
+        """Run one step as planned. Never raises for a model failure of some
+        jobs: those come back in ``failed``; out of memory comes back as
+        ``oom=True`` with nothing advanced."""
 
-    def forget(self, job_id: JobId) -> None:
-        """Drop a prepared job that will never run (refused or cancelled
-        before it got a slot)."""
+    def reset(self) -> None:
+        """Drop every job the runner holds (the worker's loop failed and
+        starts over with a fresh scheduler)."""

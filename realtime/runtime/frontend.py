@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import torch
 
 import realtime.runtime.compat  # noqa: F401
-from realtime.runtime.api import SamplingParams, VoiceError
+from protocol.voices import seed_of
+from realtime.runtime.api import RequestError, SamplingParams, VoiceError
 from realtime.runtime.numbers import normalize_numbers_en, normalize_numbers_zh
 from realtime.runtime.weights import decode_spk_stat
 
@@ -54,7 +55,7 @@ class Prompt:
 
 
 def validate_params(p: SamplingParams) -> None:
-    """Raise ValueError naming the first out-of-range sampling parameter."""
+    """Raise RequestError naming the first out-of-range sampling parameter."""
     checks = [
         (p.temperature > 0, "temperature must be > 0"),
         (0 < p.top_p <= 1, "top_p must be in (0, 1]"),
@@ -66,7 +67,7 @@ def validate_params(p: SamplingParams) -> None:
     ]
     for ok, message in checks:
         if not ok:
-            raise ValueError(message)
+            raise RequestError(message)
 
 
 class Speakers:
@@ -108,23 +109,16 @@ class Speakers:
         gen = torch.Generator().manual_seed(seed)
         return torch.randn(self.hidden, generator=gen, dtype=self.std.dtype).mul_(self.std).add_(self.mean)
 
-    def encode(self, speaker: torch.Tensor) -> str:
-        from ChatTTS.model.speaker import Speaker
-        return Speaker._encode(speaker)
-
     def resolve(self, voice: str) -> torch.Tensor:
         """Speaker vector [hidden] fp16; raises VoiceError."""
         if voice in self._cache:
             return self._cache[voice]
         spec = self.registry.get(voice, voice)
-        if spec.startswith("seed:"):
-            try:
-                seed = int(spec[5:])
-            except ValueError:
-                raise VoiceError(f"bad voice seed {spec!r}") from None
-            if not 0 <= seed < 2**63:
-                raise VoiceError(f"voice seed out of range: {spec!r}")
+        seed = seed_of(spec)
+        if seed is not None:
             vec = self.from_seed(seed)
+        elif spec.startswith("seed:"):
+            raise VoiceError(f"bad voice seed {spec[:40]!r}")
         elif len(spec) >= 16:
             vec = self._decode(spec)
         else:

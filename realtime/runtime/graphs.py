@@ -114,10 +114,9 @@ class GraphCache:
 
     def capture_all(self, runner) -> None:
         """Capture every configured shape of ``runner``; logs progress and memory."""
-        from realtime.runtime.runner import PROMPT_BUCKETS
         batches = [b for b in runner.batch_sizes if b <= runner.max_slots]
         buckets = [min(k, runner.max_len) for k in runner.kv_buckets]
-        prompts = [p for p in PROMPT_BUCKETS if p < runner.max_len]
+        prompts = [p for p in runner.prompt_buckets if p < runner.max_len]
         work = [("decode", b, k) for b in batches for k in sorted(set(buckets))]
         work += [("prefill", b, p) for b in batches if b <= PREFILL_BATCHES_MAX for p in prompts]
         torch.cuda.synchronize()

@@ -1,17 +1,24 @@
 """The model runner: one ``StepPlan`` in, one ``StepOutput`` out.
 
 ``ModelRunner`` implements ``realtime.runtime.api.Runner`` over our
-``StaticGPT`` and the streaming vocoder. Per ``execute``:
+``StaticGPT`` and the streaming vocoder. ``prepare`` turns a segment request
+into a ``JobSpec`` (prompt, sampling, seed) and keeps nothing. Per ``execute``,
+exactly as planned:
 
-1. release: the plan's released jobs give back their slots;
-2. prefill: new jobs get a free slot, their prompts run (batched, right
-   padded) and their first code is drawn;
+1. release: the plan's released jobs are dropped;
+2. prefill: new jobs run their prompts in the KV slots the plan names
+   (batched, right padded) and draw their first code;
 3. decode: every decode job advances one code;
 4. one host read of the step's EOS flags (the scheduler needs to know who
    finished before it can plan the next step; this is the only sync);
 5. audio: streaming jobs push new hidden states into their ``VocoderStream``
-   every ``push_every`` codes; any finishing job gets the rest of its audio
-   (streamed or one-shot) in this step's output, and its slot is freed.
+   every ``PUSH_EVERY`` codes; any finishing job gets the rest of its audio
+   (streamed or one-shot) in this step's output and is dropped.
+
+With CUDA graphs the runner runs the plan's padded shapes (``batch_size`` and
+``kv_bucket`` for decode, ``prefill_batch`` and ``prompt_bucket`` for
+prefill); eagerly it runs just the real rows and attends only up to the
+batch's longest length, which the plan's bucket bounds.
 
 Device state per slot is written in place at index (slot, code number):
 codes, hidden states and K/V, so re-running a step after an out-of-memory
@@ -30,29 +37,44 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from realtime.runtime.api import SAMPLE_RATE, PreparedJob, RuntimeOptions, SamplingParams, SegmentRequest
+from realtime.runtime.api import (
+    SAMPLE_RATE,
+    PreparedJob,
+    RequestError,
+    RuntimeOptions,
+    SamplingParams,
+    SegmentRequest,
+)
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
 from realtime.runtime.shapes import EOS_CODE
 from realtime.runtime.weights import ModelAssets
-from scheduler.plan import JobId, StepOutput, StepPlan
+from scheduler import JobId, StepOutput, StepPlan
 
 log = logging.getLogger(__name__)
 
-PROMPT_BUCKETS = (32, 64, 128, 256)
 PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
 
 
-@dataclass
-class _Job:
-    id: JobId
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A prepared segment: what ``prepare`` hands out as ``PreparedJob.work``."""
+
     prompt: Prompt
     params: SamplingParams
     seed: int
     streaming: bool
     max_new: int
-    slot: int = -1
+
+
+@dataclass
+class _Job:
+    """A job the runner holds, from its prefill to its end."""
+
+    id: JobId
+    spec: JobSpec
+    slot: int
     n_codes: int = 0  # valid codes so far (an EOS step adds none)
     pushed: int = 0  # hidden states already in the vocoder stream
     stream: object = None
@@ -61,7 +83,7 @@ class _Job:
 
 @dataclass
 class _StepResult:
-    jobs: list
+    jobs: list[_Job]
     eos: torch.Tensor  # [B] bool on device
 
 
@@ -73,14 +95,6 @@ class _BatchParams:
 
 def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError)
-
-
-def pick_bucket(needed: int, buckets: tuple[int, ...], cap: int) -> int:
-    """The smallest bucket >= needed, else ``cap`` (the cache length)."""
-    for b in sorted(buckets):
-        if b >= needed:
-            return min(b, cap)
-    return cap
 
 
 class ModelRunner:
@@ -97,6 +111,7 @@ class ModelRunner:
         self.max_slots = options.max_slots
         self.batch_sizes = tuple(sorted(options.batch_sizes))
         self.kv_buckets = tuple(sorted(options.kv_buckets))
+        self.prompt_buckets = tuple(sorted(options.prompt_buckets))
         self.shape = assets.shape
         self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype)
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
@@ -110,7 +125,6 @@ class ModelRunner:
         self.vocoder = vocoder
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
-        self.free_slots = list(range(self.max_slots))
         self._seeds = random.Random(options.seed)
         self._decode_params = _BatchParams()
         self.pad_batches = graphs is not None
@@ -119,28 +133,29 @@ class ModelRunner:
         self.record_codes = False
         self.finished_codes: dict[JobId, torch.Tensor] = {}
         log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
-                 assets.kind, device, str(dtype).removeprefix("torch."), self.max_slots,
+                 assets.kind.value, device, str(dtype).removeprefix("torch."), self.max_slots,
                  self.max_len, self.cache.nbytes / 2**20)
 
     # --- api.Runner -------------------------------------------------------------------
 
-    def prepare(self, job_id: JobId, request: SegmentRequest) -> PreparedJob:
+    def prepare(self, request: SegmentRequest) -> PreparedJob:
         validate_params(request.params)
         prompt = self.front.build(request.text, request.voice)
         if prompt is None:
             return PreparedJob(prompt_len=0, empty=True)
         if prompt.length >= self.max_len - 1:
-            raise ValueError(f"segment too long: {prompt.length} prompt tokens, "
-                             f"at most {self.max_len - 2}")
+            raise RequestError(f"segment too long: {prompt.length} prompt tokens, "
+                               f"at most {self.max_len - 2}")
         seed = request.params.seed
         if seed is None:
             seed = self._seeds.getrandbits(32)
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
-        self.jobs[job_id] = _Job(job_id, prompt, request.params, seed, request.streaming, max_new)
-        return PreparedJob(prompt_len=prompt.length)
+        spec = JobSpec(prompt, request.params, seed, request.streaming, max_new)
+        return PreparedJob(prompt_len=prompt.length, work=spec)
 
-    def forget(self, job_id: JobId) -> None:
-        self._release(job_id)
+    def reset(self) -> None:
+        self.jobs.clear()
+        self._decode_params = _BatchParams()
 
     @torch.no_grad()
     def warmup(self) -> dict[tuple[int, int], float]:
@@ -160,35 +175,19 @@ class ModelRunner:
         start = time.perf_counter()
         out = StepOutput()
         for job_id in plan.release:
-            self._release(job_id)
-        pre, dec = [], []
-        for job_id, bucket in [(j, pre) for j in plan.prefill] + [(j, dec) for j in plan.decode]:
-            job = self.jobs.get(job_id)
-            if job is None or job.done or (bucket is dec and job.slot < 0):
-                out.failed[job_id] = "job unknown to the runner or not prefilled"
-            elif bucket is pre and job.slot >= 0:
-                out.failed[job_id] = "job already prefilled"
-            else:
-                bucket.append(job)
-        if len(pre) > len(self.free_slots):
-            for job in pre[len(self.free_slots):]:
-                out.failed[job.id] = "no free KV slot"
-            pre = pre[:len(self.free_slots)]
-        taken = [self.free_slots.pop(0) for _ in pre]
-        for job, slot in zip(pre, taken):
-            job.slot = slot
+            self.jobs.pop(job_id, None)
+        pre, dec = self._jobs_of(plan, out)
         try:
             results = []
             if pre:
-                results.append(self._prefill(pre))
+                results.append(self._prefill(pre, plan))
             if dec:
                 results.append(self._decode(dec, plan))
             jobs = [j for r in results for j in r.jobs]
             eos = torch.cat([r.eos for r in results]).cpu().tolist() if results else []
         except Exception as exc:  # mapped to failed/oom, never raised
             for job in pre:
-                job.slot = -1
-            self.free_slots = sorted(self.free_slots + taken)
+                del self.jobs[job.id]
             if _is_oom(exc):
                 log.warning("out of device memory in a step of %d jobs", len(pre) + len(dec))
                 self._empty_device_cache()
@@ -198,14 +197,14 @@ class ModelRunner:
                 log.exception("model step failed for jobs %s", [j.id for j in pre + dec])
                 for job in pre + dec:
                     out.failed[job.id] = f"model step failed: {type(exc).__name__}: {exc}"
-                    self._release(job.id)
+                    self.jobs.pop(job.id, None)
             out.seconds = time.perf_counter() - start
             return out
         finished = []
         for job, hit_eos in zip(jobs, eos):
             if not hit_eos:
                 job.n_codes += 1
-            if hit_eos or job.n_codes >= job.max_new:
+            if hit_eos or job.n_codes >= job.spec.max_new:
                 job.done = True
                 finished.append(job.id)
             out.tokens[job.id] = job.n_codes
@@ -215,25 +214,33 @@ class ModelRunner:
             for job in jobs:
                 if job.done:
                     self.finished_codes[job.id] = self.codes[job.slot, :job.n_codes].cpu().clone()
-        for job_id in finished:
-            self._release(job_id)
+        for job in jobs:
+            if job.done:
+                self.jobs.pop(job.id, None)
         out.seconds = time.perf_counter() - start
         return out
 
-    # --- job bookkeeping --------------------------------------------------------------
-
-    def _release(self, job_id: JobId) -> None:
-        job = self.jobs.pop(job_id, None)
-        if job is not None and job.slot >= 0:
-            self.free_slots.append(job.slot)
-            self.free_slots.sort()
-            job.slot = -1
-            job.stream = None
-
-    def job_codes(self, job_id: JobId) -> torch.Tensor:
-        """The codes a live job has generated so far, [n, Q] on the CPU (for tests)."""
-        job = self.jobs[job_id]
-        return self.codes[job.slot, :job.n_codes].cpu().clone()
+    def _jobs_of(self, plan: StepPlan, out: StepOutput) -> tuple[list[_Job], list[_Job]]:
+        """The plan's prefill jobs (now held) and decode jobs; a row that
+        breaks the contract fails its job instead of corrupting a slot."""
+        pre, dec = [], []
+        taken = {j.slot for j in self.jobs.values()}
+        for job_id, slot, spec in zip(plan.prefill, plan.prefill_slots, plan.work):
+            if job_id in self.jobs or slot in taken or not 0 <= slot < self.max_slots \
+                    or not isinstance(spec, JobSpec):
+                out.failed[job_id] = f"prefill into slot {slot} breaks the runner's contract"
+                continue
+            taken.add(slot)
+            job = self.jobs[job_id] = _Job(job_id, spec, slot)
+            pre.append(job)
+        for job_id, slot in zip(plan.decode, plan.decode_slots):
+            job = self.jobs.get(job_id)
+            if job is None or job.slot != slot:
+                out.failed[job_id] = f"decode of a job not prefilled in slot {slot}"
+                self.jobs.pop(job_id, None)
+                continue
+            dec.append(job)
+        return pre, dec
 
     def _empty_device_cache(self) -> None:
         if self.torch_device.type == "cuda":
@@ -242,7 +249,7 @@ class ModelRunner:
     # --- model steps ------------------------------------------------------------------
 
     def _row_params(self, jobs: list[_Job]) -> RowParams:
-        return RowParams.build([j.params for j in jobs], [j.seed for j in jobs],
+        return RowParams.build([j.spec.params for j in jobs], [j.spec.seed for j in jobs],
                                self.shape.num_audio_tokens, self.torch_device)
 
     def _history(self, slots: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
@@ -262,18 +269,17 @@ class ModelRunner:
         self.hidden.index_put_((slots, steps), hidden)
         return (codes == EOS_CODE).any(dim=1)
 
-    def _prefill(self, jobs: list[_Job]) -> _StepResult:
-        lengths = [j.prompt.length for j in jobs]
-        longest = max(lengths)
+    def _prefill(self, jobs: list[_Job], plan: StepPlan) -> _StepResult:
+        lengths = [j.spec.prompt.length for j in jobs]
         if self.pad_batches:
-            length = pick_bucket(longest, PROMPT_BUCKETS, self.max_len)
-            rows = next((b for b in self.batch_sizes if b >= len(jobs)), len(jobs))
+            length, rows = min(plan.prompt_bucket, self.max_len), max(plan.prefill_batch, len(jobs))
         else:
-            length, rows = longest, len(jobs)
+            length, rows = max(lengths), len(jobs)
         x = torch.zeros(rows, length, self.shape.hidden, dtype=self.dtype, device=self.torch_device)
         for i, job in enumerate(jobs):
-            x[i, :job.prompt.length] = self.model.embed_prompt(
-                job.prompt.ids, job.prompt.speaker, self.front.spk_emb_id)
+            prompt = job.spec.prompt
+            x[i, :prompt.length] = self.model.embed_prompt(prompt.ids, prompt.speaker,
+                                                           self.front.spk_emb_id)
         slot_list = [j.slot for j in jobs] + [self.cache.scratch] * (rows - len(jobs))
         slots = torch.tensor(slot_list, device=self.torch_device)
         hidden = None
@@ -294,14 +300,12 @@ class ModelRunner:
         if self._decode_params.key != key:
             self._decode_params = _BatchParams(key, self._row_params(jobs))
         params = self._decode_params.params
-        positions = [j.prompt.length + j.n_codes - 1 for j in jobs]
+        positions = [j.spec.prompt.length + j.n_codes - 1 for j in jobs]
         slot_list = [j.slot for j in jobs]
         needed = max(positions) + 1
         rows = n
         if self.pad_batches:
-            kv_len = pick_bucket(max(needed, plan.kv_bucket), self.kv_buckets, self.max_len)
-            rows = next((b for b in self.batch_sizes if b >= n), n)
-            rows = max(rows, min(plan.batch_size, self.max_slots))
+            kv_len, rows = min(plan.kv_bucket, self.max_len), max(plan.batch_size, n)
         else:
             # Eager attention reads exactly the batch's longest length: the
             # cache read is memory-bound, so every position skipped is saved.
@@ -339,7 +343,7 @@ class ModelRunner:
                 out.audio[job.id] = chunk
 
     def _job_audio(self, job: _Job) -> np.ndarray | None:
-        if not job.streaming:
+        if not job.spec.streaming:
             if not job.done:
                 return None
             return self.vocoder.one_shot(self.hidden[job.slot, :job.n_codes])

@@ -26,28 +26,46 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from protocol.voices import seed_of
 from realtime.runtime.api import (
     SAMPLE_RATE,
     SAMPLES_PER_STEP,
     PreparedJob,
     SegmentRequest,
     VoiceError,
+    WeightsKind,
 )
-from scheduler.plan import JobId, StepOutput, StepPlan
+from scheduler import (
+    DEFAULT_BATCH_SIZES,
+    DEFAULT_KV_BUCKETS,
+    DEFAULT_PROMPT_BUCKETS,
+    JobId,
+    StepOutput,
+    StepPlan,
+)
 
 _WORD = re.compile(r"\w", re.UNICODE)
-_SEED_VOICE = re.compile(r"^seed:-?\d+$")
 _TABLE_CODES = 470  # ~10 s of tone per frequency, repeated beyond
 
 
-@dataclass
-class _ToneJob:
+@dataclass(frozen=True, slots=True)
+class ToneSpec:
+    """A prepared segment (``PreparedJob.work``)."""
+
     target: int  # codes this segment will produce
     streaming: bool
     frequency: float
     fail: bool
     oom: bool
     crash: bool
+
+
+@dataclass(slots=True)
+class _ToneJob:
+    """A job the runner holds, from its prefill to its end."""
+
+    spec: ToneSpec
+    slot: int
     tokens: int = 0
 
 
@@ -60,7 +78,7 @@ class ToneRunner:
     """
 
     sample_rate = SAMPLE_RATE
-    weights_kind = "tone"
+    weights_kind = WeightsKind.TONE
     device = "cpu"
 
     def __init__(
@@ -71,8 +89,8 @@ class ToneRunner:
         min_codes: int = 4,
         max_codes: int = 2048,
         max_slots: int = 16,
-        batch_sizes: tuple[int, ...] = (1, 2, 4, 8),
-        kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048),
+        batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES,
+        kv_buckets: tuple[int, ...] = DEFAULT_KV_BUCKETS,
         voices: tuple[str, ...] = ("default", "alice", "bob"),
         amplitude: float = 0.3,
         fail_marker: str = "FAIL",
@@ -97,7 +115,8 @@ class ToneRunner:
         # > 1 only for benches of the server itself: the real model makes one
         # code per step, which makes step bookkeeping dominate a no-model run.
         self.codes_per_step = max(1, codes_per_step)
-        self._prepared: dict[JobId, _ToneJob] = {}
+        self.prompt_buckets = DEFAULT_PROMPT_BUCKETS
+        self._prepared_count = 0
         self._slots: dict[JobId, _ToneJob] = {}
         self._tables: dict[float, np.ndarray] = {}
         self.steps = 0  # executed plans, for tests
@@ -109,7 +128,7 @@ class ToneRunner:
         seconds = max(self.step_seconds, 1e-4)
         return {(b, k): seconds for b in self.batch_sizes for k in self.kv_buckets}
 
-    def prepare(self, job_id: JobId, request: SegmentRequest) -> PreparedJob:
+    def prepare(self, request: SegmentRequest) -> PreparedJob:
         self._check_voice(request.voice)
         if self.prepare_seconds:
             time.sleep(self.prepare_seconds)
@@ -118,62 +137,59 @@ class ToneRunner:
             return PreparedJob(prompt_len=0, empty=True)
         target = int(round(len(text) * self.codes_per_char))
         target = max(self.min_codes, min(target, self.max_codes, request.params.max_new_tokens))
-        self._prepared[job_id] = _ToneJob(
+        self._prepared_count += 1
+        spec = ToneSpec(
             target=target,
             streaming=request.streaming,
-            frequency=220.0 + 20.0 * (job_id % 12),
+            frequency=220.0 + 20.0 * (self._prepared_count % 12),
             fail=bool(self.fail_marker) and self.fail_marker in text,
             oom=bool(self.oom_marker) and self.oom_marker in text,
             crash=bool(self.crash_marker) and self.crash_marker in text,
         )
-        return PreparedJob(prompt_len=8 + len(text))
+        return PreparedJob(prompt_len=8 + len(text), work=spec)
+
+    def reset(self) -> None:
+        self._slots.clear()
 
     def execute(self, plan: StepPlan) -> StepOutput:
         start = time.perf_counter()
         self.steps += 1
         for job_id in plan.release:
             self._slots.pop(job_id, None)
-            self._prepared.pop(job_id, None)
         jobs = plan.jobs
         self.max_batch_seen = max(self.max_batch_seen, len(jobs))
-        states = [self._prepared.get(j) or self._slots.get(j) for j in jobs]
-        if any(s is not None and s.crash for s in states):
+        specs = [self._slots[j].spec if j in self._slots else None for j in plan.decode]
+        specs += [w for w in plan.work if isinstance(w, ToneSpec)]
+        if any(s.crash for s in specs if s is not None):
             for j in jobs:
-                self._prepared.pop(j, None)
                 self._slots.pop(j, None)
             raise RuntimeError("synthetic crash requested by the text")
-        if len(jobs) > 1 and any(s is not None and s.oom for s in states):
+        if len(jobs) > 1 and any(s.oom for s in specs if s is not None):
             return StepOutput(oom=True, seconds=time.perf_counter() - start)
         if self.step_seconds:
             time.sleep(self.step_seconds)
         out = StepOutput()
+        self._take_prefills(plan, out)
         finished: list[JobId] = []
-        for job_id in plan.prefill:
-            state = self._prepared.pop(job_id, None)
-            if state is None:
-                out.failed[job_id] = "prefill of a job that was never prepared"
+        for job_id, slot in zip(jobs, plan.slots):
+            job = self._slots.get(job_id)
+            if job is None or job.slot != slot:
+                out.failed.setdefault(job_id, f"no job of this id in slot {slot}")
+                self._slots.pop(job_id, None)
                 continue
-            if len(self._slots) >= self.max_slots:
-                out.failed[job_id] = "no free KV slot"
-                continue
-            self._slots[job_id] = state
-        for job_id in jobs:
-            state = self._slots.get(job_id)
-            if state is None:
-                out.failed.setdefault(job_id, "decode of a job without a slot")
-                continue
-            if state.fail:
+            spec = job.spec
+            if spec.fail:
                 out.failed[job_id] = "synthetic failure requested by the text"
                 del self._slots[job_id]
                 continue
-            before = state.tokens
-            state.tokens = min(state.tokens + self.codes_per_step, state.target)
-            out.tokens[job_id] = state.tokens
-            done = state.tokens >= state.target
-            if state.streaming:
-                out.audio[job_id] = self._tone(state, before, state.tokens)
+            before = job.tokens
+            job.tokens = min(job.tokens + self.codes_per_step, spec.target)
+            out.tokens[job_id] = job.tokens
+            done = job.tokens >= spec.target
+            if spec.streaming:
+                out.audio[job_id] = self._tone(spec, before, job.tokens)
             elif done:
-                out.audio[job_id] = self._tone(state, 0, state.tokens)
+                out.audio[job_id] = self._tone(spec, 0, job.tokens)
             if done:
                 finished.append(job_id)
                 del self._slots[job_id]
@@ -181,9 +197,16 @@ class ToneRunner:
         out.seconds = time.perf_counter() - start
         return out
 
-    def forget(self, job_id: JobId) -> None:
-        self._prepared.pop(job_id, None)
-        self._slots.pop(job_id, None)
+    def _take_prefills(self, plan: StepPlan, out: StepOutput) -> None:
+        """Hold each prefill job in its slot, as the plan's contract says."""
+        taken = {job.slot for job in self._slots.values()}
+        for job_id, slot, spec in zip(plan.prefill, plan.prefill_slots, plan.work):
+            if (job_id in self._slots or slot in taken or not 0 <= slot < self.max_slots
+                    or not isinstance(spec, ToneSpec)):
+                out.failed[job_id] = f"prefill into slot {slot} breaks the runner's contract"
+                continue
+            taken.add(slot)
+            self._slots[job_id] = _ToneJob(spec, slot)
 
     # -- helpers -------------------------------------------------------------------
 
@@ -191,24 +214,20 @@ class ToneRunner:
     def slots_in_use(self) -> int:
         return len(self._slots)
 
-    @property
-    def prepared_jobs(self) -> int:
-        return len(self._prepared)
-
     def _check_voice(self, voice: str | None) -> None:
-        if voice is None or voice in self.voices or _SEED_VOICE.match(voice):
+        if voice is None or voice in self.voices or seed_of(voice) is not None:
             return
         raise VoiceError(f"voice {voice[:40]!r} is not a named voice or seed:<int>")
 
-    def _tone(self, state: _ToneJob, first_code: int, end_code: int) -> np.ndarray:
+    def _tone(self, spec: ToneSpec, first_code: int, end_code: int) -> np.ndarray:
         # A cached table keeps the runner's own cost far below the server's,
         # which is what the server bench measures.
-        table = self._tables.get(state.frequency)
+        table = self._tables.get(spec.frequency)
         if table is None:
             n = np.arange(_TABLE_CODES * SAMPLES_PER_STEP)
-            table = (self.amplitude * np.sin(2 * np.pi * state.frequency * n / SAMPLE_RATE)
+            table = (self.amplitude * np.sin(2 * np.pi * spec.frequency * n / SAMPLE_RATE)
                      ).astype(np.float32)
-            self._tables[state.frequency] = table
+            self._tables[spec.frequency] = table
         if end_code <= _TABLE_CODES:
             # A read-only view, not a copy: a stand-in for the model should cost
             # next to nothing, and consumers never write into the audio they get.

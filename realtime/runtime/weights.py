@@ -27,13 +27,14 @@ import json
 import logging
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pybase16384 as b14
 import torch
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
+from realtime.runtime.api import WeightsKind
 from realtime.runtime.shapes import FULL, N_MELS, TINY, ModelShape
 from realtime.runtime.tokenizer import generate_tokenizer, load_tokenizer, save_tokenizer
 
@@ -60,7 +61,7 @@ class ModelAssets:
     ``vocos`` a ``vocos.Vocos``; ``spk_stat`` the encoded speaker statistics.
     """
 
-    kind: str  # "checkpoint" | "random" | "tiny-random"
+    kind: WeightsKind
     shape: ModelShape
     gpt_state: dict[str, torch.Tensor]
     embed: torch.nn.Module
@@ -112,14 +113,15 @@ def _upstream_spk_stat() -> str:
     return Config().spk_stat
 
 
-def random_assets(shape: ModelShape = FULL, seed: int = 0, kind: str | None = None) -> ModelAssets:
+def random_assets(shape: ModelShape = FULL, seed: int = 0,
+                  kind: WeightsKind | None = None) -> ModelAssets:
     """Seeded random weights of ``shape`` with upstream's classes and init.
 
     The same (shape, seed) always gives the same weights; the global torch RNG
     is left as it was.
     """
     from transformers import LlamaConfig, LlamaModel
-    kind = kind or ("tiny-random" if shape == TINY else "random")
+    kind = kind or (WeightsKind.TINY_RANDOM if shape == TINY else WeightsKind.RANDOM)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         llama = LlamaModel(LlamaConfig(**shape.llama_config()))
@@ -283,7 +285,7 @@ def load_checkpoint(path: str) -> ModelAssets:
     else:
         spk_stat = _upstream_spk_stat()
     log.warning("loaded ChatTTS checkpoint from %s. %s", asset, LICENCE_NOTE)
-    return ModelAssets(kind="checkpoint", shape=shape, gpt_state=gpt_state, embed=embed,
+    return ModelAssets(kind=WeightsKind.CHECKPOINT, shape=shape, gpt_state=gpt_state, embed=embed,
                        decoder=decoder, vocos=vocos, tokenizer=tokenizer, spk_stat=spk_stat,
                        source=asset)
 
@@ -325,9 +327,9 @@ def resolve_assets(weights: str = "auto", model_dir: str | None = None,
                    require_weights: bool = False, seed: int = 0) -> ModelAssets:
     """Pick and load weights as ``RuntimeOptions`` describes; raises WeightsError."""
     if weights == "tiny-random":
-        return random_assets(TINY, seed, kind="tiny-random")
+        return random_assets(TINY, seed, kind=WeightsKind.TINY_RANDOM)
     if weights == "random":
-        return random_assets(FULL, seed, kind="random")
+        return random_assets(FULL, seed, kind=WeightsKind.RANDOM)
     if weights != "auto":
         return load_checkpoint(weights)
     if model_dir:
@@ -340,11 +342,8 @@ def resolve_assets(weights: str = "auto", model_dir: str | None = None,
                            "cache, no download possible) and --require-weights is set")
     log.warning("!!! NO CHATTTS WEIGHTS FOUND: running FULL-SIZE RANDOM WEIGHTS; the audio "
                 "is noise. Pass --model-dir or --require-weights. !!!")
-    return random_assets(FULL, seed, kind="random")
+    return random_assets(FULL, seed, kind=WeightsKind.RANDOM)
 
-
-def with_kind(assets: ModelAssets, kind: str) -> ModelAssets:
-    return replace(assets, kind=kind)
 
 
 def decode_spk_stat(spk_stat: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,94 @@
+"""Drive a runner without the server: jobs in, plans out, codes and audio kept.
+
+``Driver`` plays the scheduler's part of the plan contract for tests,
+benchmarks and the GPU check: the lowest free KV slot for each new job, the
+prepared work, and shapes padded to the runner's offer. Every pending job is
+prefilled in the next step; every live one decodes until it finishes.
+
+Thread: the caller's (the runner's model thread rules apply).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from realtime.runtime.api import Runner, SegmentRequest
+from scheduler import Lane, SchedulerConfig, StepOutput, StepPlan
+
+
+class Driver:
+    """Runs jobs to completion, one ``execute`` per step, recording codes/audio.
+
+    It plays the scheduler's part of the plan contract: the lowest free KV
+    slot for each new job, the prepared work, and shapes padded to the
+    runner's offer."""
+
+    def __init__(self, runner: Runner, lane: Lane = Lane.BACKGROUND) -> None:
+        self.runner = runner
+        self.lane = lane
+        if hasattr(runner, "record_codes"):
+            runner.record_codes = True
+        self.shapes = SchedulerConfig(batch_sizes=runner.batch_sizes, kv_buckets=runner.kv_buckets,
+                                      prompt_buckets=runner.prompt_buckets,
+                                      max_slots=runner.max_slots)
+        self.live: list[int] = []
+        self.pending: list[int] = []
+        self.work: dict[int, object] = {}
+        self.slot: dict[int, int] = {}
+        self.prompt_len: dict[int, int] = {}
+        self.codes: dict[int, torch.Tensor] = {}
+        self.audio: dict[int, list] = {}
+        self.tokens: dict[int, int] = {}
+        self.finished: list[int] = []
+
+    def add(self, job_id: int, req: SegmentRequest) -> None:
+        prepared = self.runner.prepare(req)
+        self.work[job_id] = prepared.work
+        self.prompt_len[job_id] = prepared.prompt_len
+        self.pending.append(job_id)
+        self.audio[job_id] = []
+
+    def plan(self, release=()) -> StepPlan:
+        for job_id in release:
+            self.slot.pop(job_id, None)
+            self.live.remove(job_id)
+        free = sorted(set(range(self.runner.max_slots)) - set(self.slot.values()))
+        for job_id in self.pending:
+            if job_id not in self.slot:
+                self.slot[job_id] = free.pop(0)
+        cfg, pre, dec = self.shapes, self.pending, self.live
+        return StepPlan(
+            self.lane, prefill=tuple(pre), decode=tuple(dec), release=tuple(release),
+            slots=tuple(self.slot[j] for j in pre + dec), work=tuple(self.work[j] for j in pre),
+            batch_size=cfg.padded_batch(len(dec)) if dec else 1,
+            kv_bucket=cfg.bucket(max(self.prompt_len[j] + self.tokens[j] + 1 for j in dec)) if dec else 0,
+            prefill_batch=cfg.padded_batch(len(pre)) if pre else 0,
+            prompt_bucket=cfg.prompt_bucket(max(self.prompt_len[j] for j in pre)) if pre else 0)
+
+    def step(self, release=(), check: bool = True) -> StepOutput:
+        """One ``execute``. With ``check`` a failed job or an out-of-memory
+        step raises AssertionError; without, failed jobs are dropped and an
+        out-of-memory step leaves everything to be retried."""
+        out = self.runner.execute(self.plan(release))
+        if check and (out.failed or out.oom):
+            raise AssertionError(f"step failed: {out.failed or 'out of memory'}")
+        if out.oom:
+            return out
+        ended = set(out.finished) | set(out.failed)
+        self.live = [j for j in self.live + self.pending if j not in ended]
+        for job_id in ended:
+            self.slot.pop(job_id, None)
+        self.pending = []
+        for j, chunk in out.audio.items():
+            self.audio[j].append(chunk)
+        self.tokens.update(out.tokens)
+        self.finished.extend(out.finished)
+        self.codes.update(getattr(self.runner, "finished_codes", {}))
+        return out
+
+    def run(self, max_steps: int = 400) -> None:
+        for _ in range(max_steps):
+            if not (self.live or self.pending):
+                return
+            self.step()
+        raise AssertionError("jobs did not finish")
