@@ -36,13 +36,15 @@ from pathlib import Path
 
 import orjson
 import psutil
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection as WsConnection
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from protocol import Cancelled, Done, Error, Started, decode_server, unpack_frame
+from protocol import Cancelled, Done, Error
+from protocol.stream import ClientConnection, Kind, StreamViolation
 from realtime.config import ServerConfig
 from realtime.embedded import ServerThread
-from realtime.utterance import estimate_tokens
+from realtime.text import estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +57,6 @@ _FALLBACK_SENTENCES = (
 )
 # Errors a well-behaved client can legitimately get under load.
 _EXPECTED_ERRORS = frozenset({"overloaded", "deadline_unmeetable", "too_many_active"})
-# Refusals of one message that do not end the utterance they name.
-_NON_TERMINAL = frozenset({"duplicate_id", "input_closed", "unknown_id"})
 # The tone runner's codes per character (the soak builds it, so it knows).
 _TONE_CODES_PER_CHAR = 0.25
 
@@ -84,7 +84,7 @@ class Record:
     lane: str
     sent_at: float
     started: bool = False
-    next_seq: int = 0
+    frames: int = 0
     terminals: int = 0
     outcome: str | None = None  # done | cancelled | <error code>
     vanished: bool = False  # its connection was dropped on purpose
@@ -127,10 +127,10 @@ class SoakReport:
 class Client:
     """A WebSocket connection that records every utterance it carries."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: WsConnection) -> None:
         self.ws = ws
+        self.wire = ClientConnection()  # the ordering rules, checked as items arrive
         self.records: dict[str, Record] = {}
-        self.streams: dict[int, Record] = {}
         self.connection_errors: list[str] = []
         self.first_audio_ms: list[float] = []
         self.reader = asyncio.create_task(self._read())
@@ -138,14 +138,16 @@ class Client:
     @classmethod
     async def open(cls, url: str) -> Client:
         ws = await connect(url, max_size=None, open_timeout=10)
-        await ws.recv()  # hello
-        return cls(ws)
+        client = cls(ws)  # its reader takes the hello
+        return client
 
     @property
     def active(self) -> int:
         return sum(1 for r in self.records.values() if r.open)
 
     async def send(self, message: dict) -> bool:
+        if message["type"] == "speak":
+            self.wire.opened(message["id"])
         try:
             await self.ws.send(orjson.dumps(message).decode())
             return True
@@ -162,55 +164,45 @@ class Client:
     async def _read(self) -> None:
         try:
             async for raw in self.ws:
-                if isinstance(raw, bytes):
-                    self._frame(raw)
-                else:
-                    self._message(raw)
+                self._receive(raw)
         except ConnectionClosed:
             pass
 
-    def _frame(self, raw: bytes) -> None:
-        header, _ = unpack_frame(raw)
-        record = self.streams.get(header.stream)
-        if record is None:
-            self.connection_errors.append(f"frame of unknown stream {header.stream}")
+    def _receive(self, raw: str | bytes) -> None:
+        try:
+            item = self.wire.receive(raw)
+        except StreamViolation as exc:
+            record = self.records.get(exc.id) if exc.id is not None else None
+            if record is None:
+                self.connection_errors.append(str(exc))
+            else:
+                record.violations.append(str(exc))
             return
-        if record.terminals:
-            record.violations.append("audio after the terminal message")
-        if header.seq != record.next_seq:
-            record.violations.append(f"seq {header.seq}, expected {record.next_seq}")
-        if record.next_seq == 0:
-            self.first_audio_ms.append((time.monotonic() - record.sent_at) * 1000)
-        record.next_seq = header.seq + 1
-
-    def _message(self, raw: str) -> None:
-        message = decode_server(raw)
-        msg_id = getattr(message, "id", None)
-        record = self.records.get(msg_id) if msg_id is not None else None
-        if isinstance(message, Error) and msg_id is None:
-            self.connection_errors.append(f"connection-level {message.code}")
-            return
-        if record is None:
-            self.connection_errors.append(f"{type(message).__name__} for unknown id {msg_id}")
-            return
-        if isinstance(message, Started):
-            if record.started or record.terminals:
-                record.violations.append("started twice or after the terminal")
+        record = self.records.get(item.id) if item.id is not None else None
+        if item.kind is Kind.CONNECTION_ERROR:
+            self.connection_errors.append(f"connection-level {item.message.code}")  # type: ignore[union-attr]
+        elif record is None or item.kind is Kind.UNKNOWN:
+            if item.kind is not Kind.HELLO:
+                self.connection_errors.append(f"{item.kind.value} item for unknown id {item.id}")
+        elif item.kind is Kind.STARTED:
             record.started = True
             record.started_event.set()
-            self.streams[message.stream] = record
-        elif isinstance(message, Error) and message.code in _NON_TERMINAL:
-            if message.code != "unknown_id":  # a cancel racing the end is fine
-                record.violations.append(f"unexpected {message.code}")
-        elif isinstance(message, (Done, Cancelled, Error)):
+        elif item.kind is Kind.AUDIO:
+            if record.frames == 0:
+                self.first_audio_ms.append((time.monotonic() - record.sent_at) * 1000)
+            record.frames += 1
+        elif item.kind is Kind.NOTICE:
+            code = item.message.code  # type: ignore[union-attr]
+            if code != "unknown_id":  # a cancel racing the end is fine
+                record.violations.append(f"unexpected {code}")
+        elif item.kind is Kind.END:
             record.terminals += 1
-            if record.terminals > 1:
-                record.violations.append("a second terminal message")
+            message = item.message
             if isinstance(message, Done):
                 record.outcome = "done"
             elif isinstance(message, Cancelled):
                 record.outcome = "cancelled"
-            else:
+            elif isinstance(message, Error):
                 record.outcome = message.code
                 if message.code not in _EXPECTED_ERRORS:
                     record.violations.append(f"error {message.code}: {message.message}")

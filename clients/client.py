@@ -5,10 +5,10 @@
         async for item in utt:
             ...
 
-The connection reads in one background task and hands each message to its utterance:
-text messages by `id`, binary frames by the `stream` number from `started`. The wire
-work is done by `protocol/` (decode_server, encode, unpack_frame); this module only
-moves messages. Not thread-safe: use one event loop.
+The connection reads in one background task and hands each item to its utterance.
+What each server frame means, and whether it keeps the protocol's ordering rules, is
+`protocol.stream.ClientConnection`'s business; this module only moves bytes and
+items. Not thread-safe: use one event loop.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import logging
 import os
 import time
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection as WsConnection
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from clients.errors import (
@@ -31,30 +32,12 @@ from clients.errors import (
     from_message,
 )
 from clients.utterance import Utterance
-from protocol import (
-    FLAG_SEGMENT_END,
-    FLAG_UTTERANCE_END,
-    Cancelled,
-    Done,
-    Error,
-    ErrorCode,
-    Hello,
-    Params,
-    ProtocolError,
-    Segment,
-    Speak,
-    Started,
-    decode_server,
-    encode,
-    unpack_frame,
-)
+from protocol import Error, Hello, Params, ProtocolError, Speak, encode
+from protocol.stream import Audio, ClientConnection, Kind, Received, StreamViolation
 
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = "ws://127.0.0.1:8765/v1/stream"
-
-# Errors that refuse one message but leave the utterance they name running.
-_NON_TERMINAL = {ErrorCode.DUPLICATE_ID.value, ErrorCode.INPUT_CLOSED.value}
 
 
 class RealtimeClient:
@@ -76,10 +59,10 @@ class RealtimeClient:
         self.weights_warning: str | None = None
         self.connect_ms: float | None = None
         self.connection_errors: list[TTSError] = []
-        self._ws: ClientConnection | None = None
+        self._ws: WsConnection | None = None
+        self._wire = ClientConnection()
         self._reader: asyncio.Task | None = None
         self._by_id: dict[str, Utterance] = {}
-        self._by_stream: dict[int, Utterance] = {}
         self._ids = itertools.count(1)
         self._prefix = f"u{os.getpid() % 10000}-{id(self) % 100000}"
         self._closed_reason: str | None = None
@@ -106,10 +89,15 @@ class RealtimeClient:
             raise HandshakeRefused(f"server refused the handshake with HTTP {status}",
                                    status=status) from exc
         first = await asyncio.wait_for(self._ws.recv(), self.open_timeout)
-        hello = decode_server(first)
-        if not isinstance(hello, Hello):
+        try:
+            greeting = self._wire.receive(first)
+        except (ProtocolError, StreamViolation) as exc:
             await self._ws.close()
-            raise ProtocolViolation(f"expected hello, got {type(hello).__name__}")
+            raise ProtocolViolation(f"expected hello: {exc}") from None
+        hello = self._wire.hello
+        if greeting.kind is not Kind.HELLO or hello is None:
+            await self._ws.close()
+            raise ProtocolViolation(f"expected hello, got {greeting.kind.value}")
         self.hello = hello
         self.connect_ms = 1000.0 * (time.monotonic() - t0)
         if hello.model.weights != "checkpoint":
@@ -154,12 +142,14 @@ class RealtimeClient:
         if self._closed_reason is not None:
             raise ConnectionLost(self._closed_reason)
         uid = id or self.new_id()
-        if uid in self._by_id:
-            raise DuplicateId("id is still active on this connection", id=uid)
         rate = sample_rate or self.hello.sample_rate
         msg = Speak(id=uid, text=text, final=final, lane=lane, deadline_ms=deadline_ms,
                     voice=voice, format=format, sample_rate=rate, frame_ms=frame_ms,
                     chunking=chunking, params=params or Params())
+        try:
+            self._wire.opened(uid)
+        except ValueError:
+            raise DuplicateId("id is still active on this connection", id=uid) from None
         utt = Utterance(id=uid, format=format, sample_rate=rate, lane=lane, final=final,
                         _send=self._send)
         self._by_id[uid] = utt
@@ -181,73 +171,72 @@ class RealtimeClient:
     # ---- reading -------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
+        assert self._ws is not None
         reason = "connection closed"
         try:
             async for frame in self._ws:
-                if isinstance(frame, bytes):
-                    self._on_binary(frame)
-                else:
-                    self._on_text(frame)
+                self._on_frame(frame)
         except ConnectionClosed as exc:
             reason = f"connection closed: {exc}"
         except Exception as exc:
             reason = f"reader failed: {exc!r}"
             log.exception("client reader failed")
         finally:
-            code = self._ws.close_code if self._ws is not None else None
+            code = self._ws.close_code
             if code is not None:
                 reason = f"connection closed (code {code} {self._ws.close_reason})".strip()
             self._closed_reason = reason
             for utt in list(self._by_id.values()):
                 utt._on_terminal(ConnectionLost(reason, id=utt.id))
             self._by_id.clear()
-            self._by_stream.clear()
 
-    def _on_binary(self, frame: bytes) -> None:
+    def _on_frame(self, frame: str | bytes) -> None:
         now = time.monotonic()
-        header, payload = unpack_frame(frame)
-        utt = self._by_stream.get(header.stream)
-        if utt is None:
-            log.debug("audio for unknown stream %s dropped", header.stream)
-            return
-        utt._on_audio(bool(header.flags & FLAG_SEGMENT_END),
-                      bool(header.flags & FLAG_UTTERANCE_END),
-                      header.segment, header.seq, bytes(payload), now)
-
-    def _on_text(self, frame: str) -> None:
         try:
-            msg = decode_server(frame)
-        except ProtocolError as exc:
-            # A newer server's message type, or a malformed one: skip it, keep reading.
+            item = self._wire.receive(frame)
+        except StreamViolation as exc:
+            self._violation(exc)
+            return
+        except ProtocolError as exc:  # a malformed message: skip it, keep reading
             log.warning("server message skipped: %s", exc)
             return
-        if isinstance(msg, Error) and msg.id is None:
-            exc = from_message(msg)
-            log.warning("connection-level error: %s", exc)
-            self.connection_errors.append(exc)
+        if item.kind is Kind.CONNECTION_ERROR:
+            assert isinstance(item.message, Error)
+            error = from_message(item.message)
+            log.warning("connection-level error: %s", error)
+            self.connection_errors.append(error)
             return
-        utt = self._by_id.get(getattr(msg, "id", None))
+        utt = self._by_id.get(item.id) if item.id is not None else None
         if utt is None:
-            log.debug("message for unknown utterance dropped: %r", msg)
+            log.debug("%s item for no utterance of ours dropped", item.kind.value)
             return
-        if isinstance(msg, Started):
-            self._by_stream[msg.stream] = utt
-            utt._on_started(msg)
-        elif isinstance(msg, Segment):
-            utt._on_segment(msg)
-        elif isinstance(msg, Error) and msg.code in _NON_TERMINAL:
-            utt._on_refusal(from_message(msg))
-        elif isinstance(msg, (Done, Cancelled, Error)):
-            outcome = from_message(msg) if isinstance(msg, Error) else msg
-            self._finish(utt, outcome)
-        else:
-            log.debug("unexpected message %r", msg)
+        self._deliver(utt, item, now)
 
-    def _finish(self, utt: Utterance, outcome) -> None:
-        self._by_id.pop(utt.id, None)
-        if utt.stream is not None:
-            self._by_stream.pop(utt.stream, None)
-        utt._on_terminal(outcome)
+    def _deliver(self, utt: Utterance, item: Received, now: float) -> None:
+        message = item.message
+        if item.kind is Kind.AUDIO:
+            assert isinstance(message, Audio)
+            utt._on_audio(message, now)
+        elif item.kind is Kind.STARTED:
+            utt._on_started(message)  # type: ignore[arg-type]
+        elif item.kind is Kind.SEGMENT:
+            utt._on_segment(message)  # type: ignore[arg-type]
+        elif item.kind is Kind.NOTICE:
+            utt._on_refusal(from_message(message))
+        elif item.kind is Kind.END:
+            del self._by_id[utt.id]
+            outcome = from_message(message) if isinstance(message, Error) else message
+            utt._on_terminal(outcome)  # type: ignore[arg-type]
+
+    def _violation(self, exc: StreamViolation) -> None:
+        """The server broke an ordering rule: fail the utterance it concerns."""
+        log.error("protocol violation: %s", exc)
+        utt = self._by_id.get(exc.id) if exc.id is not None else None
+        if utt is None:
+            self.connection_errors.append(ProtocolViolation(str(exc)))
+        else:
+            del self._by_id[utt.id]
+            utt._fail(ProtocolViolation(str(exc), id=exc.id))
 
 
 __all__ = ["DEFAULT_URL", "RealtimeClient"]

@@ -1,7 +1,8 @@
 """One utterance as the client sees it: a handle that yields audio and events.
 
 An `Utterance` is created by `RealtimeClient.speak`. The connection's reader task feeds
-it (`_on_started`, `_on_audio`, `_on_segment`, `_on_terminal`); the caller iterates it:
+it items that already passed the protocol's ordering checks (`_on_started`,
+`_on_audio`, `_on_segment`, `_on_refusal`, `_on_terminal`); the caller iterates it:
 
     async for item in utterance:      # AudioChunk, protocol.Segment, then Done
         ...
@@ -20,9 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clients.errors import InputClosed, ProtocolViolation, TTSError, UtteranceCancelled
+from clients.errors import InputClosed, TTSError, UtteranceCancelled
 from protocol import Append, Cancel, Cancelled, Done, Flush, Segment, Started
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples
+from protocol.stream import Audio
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,6 @@ class Utterance:
     _queue: asyncio.Queue = field(default_factory=asyncio.Queue, repr=False)
     _terminal: asyncio.Future = field(default=None, repr=False)  # type: ignore[assignment]
     _started: asyncio.Future = field(default=None, repr=False)  # type: ignore[assignment]
-    _next_seq: int = 0
     _cancel_sent: bool = False
 
     def __post_init__(self) -> None:
@@ -184,20 +185,15 @@ class Utterance:
         if not self._started.done():
             self._started.set_result(msg)
 
-    def _on_audio(self, flags_segment_end: bool, flags_utterance_end: bool, segment: int,
-                  seq: int, payload: bytes, now: float) -> None:
-        if seq != self._next_seq:
-            log.error("utterance %s: frame seq %s, expected %s", self.id, seq, self._next_seq)
-            self._fail(ProtocolViolation(f"frame seq {seq}, expected {self._next_seq}",
-                                         id=self.id))
-            return
-        self._next_seq = seq + 1
+    def _on_audio(self, audio: Audio, now: float) -> None:
+        """One frame, already checked against the ordering rules."""
         if self._cancel_sent:
             return  # barge-in: the caller asked for silence now
         if self.first_audio_at is None:
             self.first_audio_at = now
-        chunk = AudioChunk(payload, self.format, self.sample_rate, segment, seq,
-                           flags_segment_end, flags_utterance_end, now)
+        h = audio.header
+        chunk = AudioChunk(bytes(audio.payload), self.format, self.sample_rate, h.segment, h.seq,
+                           h.segment_end, h.utterance_end, now)
         self.frames += 1
         self.audio_samples += chunk.sample_count
         self._queue.put_nowait(chunk)

@@ -1,7 +1,9 @@
 """Protocol v1 of the realtime TTS server, sans I/O.
 
 Parsing, validation and encoding of the JSON messages (``codec``), the binary
-audio frame header (``frames``) and the sample formats (``pcm``). Nothing in
+audio frame header (``frames``), the sample formats (``pcm``) and the
+ordering rules of an utterance's messages (``stream``: a state machine for
+the sending server and one for a receiving client). Nothing in
 this package imports asyncio, websockets, uvloop or torch: the server and the
 clients move bytes, this package gives them meaning. docs/protocol.md is the
 contract in prose.
@@ -17,7 +19,7 @@ from protocol.codec import (
     encode,
     load_object,
 )
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import NON_TERMINAL_CODES, ErrorCode, ProtocolError
 from protocol.frames import (
     FLAG_SEGMENT_END,
     FLAG_UTTERANCE_END,
@@ -84,7 +86,7 @@ __all__ = [
     "Hello", "Started", "Segment", "Timing", "Done", "Cancelled", "Error",
     "ClientMessage", "ServerMessage",
     # errors
-    "ErrorCode", "ProtocolError",
+    "ErrorCode", "ProtocolError", "NON_TERMINAL_CODES",
     # codec
     "Offer", "DEFAULT_OFFER", "DEFAULT_MAX_TEXT_CHARS", "DEFAULT_SAMPLE_RATES",
     "decode_client", "decode_server", "encode", "load_object",

@@ -1,9 +1,10 @@
-"""The protocol's error codes and the one exception that carries them.
+"""The protocol's error codes and the exception that carries a refusal.
 
-Every refusal the server sends is an ``error`` message built from a
-``ProtocolError``: the protocol layer raises it for malformed input, and the
-session raises it for the codes that depend on state (duplicate ids, limits,
-admission). ``to_message()`` turns it into the wire ``Error``.
+``ErrorCode`` lists every ``code`` an ``error`` message can carry, and
+``NON_TERMINAL_CODES`` the ones that refuse a single message without ending
+any utterance. ``ProtocolError`` is raised by the decoders (``protocol.codec``)
+for a frame that breaks the protocol; ``to_message()`` turns it into the wire
+``Error``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ class ErrorCode(StrEnum):
     SLOW_CONSUMER = "slow_consumer"
     SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
+
+
+# Refuse one message, end nothing: a repeated id (the running utterance goes
+# on), input after the utterance's input ended, an id that names no running
+# utterance (for instance a cancel that raced the end).
+NON_TERMINAL_CODES: frozenset[str] = frozenset(
+    {ErrorCode.DUPLICATE_ID, ErrorCode.INPUT_CLOSED, ErrorCode.UNKNOWN_ID})
 
 
 class ProtocolError(Exception):

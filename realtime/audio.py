@@ -18,12 +18,14 @@ import logging
 import numpy as np
 import soxr
 
+from protocol import DEFAULT_SAMPLE_RATES
 from protocol.pcm import BYTES_PER_SAMPLE, encode_samples
+from realtime.runtime.api import SAMPLE_RATE
 
 log = logging.getLogger(__name__)
 
-SOURCE_RATE = 24000
-SUPPORTED_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
+SOURCE_RATE = SAMPLE_RATE  # what the vocoder makes
+SUPPORTED_RATES = DEFAULT_SAMPLE_RATES  # the framer resamples to each
 
 _EMPTY = np.zeros(0, dtype=np.float32)
 

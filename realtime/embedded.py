@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from realtime.config import ServerConfig
+from realtime.lifecycle import run
 from realtime.runtime.api import Runner
 from realtime.server import Server
 
@@ -66,22 +67,13 @@ class ServerThread:
     def url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/v1/stream"
 
-    @property
-    def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     def call(self, fn: Callable[[], Coroutine[Any, Any, T]], timeout: float = 30.0) -> T:
         """Run ``fn()`` on the server's loop (e.g. to drain it) and wait."""
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(fn(), self.loop).result(timeout)
 
     def _main(self) -> None:
-        try:
-            import uvloop
-
-            uvloop.run(self._serve())
-        except ImportError:  # pragma: no cover - Windows
-            asyncio.run(self._serve())
+        run(self._serve())
 
     async def _serve(self) -> None:
         self.loop = asyncio.get_running_loop()

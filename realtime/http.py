@@ -12,40 +12,24 @@ Thread: event loop.
 
 from __future__ import annotations
 
-import hmac
 import http
 import logging
-import mimetypes
-from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
-if TYPE_CHECKING:
-    from realtime.server import Server
+from realtime.accounting import Accounting
+from realtime.auth import bearer_token, origin_allowed, token_allowed
+from realtime.config import ServerConfig
+from realtime.state import ServiceState
+from realtime.static import StaticFiles
 
 log = logging.getLogger(__name__)
 
 STREAM_PATH = "/v1/stream"
-DEFAULT_WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
-
-_CONTENT_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".json": "application/json",
-    ".svg": "image/svg+xml",
-    ".png": "image/png",
-    ".ico": "image/x-icon",
-    ".wasm": "application/wasm",
-    ".txt": "text/plain; charset=utf-8",
-    ".map": "application/json",
-}
-_MAX_STATIC_BYTES = 8 * 1024 * 1024
+_TEXT = "text/plain; charset=utf-8"
 
 
 def respond(connection: ServerConnection, status: http.HTTPStatus, body: bytes,
@@ -65,113 +49,58 @@ def _json(connection: ServerConnection, status: http.HTTPStatus, value: object) 
     return respond(connection, status, orjson.dumps(value), "application/json")
 
 
-def bearer_token(request: Request) -> str | None:
-    """The token of ``Authorization: Bearer <token>``, else of ``?token=``."""
-    header = request.headers.get("Authorization")
-    if header:
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
-            return value.strip()
-    values = parse_qs(urlsplit(request.path).query).get("token")
-    return values[0] if values else None
-
-
-def token_allowed(token: str | None, tokens: tuple[str, ...]) -> bool:
-    """Constant-time comparison against every configured token."""
-    if token is None:
-        return False
-    given = token.encode()
-    ok = False
-    for expected in tokens:
-        ok |= hmac.compare_digest(given, expected.encode())
-    return ok
-
-
 class HttpRoutes:
-    def __init__(self, server: Server, web_root: Path | None = None) -> None:
-        self.server = server
-        self.web_root = (web_root or DEFAULT_WEB_ROOT).resolve()
+    def __init__(self, config: ServerConfig, state: ServiceState, accounting: Accounting,
+                 static: StaticFiles) -> None:
+        self.config = config
+        self.state = state
+        self.accounting = accounting
+        self.static = static
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
         if path == STREAM_PATH:
             return self._gate(connection, request)
         if path == "/healthz":
-            return respond(connection, http.HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+            return respond(connection, http.HTTPStatus.OK, b"ok\n", _TEXT)
         if path == "/readyz":
             return self._readyz(connection)
         if path == "/metrics":
-            return respond(connection, http.HTTPStatus.OK, self.server.metrics.render(),
-                           self.server.metrics.content_type)
+            metrics = self.accounting.metrics
+            return respond(connection, http.HTTPStatus.OK, metrics.render(), metrics.content_type)
         if path == "/v1/voices":
-            return _json(connection, http.HTTPStatus.OK, {"voices": list(self.server.voices)})
-        return self._static(connection, path)
+            return _json(connection, http.HTTPStatus.OK, {"voices": list(self.state.voices)})
+        found = self.static.read(path)
+        if found is None:
+            return respond(connection, http.HTTPStatus.NOT_FOUND, b"not found\n", _TEXT)
+        return respond(connection, http.HTTPStatus.OK, *found)
 
     def _readyz(self, connection: ServerConnection) -> Response:
-        s = self.server
-        body = {"ready": s.ready and not s.draining, "warm": s.ready, "draining": s.draining,
-                "weights": s.weights_kind, "device": s.device}
+        s = self.state
+        body = {"ready": s.accepting, "warm": s.ready, "draining": s.draining,
+                "weights": s.weights, "device": s.device}
         if s.startup_failure is not None:
             body["error"] = s.startup_failure
-        status = http.HTTPStatus.OK if body["ready"] else http.HTTPStatus.SERVICE_UNAVAILABLE
+        status = http.HTTPStatus.OK if s.accepting else http.HTTPStatus.SERVICE_UNAVAILABLE
         return _json(connection, status, body)
 
     def _gate(self, connection: ServerConnection, request: Request) -> Response | None:
-        config = self.server.config
+        config = self.config
         if config.auth_tokens and not token_allowed(bearer_token(request), config.auth_tokens):
             log.info("refused a stream handshake: missing or wrong token")
             return respond(connection, http.HTTPStatus.UNAUTHORIZED, b"missing or invalid token\n",
-                           "text/plain; charset=utf-8")
+                           _TEXT)
         origin = request.headers.get("Origin")
-        if config.allowed_origins and origin is not None and origin not in config.allowed_origins:
-            log.info("refused a stream handshake from origin %s", origin[:100])
-            return respond(connection, http.HTTPStatus.FORBIDDEN, b"origin not allowed\n",
-                           "text/plain; charset=utf-8")
-        if self.server.draining:
+        if not origin_allowed(origin, config.allowed_origins):
+            log.info("refused a stream handshake from origin %s", (origin or "")[:100])
+            return respond(connection, http.HTTPStatus.FORBIDDEN, b"origin not allowed\n", _TEXT)
+        if self.state.draining:
             return respond(connection, http.HTTPStatus.SERVICE_UNAVAILABLE,
-                           b"server is shutting down\n", "text/plain; charset=utf-8")
-        if not self.server.ready:
+                           b"server is shutting down\n", _TEXT)
+        if not self.state.ready:
             return respond(connection, http.HTTPStatus.SERVICE_UNAVAILABLE,
-                           b"model is not ready yet\n", "text/plain; charset=utf-8")
-        if self.server.connection_count >= config.max_connections:
+                           b"model is not ready yet\n", _TEXT)
+        if self.accounting.connections >= config.max_connections:
             return respond(connection, http.HTTPStatus.SERVICE_UNAVAILABLE,
-                           b"too many connections\n", "text/plain; charset=utf-8")
+                           b"too many connections\n", _TEXT)
         return None
-
-    def _static(self, connection: ServerConnection, path: str) -> Response:
-        not_found = respond(connection, http.HTTPStatus.NOT_FOUND, b"not found\n",
-                            "text/plain; charset=utf-8")
-        target = self.resolve_static(path)
-        if target is None:
-            return not_found
-        try:
-            if target.stat().st_size > _MAX_STATIC_BYTES:
-                return not_found
-            body = target.read_bytes()
-        except OSError:
-            return not_found
-        return respond(connection, http.HTTPStatus.OK, body, content_type(target))
-
-    def resolve_static(self, path: str) -> Path | None:
-        """The file under the web root that ``path`` names, or None.
-
-        Refuses anything that would leave the root: ``..`` segments (also
-        percent-encoded), absolute or backslash paths, NUL bytes, symlinks out.
-        """
-        rel = unquote(path).lstrip("/")
-        if rel == "" or rel.endswith("/"):
-            rel += "index.html"
-        if "\x00" in rel or "\\" in rel or any(p in ("..", "") for p in rel.split("/")):
-            return None
-        target = (self.web_root / rel).resolve()
-        if not target.is_relative_to(self.web_root) or not target.is_file():
-            return None
-        return target
-
-
-def content_type(path: Path) -> str:
-    known = _CONTENT_TYPES.get(path.suffix.lower())
-    if known:
-        return known
-    guessed, _ = mimetypes.guess_type(path.name)
-    return guessed or "application/octet-stream"

@@ -16,15 +16,15 @@ that close those gaps:
 to send: ``too_many_active`` for the active-utterance limit and
 ``overloaded`` for the text rate (the client should back off and retry).
 
-Tokens are never stored: a principal is a short SHA-256 digest of the token,
-so a quota object printed or logged reveals nothing.
+Tokens are never stored: a principal is a short SHA-256 digest of the token
+(``realtime.auth.principal_of``), so a quota object printed or logged reveals
+nothing.
 
 Thread: event loop (no locking; the server touches quotas from one thread).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -109,13 +109,6 @@ class TextRateLimiter:
         self._level = min(self.capacity, self._level + elapsed * self._rate)
 
 
-def principal_of(token: str | None) -> str | None:
-    """A stable, non-reversible name for a token (None stays None)."""
-    if not token:
-        return None
-    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
-
-
 class _TokenQuota:
     """What all connections of one token share."""
 
@@ -190,7 +183,7 @@ class ConnectionQuota:
 
 
 class QuotaBook:
-    """Server-wide quotas, keyed by principal (see ``principal_of``)."""
+    """Server-wide quotas, keyed by principal (see ``realtime.auth.principal_of``)."""
 
     def __init__(self, limits: QuotaLimits | None = None, clock: Clock = time.monotonic) -> None:
         self.limits = limits or QuotaLimits()

@@ -2,9 +2,15 @@
 
 ``Server`` binds the port first (so ``/healthz`` answers at once), then builds
 and warms the runner on the model thread; ``/readyz`` and ``/v1/stream`` open
-when that is done. ``drain`` implements the first SIGTERM: stop accepting,
-refuse new speaks, let in-flight utterances finish within the bound, then end
-the rest with ``shutting_down`` and close every connection with 1001.
+when that is done. Its parts: ``ServiceState`` (lifecycle and what the model
+offers), ``Accounting`` (connections, utterances, metrics), ``HttpRoutes``,
+one ``Session`` per connection and the ``ModelWorker``.
+
+Lifecycle (``serve``, like uvicorn's): start -> serve -> shut down. A
+shutdown request drains: stop accepting, refuse new speaks, let in-flight
+utterances finish within ``drain_timeout``, then end the rest with
+``shutting_down`` and close every connection with 1001. A second request
+forces the same path without the waiting.
 
 Thread: event loop (the worker owns its own thread).
 """
@@ -12,7 +18,6 @@ Thread: event loop (the worker owns its own thread).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
 import time
@@ -23,23 +28,30 @@ from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
 from protocol import FORMATS, Hello, Limits, ModelInfo, Offer
+from realtime.accounting import Accounting
 from realtime.audio import SUPPORTED_RATES
 from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
+from realtime.lifecycle import EXIT_FORCED, EXIT_OK, EXIT_STARTUP_FAILED, ShutdownSignals
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
+from realtime.state import ServiceState
+from realtime.static import StaticFiles
 from realtime.worker import ModelWorker
 from scheduler import SchedulerConfig
 
 log = logging.getLogger(__name__)
 
+_FLUSH_S = 2.0  # how long drained connections get to send what they queued
+_FORCED_FLUSH_S = 0.2
+
 
 def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
     """How to build the configured runner (called on the model thread)."""
-    if config.weights == "tone":
+    if config.weights == WeightsKind.TONE.value:
         def build_tone() -> Runner:
             from realtime.runtime.tone import ToneRunner
 
@@ -66,31 +78,76 @@ class Server:
         self.config = config
         self._scheduler_options = dict(scheduler_options or {})
         self.metrics = Metrics()
-        self.worker = ModelWorker(runner_factory_ or runner_factory(config),
-                                  self._scheduler_config, self.metrics)
-        self.http = HttpRoutes(self, Path(config.web_root) if config.web_root else None)
-        self.ready = False
-        self.draining = False
-        self.startup_error: str | None = None  # for the log: may name local paths
-        self.startup_failure: str | None = None  # for /readyz: the exception type only
-        self.hello: Hello | None = None
-        self.offer: Offer | None = None
-        self.voices: tuple[str, ...] = ()
-        self.weights_kind: str | None = None
-        self.device: str | None = None
-        self.sessions: set[Session] = set()
-        self.active_utterances = 0
+        self.state = ServiceState()
+        self.accounting = Accounting(self.metrics)
         self.quotas = QuotaBook(QuotaLimits(config.text_chars_per_minute,
                                             config.token_text_chars_per_minute,
                                             config.token_max_active))
-        self._all_idle = asyncio.Event()
-        self._all_idle.set()
-        self._job_ids = itertools.count(1)
+        self.worker = ModelWorker(runner_factory_ or runner_factory(config),
+                                  self._scheduler_config, self.metrics)
+        static = StaticFiles(Path(config.web_root) if config.web_root else None)
+        self.http = HttpRoutes(config, self.state, self.accounting, static)
+        self.sessions: set[Session] = set()
+        self.startup_error: str | None = None  # for the log only: may name local paths
         self._ws: WsServer | None = None
         self._load_task: asyncio.Task[None] | None = None
+        self._shutdown = asyncio.Event()  # drain requested
+        self._force = asyncio.Event()  # ... and do not wait
         self._closed = asyncio.Event()
 
+    # -- what tests and probes read -------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        assert self._ws is not None
+        return self._ws.sockets[0].getsockname()[1] if self._ws.sockets else self.config.port
+
+    @property
+    def connection_count(self) -> int:
+        return self.accounting.connections
+
+    @property
+    def active_utterances(self) -> int:
+        return self.accounting.active_utterances
+
     # -- lifecycle --------------------------------------------------------------------
+
+    async def serve(self, handle_signals: bool = True) -> int:
+        """The whole life of a server process; returns its exit status.
+
+        Starts, serves until a shutdown is requested (signals when
+        ``handle_signals``, or ``request_shutdown``), drains and closes.
+        """
+        loop = asyncio.get_running_loop()
+        signals = ShutdownSignals(self.request_shutdown, self.force_shutdown)
+        if handle_signals:
+            signals.install(loop)
+        try:
+            await self.start()
+            ready = asyncio.ensure_future(self.wait_ready())
+            stop = asyncio.ensure_future(self._shutdown.wait())
+            await asyncio.wait({ready, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.done() and ready.exception() is not None:
+                log.error("start-up failed: %s", self.startup_error)
+                stop.cancel()
+                await self.close()
+                return EXIT_STARTUP_FAILED
+            await stop
+            ready.cancel()
+            await self.drain()
+            return EXIT_FORCED if self._force.is_set() else EXIT_OK
+        finally:
+            if handle_signals:
+                signals.uninstall(loop)
+
+    def request_shutdown(self) -> None:
+        """Drain (the first SIGTERM)."""
+        self._shutdown.set()
+
+    def force_shutdown(self) -> None:
+        """Shut down without waiting for in-flight work (the second SIGTERM)."""
+        self._shutdown.set()
+        self._force.set()
 
     async def start(self) -> None:
         """Listen now; load and warm the model in the background."""
@@ -120,28 +177,27 @@ class Server:
             await self.worker.start()
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
-            self.startup_failure = type(exc).__name__
+            self.state.startup_failure = type(exc).__name__
             raise
         runner = self.worker.runner
         assert runner is not None
-        self.voices = tuple(runner.voices)
-        self.weights_kind = runner.weights_kind.value
-        self.device = runner.device
-        self.offer = Offer(formats=FORMATS, sample_rates=SUPPORTED_RATES, voices=self.voices,
-                           max_text_chars=self.config.max_text_chars)
-        self.hello = Hello(
-            sample_rate=SAMPLE_RATE, formats=FORMATS, sample_rates=SUPPORTED_RATES,
-            voices=self.voices,
-            limits=Limits(self.config.max_text_chars, self.config.max_active,
-                          self.config.max_message_bytes),
-            model=ModelInfo("chattts", self.weights_kind, runner.device),
-        )
+        self.state.serve(self._hello(runner), Offer(
+            formats=FORMATS, sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
+            max_text_chars=self.config.max_text_chars))
         if runner.weights_kind is not WeightsKind.CHECKPOINT:
-            log.warning("serving %s weights: the audio is noise, not speech", self.weights_kind)
+            log.warning("serving %s weights: the audio is noise, not speech", runner.weights_kind.value)
         log.info("ready in %.2f s: device=%s weights=%s batch_sizes=%s kv_buckets=%s max_slots=%d",
-                 time.perf_counter() - started, runner.device, self.weights_kind,
+                 time.perf_counter() - started, runner.device, runner.weights_kind.value,
                  runner.batch_sizes, runner.kv_buckets, runner.max_slots)
-        self.ready = True
+
+    def _hello(self, runner: Runner) -> Hello:
+        c = self.config
+        return Hello(
+            sample_rate=SAMPLE_RATE, formats=FORMATS, sample_rates=SUPPORTED_RATES,
+            voices=tuple(runner.voices),
+            limits=Limits(c.max_text_chars, c.max_active, c.max_message_bytes),
+            model=ModelInfo("chattts", runner.weights_kind.value, runner.device),
+        )
 
     def _scheduler_config(self, runner: Runner) -> SchedulerConfig:
         sizes = tuple(runner.batch_sizes)
@@ -154,38 +210,40 @@ class Server:
             **self._scheduler_options,  # type: ignore[arg-type]
         )
 
-    @property
-    def port(self) -> int:
-        assert self._ws is not None
-        return self._ws.sockets[0].getsockname()[1] if self._ws.sockets else self.config.port
-
-    @property
-    def connection_count(self) -> int:
-        return len(self.sessions)
-
     async def drain(self) -> None:
-        """Graceful shutdown (first SIGTERM); returns when everything is closed."""
-        if self.draining:
+        """Graceful shutdown; returns when everything is closed. A forced
+        shutdown (``force_shutdown``, before or during) skips the waiting."""
+        if self.state.draining:
             await self._closed.wait()
             return
-        self.draining = True
+        self.state.draining = True
         log.info("draining: %d utterances in flight, %d connections, up to %.1f s",
-                 self.active_utterances, len(self.sessions), self.config.drain_timeout)
-        try:
-            await asyncio.wait_for(self._all_idle.wait(), self.config.drain_timeout)
-        except TimeoutError:
-            log.warning("drain timeout: ending %d utterances with shutting_down",
-                        self.active_utterances)
-            await asyncio.gather(*(s.shut_down("the server is shutting down")
-                                   for s in list(self.sessions)))
+                 self.accounting.active_utterances, len(self.sessions), self.config.drain_timeout)
+        idle = asyncio.ensure_future(self.accounting.wait_idle())
+        forced = asyncio.ensure_future(self._force.wait())
+        done, _ = await asyncio.wait({idle, forced}, timeout=self.config.drain_timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        idle.cancel()
+        forced.cancel()
+        sessions = list(self.sessions)
+        if idle in done:
+            await asyncio.gather(*(s.flushed(_FLUSH_S) for s in sessions))
         else:
-            await asyncio.gather(*(_flushed(s) for s in list(self.sessions)))
+            why = "forced" if forced in done else "drain timeout"
+            log.warning("%s: ending %d utterances with shutting_down", why,
+                        self.accounting.active_utterances)
+            flush = _FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S / 2
+            await asyncio.gather(*(s.shut_down("the server is shutting down", flush)
+                                   for s in sessions))
         await self.close()
 
     async def close(self) -> None:
-        """Close every connection (1001) and stop the model thread."""
+        """Close every connection (1001; aborted when forced) and stop the model thread."""
         if self._ws is not None:
-            self._ws.close(close_connections=True)
+            if self._force.is_set():
+                for session in list(self.sessions):
+                    session.ws.transport.abort()
+            self._ws.close(close_connections=not self._force.is_set())
             await self._ws.wait_closed()
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
@@ -193,62 +251,27 @@ class Server:
         self._closed.set()
         log.info("server closed")
 
-    # -- connections and utterances ------------------------------------------------------
+    # -- connections ----------------------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        session = Session(ws, self)
+        session = Session(ws, self.config, self.state, self.accounting, self.worker, self.quotas)
         self.sessions.add(session)
-        self.metrics.connections.set(len(self.sessions))
+        self.accounting.connection_opened()
         try:
             await session.run()
         finally:
             self.sessions.discard(session)
-            self.metrics.connections.set(len(self.sessions))
-
-    def next_job_id(self) -> int:
-        return next(self._job_ids)
-
-    def utterance_started(self) -> None:
-        self.active_utterances += 1
-        self._all_idle.clear()
-        self.metrics.active_utterances.set(self.active_utterances)
-
-    def utterance_ended(self, utterance: object, outcome: str) -> None:
-        self.active_utterances -= 1
-        if self.active_utterances <= 0:
-            self.active_utterances = 0
-            self._all_idle.set()
-        m = self.metrics
-        m.active_utterances.set(self.active_utterances)
-        m.utterances.labels(outcome).inc()
-        first = getattr(utterance, "first_audio_seconds", None)
-        if first is not None:
-            m.first_audio.labels(utterance.lane.value).observe(first)  # type: ignore[attr-defined]
-        audio = getattr(utterance, "audio_seconds", 0.0)
-        if audio:
-            m.audio_seconds.inc(audio)
-        if getattr(utterance, "deadline_met", None) is False:
-            m.deadline_misses.inc()
-
-
-async def _flushed(session: Session) -> None:
-    try:
-        await asyncio.wait_for(session.outbox.wait_flushed(), 2.0)
-    except TimeoutError:
-        pass
+            self.accounting.connection_closed()
 
 
 def log_hardware(config: ServerConfig) -> None:
     """Log what the machine offers; the runtime logs what it chose from it."""
     cpus = os.cpu_count() or 0
-    if config.weights == "tone":
+    if config.weights == WeightsKind.TONE.value:
         log.info("hardware: %d CPUs; synthetic tone runner (no model)", cpus)
         return
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
-        log.info("hardware: %d CPUs; torch not importable", cpus)
-        return
+    import torch
+
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)

@@ -1,10 +1,11 @@
 """One WebSocket connection: client messages in, utterances, messages and frames out.
 
 The session decodes each client message with ``protocol.decode_client``,
-applies the per-connection rules (active ids, ``max_active``, draining) and
-drives its ``Utterance`` objects; everything it sends goes through one bounded
-``Outbox``. It is the single place where a refused message becomes an
-``error`` on the wire.
+applies the per-connection rules (active ids, ``max_active``, quotas,
+draining) and drives its ``ServerUtterance`` objects; everything it sends goes
+through one bounded ``Outbox``. Refusals of client messages become ``error``
+messages here; refusals of admitted work come from the worker through the
+utterance.
 
 Thread: event loop.
 """
@@ -15,7 +16,6 @@ import asyncio
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -27,18 +27,21 @@ from protocol import (
     ErrorCode,
     Flush,
     ProtocolError,
+    ServerMessage,
     Speak,
     decode_client,
     encode,
+    load_object,
 )
+from realtime.accounting import Accounting
+from realtime.auth import bearer_token, principal_of
+from realtime.config import ServerConfig
 from realtime.handoff import Submission
-from realtime.http import bearer_token
 from realtime.outbox import Outbox
-from realtime.ratelimit import principal_of
-from realtime.utterance import Utterance
-
-if TYPE_CHECKING:
-    from realtime.server import Server
+from realtime.ratelimit import QuotaBook
+from realtime.state import ServiceState
+from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
+from realtime.worker import ModelWorker
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +50,27 @@ _CLOSE_POLICY = 1008
 
 
 class Session:
-    def __init__(self, ws: ServerConnection, server: Server) -> None:
+    def __init__(self, ws: ServerConnection, config: ServerConfig, state: ServiceState,
+                 accounting: Accounting, worker: ModelWorker, quotas: QuotaBook) -> None:
         self.ws = ws
-        self.server = server
-        self.config = server.config
-        self.utterances: dict[str, Utterance] = {}
+        self.config = config
+        self.state = state
+        self.accounting = accounting
+        self.worker = worker
+        self.utterances: dict[str, ServerUtterance] = {}
         self._streams = itertools.count(1)
-        self.outbox = Outbox(ws.send, self.config.send_queue_bytes, self._on_overflow)
+        self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow)
         self._idle_timer: asyncio.TimerHandle | None = None
-        token = bearer_token(ws.request) if self.config.auth_tokens and ws.request else None
-        self.quota = server.quotas.open(principal_of(token))
+        token = bearer_token(ws.request) if config.auth_tokens and ws.request else None
+        self.quota = quotas.open(principal_of(token))
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def run(self) -> None:
         """Serve the connection until it closes; always cleans up."""
         writer = asyncio.create_task(self.outbox.run(), name="outbox")
-        self._send(self.server.hello)
+        assert self.state.hello is not None  # the gate opens streams only once ready
+        self._send(self.state.hello)
         self._arm_idle_timer()
         try:
             async for frame in self.ws:
@@ -79,7 +86,6 @@ class Session:
                 self._idle_timer.cancel()
             for utterance in list(self.utterances.values()):
                 utterance.drop()
-                self._forget(utterance, "disconnected")
             self.quota.close()
             self.outbox.close()
             writer.cancel()
@@ -88,13 +94,17 @@ class Session:
             except asyncio.CancelledError:
                 pass
 
-    async def shut_down(self, message: str) -> None:
+    async def shut_down(self, message: str, flush_s: float = 1.0) -> None:
         """Draining ran out of time: end every utterance with ``shutting_down``
-        and give the messages a moment to leave."""
+        and give the messages up to ``flush_s`` to leave."""
         for utterance in list(self.utterances.values()):
             utterance.fail(ErrorCode.SHUTTING_DOWN, message)
+        await self.flushed(flush_s)
+
+    async def flushed(self, timeout: float) -> None:
+        """Until everything queued was written, or ``timeout``."""
         try:
-            await asyncio.wait_for(self.outbox.wait_flushed(), 1.0)
+            await asyncio.wait_for(self.outbox.wait_flushed(), timeout)
         except TimeoutError:
             pass
 
@@ -106,9 +116,9 @@ class Session:
             self._error(None, ErrorCode.BINARY_NOT_ALLOWED, "send JSON text frames only")
             return
         try:
-            message = decode_client(frame, self.server.offer)
+            message = decode_client(frame, self.state.offer)
         except ProtocolError as exc:
-            self._send(exc.to_message())
+            self._refuse(frame, exc)
             return
         received = time.monotonic()
         if isinstance(message, Speak):
@@ -120,8 +130,21 @@ class Session:
         elif isinstance(message, Cancel):
             self._cancel(message)
 
+    def _refuse(self, frame: str, exc: ProtocolError) -> None:
+        """Refuse a message the protocol rejects. An error naming an active
+        utterance ends it (PROTOCOL.md: a request-level error ends its
+        utterance), except for a ``speak`` reusing the id: a duplicate."""
+        utterance = self.utterances.get(exc.id) if exc.id is not None else None
+        if utterance is None:
+            self._send(exc.to_message())
+        elif load_object(frame).get("type") == Speak.TYPE:
+            self._error(exc.id, ErrorCode.DUPLICATE_ID,
+                        "an utterance with this id is still active", "id")
+        else:
+            utterance.fail(exc.code, exc.message, exc.field)
+
     def _speak(self, speak: Speak, received: float) -> None:
-        if self.server.draining:
+        if self.state.draining:
             self._error(speak.id, ErrorCode.SHUTTING_DOWN, "the server is shutting down")
             return
         if speak.id in self.utterances:
@@ -136,16 +159,16 @@ class Session:
         if refusal is not None:
             self._error(speak.id, refusal.code, refusal.message)
             return
-        utterance = Utterance(
+        utterance = ServerUtterance(
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,
             max_text_chars=self.config.max_text_chars,
         )
         self.utterances[speak.id] = utterance
-        self.server.utterance_started()
+        self.accounting.utterance_started()
         utterance.begin()
 
-    def _known(self, msg_id: str) -> Utterance | None:
+    def _known(self, msg_id: str) -> ServerUtterance | None:
         utterance = self.utterances.get(msg_id)
         if utterance is None:
             self._error(msg_id, ErrorCode.UNKNOWN_ID, "no active utterance has this id", "id")
@@ -180,48 +203,46 @@ class Session:
 
     # -- the UtteranceLink side ------------------------------------------------------------
 
-    def send_message(self, message: object) -> None:
+    def send_message(self, message: UtteranceMessage) -> None:
         self._send(message)
 
-    def send_frame(self, utterance: Utterance, frame: bytes) -> None:
+    def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
         self.outbox.put_audio(utterance, frame)
 
     def submit(self, submission: Submission) -> None:
-        self.server.worker.submit(submission)
+        self.worker.submit(submission)
 
     def cancel_jobs(self, job_ids: tuple[int, ...]) -> None:
-        self.server.worker.cancel(job_ids)
+        self.worker.cancel(job_ids)
 
-    def purge(self, utterance: Utterance) -> None:
+    def purge(self, utterance: ServerUtterance) -> None:
         self.outbox.purge(utterance)
 
     def next_job_id(self) -> int:
-        return self.server.next_job_id()
+        return self.worker.new_job_id()
 
-    def utterance_ended(self, utterance: Utterance, outcome: str) -> None:
-        self._forget(utterance, outcome)
-
-    # -- helpers -------------------------------------------------------------------------------
-
-    def _forget(self, utterance: Utterance, outcome: str) -> None:
+    def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None:
         if self.utterances.get(utterance.id) is utterance:
             del self.utterances[utterance.id]
             self.quota.utterance_ended()
-            self.server.utterance_ended(utterance, outcome)
+            self.accounting.utterance_ended(utterance, outcome, code)
 
-    def _send(self, message: object) -> None:
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _send(self, message: ServerMessage) -> None:
         if isinstance(message, Error):
-            self.server.metrics.errors.labels(message.code).inc()
+            self.accounting.error_sent(message.code)
         self.outbox.put_control(encode(message))
 
     def _error(self, msg_id: str | None, code: ErrorCode, message: str,
                field: str | None = None) -> None:
-        self._send(Error(msg_id, str(code), message, field))
+        """Refuse one client message (the utterance it names, if any, goes on)."""
+        self._send(Error(msg_id, code.value, message, field))
 
     def _on_overflow(self) -> None:
         """The send queue is over its bound: stop the utterances whose audio is stuck."""
         for owner in self.outbox.owners_with_audio():
-            if isinstance(owner, Utterance) and not owner.ended:
+            if isinstance(owner, ServerUtterance) and not owner.ended:
                 log.info("utterance %s: client is not reading; slow_consumer", owner.id)
                 owner.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
             else:

@@ -59,7 +59,7 @@ _ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
 
 
-def _is_cjk(ch: str) -> bool:
+def is_cjk(ch: str) -> bool:
     """True for CJK ideographs, kana, hangul, CJK punctuation and full-width forms."""
     o = ord(ch)
     return (
@@ -71,6 +71,24 @@ def _is_cjk(ch: str) -> bool:
         or 0xFF00 <= o <= 0xFFEF
         or 0x20000 <= o <= 0x3FFFF
     )
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` says anything: a letter or a digit in any script
+    (punctuation and spaces alone are silent)."""
+    return any(ch.isalnum() for ch in text)
+
+
+# Expected codes per character: ~4 Chinese characters or ~14 Latin
+# characters per second of speech at 46.875 codes per second.
+_CODES_PER_CJK_CHAR = 11.0
+_CODES_PER_OTHER_CHAR = 3.4
+
+
+def estimate_tokens(text: str) -> int:
+    """Expected number of codes for ``text`` (the scheduler's planning figure)."""
+    cjk = sum(1 for ch in text if ch.isalnum() and is_cjk(ch))
+    return max(8, int(cjk * _CODES_PER_CJK_CHAR + (len(text) - cjk) * _CODES_PER_OTHER_CHAR))
 
 
 def _is_latin_alnum(ch: str) -> bool:
@@ -176,7 +194,7 @@ class SentenceSplitter:
         if any(ch in _CJK_TERMINATORS for ch in run):
             return True
         after = buf[j]
-        if _is_cjk(after):
+        if is_cjk(after):
             return True
         if not after.isspace():
             return False

@@ -1,17 +1,16 @@
 """One utterance on one connection: text in, ordered segments and frames out.
 
-An ``Utterance`` turns a ``speak`` (plus its ``append``/``flush``) into segment
-jobs for the model worker and the worker's updates into wire messages, keeping
-every ordering promise of the protocol:
+A ``ServerUtterance`` turns a ``speak`` (plus its ``append``/``flush``) into
+segment jobs for the model worker and the worker's updates into wire
+messages. What may be sent when is ``protocol.stream.UtteranceSender``'s
+business; this class decides the rest:
 
-- ``started`` before any audio; exactly one terminal (done/cancelled/error);
-- audio of segment k+1 never before segment k's ``segment`` message: audio of a
-  later segment that arrives early is buffered until its turn;
-- frame ``seq`` contiguous; bit 0 on the last frame of each segment, bit 1 on
-  the last frame of the utterance when the input was final by then. To set the
-  flags on the right frame, the newest complete frame of the current segment is
-  held back until the next one exists or the segment ends (at 24 kHz only when
-  the framer has no partial frame that would follow it anyway);
+- audio of a later segment that arrives early is buffered until its turn;
+- the newest complete frame of the current segment is held back until the
+  next one exists or the segment ends, so the segment-end and
+  utterance-end flags go on the right frame (at 24 kHz only when the framer
+  has no partial frame that would follow it anyway); the utterance-end flag
+  is set when the input was final by then;
 - ``audio_ms`` of segments and ``done`` are computed from the samples framed,
   so they match the bytes sent exactly.
 
@@ -25,66 +24,45 @@ from __future__ import annotations
 
 import enum
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from protocol import (
-    FLAG_SEGMENT_END,
-    FLAG_UTTERANCE_END,
-    FRAME_VERSION,
-    HEADER,
-    Cancelled,
-    Done,
-    Error,
-    ErrorCode,
-    Segment,
-    Speak,
-    Started,
-    Timing,
-)
+from protocol import ErrorCode, Speak, Timing
+from protocol.messages import Cancelled, Done, Error, Segment, Started
+from protocol.stream import UtteranceSender
 from realtime.audio import SOURCE_RATE, AudioFramer
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.runtime.api import SamplingParams, SegmentRequest
-from realtime.text import SentenceSplitter
+from realtime.text import SentenceSplitter, estimate_tokens, has_words
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
 
-_pack_header = HEADER.pack  # the frame header, see protocol.frames
-
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-# Expected codes per character: ~4 Chinese characters or ~14 Latin
-# characters per second of speech at 46.875 codes per second.
-_CODES_PER_CJK_CHAR = 11.0
-_CODES_PER_OTHER_CHAR = 3.4
+UtteranceMessage = Started | Segment | Done | Cancelled | Error
 
 
-def estimate_tokens(text: str) -> int:
-    """Expected number of codes for ``text`` (the scheduler's planning figure)."""
-    cjk = len(_CJK.findall(text))
-    return max(8, int(cjk * _CODES_PER_CJK_CHAR + (len(text) - cjk) * _CODES_PER_OTHER_CHAR))
+class Outcome(enum.Enum):
+    """How an utterance ended, for accounting (the wire says it with its terminal)."""
+
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"  # an error message; the code says why
+    DISCONNECTED = "disconnected"  # the connection went away first
 
 
 class UtteranceLink(Protocol):
     """What an utterance needs from its connection (the session)."""
 
-    def send_message(self, message: object) -> None: ...
-    def send_frame(self, utterance: Utterance, frame: bytes) -> None: ...
+    def send_message(self, message: UtteranceMessage) -> None: ...
+    def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
     def submit(self, submission: Submission) -> None: ...
     def cancel_jobs(self, job_ids: tuple[int, ...]) -> None: ...
-    def purge(self, utterance: Utterance) -> None: ...
-    def utterance_ended(self, utterance: Utterance, outcome: str) -> None: ...
+    def purge(self, utterance: ServerUtterance) -> None: ...
+    def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
     def next_job_id(self) -> int: ...
-
-
-class State(enum.Enum):
-    PENDING = "pending"  # waiting for the worker's admission answer
-    ACTIVE = "active"
-    ENDED = "ended"
 
 
 class _SegStatus(enum.Enum):
@@ -101,7 +79,7 @@ class _Seg:
     buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
 
 
-class Utterance:
+class ServerUtterance:
     """See the module docstring. ``received`` is the speak's receipt time
     (``time.monotonic()``); ``stream`` the connection-unique stream number."""
 
@@ -109,11 +87,11 @@ class Utterance:
                  default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150):
         self.speak = speak
         self.id = speak.id
-        self.stream = stream
         self.lane = Lane(speak.lane)
         self.link = link
         self.received = received
-        self.state = State.PENDING
+        self.wire = UtteranceSender(speak.id, stream)
+        self.admitted = False  # the worker accepted the first submission
         self.input_final = False
         self.max_text_chars = max_text_chars
         self.text_chars = 0
@@ -123,12 +101,9 @@ class Utterance:
             self.deadline_ms = None
         self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self._framer = AudioFramer(speak.format, speak.sample_rate, speak.frame_ms)
-        self._request_base = SegmentRequest(
-            text="",
-            voice=speak.voice or "seed:0",
-            params=_sampling(speak),
-            streaming=speak.chunking == "token",
-        )
+        self._voice = speak.voice or "seed:0"
+        self._params = _sampling(speak)
+        self._streaming = speak.chunking == "token"
         self._segments: list[_Seg] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
@@ -136,25 +111,28 @@ class Utterance:
         self._cursor_open = False  # the current segment has sent (or held) audio
         self._cursor_pushed = 0  # 24 kHz samples pushed into the framer for it
         self._held: bytes | None = None
-        self._wire_segments = 0
-        self._seq = 0
         self._cancel_requested = False
+        self._ended = False
         self._first_job_at: float | None = None
         self._first_audio_at: float | None = None
         self.deadline_met: bool | None = None  # background: set by done
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
 
     # -- client messages -----------------------------------------------------------
 
     def begin(self) -> None:
         """Take the speak's text and submit the first segments for admission."""
         self._take_text(self.speak.text, final=self.speak.final)
-        if self.state is not State.ENDED:
+        if not self._ended:
             self._submit(first=True)
 
     def append(self, text: str, final: bool) -> None:
         """More text (the caller checked the input is still open)."""
         self._take_text(text, final)
-        if self.state is State.ENDED:
+        if self._ended:
             return
         self._submit(first=False)
         self._maybe_done()
@@ -167,57 +145,51 @@ class Utterance:
     def cancel(self) -> None:
         """Client barge-in: stop now; ``cancelled`` follows (after ``started``
         if admission is still pending)."""
-        if self.state is State.PENDING:
+        if not self.admitted:
             self._cancel_requested = True
             return
-        self._end(Cancelled(self.id), "cancelled")
+        self._end(self.wire.cancelled(), Outcome.CANCELLED)
 
-    def fail(self, code: ErrorCode, message: str) -> None:
-        """End with an error now (slow consumer, shutdown, ...)."""
-        if self.state is State.PENDING:
-            # Never started: a refusal, still exactly one terminal message.
-            self._end(Error(self.id, str(code), message), str(code), purge=True)
-            return
-        self._end(Error(self.id, str(code), message), str(code))
+    def fail(self, code: ErrorCode, message: str, field: str | None = None) -> None:
+        """End with an error now (slow consumer, shutdown, a limit, a malformed
+        message naming it, ...). Before admission this is a refusal: no
+        ``started``, one ``error``."""
+        if not self._ended:
+            self._end(self.wire.error(code, message, field), Outcome.FAILED, code.value)
 
     def drop(self) -> None:
         """The connection is gone: stop the jobs, send nothing."""
-        if self.state is not State.ENDED:
-            self.state = State.ENDED
+        if not self._ended:
+            self._ended = True
             self.link.cancel_jobs(self._live_jobs())
-
-    @property
-    def ended(self) -> bool:
-        return self.state is State.ENDED
+            self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
     # -- worker updates ------------------------------------------------------------
 
     def on_worker_update(self, update: WorkerUpdate) -> None:
-        if self.state is State.ENDED:
+        if self._ended:
             return
         kind = update.kind
         if kind is UpdateKind.AUDIO:  # the common case first
+            assert update.audio is not None
             self._audio(update.job_id, update.audio)
         elif kind is UpdateKind.ADMITTED:
             self._admitted()
-        elif kind is UpdateKind.REFUSED:
-            self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message,
-                            update.field), update.code or "refused")
         elif kind is UpdateKind.STARTED:
             if self._first_job_at is None:
                 self._first_job_at = update.at
-        elif kind in (UpdateKind.FINISHED, UpdateKind.EMPTY):
+        elif kind is UpdateKind.FINISHED or kind is UpdateKind.EMPTY:
             self._segment_resolved(update.job_id, kind)
-        elif kind is UpdateKind.FAILED:
-            self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message),
-                      update.code or str(ErrorCode.INTERNAL))
+        else:  # REFUSED or FAILED: the utterance ends with the update's code
+            code = ErrorCode(update.code or ErrorCode.INTERNAL.value)
+            self._end(self.wire.error(code, update.message, update.field), Outcome.FAILED, code.value)
 
     def _admitted(self) -> None:
-        self.state = State.ACTIVE
-        self.link.send_message(Started(self.id, self.stream, self.lane.value,
-                                       self.speak.format, self.speak.sample_rate))
+        self.admitted = True
+        self.link.send_message(self.wire.started(self.lane.value, self.speak.format,
+                                                 self.speak.sample_rate))
         if self._cancel_requested:
-            self._end(Cancelled(self.id), "cancelled")
+            self._end(self.wire.cancelled(), Outcome.CANCELLED)
             return
         self._submit(first=False)
         self._advance()
@@ -238,7 +210,7 @@ class Utterance:
 
     def _add_segments(self, sentences: list[str]) -> None:
         for sentence in sentences:
-            if not any(ch.isalnum() for ch in sentence):
+            if not has_words(sentence):
                 # Punctuation alone says nothing: skip it here rather than learn
                 # from the model thread later that it is silent, so the flag of
                 # the utterance's last frame is known when that frame is sent.
@@ -247,16 +219,13 @@ class Utterance:
             index = len(self._segments)
             self._by_job[job_id] = index
             self._segments.append(_Seg(sentence, job_id))
-            request = SegmentRequest(text=sentence, voice=self._request_base.voice,
-                                     params=self._request_base.params,
-                                     streaming=self._request_base.streaming)
+            request = SegmentRequest(text=sentence, voice=self._voice, params=self._params,
+                                     streaming=self._streaming)
             self._unsubmitted.append(SegmentWork(job_id, index, request, estimate_tokens(sentence)))
 
     def _submit(self, first: bool) -> None:
-        if not first and self.state is not State.ACTIVE:
-            return  # segments wait in _unsubmitted for the admission answer
-        if not first and not self._unsubmitted:
-            return
+        if not first and (not self.admitted or not self._unsubmitted):
+            return  # before admission, segments wait in _unsubmitted for the answer
         deadline = None
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
@@ -288,7 +257,7 @@ class Utterance:
         if not partial:  # this might be the segment's last frame: keep its flags open
             self._held = payloads.pop()
         for payload in payloads:
-            self._send_frame(payload, 0)
+            self._send_frame(payload)
 
     def _segment_resolved(self, job_id: int | None, kind: UpdateKind) -> None:
         index = self._by_job.get(job_id) if job_id is not None else None
@@ -300,10 +269,10 @@ class Utterance:
 
     def _advance(self) -> None:
         """Close every finished segment at the cursor, in order; then maybe done."""
-        if self.state is not State.ACTIVE:
+        if not self.admitted or self._ended:
             return
         while self._cursor < len(self._segments):
-            if self.state is not State.ACTIVE:
+            if self._ended:
                 return  # a send overflowed the outbox and ended the utterance
             seg = self._segments[self._cursor]
             if seg.buffered:
@@ -326,35 +295,28 @@ class Utterance:
         if not payloads:
             return  # nothing spoken: no segment on the wire
         for payload in payloads[:-1]:
-            self._send_frame(payload, 0)
-        flags = FLAG_SEGMENT_END
-        if self._is_last_audio_segment():
-            flags |= FLAG_UTTERANCE_END
-        self._send_frame(payloads[-1], flags)
-        if self.state is State.ENDED:
+            self._send_frame(payload)
+        self._send_frame(payloads[-1], segment_end=True,
+                         utterance_end=self._is_last_audio_segment())
+        if self._ended:
             return  # a send overflowed the outbox: the terminal message is out
         samples = self._framer.segment_samples
         offset = self._framer.samples_sent - samples
-        self.link.send_message(Segment(self.id, self._wire_segments, seg.text,
-                                       self._framer.ms(offset), self._framer.ms(samples)))
-        self._wire_segments += 1
+        self.link.send_message(self.wire.segment(seg.text, self._framer.ms(offset),
+                                                 self._framer.ms(samples)))
 
     def _is_last_audio_segment(self) -> bool:
         if not self.input_final or self._splitter.pending:
             return False
         return all(s.status is _SegStatus.EMPTY for s in self._segments[self._cursor + 1:])
 
-    def _send_frame(self, payload: bytes, flags: int) -> None:
+    def _send_frame(self, payload: bytes, segment_end: bool = False,
+                    utterance_end: bool = False) -> None:
         # A send can end the utterance (the outbox overflows: slow_consumer);
         # nothing may follow its terminal message.
-        if self.state is State.ENDED:
+        if self._ended:
             return
-        # The header's fields are in range by construction (the stream and seq
-        # counters are ints, the segment clamped), so it is packed directly
-        # instead of through a validated FrameHeader: this runs once per frame.
-        frame = _pack_header(FRAME_VERSION, flags, min(self._wire_segments, 0xFFFF),
-                             self.stream, self._seq) + payload
-        self._seq += 1
+        frame = self.wire.frame(payload, segment_end, utterance_end)
         if self._first_audio_at is None:
             self._first_audio_at = time.monotonic()
         self.link.send_frame(self, frame)
@@ -362,7 +324,7 @@ class Utterance:
     # -- endings -----------------------------------------------------------------------
 
     def _maybe_done(self) -> None:
-        if (self.state is not State.ACTIVE or not self.input_final
+        if (not self.admitted or self._ended or not self.input_final
                 or self._cursor < len(self._segments) or self._unsubmitted):
             return
         now = time.monotonic()
@@ -378,22 +340,20 @@ class Utterance:
             total_ms=total_ms,
             rtf=total_ms / audio_ms if audio_ms > 0 else None,
         )
-        deadline_met = None
         if self.deadline_ms is not None:
-            deadline_met = total_ms <= self.deadline_ms
-            self.deadline_met = deadline_met
-        self._end(Done(self.id, audio_ms, self._wire_segments, timing, deadline_met), "done")
+            self.deadline_met = total_ms <= self.deadline_ms
+        self._end(self.wire.done(audio_ms, timing, self.deadline_met), Outcome.DONE)
 
-    def _end(self, message: object, outcome: str, purge: bool = False) -> None:
-        if self.state is State.ENDED:
+    def _end(self, message: UtteranceMessage, outcome: Outcome, code: str | None = None) -> None:
+        if self._ended:
             return
-        self.state = State.ENDED
-        if outcome != "done" or purge:
-            self.link.purge(self)
-        # Jobs the worker refused or never saw are simply forgotten there.
+        self._ended = True
+        if outcome is not Outcome.DONE:
+            self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
+        # Jobs the worker refused or never saw are simply unknown there.
         self.link.cancel_jobs(self._live_jobs())
         self.link.send_message(message)
-        self.link.utterance_ended(self, outcome)
+        self.link.utterance_ended(self, outcome, code)
 
     def _live_jobs(self) -> tuple[int, ...]:
         return tuple(s.job_id for s in self._segments if s.status is _SegStatus.SUBMITTED)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import threading
 import time
@@ -92,6 +93,7 @@ class ModelWorker:
         self.scheduler: Scheduler | None = None
         self._cost: CostModel | None = None
         self._jobs: dict[int, _Tracked] = {}
+        self._job_ids = itertools.count(1)
         self.stats = WorkerStats()
         # What _observe last published, so unchanged gauges are not set again.
         self._observed: tuple[int, int, int] | None = None
@@ -115,6 +117,10 @@ class ModelWorker:
         self._thread = threading.Thread(target=self._main, args=(ready,), name="model", daemon=True)
         self._thread.start()
         await ready
+
+    def new_job_id(self) -> int:
+        """A job id no other job of this worker has (event loop side)."""
+        return next(self._job_ids)
 
     def submit(self, submission: Submission) -> None:
         self._post(submission)

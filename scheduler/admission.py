@@ -19,7 +19,7 @@ from scheduler.config import SchedulerConfig
 from scheduler.estimate import BackgroundForecast, first_late
 from scheduler.jobs import Job, Refusal, RefusalReason
 from scheduler.plan import Lane
-from scheduler.playout import Utterance
+from scheduler.playout import ScheduledUtterance
 
 
 class Admission:
@@ -52,7 +52,7 @@ class Admission:
         that is on time late."""
         forecast, safety = self.forecast, self.config.admission_safety
         live = list(self.book.jobs(Lane.BACKGROUND).values())
-        candidate = Utterance(new[0].utterance, Lane.BACKGROUND, self.book.next_seq, now)
+        candidate = ScheduledUtterance(new[0].utterance, Lane.BACKGROUND, self.book.next_seq, now)
         order = forecast.order(live + list(new), extra=candidate)
         after = forecast.finish_times(order, now, safety=safety)
         late = first_late([j for j in order if j in new], after)

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Iterator, Mapping
 
 from scheduler.jobs import Job, JobState
 from scheduler.plan import JobId, Lane
-from scheduler.playout import Utterance
+from scheduler.playout import ScheduledUtterance
 
 _PRUNE_AFTER = 256  # utterances kept before ended ones are pruned
 _PRUNE_AGE_S = 60.0  # an ended utterance's playback is long over by then
@@ -42,7 +42,7 @@ class JobBook:
         # hot paths look a lane up several times per step.
         self._interactive = self._live[Lane.INTERACTIVE]
         self._background = self._live[Lane.BACKGROUND]
-        self._utterances: dict[Hashable, Utterance] = {}
+        self._utterances: dict[Hashable, ScheduledUtterance] = {}
         self._waiting = [0, 0]  # per lane_index
         self._active = [0, 0]
         self._free_slots = list(range(max_slots))  # a min-heap
@@ -91,15 +91,15 @@ class JobBook:
         """The admission number the next new utterance will get."""
         return self._seq + 1
 
-    def utterance(self, key: Hashable) -> Utterance | None:
+    def utterance(self, key: Hashable) -> ScheduledUtterance | None:
         return self._utterances.get(key)
 
-    def utterances(self) -> Iterator[Utterance]:
+    def utterances(self) -> Iterator[ScheduledUtterance]:
         return iter(self._utterances.values())
 
-    def live_utterances(self, lane: Lane) -> list[Utterance]:
+    def live_utterances(self, lane: Lane) -> list[ScheduledUtterance]:
         """The utterances with live jobs in ``lane``, each once."""
-        utts: dict[Hashable, Utterance] = {}
+        utts: dict[Hashable, ScheduledUtterance] = {}
         for job in self.jobs(lane).values():
             if job.utterance not in utts:
                 utts[job.utterance] = self._utterances[job.utterance]
@@ -120,14 +120,14 @@ class JobBook:
 
     # ---- changes -------------------------------------------------------------
 
-    def new_utterance(self, key: Hashable, lane: Lane, now: float) -> Utterance:
+    def new_utterance(self, key: Hashable, lane: Lane, now: float) -> ScheduledUtterance:
         self._prune(now)
         self._seq += 1
-        utt = Utterance(key, lane, self._seq, now)
+        utt = ScheduledUtterance(key, lane, self._seq, now)
         self._utterances[key] = utt
         return utt
 
-    def enqueue(self, utt: Utterance, job: Job) -> None:
+    def enqueue(self, utt: ScheduledUtterance, job: Job) -> None:
         utt.segments[job.index] = job
         self._live[job.lane][job.id] = job
         self._waiting[lane_index(job.lane)] += 1

@@ -25,7 +25,7 @@ from scheduler.cost import CostModel
 from scheduler.jobs import Job, JobState
 from scheduler.load import InteractiveLoad
 from scheduler.plan import Lane
-from scheduler.playout import Utterance
+from scheduler.playout import ScheduledUtterance
 
 INF = math.inf
 
@@ -76,7 +76,7 @@ class BackgroundForecast:
         self.book = book
         self.load = load
 
-    def edf(self, jobs: Iterable[Job], extra: Utterance | None = None) -> list[Job]:
+    def edf(self, jobs: Iterable[Job], extra: ScheduledUtterance | None = None) -> list[Job]:
         """``jobs`` by deadline, then admission order, segment and id.
         ``extra`` is an utterance not yet in the books (admission's candidate)."""
         book = self.book
@@ -88,7 +88,7 @@ class BackgroundForecast:
 
         return sorted(jobs, key=key)
 
-    def order(self, jobs: Iterable[Job], extra: Utterance | None = None) -> list[Job]:
+    def order(self, jobs: Iterable[Job], extra: ScheduledUtterance | None = None) -> list[Job]:
         """Background jobs in the order they will get rows: the running ones
         keep theirs (background never holds more slots than one batch, so a
         running job is not displaced), then the waiting ones by deadline."""

@@ -19,7 +19,7 @@ from scheduler.plan import Lane
 
 
 @dataclass
-class Utterance:
+class ScheduledUtterance:
     """Every segment the scheduler has seen for one utterance, by index."""
 
     key: Hashable
@@ -62,7 +62,7 @@ def segment_times(job: Job, prev_end: float, first_audio_s: float) -> tuple[floa
     return due, starts, starts + codes / CODES_PER_SECOND
 
 
-def playback(utterance: Utterance, index: int, first_audio_s: float) -> Playback:
+def playback(utterance: ScheduledUtterance, index: int, first_audio_s: float) -> Playback:
     """Walk the segments up to ``index`` and estimate their playback.
 
     A segment not started yet is assumed to start sounding at its due time; a

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from scheduler.jobs import CODES_PER_SECOND, Job, JobState
-from scheduler.playout import NO_END, Utterance, segment_times
+from scheduler.playout import NO_END, ScheduledUtterance, segment_times
 
 _ACTIVE = JobState.ACTIVE
 _CANCELLED = JobState.CANCELLED
 
 
-def runnable(utterance: Utterance) -> Iterator[Job]:
+def runnable(utterance: ScheduledUtterance) -> Iterator[Job]:
     """The utterance's live jobs that may be in the next step: every running
     one, and a waiting one only when all earlier segments have started."""
     segments = utterance.segments
@@ -40,7 +40,7 @@ def runnable(utterance: Utterance) -> Iterator[Job]:
             blocked = True
 
 
-def ranked_interactive(utterances: Iterable[Utterance], first_audio_s: float,
+def ranked_interactive(utterances: Iterable[ScheduledUtterance], first_audio_s: float,
                        lead_s: float) -> list[Job]:
     """The runnable jobs of interactive ``utterances``, most urgent first.
 

@@ -21,8 +21,9 @@ Client
   already read ``hello`` (``client.hello``). ``await client.send({...})``;
   ``await client.recv()`` gives the next decoded server message or a
   ``Frame`` (header + payload); ``await client.speak_and_collect(id, text,
-  **fields)`` and ``await client.collect(ids)`` return ``Transcript``s that
-  check the ordering rules of PROTOCOL.md as they record.
+  **fields)`` and ``await client.collect(ids)`` return ``Transcript``s; every
+  item received is checked against PROTOCOL.md's ordering rules by
+  ``protocol.stream.ClientConnection`` (a violation fails the test).
 All clients are closed after the test.
 """
 
@@ -54,10 +55,11 @@ from protocol import (
     Hello,
     Segment,
     Started,
-    decode_server,
-    unpack_frame,
+    is_valid_id,
 )
 from protocol.pcm import BYTES_PER_SAMPLE
+from protocol.stream import ClientConnection as WireConnection
+from protocol.stream import Kind, StreamViolation
 from realtime.config import ServerConfig
 from realtime.runtime.tone import ToneRunner
 from realtime.server import Server
@@ -72,8 +74,6 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# Errors that refuse one message without ending the utterance they name.
-NON_TERMINAL_CODES = frozenset({"duplicate_id", "input_closed", "unknown_id"})
 TIMEOUT = 10.0
 
 
@@ -133,7 +133,8 @@ class Frame:
 
 @dataclass
 class Transcript:
-    """Everything one utterance received, checked against the ordering rules."""
+    """Everything one utterance received. The ordering rules are checked by
+    ``protocol.stream.ClientConnection`` as the items arrive; this keeps them."""
 
     id: str
     started: Started | None = None
@@ -154,30 +155,21 @@ class Transcript:
     def audio_ms(self, fmt: str = "pcm_s16le", rate: int = 24000) -> float:
         return len(self.audio) / BYTES_PER_SAMPLE[fmt] * 1000 / rate
 
-    def record(self, item: Any) -> None:
-        if self.terminal is not None:
+    def record(self, kind: Kind, item: Any) -> None:
+        if self.terminal is not None and kind is not Kind.NOTICE:
             self.after_terminal.append(item)
-            return
-        if isinstance(item, Frame):
-            assert self.started is not None, "audio before started"
-            expected_seq = len(self.frames)
-            assert item.header.seq == expected_seq, f"seq {item.header.seq} != {expected_seq}"
-            assert item.header.segment == len(self.segments), "frame of a later segment too early"
-            assert item.payload, "empty payload"
+        elif kind is Kind.AUDIO:
             self.frames.append(item)
-        elif isinstance(item, Started):
-            assert self.started is None, "two started messages"
+        elif kind is Kind.STARTED:
             self.started = item
-        elif isinstance(item, Segment):
-            assert item.index == len(self.segments), "segments out of order"
-            assert self.frames and self.frames[-1].header.segment_end, "segment before its last frame"
+        elif kind is Kind.SEGMENT:
             self.segments.append(item)
-        elif isinstance(item, Error) and item.code in NON_TERMINAL_CODES:
+        elif kind is Kind.NOTICE:
             self.notices.append(item)
-        elif isinstance(item, (Done, Cancelled, Error)):
+        elif kind is Kind.END:
             self.terminal = item
         else:
-            raise AssertionError(f"unexpected message for {self.id}: {item!r}")
+            raise AssertionError(f"unexpected {kind.value} for {self.id}: {item!r}")
 
     def check_done(self, fmt: str = "pcm_s16le", rate: int = 24000) -> Done:
         """Assert a complete, consistent ``done`` and return it."""
@@ -192,17 +184,24 @@ class Transcript:
 
 
 class WsTestClient:
-    """A thin protocol-aware client over ``websockets`` for tests."""
+    """A thin protocol-aware client over ``websockets`` for tests: every item
+    received passes ``protocol.stream.ClientConnection``'s checks (a broken
+    ordering rule fails the test) and lands in its utterance's transcript."""
 
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
+        self.wire = WireConnection()
         self.hello: Hello | None = None
-        self.streams: dict[int, str] = {}
         self.transcripts: dict[str, Transcript] = {}
         self.connection_errors: list[Error] = []
 
     async def send(self, message: dict[str, Any] | str | bytes) -> None:
         if isinstance(message, dict):
+            msg_id = message.get("id")
+            if message.get("type") == "speak" and is_valid_id(msg_id) \
+                    and not self.wire.active(msg_id):
+                self.wire.opened(msg_id)
+                self.transcripts.pop(msg_id, None)
             await self.ws.send(orjson.dumps(message).decode())
         else:
             await self.ws.send(message)
@@ -210,21 +209,20 @@ class WsTestClient:
     async def recv(self, timeout: float = TIMEOUT) -> Any:
         """The next server message (decoded) or ``Frame``; records it too."""
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        if isinstance(raw, bytes):
-            header, payload = unpack_frame(raw)
-            item: Any = Frame(header, bytes(payload))
-            msg_id = self.streams.get(header.stream)
-            assert msg_id is not None, f"frame of unknown stream {header.stream}"
-        else:
-            item = decode_server(raw)
-            msg_id = getattr(item, "id", None)
-            if isinstance(item, Started):
-                assert item.stream not in self.streams, "stream number reused"
-                self.streams[item.stream] = item.id
-        if isinstance(item, Error) and item.id is None:
+        try:
+            received = self.wire.receive(raw)
+        except StreamViolation as exc:
+            raise AssertionError(f"protocol violation: {exc}") from None
+        item: Any = received.message
+        if received.kind is Kind.AUDIO:
+            item = Frame(item.header, bytes(item.payload))
+        if received.kind is Kind.HELLO:
+            self.hello = item
+        elif received.kind is Kind.CONNECTION_ERROR:
             self.connection_errors.append(item)
-        elif msg_id is not None:
-            self.transcript(msg_id).record(item)
+        elif received.id is not None and (received.kind is not Kind.UNKNOWN
+                                          or received.id in self.transcripts):
+            self.transcript(received.id).record(received.kind, item)
         return item
 
     def transcript(self, msg_id: str) -> Transcript:
@@ -315,9 +313,8 @@ async def ws_connect():
         client = WsTestClient(ws)
         clients.append(client)
         if read_hello:
-            hello = decode_server(await asyncio.wait_for(ws.recv(), TIMEOUT))
+            hello = await client.recv()
             assert isinstance(hello, Hello)
-            client.hello = hello
         return client
 
     yield open_client

@@ -22,6 +22,7 @@ from clients import (
     HandshakeRefused,
     InputClosed,
     Overloaded,
+    ProtocolViolation,
     RealtimeClient,
     UtteranceCancelled,
 )
@@ -139,6 +140,8 @@ async def interleave(ws, msg):
         await ws.send(frame(2, seq, flags=last, value=-0.5))
         await ws.send(frame(1, seq, flags=last, value=0.5))
     for uid in (b, a):
+        await ws.send(json.dumps({"type": "segment", "id": uid, "index": 0, "text": "x",
+                                  "offset_ms": 0, "audio_ms": 30}))
         await ws.send(json.dumps({"type": "done", "id": uid, "audio_ms": 30, "segments": 1,
                                   "timing": TIMING}))
 
@@ -187,6 +190,8 @@ async def streamed(ws, msg):
         await ws.send(json.dumps({"type": "error", "id": uid, "code": "input_closed",
                                   "message": "input ended"}))
         await ws.send(frame(3, 0, flags=FLAG_SEGMENT_END))
+        await ws.send(json.dumps({"type": "segment", "id": uid, "index": 0, "text": "x",
+                                  "offset_ms": 0, "audio_ms": 10}))
     elif msg["type"] == "append" and msg.get("final"):
         await ws.send(json.dumps({"type": "done", "id": uid, "audio_ms": 10, "segments": 1,
                                   "timing": TIMING}))
@@ -274,3 +279,21 @@ async def test_unknown_server_message_is_skipped():
         utt = await client.speak("x")
         pcm, done = await utt.collect()
     assert done.segments == 2 and len(pcm) == 3 * 480
+
+
+async def skip_a_frame(ws, msg):
+    if msg["type"] != "speak":
+        return
+    uid = msg["id"]
+    await ws.send(json.dumps({"type": "started", "id": uid, "stream": 5, "lane": "interactive",
+                              "format": "pcm_s16le", "sample_rate": 24000}))
+    await ws.send(frame(5, 0))
+    await ws.send(frame(5, 2))  # seq 1 never came
+
+
+async def test_a_server_breaking_the_ordering_rules_fails_the_utterance():
+    async with Peer(skip_a_frame) as peer, RealtimeClient(peer.url) as client:
+        utt = await client.speak("hello")
+        with pytest.raises(ProtocolViolation, match="seq 2, expected 1"):
+            await utt.result()
+        assert client.active == []

@@ -13,14 +13,15 @@ field mutated to a random JSON value, binary frames. After every example:
 - once the clients leave, the server holds no utterance, job or slot;
 - across the module, resident memory stays bounded.
 
-Mutated messages use their own id pool, so an error naming one of them can
-never be mistaken for the end of a running utterance.
+Every item is checked by ``protocol.stream.ClientConnection``, which knows
+which errors end an utterance; mutated messages use their own id pool, so the
+terminal count of the valid pool's speaks stays exact.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -32,14 +33,14 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from protocol import Cancelled, Done, Error, Started, decode_server, unpack_frame
+from protocol import is_valid_id
+from protocol.stream import ClientConnection, Kind, StreamViolation
 from realtime.config import ServerConfig
 from realtime.embedded import ServerThread
 from realtime.runtime.tone import ToneRunner
 
 IDS = ("a", "b", "c")
 MUTANT_IDS = ("m1", "m2")
-NON_TERMINAL = {"duplicate_id", "input_closed", "unknown_id"}
 MAX_EXAMPLES = 40
 
 
@@ -131,80 +132,55 @@ action = st.one_of(
 @dataclass
 class Utt:
     id: str
-    started: bool = False
-    stream: int | None = None
-    next_seq: int = 0
     terminals: int = 0
-    problems: list[str] = field(default_factory=list)
 
 
 class Tracker:
-    """Client-side model of one connection: which utterance each message belongs to."""
+    """Client-side model of one connection. ``protocol.stream.ClientConnection``
+    checks every item against the ordering rules (mutant utterances too);
+    this counts the terminal messages of the valid id pool's speaks."""
 
     def __init__(self) -> None:
+        self.wire = ClientConnection()
         self.active: dict[str, Utt] = {}  # id -> its utterance still waiting for a terminal
         self.all: list[Utt] = []
-        self.streams: dict[int, Utt] = {}
+        self.mutants: set[str] = set()  # mutant ids open on the wire
         self.problems: list[str] = []
-        self.mutants: dict[str, Utt] = {}
 
     def sent(self, message: Any) -> None:
-        if isinstance(message, dict) and message.get("type") == "speak" \
-                and message.get("id") in IDS and message["id"] not in self.active:
-            utt = Utt(message["id"])
-            self.active[utt.id] = utt
+        if not isinstance(message, dict) or message.get("type") != "speak":
+            return
+        msg_id = message.get("id")
+        if not is_valid_id(msg_id) or self.wire.active(msg_id):
+            return  # the server refuses it without ending anything: a duplicate or no id
+        self.wire.opened(msg_id)
+        if msg_id in IDS:
+            utt = Utt(msg_id)
+            self.active[msg_id] = utt
             self.all.append(utt)
-
-    def _mutant(self, message: Any) -> None:
-        """A mutated speak may still be valid: follow its audio, not its terminals
-        (an error naming a mutant id may be a refusal of another mutant)."""
-        if isinstance(message, Started):
-            utt = Utt(message.id, started=True, stream=message.stream, terminals=-1)
-            self.streams[message.stream] = utt
-            self.mutants[message.id] = utt
-        elif isinstance(message, (Done, Cancelled)) and message.id in self.mutants:
-            self.mutants.pop(message.id).terminals = 1  # no frames after this
+        else:
+            self.mutants.add(msg_id)
 
     def received(self, raw: str | bytes) -> None:
-        if isinstance(raw, bytes):
-            header, payload = unpack_frame(raw)
-            utt = self.streams.get(header.stream)
-            if utt is None:
-                self.problems.append(f"frame of unknown stream {header.stream}")
-                return
-            if utt.terminals > 0:
-                utt.problems.append("frame after the terminal message")
-            if header.seq != utt.next_seq or not payload:
-                utt.problems.append(f"seq {header.seq} (expected {utt.next_seq}) or empty")
-            utt.next_seq = header.seq + 1
+        try:
+            item = self.wire.receive(raw)
+        except StreamViolation as exc:
+            self.problems.append(str(exc))
+            self.active.pop(exc.id, None)
+            self.mutants.discard(exc.id)
             return
-        message = decode_server(raw)
-        msg_id = getattr(message, "id", None)
-        if msg_id in MUTANT_IDS:
-            self._mutant(message)
-            return
-        if msg_id not in IDS:
-            return  # connection-level errors
-        if isinstance(message, Error) and message.code in NON_TERMINAL:
-            return
-        utt = self.active.get(msg_id)
-        if utt is None:
-            self.problems.append(f"{type(message).__name__} for {msg_id}, which is not active")
-            return
-        if isinstance(message, Started):
-            if utt.started:
-                utt.problems.append("second started")
-            utt.started, utt.stream = True, message.stream
-            self.streams[message.stream] = utt
-        elif isinstance(message, (Done, Cancelled, Error)):
-            utt.terminals += 1
-            del self.active[msg_id]
+        if item.kind is Kind.END:
+            utt = self.active.pop(item.id, None)
+            if utt is not None:
+                utt.terminals += 1
+            self.mutants.discard(item.id)
+        elif item.kind is Kind.UNKNOWN and item.id in IDS:
+            self.problems.append(f"{type(item.message).__name__} for {item.id}, which is not active")
 
     def check(self) -> None:
         assert not self.problems, self.problems
         for utt in self.all:
             assert utt.terminals == 1, f"{utt.id}: {utt.terminals} terminal messages"
-            assert not utt.problems, (utt.id, utt.problems)
 
 
 # -- the property ---------------------------------------------------------------------------------
@@ -213,8 +189,8 @@ class Tracker:
 async def _drive(url: str, actions: list[tuple[int, Any, float]]) -> list[Tracker]:
     sockets = [await connect(url, max_size=None, open_timeout=5) for _ in range(2)]
     trackers = [Tracker(), Tracker()]
-    for ws in sockets:
-        await ws.recv()  # hello
+    for ws, tracker in zip(sockets, trackers):
+        tracker.received(await ws.recv())  # hello
 
     async def read(i: int) -> None:
         try:
@@ -289,7 +265,7 @@ def test_many_connections_interleaving_utterances(live):
     async def one(k: int) -> Tracker:
         async with connect(thread.url, max_size=None) as ws:
             tracker = Tracker()
-            await ws.recv()
+            tracker.received(await ws.recv())  # hello
             reader = asyncio.create_task(_read_into(ws, tracker))
             for msg_id in IDS:
                 message = {"type": "speak", "id": msg_id, "text": "Hello there", "final": False,

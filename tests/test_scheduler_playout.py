@@ -4,7 +4,7 @@ import pytest
 
 from scheduler import Job, JobState, Lane
 from scheduler.estimate import finish_times, first_late
-from scheduler.playout import Utterance, playback
+from scheduler.playout import ScheduledUtterance, playback
 
 
 def seg(index, est=94, deadline=None, arrival=0.0, job_id=None):
@@ -13,16 +13,16 @@ def seg(index, est=94, deadline=None, arrival=0.0, job_id=None):
 
 
 def test_segment_zero_is_due_at_its_deadline_or_the_default():
-    utt = Utterance("u", Lane.INTERACTIVE, 1, 0.0, {0: seg(0, deadline=0.5)})
+    utt = ScheduledUtterance("u", Lane.INTERACTIVE, 1, 0.0, {0: seg(0, deadline=0.5)})
     assert playback(utt, 0, 0.3).first_audio_due == 0.5
-    utt = Utterance("u", Lane.INTERACTIVE, 1, 0.0, {0: seg(0, arrival=2.0)})
+    utt = ScheduledUtterance("u", Lane.INTERACTIVE, 1, 0.0, {0: seg(0, arrival=2.0)})
     assert playback(utt, 0, 0.3).first_audio_due == pytest.approx(2.3)
 
 
 def test_next_segment_is_due_when_the_previous_audio_ends():
     a, b = seg(0, est=94), seg(1, est=47)
     a.first_code_at, a.tokens, a.state, a.started_at = 1.0, 10, JobState.ACTIVE, 0.9
-    utt = Utterance("u", Lane.INTERACTIVE, 1, 0.0, {0: a, 1: b})
+    utt = ScheduledUtterance("u", Lane.INTERACTIVE, 1, 0.0, {0: a, 1: b})
     pa = playback(utt, 0, 0.3)
     assert pa.starts == 1.0 and pa.runs_dry == pytest.approx(1.0 + 10 / 46.875)
     assert pa.ends == pytest.approx(1.0 + 94 / 46.875)
@@ -32,7 +32,7 @@ def test_next_segment_is_due_when_the_previous_audio_ends():
 def test_a_segment_arriving_after_the_audio_went_quiet_is_due_promptly():
     a, b = seg(0, est=47), seg(1, arrival=10.0)
     a.first_code_at, a.tokens, a.state = 0.2, 47, JobState.FINISHED
-    utt = Utterance("u", Lane.INTERACTIVE, 1, 0.0, {0: a, 1: b})
+    utt = ScheduledUtterance("u", Lane.INTERACTIVE, 1, 0.0, {0: a, 1: b})
     assert playback(utt, 1, 0.3).first_audio_due == pytest.approx(10.3)
 
 

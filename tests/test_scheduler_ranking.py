@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler import Job, JobState, Lane
-from scheduler.playout import Utterance, playback
+from scheduler.playout import ScheduledUtterance, playback
 from scheduler.ranking import ranked_interactive, runnable
 
 FIRST_AUDIO, LEAD = 0.3, 1.0
@@ -20,7 +20,7 @@ _segment = st.tuples(
 
 
 def _utterance(seq, segments, indices):
-    utt = Utterance(seq, Lane.INTERACTIVE, seq, 0.0)
+    utt = ScheduledUtterance(seq, Lane.INTERACTIVE, seq, 0.0)
     for n, (index, (state, tokens, est, deadline, arrival, first)) in enumerate(zip(indices, segments)):
         job = Job(id=seq * 100 + n, utterance=seq, index=index, lane=Lane.INTERACTIVE,
                   prompt_len=10, est_tokens=est, deadline=deadline, arrival=arrival)

@@ -18,10 +18,12 @@ from conftest import async_http_get
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from protocol import Done, Error, ErrorCode, Started
-from realtime import http as rt_http
+from realtime import auth
 from realtime import server as rt_server
-from realtime.ratelimit import QuotaBook, QuotaLimits, TextRateLimiter, principal_of
+from realtime.auth import principal_of, token_allowed
+from realtime.ratelimit import QuotaBook, QuotaLimits, TextRateLimiter
 from realtime.runtime.tone import ToneRunner
+from realtime.static import StaticFiles
 
 TOKEN = "s3cr3t-Token-value-0123456789"
 OTHER = "another-valid-token-abcdef"
@@ -126,15 +128,15 @@ def test_token_comparison_is_constant_time_over_every_token(monkeypatch):
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(rt_http.hmac, "compare_digest", spy)
+    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
     tokens = (OTHER, TOKEN, "third")
-    assert rt_http.token_allowed(TOKEN, tokens)
+    assert token_allowed(TOKEN, tokens)
     assert len(calls) == 3  # no early exit on the first match
     calls.clear()
-    assert not rt_http.token_allowed("wrong", tokens)
+    assert not token_allowed("wrong", tokens)
     assert len(calls) == 3
-    assert not rt_http.token_allowed(None, tokens)
-    assert not rt_http.token_allowed(TOKEN[:-1], tokens)
+    assert not token_allowed(None, tokens)
+    assert not token_allowed(TOKEN[:-1], tokens)
 
 
 async def _status(server, **kwargs) -> int:
@@ -392,11 +394,8 @@ async def test_static_files_refuse_traversal(server_factory, web_root, target):
 
 
 def test_resolve_static_stays_inside_the_root(web_root):
-    class Stub:
-        config = None
-
-    routes = rt_http.HttpRoutes(Stub(), web_root)  # type: ignore[arg-type]
-    assert routes.resolve_static("/sub/style.css") == (web_root / "sub" / "style.css").resolve()
+    routes = StaticFiles(web_root)
+    assert routes.resolve("/sub/style.css") == (web_root / "sub" / "style.css").resolve()
     for target in TRAVERSALS + ["/" + str(web_root.parent / "secret.txt")]:
-        resolved = routes.resolve_static(target.split("?")[0])
+        resolved = routes.resolve(target.split("?")[0])
         assert resolved is None or resolved.is_relative_to(web_root.resolve()), target

@@ -11,7 +11,7 @@ import numpy as np
 from protocol import Done, Error, ErrorCode, Speak
 from realtime.handoff import UpdateKind, WorkerUpdate
 from realtime.runtime.tone import ToneRunner
-from realtime.utterance import Utterance
+from realtime.utterance import ServerUtterance
 
 
 async def _wait_for(predicate, timeout: float = 5.0) -> bool:
@@ -91,7 +91,7 @@ class _OverflowingLink:
     def purge(self, utterance) -> None:
         pass
 
-    def utterance_ended(self, utterance, outcome: str) -> None:
+    def utterance_ended(self, utterance, outcome, code) -> None:
         pass
 
     def next_job_id(self) -> int:
@@ -102,7 +102,7 @@ def test_no_frame_or_segment_follows_a_slow_consumer_error_mid_burst():
     # One chunk completes many frames; the outbox overflows on the third of them.
     link = _OverflowingLink(overflow_at=3)
     speak = Speak("u1", "One sentence here. And a second one.", frame_ms=20)
-    utterance = Utterance(speak, 1, link, time.monotonic(), default_deadline_ms=10_000,
+    utterance = ServerUtterance(speak, 1, link, time.monotonic(), default_deadline_ms=10_000,
                           max_text_chars=1000)
     utterance.begin()
     utterance.on_worker_update(WorkerUpdate(utterance, UpdateKind.ADMITTED))

@@ -72,6 +72,41 @@ async def test_duplicate_id_does_not_end_the_running_utterance(server_factory, w
     t.check_done()
 
 
+async def test_a_malformed_speak_reusing_an_active_id_is_a_duplicate(server_factory, ws_connect):
+    server = await server_factory(runner=ToneRunner(step_seconds=0.002))
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "d", "text": "A sentence of some length here."})
+    await client.send({"type": "speak", "id": "d", "text": 5})
+    t = (await client.collect(["d"]))["d"]
+    assert [(n.code, n.field) for n in t.notices] == [("duplicate_id", "id")]
+    t.check_done()
+
+
+async def test_a_malformed_message_naming_an_active_utterance_ends_it(server_factory, ws_connect):
+    # PROTOCOL.md: a request-level error ends its utterance; the client must
+    # get exactly one terminal message and no audio after it.
+    server = await server_factory(runner=ToneRunner(step_seconds=0.005))
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "m", "text": "Streamed text that runs. " * 4,
+                       "final": False})
+    await client.send({"type": "append", "id": "m", "text": ["not", "a", "string"]})
+    t = (await client.collect(["m"]))["m"]
+    assert isinstance(t.terminal, Error)
+    assert (t.terminal.code, t.terminal.field) == ("bad_message", "text")
+    assert not t.after_terminal
+    assert await _wait_until(lambda: server.active_utterances == 0 and not server.worker._jobs)
+
+
+async def _wait_until(predicate, timeout: float = 5.0) -> bool:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
 async def test_unknown_id_for_append_flush_and_cancel(tone_server, ws_connect):
     client = await ws_connect(tone_server)
     for kind in ("append", "flush", "cancel"):
@@ -192,7 +227,7 @@ async def test_shutting_down_for_new_speaks_while_draining(server_factory, ws_co
     await client.send({"type": "speak", "id": "busy", "text": "Keep the server busy. " * 3})
     await client.recv()
     drain = asyncio.create_task(server.drain())
-    while not server.draining:
+    while not server.state.draining:
         await asyncio.sleep(0.001)
     t = await client.speak_and_collect("new", "Too late.")
     assert isinstance(t.terminal, Error) and t.terminal.code == "shutting_down"

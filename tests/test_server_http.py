@@ -54,7 +54,7 @@ async def test_readyz_is_503_until_warm_and_while_draining():
         await server.wait_ready()
         status, _, body = await async_http_get(server.port, "/readyz")
         assert status == 200 and orjson.loads(body)["ready"] is True
-        server.draining = True  # what drain() sets first
+        server.state.draining = True  # what drain() sets first
         status, _, body = await async_http_get(server.port, "/readyz")
         assert status == 503 and orjson.loads(body)["draining"] is True
     finally:
@@ -81,7 +81,7 @@ async def test_static_files_types_and_traversal(server_factory, tmp_path):
         status, _, body = await async_http_get(port, path)
         assert status == 404, path
         assert b"do not serve" not in body
-    assert server.http.resolve_static("/..%5csecret.txt") is None
+    assert server.http.static.resolve("/..%5csecret.txt") is None
 
 
 async def test_auth_token_header_or_query_else_401(server_factory, ws_connect):

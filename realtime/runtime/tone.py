@@ -20,7 +20,6 @@ Thread: like every Runner, used only on the model thread.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ from realtime.runtime.api import (
     VoiceError,
     WeightsKind,
 )
+from realtime.text import has_words
 from scheduler import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_KV_BUCKETS,
@@ -44,7 +44,6 @@ from scheduler import (
     StepPlan,
 )
 
-_WORD = re.compile(r"\w", re.UNICODE)
 _TABLE_CODES = 470  # ~10 s of tone per frequency, repeated beyond
 
 
@@ -133,7 +132,7 @@ class ToneRunner:
         if self.prepare_seconds:
             time.sleep(self.prepare_seconds)
         text = request.text
-        if not _WORD.search(text):
+        if not has_words(text):
             return PreparedJob(prompt_len=0, empty=True)
         target = int(round(len(text) * self.codes_per_char))
         target = max(self.min_codes, min(target, self.max_codes, request.params.max_new_tokens))
