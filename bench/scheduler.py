@@ -15,7 +15,8 @@ last line:
   batcher's, at 80% load, GPU profile (lower is better);
 - ``deadline_miss_ratio``: background utterances not delivered by their
   deadline, refused ones included, ours over the better batcher's, as
-  (misses + 1) / (misses + 1) so that it stays defined when either is 0.
+  (our misses + 1) / (the batcher's misses + 1), so that it stays defined
+  when either is 0.
 """
 
 from __future__ import annotations

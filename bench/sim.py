@@ -24,6 +24,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from clients.probe_report import percentile
 from scheduler.config import SchedulerConfig
 from scheduler.core import Scheduler
 from scheduler.cost import CostModel
@@ -315,20 +316,16 @@ def stretch(arrivals: Sequence[Arrival], factor: float) -> list[Arrival]:
             for a in arrivals]
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = min(len(ordered) - 1, max(0, int(round(q / 100 * (len(ordered) - 1)))))
-    return ordered[k]
+def _ms(seconds: float | None) -> float:
+    return float("nan") if seconds is None else 1000.0 * seconds
 
 
 def summarize(outcome: Outcome) -> Mapping[str, float]:
     offered = max(outcome.background_offered, 1)
     return {
-        "ttfa_p50_ms": 1000 * percentile(outcome.first_audio, 50),
-        "ttfa_p95_ms": 1000 * percentile(outcome.first_audio, 95),
-        "ttfa_p99_ms": 1000 * percentile(outcome.first_audio, 99),
+        "ttfa_p50_ms": _ms(percentile(outcome.first_audio, 50)),
+        "ttfa_p95_ms": _ms(percentile(outcome.first_audio, 95)),
+        "ttfa_p99_ms": _ms(percentile(outcome.first_audio, 99)),
         "bg_miss_rate": outcome.background_missed / offered,
         "bg_late_rate": outcome.background_late / offered,
         "bg_refusal_rate": outcome.background_refused / offered,
@@ -339,5 +336,5 @@ def summarize(outcome: Outcome) -> Mapping[str, float]:
     }
 
 
-__all__ = ["Arrival", "Outcome", "Segment", "SimRunner", "peak_rate", "percentile", "realized_load",
+__all__ = ["Arrival", "Outcome", "Segment", "SimRunner", "peak_rate", "realized_load",
            "run_batcher", "run_ours", "stretch", "summarize", "workload", "workload_duration"]

@@ -40,6 +40,7 @@ from websockets.asyncio.client import ClientConnection as WsConnection
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from clients.probe_report import percentile
 from protocol import Cancelled, Done, Error
 from protocol.stream import ClientConnection, Kind, StreamViolation
 from realtime.config import ServerConfig
@@ -389,10 +390,8 @@ def model_seconds(thread: ServerThread) -> float:
     return float(value or 0.0)
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    return round(values[min(len(values) - 1, int(q * len(values)))], 1)
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def run_soak(options: SoakOptions) -> SoakReport:
@@ -454,7 +453,7 @@ def _report(options: SoakOptions, records: list[Record], soak: Soak, held: dict[
         leaked_slots=sum(v for k, v in held.items() if k != "connections") + held["connections"],
         rss_growth_mb=round(rss_delta / 2**20, 1),
         model_busy=round(busy / wall, 3) if wall else 0.0,
-        first_audio_p50_ms=_percentile(fa, 0.5), first_audio_p95_ms=_percentile(fa, 0.95),
+        first_audio_p50_ms=_rounded(percentile(fa, 50)), first_audio_p95_ms=_rounded(percentile(fa, 95)),
         violation_examples=violations[:5],
     )
 

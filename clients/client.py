@@ -32,7 +32,7 @@ from clients.errors import (
     from_message,
 )
 from clients.utterance import Utterance
-from protocol import Error, Hello, Params, ProtocolError, Speak, encode
+from protocol import ClientMessage, Error, Hello, Params, ProtocolError, Speak, encode
 from protocol.stream import Audio, ClientConnection, Kind, Received, StreamViolation
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,10 @@ class RealtimeClient:
         utt.sent_at = time.monotonic()
         return utt
 
-    async def _send(self, msg) -> None:
+    async def _send(self, msg: ClientMessage) -> None:
         # Client -> server frames are text frames: send the JSON as str, not bytes.
+        if self._ws is None:
+            raise ConnectionLost("not connected")
         try:
             await self._ws.send(encode(msg).decode())
         except ConnectionClosed as exc:

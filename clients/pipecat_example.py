@@ -36,6 +36,7 @@ from pipecat.workers.runner import WorkerRunner
 from clients.client import DEFAULT_URL
 from clients.pipecat_tts import ChatTTSRealtimeTTSService
 from clients.wav import write_wav
+from protocol import DEFAULT_SAMPLE_RATE
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class AudioCollector(FrameProcessor):
         self.frames_after_interruption = 0
         self.interrupted = False
         self.first_audio = asyncio.Event()
+        self.tts: ChatTTSRealtimeTTSService | None = None  # set by run_pipeline
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -85,7 +87,7 @@ class AudioCollector(FrameProcessor):
 
     @property
     def sample_rate(self) -> int:
-        return self.audio[0].sample_rate if self.audio else 24000
+        return self.audio[0].sample_rate if self.audio else DEFAULT_SAMPLE_RATE
 
 
 async def speak_turn(worker: PipelineWorker, text: str, token_delay_s: float) -> None:
@@ -110,7 +112,7 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
     tts = ChatTTSRealtimeTTSService(url=url, token=token, **tts_kwargs)
     collector = AudioCollector()
     worker = PipelineWorker(Pipeline([tts, collector]),
-                            params=PipelineParams(audio_out_sample_rate=24000),
+                            params=PipelineParams(audio_out_sample_rate=DEFAULT_SAMPLE_RATE),
                             enable_rtvi=False, cancel_on_idle_timeout=False)
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
@@ -156,9 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     write_wav(args.output, collector.pcm, collector.sample_rate)
     seconds = len(collector.pcm) / 2 / collector.sample_rate
+    first = collector.first_audio_at or t0  # audio came, so this is set
     print(f"{len(collector.audio)} frames, {seconds:.2f} s of audio, first audio "
-          f"{1000 * (collector.first_audio_at - t0):.0f} ms after start -> {args.output}",
-          file=sys.stderr)
+          f"{1000 * (first - t0):.0f} ms after start -> {args.output}", file=sys.stderr)
     return 0
 
 

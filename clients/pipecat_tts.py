@@ -111,9 +111,11 @@ class ChatTTSRealtimeTTSService(TTSService):
 
     def _wire_rate(self, client: RealtimeClient) -> int:
         # Ask for the pipeline's rate when the server offers it, else take its native rate.
-        if self.sample_rate and self.sample_rate in client.hello.sample_rates:
-            return self.sample_rate
-        return client.hello.sample_rate
+        hello = client.hello
+        assert hello is not None  # a connected client has its hello
+        if self.sample_rate and self.sample_rate in hello.sample_rates:
+            return int(self.sample_rate)
+        return hello.sample_rate
 
     # ---- TTSService hooks ------------------------------------------------------------
 

@@ -60,7 +60,7 @@ async def measure_one(url: str, token: str | None, text: str, lane: str, level: 
             rec.rtf = rec.total_ms / rec.audio_ms if rec.audio_ms > 0 else None
     except TTSError as exc:
         rec.error = exc.code or type(exc).__name__
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         rec.error = type(exc).__name__
     stats = simulate_playback(arrivals)
     rec.underruns, rec.stall_ms, rec.max_gap_ms = stats.underruns, stats.stall_ms, stats.max_gap_ms
@@ -95,7 +95,7 @@ async def run_level(args: argparse.Namespace, level: int, texts: list[str],
                 rec = await asyncio.wait_for(
                     measure_one(args.url, args.token, text, lane, level, opts),
                     max(0.1, hard_stop_at - time.monotonic()))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 rec = UtteranceRecord(level=level, lane=lane, chars=len(text), error="timeout")
             records.append(rec)
 

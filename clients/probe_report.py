@@ -30,7 +30,7 @@ class UtteranceRecord:
     error: str | None = None
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
+def percentile(values: Sequence[float | None], q: float) -> float | None:
     """Linear-interpolated percentile (q in 0..100) of `values`; None when empty."""
     data = sorted(v for v in values if v is not None and not math.isnan(v))
     if not data:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clients.errors import InputClosed, TTSError, UtteranceCancelled
-from protocol import Append, Cancel, Cancelled, Done, Flush, Segment, Started
+from protocol import Append, Cancel, Cancelled, ClientMessage, Done, Flush, Segment, Started
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples
 from protocol.stream import Audio
 
@@ -75,7 +75,7 @@ class Utterance:
     sample_rate: int
     lane: str
     final: bool
-    _send: Callable[[object], Awaitable[None]] = field(repr=False)
+    _send: Callable[[ClientMessage], Awaitable[None]] = field(repr=False)
     stream: int | None = None
     sent_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
@@ -85,9 +85,9 @@ class Utterance:
     frames: int = 0
     segments: list[Segment] = field(default_factory=list)
     refusals: list[TTSError] = field(default_factory=list)
-    _queue: asyncio.Queue = field(default_factory=asyncio.Queue, repr=False)
-    _terminal: asyncio.Future = field(default=None, repr=False)  # type: ignore[assignment]
-    _started: asyncio.Future = field(default=None, repr=False)  # type: ignore[assignment]
+    _queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue, repr=False)
+    _terminal: asyncio.Future[Done | Cancelled | TTSError] = field(init=False, repr=False)
+    _started: asyncio.Future[Started | None] = field(init=False, repr=False)
     _cancel_sent: bool = False
 
     def __post_init__(self) -> None:

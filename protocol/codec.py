@@ -20,9 +20,9 @@ Thread: pure functions, safe from any thread.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -69,6 +69,7 @@ from protocol.messages import (
 from protocol.voices import voice_kind
 
 Frame = str | bytes | bytearray | memoryview
+P = TypeVar("P")  # a parser
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def load_object(frame: Frame) -> dict[str, Any]:
     return value
 
 
-def _dispatch(frame: Frame, parsers: dict, what: str) -> tuple[FieldReader, Any]:
+def _dispatch(frame: Frame, parsers: Mapping[str, P], what: str) -> tuple[FieldReader, P]:
     """The frame's JSON object as a ``FieldReader`` (carrying its id when that
     id is valid, for error messages) and the parser its ``type`` names."""
     obj = load_object(frame)

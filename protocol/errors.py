@@ -9,17 +9,9 @@ for a frame that breaks the protocol; ``to_message()`` turns it into the wire
 
 from __future__ import annotations
 
-import enum
+from enum import StrEnum
 
 from protocol.messages import Error
-
-try:
-    from enum import StrEnum
-except ImportError:  # Python 3.10: the same behaviour in a few lines.
-
-    class StrEnum(str, enum.Enum):  # type: ignore[no-redef]
-        def __str__(self) -> str:
-            return str(self.value)
 
 
 class ErrorCode(StrEnum):

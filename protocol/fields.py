@@ -15,13 +15,20 @@ boolean.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Collection
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from protocol.errors import ErrorCode, ProtocolError
 
-_MISSING: Any = object()
+
+class _Missing(enum.Enum):
+    MISSING = enum.auto()
+
+
+_MISSING = _Missing.MISSING
+T = TypeVar("T")
 
 
 def is_integer(value: object) -> bool:
@@ -64,7 +71,12 @@ class FieldReader:
             raise self.fail(name, f"{self.prefix + name} must be an object")
         return FieldReader(value, self.msg_id, f"{self.prefix}{name}.")
 
-    def string(self, name: str, default: Any = _MISSING) -> Any:
+    @overload
+    def string(self, name: str) -> str: ...
+    @overload
+    def string(self, name: str, default: T) -> str | T: ...
+
+    def string(self, name: str, default: object = _MISSING) -> object:
         """A string; required when no default is given."""
         value = self._get(name, required=default is _MISSING)
         if value is _MISSING:
@@ -73,7 +85,12 @@ class FieldReader:
             raise self.fail(name, f"{self.prefix + name} must be a string")
         return value
 
-    def boolean(self, name: str, default: Any = _MISSING) -> Any:
+    @overload
+    def boolean(self, name: str) -> bool: ...
+    @overload
+    def boolean(self, name: str, default: T) -> bool | T: ...
+
+    def boolean(self, name: str, default: object = _MISSING) -> object:
         value = self._get(name, required=default is _MISSING)
         if value is _MISSING:
             return default
@@ -81,7 +98,12 @@ class FieldReader:
             raise self.fail(name, f"{self.prefix + name} must be true or false")
         return value
 
-    def integer(self, name: str, low: int, high: int, default: Any = _MISSING) -> Any:
+    @overload
+    def integer(self, name: str, low: int, high: int) -> int: ...
+    @overload
+    def integer(self, name: str, low: int, high: int, default: T) -> int | T: ...
+
+    def integer(self, name: str, low: int, high: int, default: object = _MISSING) -> object:
         """An integer in ``low..high`` (both included)."""
         value = self._get(name, required=default is _MISSING)
         if value is _MISSING:
@@ -90,6 +112,12 @@ class FieldReader:
             raise self.fail(name, f"{self.prefix + name} must be an integer from {low} to {high}")
         return value
 
+    @overload
+    def number(self, name: str, low: float, high: float, *, low_open: bool = False) -> float: ...
+    @overload
+    def number(self, name: str, low: float, high: float, *, low_open: bool = False,
+               default: T) -> float | T: ...
+
     def number(
         self,
         name: str,
@@ -97,8 +125,8 @@ class FieldReader:
         high: float,
         *,
         low_open: bool = False,
-        default: Any = _MISSING,
-    ) -> Any:
+        default: object = _MISSING,
+    ) -> object:
         """A number in ``low..high``; ``low_open`` excludes ``low`` itself.
         Returned as a float."""
         value = self._get(name, required=default is _MISSING)
@@ -115,7 +143,7 @@ class FieldReader:
     def choice(self, name: str, offered: Collection[str] | None, default: str) -> str:
         """A string naming one of ``offered`` (any string when None).
         A string not offered is ``unsupported``."""
-        value = self.string(name, default)
+        value: str = self.string(name, default)
         if offered is not None and value not in offered:
             raise self.fail(
                 name,
@@ -143,4 +171,4 @@ class FieldReader:
             return None
         if not is_number(value):
             raise self.fail(name, f"{self.prefix + name} must be a number or null")
-        return value
+        return float(value)

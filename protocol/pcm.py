@@ -36,7 +36,8 @@ def _mulaw_encode_table() -> np.ndarray:
     magnitude = np.minimum(np.abs(linear), MULAW_CLIP) + MULAW_BIAS  # 132..32767
     exponent = np.floor(np.log2(magnitude)).astype(np.int32) - 7  # 0..7
     mantissa = (magnitude >> (exponent + 3)) & 0x0F
-    return (~(sign | (exponent << 4) | mantissa) & 0xFF).astype(np.uint8)
+    table: np.ndarray = (~(sign | (exponent << 4) | mantissa) & 0xFF).astype(np.uint8)
+    return table
 
 
 def _mulaw_decode_table() -> np.ndarray:
@@ -138,6 +139,8 @@ def decode_samples(data: bytes | bytearray | memoryview, fmt: str) -> np.ndarray
     if fmt == "pcm_f32le":
         return np.frombuffer(raw, dtype="<f4").astype(np.float32)
     if fmt == "pcm_s16le":
-        samples = np.frombuffer(raw, dtype="<i2").astype(np.float32) / np.float32(S16_SCALE)
-        return np.maximum(samples, np.float32(-1.0), out=samples)  # -32768 reads as -1
-    return _MULAW_DECODE[np.frombuffer(raw, dtype=np.uint8)]
+        samples: np.ndarray = np.frombuffer(raw, dtype="<i2").astype(np.float32) / np.float32(S16_SCALE)
+        np.maximum(samples, np.float32(-1.0), out=samples)  # -32768 reads as -1
+        return samples
+    decoded: np.ndarray = _MULAW_DECODE[np.frombuffer(raw, dtype=np.uint8)]
+    return decoded

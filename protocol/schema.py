@@ -165,7 +165,8 @@ def client_schema(offer: Offer = DEFAULT_OFFER) -> dict[str, Any]:
 def load_client_schema() -> dict[str, Any]:
     """The published schema file (``client_schema(DEFAULT_OFFER)``)."""
     text = resources.files("protocol").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def render(schema: dict[str, Any]) -> str:

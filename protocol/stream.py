@@ -284,7 +284,7 @@ class ClientConnection:
             return Received(Kind.HELLO, None, message)
         if isinstance(message, Error) and message.id is None:
             return Received(Kind.CONNECTION_ERROR, None, message)
-        utt = self._by_id.get(message.id)
+        utt = self._by_id.get(message.id) if message.id is not None else None
         if isinstance(message, Error) and not ends_utterance(message):
             # Also for an id with no open utterance: an unknown_id answers a
             # message naming none (a cancel that raced the end, say).

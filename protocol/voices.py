@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from enum import StrEnum
 
-from protocol.errors import StrEnum
 from protocol.messages import SEED_MAX
 
 SEED_PREFIX = "seed:"

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from realtime.runtime.api import RuntimeOptions
+from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
 
@@ -40,8 +42,8 @@ class ServerConfig:
     require_weights: bool = False
     device: str = "auto"
     precision: str = "auto"
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
-    kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048)
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    kv_buckets: tuple[int, ...] = DEFAULT_KV_BUCKETS
     max_slots: int = 16
     interactive_batch_size: int = 1
     lookahead_steps: int = 8
@@ -137,7 +139,7 @@ def _non_negative_float(text: str) -> float:
 
 
 # (flag, dest, type, help). Booleans are store_true flags on the command line.
-_OPTIONS: tuple[tuple[str, str, object, str], ...] = (
+_OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--host", "host", str, "address to bind"),
     ("--port", "port", int, "TCP port (0 picks a free one)"),
     ("--weights", "weights", str, WEIGHT_CHOICES_HELP),
@@ -222,7 +224,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, object]:
             elif dest in _REPEATABLE:
                 values[dest] = _str_list(raw)
             else:
-                values[dest] = kind(raw)  # type: ignore[operator]
+                values[dest] = kind(raw)
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise ConfigError(f"{env}: {exc}") from None
     return values
@@ -246,7 +248,7 @@ def load_config(
             values[dest] = given
     for dest in _REPEATABLE:
         if dest in values:
-            values[dest] = tuple(v for v in values[dest] if v)  # type: ignore[union-attr]
+            values[dest] = tuple(v for v in values[dest] if v)  # type: ignore[attr-defined]
     config = ServerConfig(**values)  # type: ignore[arg-type]
     validate(config)
     return args.command or "serve", config

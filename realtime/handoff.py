@@ -11,6 +11,7 @@ Thread: built on one side, read on the other; never mutated after hand-off.
 from __future__ import annotations
 
 import enum
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,8 +32,9 @@ class UpdateKind(enum.Enum):
     FAILED = "failed"  # the job failed (code: internal)
 
 
-class UpdateSink(Protocol):
-    """An utterance as the worker sees it. Called on the event loop only."""
+class UpdateSink(Hashable, Protocol):
+    """An utterance as the worker sees it (also the scheduler's key for it).
+    Called on the event loop only."""
 
     def on_worker_update(self, update: WorkerUpdate) -> None: ...
 

@@ -191,7 +191,7 @@ class ModelWorker:
             now = time.monotonic()
             plan = sched.schedule(now)
             planned = plan is not None and not plan.is_empty
-            if planned:
+            if plan is not None and planned:
                 self._step(plan, now, updates)
             self._publish(updates)
 

@@ -18,11 +18,11 @@ import shlex
 import subprocess
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
-import tomllib
 import yaml
 from dockerfile_parse import DockerfileParser
 

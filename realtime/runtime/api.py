@@ -37,7 +37,7 @@ SAMPLE_RATE = 24000
 SAMPLES_PER_STEP = 512
 
 
-class WeightsKind(str, enum.Enum):
+class WeightsKind(enum.StrEnum):
     """What the served weights are (``hello.model.weights``). Anything but
     ``CHECKPOINT`` makes noise, not speech, and clients must say so."""
 

@@ -58,9 +58,10 @@ import math
 import numpy as np
 import torch
 
+from realtime.runtime.api import SAMPLES_PER_STEP
+
 log = logging.getLogger(__name__)
 
-SAMPLES_PER_STEP = 512
 FRAMES_PER_STEP = 2
 
 

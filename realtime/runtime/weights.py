@@ -34,7 +34,7 @@ import pybase16384 as b14
 import torch
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
-from realtime.runtime.api import WeightsKind
+from realtime.runtime.api import SAMPLE_RATE, WeightsKind
 from realtime.runtime.shapes import FULL, N_MELS, TINY, ModelShape
 from realtime.runtime.tokenizer import generate_tokenizer, load_tokenizer, save_tokenizer
 
@@ -92,7 +92,7 @@ def _build_vocos(shape: ModelShape):
     from vocos.feature_extractors import MelSpectrogramFeatures
     from vocos.heads import ISTFTHead
     from vocos.models import VocosBackbone
-    fe = MelSpectrogramFeatures(sample_rate=24000, n_fft=1024, hop_length=256,
+    fe = MelSpectrogramFeatures(sample_rate=SAMPLE_RATE, n_fft=1024, hop_length=256,
                                 n_mels=N_MELS, padding="center")
     backbone = VocosBackbone(input_channels=N_MELS, dim=shape.vocos_dim,
                              intermediate_dim=shape.vocos_intermediate,
