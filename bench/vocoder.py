@@ -35,6 +35,10 @@ import time
 
 import numpy as np
 import torch
+
+import realtime.runtime.compat  # noqa: F401 - before ChatTTS and vocos: torchaudio's stand-in
+
+# isort: split
 from ChatTTS.config import Config
 from ChatTTS.model.dvae import DVAE
 from vocos import Vocos
@@ -42,7 +46,6 @@ from vocos.feature_extractors import MelSpectrogramFeatures
 from vocos.heads import ISTFTHead
 from vocos.models import VocosBackbone
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from realtime.runtime.vocoder import SAMPLES_PER_STEP, StreamingVocoder
 
 log = logging.getLogger(__name__)
@@ -290,7 +293,7 @@ def _print_table(result: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench vocoder", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="model upstream's 20 s stream from a few decodes")
     parser.add_argument("--field", action="store_true",

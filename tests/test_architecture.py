@@ -1,0 +1,144 @@
+"""The house rules of docs/architecture.md, checked: floors, no import circles,
+nothing unshipped imported by shipped code, small files, runnable benches."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ("protocol", "scheduler", "realtime", "clients")
+UNSHIPPED = {"bench", "tools", "tests", "pytest", "hypothesis", "psutil", "conftest"}
+# What each floor may import from the project (its own package is always allowed).
+FLOORS = {
+    "protocol": set(),
+    "scheduler": set(),
+    "realtime.runtime": {"protocol", "scheduler", "realtime.runtime", "realtime.text"},
+    "realtime": {"protocol", "scheduler", "realtime"},
+    "clients": {"protocol"},
+}
+MAX_LINES = 450
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Modules imported when ``path`` is imported: module-level statements,
+    not those under ``if TYPE_CHECKING:`` or inside functions. ``from p import m``
+    of a submodule ``m`` names ``p.m`` (a package's own submodule import is no
+    circle through its ``__init__``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    is_module = (ROOT / sub.replace(".", "/")).with_suffix(".py").exists()
+                    found.add(sub if is_module else node.module)
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+
+    visit(tree.body)
+    return found
+
+
+def shipped_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in SHIPPED for p in (ROOT / package).rglob("*.py")}
+
+
+def project_imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Each module's imports of other project modules (names resolved to modules)."""
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in top_level_imports(path):
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def test_the_walk_sees_the_packages():
+    modules = shipped_modules()
+    assert {"protocol.stream", "scheduler.book", "realtime.server", "clients.client"} <= set(modules)
+    assert "realtime.session" in project_imports(modules)["realtime.server"]
+
+
+def test_no_import_circle():
+    graph = project_imports(shipped_modules())
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def walk(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                raise AssertionError("import circle: " + " -> ".join(cycle))
+            if nxt not in state:
+                walk(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node, [node])
+
+
+def _floor(module: str) -> str:
+    return next(f for f in sorted(FLOORS, key=len, reverse=True)
+                if module == f or module.startswith(f + "."))
+
+
+def test_each_floor_imports_only_what_is_below_it():
+    problems = []
+    for name, targets in project_imports(shipped_modules()).items():
+        floor = _floor(name)
+        allowed = FLOORS[floor] | {floor}
+        for target in targets:
+            if not any(target == a or target.startswith(a + ".") for a in allowed):
+                problems.append(f"{name} imports {target}")
+    assert not problems, problems
+
+
+def test_shipped_code_imports_nothing_unshipped():
+    problems = [f"{name} imports {imp}" for name, path in shipped_modules().items()
+                for imp in top_level_imports(path) if imp.split(".")[0] in UNSHIPPED]
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("package", ["realtime", "scheduler", "protocol"])
+def test_files_stay_readable_in_one_sitting(package):
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / package).rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+def test_every_bench_starts_in_a_fresh_interpreter():
+    # Each in its own process: an import-order mistake (ChatTTS before the
+    # torchaudio stand-in) only shows in a fresh interpreter.
+    from bench.__main__ import BENCHES
+
+    procs = {name: subprocess.Popen([sys.executable, "-m", "bench", name, "--help"], cwd=ROOT,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for name in BENCHES}
+    failed = {}
+    for name, proc in procs.items():
+        out, _ = proc.communicate(timeout=120)
+        if proc.returncode != 0 or b"usage" not in out:
+            failed[name] = out.decode(errors="replace")[-800:]
+    assert not failed, failed
