@@ -79,8 +79,8 @@ class HttpRoutes:
         s = self.state
         body = {"ready": s.accepting, "warm": s.ready, "draining": s.draining,
                 "weights": s.weights, "device": s.device}
-        if s.startup_failure is not None:
-            body["error"] = s.startup_failure
+        if s.failure is not None:
+            body["error"] = s.failure
         status = http.HTTPStatus.OK if s.accepting else http.HTTPStatus.SERVICE_UNAVAILABLE
         return _json(connection, status, body)
 
@@ -94,7 +94,7 @@ class HttpRoutes:
         if not origin_allowed(origin, config.allowed_origins):
             log.info("refused a stream handshake from origin %s", (origin or "")[:100])
             return respond(connection, http.HTTPStatus.FORBIDDEN, b"origin not allowed\n", _TEXT)
-        if self.state.draining:
+        if self.state.draining or self.state.failure is not None:
             return respond(connection, http.HTTPStatus.SERVICE_UNAVAILABLE,
                            b"server is shutting down\n", _TEXT)
         if not self.state.ready:

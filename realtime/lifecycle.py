@@ -26,6 +26,7 @@ T = TypeVar("T")
 EXIT_OK = 0
 EXIT_FORCED = 1  # a second signal cut the drain short
 EXIT_STARTUP_FAILED = 2
+EXIT_DEVICE_LOST = 3  # a CUDA error broke the device: restart the process
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:

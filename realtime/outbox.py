@@ -4,8 +4,10 @@ Messages wait here until the connection's writer task hands them to
 websockets. Audio frames count against ``limit_bytes``; when a client stops
 reading, the socket buffers fill, ``send`` blocks, the queue grows, and the
 first audio frame over the limit calls ``on_overflow`` so the session can stop
-the utterances whose audio is stuck (``slow_consumer``). Control messages are
-never dropped; ``purge`` removes only queued audio of one owner.
+the utterances whose audio is stuck (``slow_consumer``). ``purge`` removes one
+owner's queued audio and the control messages queued as that owner's (an
+utterance's ``segment`` messages, which must not arrive without their frames);
+other control messages are never dropped.
 
 Thread: event loop.
 """
@@ -38,11 +40,11 @@ class Outbox:
         self._closed = False
         self._overflowing = False
 
-    def put_control(self, data: bytes) -> None:
-        """A JSON text message; never dropped."""
+    def put_control(self, data: bytes, owner: object | None = None) -> None:
+        """A JSON text message; dropped only by ``purge(owner)`` when it has one."""
         if self._closed:
             return
-        self._items.append((None, data, True))
+        self._items.append((owner, data, True))
         self.queued_bytes += len(data)
         self._kick()
 
@@ -68,20 +70,21 @@ class Outbox:
                 self._overflowing = False
 
     def purge(self, owner: object) -> int:
-        """Drop ``owner``'s queued audio; return the bytes dropped."""
+        """Drop ``owner``'s queued audio and messages; return the audio bytes dropped."""
         if not self._items:
             return 0
         kept: collections.deque[tuple[object | None, bytes, bool]] = collections.deque()
-        dropped = 0
+        dropped = audio = 0
         for item in self._items:
-            if item[0] is owner and not item[2]:
+            if item[0] is owner:
                 dropped += len(item[1])
+                audio += 0 if item[2] else len(item[1])
             else:
                 kept.append(item)
         self._items = kept
         self.queued_bytes -= dropped
-        self.audio_bytes -= dropped
-        return dropped
+        self.audio_bytes -= audio
+        return audio
 
     def owners_with_audio(self) -> list[object]:
         owners: dict[int, object] = {}

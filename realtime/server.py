@@ -32,7 +32,13 @@ from realtime.accounting import Accounting
 from realtime.audio import SUPPORTED_RATES
 from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
-from realtime.lifecycle import EXIT_FORCED, EXIT_OK, EXIT_STARTUP_FAILED, ShutdownSignals
+from realtime.lifecycle import (
+    EXIT_DEVICE_LOST,
+    EXIT_FORCED,
+    EXIT_OK,
+    EXIT_STARTUP_FAILED,
+    ShutdownSignals,
+)
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
 from realtime.ratelimit import QuotaBook, QuotaLimits
@@ -84,7 +90,8 @@ class Server:
                                             config.token_text_chars_per_minute,
                                             config.token_max_active))
         self.worker = ModelWorker(runner_factory_ or runner_factory(config),
-                                  self._scheduler_config, self.metrics)
+                                  self._scheduler_config, self.metrics,
+                                  on_device_lost=self._device_lost)
         static = StaticFiles(Path(config.web_root) if config.web_root else None)
         self.http = HttpRoutes(config, self.state, self.accounting, static)
         self.sessions: set[Session] = set()
@@ -135,6 +142,8 @@ class Server:
             await stop
             ready.cancel()
             await self.drain()
+            if self.state.failure is not None:
+                return EXIT_DEVICE_LOST
             return EXIT_FORCED if self._force.is_set() else EXIT_OK
         finally:
             if handle_signals:
@@ -143,6 +152,14 @@ class Server:
     def request_shutdown(self) -> None:
         """Drain (the first SIGTERM)."""
         self._shutdown.set()
+
+    def _device_lost(self, reason: str) -> None:
+        """The model thread lost its device: every job already failed with
+        ``internal``. Shut down so the supervisor restarts the process (a
+        broken CUDA context cannot be rebuilt inside it)."""
+        log.critical("the model's device failed (%s): shutting down for a restart", reason)
+        self.state.failure = "DeviceFailure"
+        self.request_shutdown()
 
     def force_shutdown(self) -> None:
         """Shut down without waiting for in-flight work (the second SIGTERM)."""
@@ -177,7 +194,7 @@ class Server:
             await self.worker.start()
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
-            self.state.startup_failure = type(exc).__name__
+            self.state.failure = type(exc).__name__
             raise
         runner = self.worker.runner
         assert runner is not None

@@ -144,7 +144,7 @@ class Session:
             utterance.fail(exc.code, exc.message, exc.field)
 
     def _speak(self, speak: Speak, received: float) -> None:
-        if self.state.draining:
+        if self.state.draining or self.state.failure is not None:
             self._error(speak.id, ErrorCode.SHUTTING_DOWN, "the server is shutting down")
             return
         if speak.id in self.utterances:
@@ -203,8 +203,8 @@ class Session:
 
     # -- the UtteranceLink side ------------------------------------------------------------
 
-    def send_message(self, message: UtteranceMessage) -> None:
-        self._send(message)
+    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
+        self._send(message, owner)
 
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
         self.outbox.put_audio(utterance, frame)
@@ -229,10 +229,10 @@ class Session:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _send(self, message: ServerMessage) -> None:
+    def _send(self, message: ServerMessage, owner: ServerUtterance | None = None) -> None:
         if isinstance(message, Error):
             self.accounting.error_sent(message.code)
-        self.outbox.put_control(encode(message))
+        self.outbox.put_control(encode(message), owner)
 
     def _error(self, msg_id: str | None, code: ErrorCode, message: str,
                field: str | None = None) -> None:
@@ -240,13 +240,14 @@ class Session:
         self._send(Error(msg_id, code.value, message, field))
 
     def _on_overflow(self) -> None:
-        """The send queue is over its bound: stop the utterances whose audio is stuck."""
+        """The send queue is over its bound: stop the utterances whose audio is
+        stuck (their queued audio goes, an error follows). A finished
+        utterance's audio stays: its segment and done messages are queued
+        behind it, and what it sent is complete."""
         for owner in self.outbox.owners_with_audio():
             if isinstance(owner, ServerUtterance) and not owner.ended:
                 log.info("utterance %s: client is not reading; slow_consumer", owner.id)
                 owner.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
-            else:
-                self.outbox.purge(owner)
 
     def _arm_idle_timer(self) -> None:
         timeout = self.config.idle_timeout

@@ -19,14 +19,16 @@ from protocol import Hello, Offer
 class ServiceState:
     ready: bool = False  # the model is loaded and warm
     draining: bool = False  # shutting down: no new connections or utterances
-    startup_failure: str | None = None  # the start-up exception's type (no paths, no text)
+    # Why the server cannot serve: the type of the exception that failed the
+    # start-up or broke the device (no paths, no text: /readyz shows it).
+    failure: str | None = None
     hello: Hello | None = None
     offer: Offer | None = None
 
     @property
     def accepting(self) -> bool:
         """Whether new streams and utterances are welcome."""
-        return self.ready and not self.draining
+        return self.ready and not self.draining and self.failure is None
 
     @property
     def voices(self) -> tuple[str, ...]:

@@ -56,7 +56,8 @@ class Outcome(enum.Enum):
 class UtteranceLink(Protocol):
     """What an utterance needs from its connection (the session)."""
 
-    def send_message(self, message: UtteranceMessage) -> None: ...
+    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
+        """``owner``: the message goes if the utterance's queued audio is purged."""
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
     def submit(self, submission: Submission) -> None: ...
     def cancel_jobs(self, job_ids: tuple[int, ...]) -> None: ...
@@ -302,8 +303,9 @@ class ServerUtterance:
             return  # a send overflowed the outbox: the terminal message is out
         samples = self._framer.segment_samples
         offset = self._framer.samples_sent - samples
+        # Purged with the audio it follows if the utterance stops before both are out.
         self.link.send_message(self.wire.segment(seg.text, self._framer.ms(offset),
-                                                 self._framer.ms(samples)))
+                                                 self._framer.ms(samples)), self)
 
     def _is_last_audio_segment(self) -> bool:
         if not self.input_final or self._splitter.pending:

@@ -19,7 +19,10 @@ Failure handling: a model failure of some jobs comes back from the runner in
 loop itself raises (a bug, or a runner breaking its never-raise contract), the
 thread logs it, fails every in-flight job with ``internal``, has the runner
 drop every job (``Runner.reset``), builds a fresh scheduler and carries on:
-the server keeps serving.
+the server keeps serving. A lost device (``DeviceFailure``: a CUDA error that
+breaks the context for the whole process) is different: every job fails with
+``internal``, every later submission is refused, and ``on_device_lost`` tells
+the server, which shuts down so that its supervisor restarts the process.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any
 from protocol import ErrorCode
 from realtime.handoff import Submission, UpdateKind, UpdateSink, WorkerStats, WorkerUpdate
 from realtime.metrics import Metrics
-from realtime.runtime.api import RequestError, Runner
+from realtime.runtime.api import DeviceFailure, RequestError, Runner
 from scheduler import (
     CostModel,
     Job,
@@ -80,10 +83,13 @@ class ModelWorker:
         runner_factory: Callable[[], Runner],
         scheduler_config: Callable[[Runner], SchedulerConfig],
         metrics: Metrics | None = None,
+        on_device_lost: Callable[[str], None] | None = None,
     ) -> None:
         self._runner_factory = runner_factory
         self._scheduler_config = scheduler_config
         self._metrics = metrics
+        self._on_device_lost = on_device_lost  # called on the event loop
+        self.device_lost: str | None = None
         self._cond = threading.Condition()
         self._inbox: collections.deque[object] = collections.deque()
         self._stopping = False
@@ -164,6 +170,8 @@ class ModelWorker:
             try:
                 self._serve()
                 return
+            except DeviceFailure as exc:
+                self._lose_device(str(exc))
             except Exception:  # the loop itself broke: recover and keep serving
                 log.exception("model loop crashed; failing in-flight jobs and restarting")
                 self._recover()
@@ -188,6 +196,10 @@ class ModelWorker:
             if self.crash_hook is not None:
                 hook, self.crash_hook = self.crash_hook, None
                 hook()
+            if self.device_lost is not None:
+                self._publish(updates)
+                planned = False
+                continue  # nothing runs again: submissions are refused until the stop
             now = time.monotonic()
             plan = sched.schedule(now)
             planned = plan is not None and not plan.is_empty
@@ -222,6 +234,10 @@ class ModelWorker:
 
     def _handle(self, command: object, updates: list[WorkerUpdate]) -> None:
         if isinstance(command, Submission):
+            if self.device_lost is not None:
+                updates.append(_refused(command, ErrorCode.INTERNAL,
+                                        "the model's device failed; the server is restarting"))
+                return
             self._submit(command, updates)
         elif isinstance(command, _Cancel):
             self._cancel(command.job_ids)
@@ -375,9 +391,21 @@ class ModelWorker:
         if self._metrics is not None:
             self._metrics.worker_restarts.inc()
         runner.reset()
+        self._fail_all("the model loop failed")
+
+    def _lose_device(self, reason: str) -> None:
+        """The device is gone for good: fail everything in flight, refuse what
+        comes, and tell the server (after the failures, in loop order)."""
+        log.critical("the model's device failed: %s", reason)
+        self.device_lost = reason
+        self._fail_all("the model's device failed")
+        if self._loop is not None and self._on_device_lost is not None:
+            self._loop.call_soon_threadsafe(self._on_device_lost, reason)
+
+    def _fail_all(self, message: str) -> None:
         at = time.monotonic()
         updates = [WorkerUpdate(tracked.sink, UpdateKind.FAILED, job_id,
-                                code=ErrorCode.INTERNAL.value, message="the model loop failed", at=at)
+                                code=ErrorCode.INTERNAL.value, message=message, at=at)
                    for job_id, tracked in self._jobs.items()]
         self._jobs.clear()
         self._new_scheduler()

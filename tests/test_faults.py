@@ -13,7 +13,7 @@ import time
 
 import orjson
 import pytest
-from conftest import Frame, free_port, start_server_process, wait_ready
+from conftest import Frame, async_http_get, free_port, start_server_process, wait_ready
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -129,6 +129,72 @@ async def test_model_thread_exception_outside_the_runner(server_factory, ws_conn
     await still_serves(server, ws_connect)
 
 
+# -- a lost device -----------------------------------------------------------------------------
+
+
+async def test_a_lost_device_fails_every_job_and_stops_serving(server_factory, ws_connect):
+    server = await server_factory(runner=ToneRunner(step_seconds=0.005))
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "bystander", "text": LONG})
+    await client.next_message(Started)
+    await client.send({"type": "speak", "id": "trigger", "text": "CUDAERROR strikes here."})
+    got = await client.collect(["bystander", "trigger"])
+    # Unlike a crash of the loop, nothing recovers: the CUDA context is gone.
+    assert all(isinstance(t.terminal, Error) and t.terminal.code == "internal"
+               for t in got.values())
+    assert server.worker.stats.restarts == 0 and server.worker.device_lost is not None
+    status, _, body = await async_http_get(server.port, "/readyz")
+    assert status == 503 and orjson.loads(body)["error"] == "DeviceFailure"
+    await client.send({"type": "speak", "id": "after", "text": "Anyone there?"})
+    t = (await client.collect(["after"]))["after"]
+    assert isinstance(t.terminal, Error) and t.terminal.code == "shutting_down"
+    # A submission that raced the failure is refused by the worker, not left hanging.
+    from realtime.handoff import SegmentWork, Submission
+    from realtime.runtime.api import SegmentRequest
+    from scheduler import Lane
+
+    answered = asyncio.Event()
+
+    class Sink:
+        def on_worker_update(self, update):
+            self.update = update
+            answered.set()
+
+    sink = Sink()
+    server.worker.submit(Submission(sink, Lane.INTERACTIVE, time.monotonic(), None,
+                                    (SegmentWork(10**6, 0, SegmentRequest("Late."), 8),), True))
+    await asyncio.wait_for(answered.wait(), 5)
+    assert sink.update.code == "internal"
+
+
+def test_a_lost_device_ends_the_process_for_a_restart():
+    port = free_port()
+    proc = start_server_process(port, "--tone-step-ms", "5", log_level="warning")
+    try:
+        wait_ready(port, proc)
+        from websockets.sync.client import connect as sync_connect
+
+        with sync_connect(f"ws://127.0.0.1:{port}/v1/stream") as ws:
+            ws.recv()  # hello
+            ws.send(orjson.dumps({"type": "speak", "id": "x", "text": "CUDAERROR now."}).decode())
+            messages = []
+            try:
+                while True:
+                    raw = ws.recv(timeout=10)
+                    if isinstance(raw, str):
+                        messages.append(decode_server(raw))
+            except ConnectionClosed:
+                pass
+        errors = [m for m in messages if isinstance(m, Error)]
+        assert [(e.id, e.code) for e in errors] == [("x", "internal")]
+        assert proc.wait(timeout=20) == 3  # EXIT_DEVICE_LOST: the supervisor restarts it
+        assert b"device failed" in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 # -- clients that vanish -------------------------------------------------------------------------
 
 STAGES = ("before_started", "after_started", "mid_frames", "after_done")
@@ -202,6 +268,35 @@ async def test_slow_consumer_is_stopped_and_others_go_on(server_factory, ws_conn
     assert all(isinstance(t.terminal, (Done, Error)) for t in got.values())
     assert all(not any(isinstance(x, (Done, Cancelled, Error)) for x in t.after_terminal)
                for t in got.values())
+
+
+async def _until(predicate, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
+async def test_an_overflow_never_drops_the_audio_of_a_finished_utterance(server_factory,
+                                                                       ws_connect):
+    # A finished utterance's frames may still wait in the send queue, behind a
+    # stuck stream, with its segment and done messages after them: dropping
+    # them would send a segment without its last frame.
+    server = await server_factory(runner=ToneRunner(step_seconds=0.001, max_codes=4096),
+                                  send_queue_bytes=1 << 20)
+    client = await ws_connect(server, max_queue=1)
+    await client.send({"type": "speak", "id": "filler", "text": "x" * 4000, "chunking": "token",
+                       "format": "pcm_f32le"})
+    session = next(iter(server.sessions))
+    await _until(lambda: session.outbox.audio_bytes > 100_000)  # the socket is full
+    await client.send({"type": "speak", "id": "short", "text": "Hi there.", "format": "pcm_f32le"})
+    await _until(lambda: "short" not in session.utterances)  # done, queued behind the filler
+    await _until(lambda: "filler" not in session.utterances)  # overflow: slow_consumer
+    got = await client.collect(["filler", "short"], timeout=20)
+    got["short"].check_done("pcm_f32le")
+    assert isinstance(got["filler"].terminal, Error)
+    assert got["filler"].terminal.code == "slow_consumer"
 
 
 async def test_no_audio_after_slow_consumer_error(server_factory, ws_connect):

@@ -7,7 +7,7 @@ import pytest
 import torch
 from runtime_fixtures import TEXTS, Driver, request, tiny_runner
 
-from realtime.runtime.api import SAMPLES_PER_STEP
+from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure
 from realtime.runtime.vocoder import audio_samples
 from scheduler.plan import Lane, StepPlan
 
@@ -115,6 +115,20 @@ def test_model_error_fails_the_plan_jobs(runner, monkeypatch):
     out = runner.execute(d.plan())
     assert "ZeroDivisionError" in out.failed[30] and not out.oom
     assert not runner.jobs
+
+
+def test_a_cuda_error_is_a_lost_device_not_a_job_failure(runner, monkeypatch):
+    d = Driver(runner)
+    d.add(31, request(TEXTS[1], seed=1, min_new_tokens=5))
+    d.step()
+
+    def broken(*a, **k):
+        raise torch.AcceleratorError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(runner.model, "decode", broken)
+    with pytest.raises(DeviceFailure, match="illegal memory access"):
+        runner.execute(d.plan())
+    runner.reset()
 
 
 def test_max_new_tokens_ends_a_job(runner):

@@ -74,7 +74,7 @@ class _OverflowingLink:
         self.submissions = []
         self._job_ids = iter(range(1, 1000))
 
-    def send_message(self, message: object) -> None:
+    def send_message(self, message: object, owner=None) -> None:
         self.sent.append(message)
 
     def send_frame(self, utterance, frame: bytes) -> None:

@@ -128,6 +128,13 @@ class VoiceError(RequestError):
     field = "voice"
 
 
+class DeviceFailure(RuntimeError):
+    """The device is unusable: a CUDA error other than out of memory (a
+    device-side assert, an illegal address). The CUDA context is broken for
+    the whole process, so every job is lost and the process must restart;
+    ``Runner.execute`` raises it instead of failing single jobs."""
+
+
 class Runner(Protocol):
     """The model runtime as the worker drives it (see the module docstring).
     The shapes it offers become the scheduler's configuration."""
@@ -152,7 +159,8 @@ class Runner(Protocol):
     def execute(self, plan: StepPlan) -> StepOutput:
         """Run one step as planned. Never raises for a model failure of some
         jobs: those come back in ``failed``; out of memory comes back as
-        ``oom=True`` with nothing advanced."""
+        ``oom=True`` with nothing advanced. Raises ``DeviceFailure`` (and
+        nothing else) when the device itself is lost."""
 
     def reset(self) -> None:
         """Drop every job the runner holds (the worker's loop failed and

@@ -39,6 +39,7 @@ import torch
 
 from realtime.runtime.api import (
     SAMPLE_RATE,
+    DeviceFailure,
     PreparedJob,
     RequestError,
     RuntimeOptions,
@@ -95,6 +96,12 @@ class _BatchParams:
 
 def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, torch.OutOfMemoryError)
+
+
+def _is_device_lost(exc: BaseException) -> bool:
+    """A CUDA error that breaks the context for the whole process (by type:
+    torch raises ``AcceleratorError`` for them; out of memory is separate)."""
+    return isinstance(exc, torch.AcceleratorError) and not _is_oom(exc)
 
 
 class ModelRunner:
@@ -185,9 +192,12 @@ class ModelRunner:
                 results.append(self._decode(dec, plan))
             jobs = [j for r in results for j in r.jobs]
             eos = torch.cat([r.eos for r in results]).cpu().tolist() if results else []
-        except Exception as exc:  # mapped to failed/oom, never raised
+        except Exception as exc:  # mapped to failed/oom; only a lost device is raised
             for job in pre:
                 del self.jobs[job.id]
+            if _is_device_lost(exc):
+                log.critical("the device failed in a step of %d jobs: %s", len(pre) + len(dec), exc)
+                raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
             if _is_oom(exc):
                 log.warning("out of device memory in a step of %d jobs", len(pre) + len(dec))
                 self._empty_device_cache()
@@ -335,6 +345,8 @@ class ModelRunner:
             try:
                 chunk = self._job_audio(job)
             except Exception as exc:  # a vocoder failure fails this job only
+                if _is_device_lost(exc):
+                    raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
                 log.exception("vocoder failed for job %s", job.id)
                 out.failed[job.id] = f"vocoder failed: {type(exc).__name__}: {exc}"
                 job.done = True

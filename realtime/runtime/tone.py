@@ -13,7 +13,9 @@ with text. Failures are injected by markers in the text:
   another job reports ``oom=True`` (nothing advances), so the scheduler must
   split the batch; alone it runs normally;
 - ``crash_marker`` (``"CRASH"``): ``execute`` raises, breaking the contract on
-  purpose, to exercise the worker's loop recovery.
+  purpose, to exercise the worker's loop recovery;
+- ``device_marker`` (``"CUDAERROR"``): ``execute`` raises ``DeviceFailure``, as
+  the torch runtime does when a CUDA error breaks the device.
 
 Thread: like every Runner, used only on the model thread.
 """
@@ -29,6 +31,7 @@ from protocol.voices import seed_of
 from realtime.runtime.api import (
     SAMPLE_RATE,
     SAMPLES_PER_STEP,
+    DeviceFailure,
     PreparedJob,
     SegmentRequest,
     VoiceError,
@@ -57,6 +60,7 @@ class ToneSpec:
     fail: bool
     oom: bool
     crash: bool
+    device_lost: bool = False
 
 
 @dataclass(slots=True)
@@ -95,6 +99,7 @@ class ToneRunner:
         fail_marker: str = "FAIL",
         oom_marker: str = "OOM",
         crash_marker: str = "CRASH",
+        device_marker: str = "CUDAERROR",
         prepare_seconds: float = 0.0,
         codes_per_step: int = 1,
     ) -> None:
@@ -110,6 +115,7 @@ class ToneRunner:
         self.fail_marker = fail_marker
         self.oom_marker = oom_marker
         self.crash_marker = crash_marker
+        self.device_marker = device_marker
         self.prepare_seconds = prepare_seconds
         # > 1 only for benches of the server itself: the real model makes one
         # code per step, which makes step bookkeeping dominate a no-model run.
@@ -144,6 +150,7 @@ class ToneRunner:
             fail=bool(self.fail_marker) and self.fail_marker in text,
             oom=bool(self.oom_marker) and self.oom_marker in text,
             crash=bool(self.crash_marker) and self.crash_marker in text,
+            device_lost=bool(self.device_marker) and self.device_marker in text,
         )
         return PreparedJob(prompt_len=8 + len(text), work=spec)
 
@@ -163,6 +170,8 @@ class ToneRunner:
             for j in jobs:
                 self._slots.pop(j, None)
             raise RuntimeError("synthetic crash requested by the text")
+        if any(s.device_lost for s in specs if s is not None):
+            raise DeviceFailure("synthetic device failure requested by the text")
         if len(jobs) > 1 and any(s.oom for s in specs if s is not None):
             return StepOutput(oom=True, seconds=time.perf_counter() - start)
         if self.step_seconds:
