@@ -27,9 +27,9 @@ from pathlib import Path
 from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
-from protocol import FORMATS, Hello, Limits, ModelInfo, Offer
+from protocol import Hello, Limits, ModelInfo, Offer
 from realtime.accounting import Accounting
-from realtime.audio import SUPPORTED_RATES
+from realtime.audio import SUPPORTED_RATES, offered_formats
 from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
 from realtime.lifecycle import EXIT_FORCED, EXIT_OK, EXIT_STARTUP_FAILED, ShutdownSignals
@@ -182,7 +182,7 @@ class Server:
         runner = self.worker.runner
         assert runner is not None
         self.state.serve(self._hello(runner), Offer(
-            formats=FORMATS, sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
+            formats=offered_formats(), sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
             max_text_chars=self.config.max_text_chars))
         if runner.weights_kind is not WeightsKind.CHECKPOINT:
             log.warning("serving %s weights: the audio is noise, not speech", runner.weights_kind.value)
@@ -193,7 +193,7 @@ class Server:
     def _hello(self, runner: Runner) -> Hello:
         c = self.config
         return Hello(
-            sample_rate=SAMPLE_RATE, formats=FORMATS, sample_rates=SUPPORTED_RATES,
+            sample_rate=SAMPLE_RATE, formats=offered_formats(), sample_rates=SUPPORTED_RATES,
             voices=tuple(runner.voices),
             limits=Limits(c.max_text_chars, c.max_active, c.max_message_bytes),
             model=ModelInfo("chattts", runner.weights_kind.value, runner.device),
