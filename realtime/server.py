@@ -35,6 +35,8 @@ from realtime.http import HttpRoutes
 from realtime.lifecycle import EXIT_FORCED, EXIT_OK, EXIT_STARTUP_FAILED, ShutdownSignals
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
+from realtime.openai_speech.app import SpeechApp
+from realtime.openai_speech.listener import SharedPort
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
@@ -87,6 +89,13 @@ class Server:
                                   self._scheduler_config, self.metrics)
         static = StaticFiles(Path(config.web_root) if config.web_root else None)
         self.http = HttpRoutes(config, self.state, self.accounting, static)
+        # POST /v1/audio/speech on the same port (realtime/openai_speech/listener.py)
+        self.speech: SpeechApp | None = None
+        self.shared_port: SharedPort | None = None
+        if not config.disable_speech_api:
+            self.speech = SpeechApp(config, self.state, self.accounting, self.worker, self.quotas,
+                                    self.http)
+            self.shared_port = SharedPort(self.speech)
         self.sessions: set[Session] = set()
         self.startup_error: str | None = None  # for the log only: may name local paths
         self._ws: WsServer | None = None
@@ -161,8 +170,11 @@ class Server:
             ping_interval=20, ping_timeout=20, close_timeout=5,
             max_queue=16, write_limit=64 * 1024,
             backlog=max(128, min(c.max_connections, 4096)),
+            **({"create_connection": self.shared_port.connection_factory()}
+               if self.shared_port is not None else {}),
         )
-        log.info("listening on http://%s:%d (WebSocket at /v1/stream)", c.host, self.port)
+        log.info("listening on http://%s:%d (WebSocket at /v1/stream%s)", c.host, self.port,
+                 "" if self.speech is None else ", POST /v1/audio/speech")
         self._load_task = asyncio.create_task(self._load(), name="model-load")
 
     async def wait_ready(self) -> None:
@@ -233,6 +245,8 @@ class Server:
             log.warning("%s: ending %d utterances with shutting_down", why,
                         self.accounting.active_utterances)
             flush = _FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S / 2
+            if self.speech is not None:
+                self.speech.shut_down("the server is shutting down")
             await asyncio.gather(*(s.shut_down("the server is shutting down", flush)
                                    for s in sessions))
         await self.close()
@@ -245,6 +259,8 @@ class Server:
                     session.ws.transport.abort()
             self._ws.close(close_connections=not self._force.is_set())
             await self._ws.wait_closed()
+        if self.shared_port is not None:
+            await self.shared_port.close(_FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S)
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         await self.worker.stop()
