@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import re
 import sys
 import time
 
@@ -34,20 +33,11 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
 from clients.client import DEFAULT_URL
+from clients.llm_script import REPLY, llm_tokens
 from clients.pipecat_tts import ChatTTSRealtimeTTSService
 from clients.wav import write_wav
 
 log = logging.getLogger(__name__)
-
-REPLY = ("Sure, here is the plan for tomorrow. The meeting starts at nine, "
-         "and lunch is at noon. After that you are free for the rest of the day.")
-
-
-def llm_tokens(text: str) -> list[str]:
-    """Split text into LLM-like tokens: word pieces with their spaces."""
-    return [piece for word in re.findall(r"\S+\s*", text)
-            for piece in (word[i:i + 5] for i in range(0, len(word), 5))]
-
 
 class AudioCollector(FrameProcessor):
     """Pipeline sink: keeps TTS audio and counts the TTS start/stop frames it sees."""
