@@ -23,6 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
@@ -170,8 +171,9 @@ class Server:
             ping_interval=20, ping_timeout=20, close_timeout=5,
             max_queue=16, write_limit=64 * 1024,
             backlog=max(128, min(c.max_connections, 4096)),
-            **({"create_connection": self.shared_port.connection_factory()}
-               if self.shared_port is not None else {}),
+            # websockets documents a wrapper here; ours picks the protocol per connection
+            create_connection=cast("type[ServerConnection] | None",
+                                   self.shared_port and self.shared_port.connection_factory()),
         )
         log.info("listening on http://%s:%d (WebSocket at /v1/stream%s)", c.host, self.port,
                  "" if self.speech is None else ", POST /v1/audio/speech")

@@ -69,12 +69,11 @@ async def test_openai_client_streams_each_format_to_a_file(tone_server, ws_conne
     assert response_format in available_formats()
     expected_s = await ws_audio_ms(tone_server, ws_connect) / 1000
     path = tmp_path / f"speech.{response_format}"
-    async with client_for(tone_server) as client:
-        async with client.audio.speech.with_streaming_response.create(
-                model="tts-1", voice="alice", input=TEXT,
-                response_format=response_format) as response:
-            assert response.status_code == 200
-            await response.stream_to_file(path)
+    client = client_for(tone_server)
+    async with client, client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alice", input=TEXT, response_format=response_format) as response:
+        assert response.status_code == 200
+        await response.stream_to_file(path)
     if response_format == "pcm":
         seconds = path.stat().st_size / 2 / 24000
     elif response_format == "wav":
@@ -89,13 +88,13 @@ async def test_openai_client_streams_each_format_to_a_file(tone_server, ws_conne
 
 async def test_openai_client_reads_server_sent_events(tone_server, ws_connect):
     expected_ms = await ws_audio_ms(tone_server, ws_connect)
-    async with client_for(tone_server) as client:
-        async with client.audio.speech.with_streaming_response.create(
-                model="gpt-4o-mini-tts", voice="seed:7", input=TEXT, response_format="pcm",
-                stream_format="sse") as response:
-            assert response.headers["content-type"].startswith("text/event-stream")
-            events = [json.loads(line[len("data: "):]) async for line in response.iter_lines()
-                      if line.startswith("data: ")]
+    client = client_for(tone_server)
+    async with client, client.audio.speech.with_streaming_response.create(
+            model="gpt-4o-mini-tts", voice="seed:7", input=TEXT, response_format="pcm",
+            stream_format="sse") as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [json.loads(line[len("data: "):]) async for line in response.iter_lines()
+                  if line.startswith("data: ")]
     kinds = [e["type"] for e in events]
     assert kinds[-1] == "speech.audio.done" and set(kinds[:-1]) == {"speech.audio.delta"}
     assert len(kinds) > 3  # streamed in pieces, not one blob
@@ -287,3 +286,19 @@ async def test_the_endpoint_can_be_turned_off(server_factory):
     status, _, _ = await raw_post(server.port, b"{}")
     assert status == 0  # websockets closes on anything but GET
     assert server.speech is None
+
+
+def test_the_real_runtime_answers_the_openai_client(model_server, tmp_path):
+    """One request through the real model runtime (tiny-random weights, CPU)."""
+    client = openai.OpenAI(base_url=f"{model_server.http}/v1", api_key="unused", max_retries=0,
+                           timeout=120)
+    path = tmp_path / "tiny.wav"
+    with client.audio.speech.with_streaming_response.create(
+            model="chattts", voice="seed:3", input="Hello from the model.",
+            response_format="wav") as response:
+        assert response.headers["x-request-id"].startswith("speech-")
+        response.stream_to_file(path)
+    client.close()
+    with wave.open(str(path)) as w:
+        assert w.getframerate() == 24000
+    assert path.stat().st_size > 44 + 2 * 512  # the header and at least one step of audio

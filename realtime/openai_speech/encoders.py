@@ -16,12 +16,15 @@ import functools
 import logging
 import struct
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
 from protocol.pcm import encode_samples
 from realtime.runtime.api import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from av.audio.stream import AudioStream
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +120,8 @@ class AvEncoder:
         # flush_packets: hand every muxed packet to the sink at once (streaming).
         self._container = av.open(self._sink, mode="w", format=spec.container,
                                   options={"flush_packets": "1", **dict(spec.options)})
-        self._stream = self._container.add_stream(spec.codec, rate=SAMPLE_RATE, layout="mono")
+        self._stream = cast("AudioStream", self._container.add_stream(spec.codec, rate=SAMPLE_RATE,
+                                                                      layout="mono"))
         if spec.bit_rate:
             self._stream.bit_rate = spec.bit_rate
         self._pts = 0
