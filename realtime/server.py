@@ -260,9 +260,9 @@ class Server:
                 for session in list(self.sessions):
                     session.ws.transport.abort()
             self._ws.close(close_connections=not self._force.is_set())
+            if self.shared_port is not None:  # before waiting: the listener counts them too
+                await self.shared_port.close(_FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S)
             await self._ws.wait_closed()
-        if self.shared_port is not None:
-            await self.shared_port.close(_FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S)
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         await self.worker.stop()

@@ -198,6 +198,10 @@ async def test_overload_is_a_429_with_retry_after(server_factory):
             assert int(headers["retry-after"]) >= 1
             error = json.loads(payload)["error"]
             assert error["code"] == "overloaded" and error["type"] == "rate_limit_error"
+    metrics = server.metrics.render().decode()
+    refused = statuses.count(429)
+    assert f'chattts_errors_total{{code="overloaded"}} {refused}.0' in metrics  # once each
+    assert f'chattts_speech_requests_total{{status="429"}} {refused}.0' in metrics
 
 
 async def test_a_failure_mid_stream_is_an_sse_error_event_or_a_cut_body(tone_server):
@@ -274,6 +278,25 @@ async def test_a_connection_that_says_nothing_is_closed(server_factory):
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         sock.settimeout(5)
         assert await asyncio.to_thread(sock.recv, 10) == b""
+
+
+async def test_drain_lets_requests_finish_then_ends_the_rest(server_factory):
+    server = await server_factory(runner=ToneRunner(step_seconds=0.01), drain_timeout=0.3)
+    long = json.dumps({"model": "tts-1", "voice": "alice", "response_format": "pcm",
+                       "stream_format": "sse", "chunking": "token",
+                       "input": "This goes on for a long while. " * 30}).encode()
+    running = asyncio.create_task(raw_post(server.port, long))
+    await wait_until(lambda: server.accounting.active_utterances == 1)
+    drain = asyncio.create_task(server.drain())
+    await wait_until(lambda: server.state.draining)
+    status, _, payload = await raw_post(server.port, b'{"model":"m","voice":"alice","input":"Hi."}')
+    assert status == 503 and json.loads(payload)["error"]["code"] == "shutting_down"
+    status, _, payload = await running
+    events = [json.loads(line[6:]) for line in payload.decode().splitlines()
+              if line.startswith("data: ")]
+    assert status == 200 and events[-1]["type"] == "error"
+    assert events[-1]["error"]["code"] == "shutting_down"
+    await asyncio.wait_for(drain, 10)
 
 
 async def test_the_websocket_path_is_unchanged_beside_it(tone_server, ws_connect):

@@ -141,8 +141,8 @@ class SpeechApp:
             job.start()
             try:
                 await job.admitted()
-            except ApiError as exc:
-                await self._refuse(send, exc)
+            except ApiError as exc:  # the job counted its error message already
+                await self._refuse(send, exc, count_error=False)
                 return
             await self._stream(job, send)
         finally:
@@ -175,9 +175,9 @@ class SpeechApp:
         tail = _sse({"type": "speech.audio.done", "usage": _usage(job)}) if sse else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
-    async def _refuse(self, send: Any, error: ApiError) -> None:
+    async def _refuse(self, send: Any, error: ApiError, count_error: bool = True) -> None:
         self.responses.labels(str(error.status)).inc()
-        if error.code != INVALID_API_KEY:
+        if count_error and error.code != INVALID_API_KEY:
             self.accounting.error_sent(error.code)
         body = error.encoded()
         await send({"type": "http.response.start", "status": error.status,

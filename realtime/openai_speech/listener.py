@@ -40,16 +40,19 @@ class FirstRequestLine(asyncio.Protocol):
     """Holds a new connection until its first bytes say which protocol gets it."""
 
     def __init__(self, websocket: Callable[[], asyncio.Protocol],
-                 http: Callable[[], asyncio.Protocol], timeout: float) -> None:
+                 http: Callable[[], asyncio.Protocol], timeout: float,
+                 undecided: set[FirstRequestLine]) -> None:
         self._websocket = websocket
         self._http = http
         self._timeout = timeout
+        self._undecided = undecided  # the owner's set, for closing at shutdown
         self._buffer = b""
         self._transport: Any = None  # uvloop's transports are no asyncio.Transport subclass
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
+        self._undecided.add(self)
         self._timer = asyncio.get_running_loop().call_later(self._timeout, transport.close)
 
     def data_received(self, data: bytes) -> None:
@@ -70,7 +73,12 @@ class FirstRequestLine(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timer()
 
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
     def _stop_timer(self) -> None:
+        self._undecided.discard(self)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -88,6 +96,7 @@ class SharedPort:
         self.config.load()
         self.state = ServerState()
         self._timeout = first_bytes_timeout
+        self._undecided: set[FirstRequestLine] = set()
 
     def connection_factory(self) -> Callable[..., asyncio.Protocol]:
         """For ``serve(create_connection=...)``: called with websockets'
@@ -95,7 +104,7 @@ class SharedPort:
 
         def create(*args: Any, **kwargs: Any) -> asyncio.Protocol:
             return FirstRequestLine(lambda: ServerConnection(*args, **kwargs), self._http_protocol,
-                                    self._timeout)
+                                    self._timeout, self._undecided)
         return create
 
     def _http_protocol(self) -> asyncio.Protocol:
@@ -107,7 +116,10 @@ class SharedPort:
         return len(self.state.connections)
 
     async def close(self, timeout: float = 2.0) -> None:
-        """Close idle HTTP connections; give running requests ``timeout``, then cancel them."""
+        """Close connections that never said anything and idle HTTP ones; give
+        running requests ``timeout``, then cancel them."""
+        for pending in list(self._undecided):
+            pending.close()
         for connection in list(self.state.connections):
             connection.shutdown()
         tasks = list(self.state.tasks)
