@@ -22,9 +22,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from clients.client import DEFAULT_URL
 from clients.livekit_tts import ChatTTSRealtimeTTS
-from clients.llm_script import REPLY, llm_tokens
+from clients.llm_script import example_parser, llm_tokens
 from clients.wav import write_wav
 
 log = logging.getLogger(__name__)
@@ -91,15 +90,8 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m clients.livekit_example", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-o", "--output", required=True, help="WAV file to write")
-    p.add_argument("--url", default=DEFAULT_URL)
-    p.add_argument("--token", default=None)
+    p = example_parser("python -m clients.livekit_example", __doc__ or "", 10.0)
     p.add_argument("--voice", default=None)
-    p.add_argument("--text", default=REPLY, help="the scripted LLM reply")
-    p.add_argument("--token-delay-ms", type=float, default=10.0)
-    p.add_argument("--interrupt-after", type=float, default=None, metavar="S")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     return asyncio.run(main_async(args))

@@ -10,7 +10,6 @@ InterruptionFrame S seconds after the first audio (barge-in).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import sys
@@ -32,8 +31,7 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from clients.client import DEFAULT_URL
-from clients.llm_script import REPLY, llm_tokens
+from clients.llm_script import example_parser, llm_tokens
 from clients.pipecat_tts import ChatTTSRealtimeTTSService
 from clients.wav import write_wav
 
@@ -127,14 +125,7 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m clients.pipecat_example",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("-o", "--output", required=True, help="WAV file to write")
-    p.add_argument("--url", default=DEFAULT_URL)
-    p.add_argument("--token", default=None)
-    p.add_argument("--text", default=REPLY, help="the scripted LLM reply")
-    p.add_argument("--token-delay-ms", type=float, default=20.0)
-    p.add_argument("--interrupt-after", type=float, default=None, metavar="S")
+    p = example_parser("python -m clients.pipecat_example", __doc__.splitlines()[0], 20.0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     t0 = time.monotonic()

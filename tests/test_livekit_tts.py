@@ -5,19 +5,15 @@ driven directly, as an AgentSession drives them."""
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
-import sys
-
 import pytest
-from clients_fixtures import ROOT
+from clients_fixtures import run_example
+from conftest import wait_until
 from livekit.agents import APIConnectOptions, APIError, APIStatusError
 
 from clients.errors import UtteranceCancelled
 from clients.livekit_example import speak_turn
 from clients.livekit_tts import ChatTTSRealtimeTTS
 from clients.llm_script import REPLY
-from clients.wav import read_wav
 from realtime.runtime.tone import ToneRunner
 
 NO_RETRY = APIConnectOptions(max_retry=0)
@@ -63,11 +59,7 @@ async def test_an_interruption_cancels_the_utterance(server_factory):
         turn = await speak_turn(tts, REPLY * 3, token_delay_s=0.002, interrupt_after_s=0.1)
         assert turn.interrupted and 0 < turn.seconds < 4.0
         client = await tts.connection()
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 10
-        while client.active:  # the utterance ends ...
-            assert loop.time() < end, "the interrupted utterance never ended"
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: not client.active)  # the utterance ends ...
     finally:
         await tts.aclose()
     metrics = server.metrics.render().decode()
@@ -108,10 +100,6 @@ async def test_refusals_map_to_livekit_errors(server_factory):
 
 
 def test_example_writes_wav(server, tmp_path):
-    out = tmp_path / "turn.wav"
-    proc = subprocess.run([sys.executable, "-m", "clients.livekit_example", "-o", str(out),
-                           "--url", server.ws, "--token-delay-ms", "2"],
-                          capture_output=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    samples, rate = read_wav(out)
+    samples, rate = run_example("clients.livekit_example", server, tmp_path / "turn.wav",
+                                "--token-delay-ms", "2")
     assert rate == 24000 and len(samples) / rate > 1.5

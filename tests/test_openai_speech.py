@@ -14,6 +14,7 @@ import av
 import numpy as np
 import openai
 import pytest
+from conftest import wait_until
 
 from protocol.pcm import decode_samples
 from realtime.openai_speech.encoders import available_formats
@@ -219,14 +220,6 @@ async def test_a_failure_mid_stream_is_an_sse_error_event_or_a_cut_body(tone_ser
 
 
 # -- the same path: scheduler, cancellation, metrics, keep-alive ------------------------------------
-
-
-async def wait_until(predicate, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_client_disconnect_cancels_the_jobs(server_factory):
