@@ -20,6 +20,11 @@ WebSocket connections are opened to our server and held. The last stdout line
 is one JSON object with ``per_frame_cost_ratio`` (ours / bare CPU per frame),
 ``added_first_frame_ms``, ``frames_per_s_ours``/``_bare`` and
 ``connections_held``.
+
+``--baseline DIR`` also runs the server from another source tree (e.g. main's,
+exported with ``git archive``) as a third subprocess in the same alternation,
+and reports ``per_frame_cost_vs_baseline`` (ours / baseline CPU per frame): a
+change's cost measured side by side, under the same background load.
 """
 
 from __future__ import annotations
@@ -242,6 +247,17 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             p.kill()
 
 
+def _start_ours(root: Path, port: int, text: str, connections: int) -> subprocess.Popen:
+    """Our server from the source tree at ``root`` (tone runner, bench settings)."""
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen(
+        [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
+         "--tone-codes-per-step", "64", "--text-chars-per-minute", "0",
+         "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
+         "--max-connections", str(connections + 100), "--log-level", "warning"],
+        env=env, cwd=root)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench server")
     parser.add_argument("--quick", action="store_true", help="fewer samples, less CPU each")
@@ -250,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-cpu", type=float, default=None,
                         help="server CPU seconds per sample (the counters tick every 10 ms)")
     parser.add_argument("--connections", type=int, default=1000, help="idle connections to hold")
+    parser.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                        help="also run the server of this source tree, alternating with ours")
     parser.add_argument("--bare-serve", nargs=2, metavar=("PORT", "TRANSCRIPT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -267,19 +285,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     # and a fixed one keeps the replayed transcript byte-identical.
     request = json.dumps({"type": "speak", "id": "bench", "text": text, "frame_ms": 100})
 
-    bare_port, our_port = _free_port(), _free_port()
-    ours = subprocess.Popen(
-        [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(our_port),
-         "--tone-codes-per-step", "64", "--text-chars-per-minute", "0",
-         "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
-         "--max-connections", str(args.connections + 100), "--log-level", "warning"],
-        env=env, cwd=ROOT)
+    bare_port, our_port, base_port = _free_port(), _free_port(), _free_port()
+    ours = _start_ours(ROOT, our_port, text, args.connections)
     procs = [ours]
+    if args.baseline is not None:
+        procs.append(_start_ours(args.baseline.resolve(), base_port, text, args.connections))
     our_url = f"ws://127.0.0.1:{our_port}/v1/stream"
     bare_url = f"ws://127.0.0.1:{bare_port}/"
+    base_url = f"ws://127.0.0.1:{base_port}/v1/stream"
+    base: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
             _wait_http(our_port, "/readyz")
+            if args.baseline is not None:
+                _wait_http(base_port, "/readyz")
+                base_proc = psutil.Process(procs[1].pid)
+                _measure(base_proc, base_url, request, 0.0)
             transcript = asyncio.run(_record(our_url, request))
             path = os.path.join(tmp, "transcript.pickle")
             with open(path, "wb") as f:
@@ -295,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             os_: list[dict[str, float]] = []
             for _ in range(samples):
                 bs.append(_measure(bare_proc, bare_url, request, min_cpu))
+                if args.baseline is not None:
+                    base.append(_measure(base_proc, base_url, request, min_cpu))
                 os_.append(_measure(our_proc, our_url, request, min_cpu))
             held = asyncio.run(_hold_idle(our_url, args.connections))
             rss_mb = our_proc.memory_info().rss / 2**20
@@ -333,6 +356,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "connections_held": held,
         "server_rss_mb": round(rss_mb),
     }
+    if base:
+        m = _median(base)
+        print(f"baseline ({args.baseline}): server CPU {m['cpu_us_per_frame']:.1f} us/frame, "
+              f"event loop {m['loop_cpu_us_per_frame']:.1f} us/frame")
+        result["cpu_us_per_frame_baseline"] = round(m["cpu_us_per_frame"], 2)
+        result["loop_cpu_us_per_frame_baseline"] = round(m["loop_cpu_us_per_frame"], 2)
+        result["per_frame_cost_vs_baseline"] = round(o["cpu_us_per_frame"] / m["cpu_us_per_frame"], 3)
     print(json.dumps(result))
     return 0
 

@@ -10,10 +10,8 @@ InterruptionFrame S seconds after the first audio (barge-in).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
-import re
 import sys
 import time
 
@@ -33,22 +31,12 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from clients.client import DEFAULT_URL
+from clients.llm_script import example_parser, llm_tokens
 from clients.pipecat_tts import ChatTTSRealtimeTTSService
 from clients.wav import write_wav
 from protocol import DEFAULT_SAMPLE_RATE
 
 log = logging.getLogger(__name__)
-
-REPLY = ("Sure, here is the plan for tomorrow. The meeting starts at nine, "
-         "and lunch is at noon. After that you are free for the rest of the day.")
-
-
-def llm_tokens(text: str) -> list[str]:
-    """Split text into LLM-like tokens: word pieces with their spaces."""
-    return [piece for word in re.findall(r"\S+\s*", text)
-            for piece in (word[i:i + 5] for i in range(0, len(word), 5))]
-
 
 class AudioCollector(FrameProcessor):
     """Pipeline sink: keeps TTS audio and counts the TTS start/stop frames it sees."""
@@ -139,14 +127,7 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m clients.pipecat_example",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("-o", "--output", required=True, help="WAV file to write")
-    p.add_argument("--url", default=DEFAULT_URL)
-    p.add_argument("--token", default=None)
-    p.add_argument("--text", default=REPLY, help="the scripted LLM reply")
-    p.add_argument("--token-delay-ms", type=float, default=20.0)
-    p.add_argument("--interrupt-after", type=float, default=None, metavar="S")
+    p = example_parser("python -m clients.pipecat_example", __doc__.splitlines()[0], 20.0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     t0 = time.monotonic()

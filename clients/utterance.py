@@ -22,8 +22,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clients.errors import InputClosed, TTSError, UtteranceCancelled
-from protocol import Append, Cancel, Cancelled, ClientMessage, Done, Flush, Segment, Started
-from protocol.pcm import BYTES_PER_SAMPLE, decode_samples
+from clients.opus import OpusDecoder
+from protocol import (
+    OPUS_FORMAT,
+    Append,
+    Cancel,
+    Cancelled,
+    ClientMessage,
+    Done,
+    Flush,
+    Segment,
+    Started,
+)
+from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
 from protocol.stream import Audio
 
 log = logging.getLogger(__name__)
@@ -35,6 +46,8 @@ class AudioChunk:
 
     `pcm` holds the payload bytes in `format` at `sample_rate`; `samples` decodes them to
     float32 in [-1, 1]. `received_at` is `time.monotonic()` when the frame was read.
+    For an utterance in format "opus" the client decodes the packets: `pcm` is then
+    pcm_s16le and `opus` the frame's payload as received (clients/opus.py).
     """
 
     pcm: bytes
@@ -45,6 +58,7 @@ class AudioChunk:
     last_in_segment: bool
     last_in_utterance: bool
     received_at: float
+    opus: bytes | None = None
 
     @property
     def samples(self) -> np.ndarray:
@@ -89,6 +103,7 @@ class Utterance:
     _terminal: asyncio.Future[Done | Cancelled | TTSError] = field(init=False, repr=False)
     _started: asyncio.Future[Started | None] = field(init=False, repr=False)
     _cancel_sent: bool = False
+    _opus: OpusDecoder | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         loop = asyncio.get_running_loop()
@@ -181,6 +196,8 @@ class Utterance:
         self.format = msg.format
         self.sample_rate = msg.sample_rate
         self.lane = msg.lane
+        if msg.format == OPUS_FORMAT:
+            self._opus = OpusDecoder(msg.sample_rate, msg.pre_skip or 0)
         self.started_at = time.monotonic()
         if not self._started.done():
             self._started.set_result(msg)
@@ -192,8 +209,14 @@ class Utterance:
         if self.first_audio_at is None:
             self.first_audio_at = now
         h = audio.header
-        chunk = AudioChunk(bytes(audio.payload), self.format, self.sample_rate, h.segment, h.seq,
-                           h.segment_end, h.utterance_end, now)
+        if self._opus is not None:
+            samples = self._opus.decode(audio.payload, h.segment_end)
+            chunk = AudioChunk(encode_samples(samples, "pcm_s16le"), "pcm_s16le", self.sample_rate,
+                               h.segment, h.seq, h.segment_end, h.utterance_end, now,
+                               opus=bytes(audio.payload))
+        else:
+            chunk = AudioChunk(bytes(audio.payload), self.format, self.sample_rate, h.segment,
+                               h.seq, h.segment_end, h.utterance_end, now)
         self.frames += 1
         self.audio_samples += chunk.sample_count
         self._queue.put_nowait(chunk)

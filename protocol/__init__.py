@@ -31,6 +31,7 @@ from protocol.frames import (
     unpack_frame,
 )
 from protocol.messages import (
+    ALL_FORMATS,
     CHUNKINGS,
     CLIENT_TYPES,
     DEADLINE_MS_MAX,
@@ -45,6 +46,9 @@ from protocol.messages import (
     ID_MAX_CHARS,
     ID_PATTERN,
     LANES,
+    OPUS_FORMAT,
+    OPUS_PACKET_MS,
+    OPUS_SAMPLE_RATES,
     PROTOCOL_VERSION,
     REPETITION_PENALTY_MAX,
     REPETITION_PENALTY_MIN,
@@ -84,7 +88,8 @@ __all__ = [
     "REPETITION_PENALTY_MIN", "REPETITION_PENALTY_MAX", "CLIENT_TYPES", "SERVER_TYPES",
     "is_valid_id", "Params", "Speak", "Append", "Flush", "Cancel", "Limits", "ModelInfo",
     "Hello", "Started", "Segment", "Timing", "Done", "Cancelled", "Error",
-    "ClientMessage", "ServerMessage",
+    "ClientMessage", "ServerMessage", "ALL_FORMATS", "OPUS_FORMAT", "OPUS_SAMPLE_RATES",
+    "OPUS_PACKET_MS",
     # errors
     "ErrorCode", "ProtocolError", "NON_TERMINAL_CODES",
     # codec

@@ -29,6 +29,7 @@ import orjson
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.fields import FieldReader
 from protocol.messages import (
+    ALL_FORMATS,
     CHUNKINGS,
     DEADLINE_MS_MAX,
     DEFAULT_CHUNKING,
@@ -40,6 +41,8 @@ from protocol.messages import (
     FRAME_MS_MAX,
     FRAME_MS_MIN,
     LANES,
+    OPUS_FORMAT,
+    OPUS_SAMPLE_RATES,
     REPETITION_PENALTY_MAX,
     REPETITION_PENALTY_MIN,
     SAMPLE_RATE_MAX,
@@ -226,8 +229,12 @@ def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
     lane = r.choice("lane", offer.lanes if offer else LANES, DEFAULT_LANE)
     deadline_ms = r.integer("deadline_ms", 1, DEADLINE_MS_MAX, None)
     voice = _voice(r, offer)
-    fmt = r.choice("format", offer.formats if offer else FORMATS, DEFAULT_FORMAT)
+    fmt = r.choice("format", offer.formats if offer else ALL_FORMATS, DEFAULT_FORMAT)
     sample_rate = _sample_rate(r, offer)
+    if fmt == OPUS_FORMAT and sample_rate not in OPUS_SAMPLE_RATES:
+        rates = ", ".join(map(str, OPUS_SAMPLE_RATES))
+        raise r.fail("sample_rate", f"opus is offered at {rates} Hz, not {sample_rate}",
+                     ErrorCode.UNSUPPORTED)
     frame_ms = r.integer("frame_ms", FRAME_MS_MIN, FRAME_MS_MAX, DEFAULT_FRAME_MS)
     chunking = r.choice("chunking", offer.chunkings if offer else CHUNKINGS, DEFAULT_CHUNKING)
     params = _params(r)
@@ -331,6 +338,7 @@ def _started(r: FieldReader) -> Started:
         lane=r.string("lane"),
         format=r.string("format"),
         sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
+        pre_skip=r.integer("pre_skip", 0, 0xFFFF, None),
     )
 
 

@@ -21,6 +21,12 @@ PROTOCOL_VERSION = 1
 DEFAULT_SAMPLE_RATE = 24000
 
 FORMATS: tuple[str, ...] = ("pcm_s16le", "pcm_f32le", "pcm_mulaw")
+# v1 addition: Opus packets (see docs/protocol.md), offered only when a server
+# lists it in hello.formats, at the rates Opus itself supports.
+OPUS_FORMAT = "opus"
+OPUS_SAMPLE_RATES: tuple[int, ...] = (8000, 12000, 16000, 24000, 48000)
+OPUS_PACKET_MS = 20
+ALL_FORMATS: tuple[str, ...] = (*FORMATS, OPUS_FORMAT)
 LANES: tuple[str, ...] = ("interactive", "background")
 CHUNKINGS: tuple[str, ...] = ("sentence", "token")
 
@@ -218,7 +224,9 @@ class Hello:
 
 @dataclass(frozen=True, slots=True)
 class Started:
-    """A speak was accepted; ``stream`` tags its binary frames."""
+    """A speak was accepted; ``stream`` tags its binary frames. ``pre_skip``
+    (Opus only) is the number of 48 kHz samples to drop from the decoder's
+    first output."""
 
     TYPE: ClassVar[str] = "started"
 
@@ -227,9 +235,10 @@ class Started:
     lane: str
     format: str
     sample_rate: int
+    pre_skip: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire = {
             "type": self.TYPE,
             "id": self.id,
             "stream": self.stream,
@@ -237,6 +246,9 @@ class Started:
             "format": self.format,
             "sample_rate": self.sample_rate,
         }
+        if self.pre_skip is not None:
+            wire["pre_skip"] = self.pre_skip
+        return wire
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,11 +101,12 @@ class UtteranceSender:
     def ended(self) -> bool:
         return self.phase is Phase.ENDED
 
-    def started(self, lane: str, format: str, sample_rate: int) -> Started:  # noqa: A002
+    def started(self, lane: str, format: str, sample_rate: int,  # noqa: A002
+                pre_skip: int | None = None) -> Started:
         if self.phase is not Phase.PENDING:
             raise StreamStateError(f"{self.id}: started in phase {self.phase.value}")
         self.phase = Phase.STREAMING
-        return Started(self.id, self.stream, lane, format, sample_rate)
+        return Started(self.id, self.stream, lane, format, sample_rate, pre_skip)
 
     def frame(self, payload: bytes, segment_end: bool = False, utterance_end: bool = False) -> bytes:
         """The next binary frame: header, then ``payload`` (never empty).

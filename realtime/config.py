@@ -67,6 +67,7 @@ class ServerConfig:
     tone_step_ms: float = 0.0
     tone_codes_per_step: int = 1
     web_root: str | None = None
+    disable_speech_api: bool = False  # no POST /v1/audio/speech (WebSocket and GETs only)
 
     @property
     def auth_required(self) -> bool:
@@ -181,6 +182,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--tone-codes-per-step", "tone_codes_per_step", _positive_int,
      "codes per step of the synthetic runner (--weights tone; benches)"),
     ("--web-root", "web_root", str, "directory served at / (default: clients/web)"),
+    ("--disable-speech-api", "disable_speech_api", bool,
+     "serve no OpenAI-compatible POST /v1/audio/speech on the port"),
 )
 
 _REPEATABLE = {"auth_tokens", "allowed_origins"}

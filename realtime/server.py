@@ -23,13 +23,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from websockets.asyncio.server import Server as WsServer
 from websockets.asyncio.server import ServerConnection, serve
 
-from protocol import FORMATS, Hello, Limits, ModelInfo, Offer
+from protocol import Hello, Limits, ModelInfo, Offer
 from realtime.accounting import Accounting
-from realtime.audio import SUPPORTED_RATES
+from realtime.audio import SUPPORTED_RATES, offered_formats
 from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
 from realtime.lifecycle import (
@@ -41,6 +42,8 @@ from realtime.lifecycle import (
 )
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
+from realtime.openai_speech.app import SpeechApp
+from realtime.openai_speech.listener import SharedPort
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
@@ -94,6 +97,13 @@ class Server:
                                   on_device_lost=self._device_lost)
         static = StaticFiles(Path(config.web_root) if config.web_root else None)
         self.http = HttpRoutes(config, self.state, self.accounting, static)
+        # POST /v1/audio/speech on the same port (realtime/openai_speech/listener.py)
+        self.speech: SpeechApp | None = None
+        self.shared_port: SharedPort | None = None
+        if not config.disable_speech_api:
+            self.speech = SpeechApp(config, self.state, self.accounting, self.worker, self.quotas,
+                                    self.http)
+            self.shared_port = SharedPort(self.speech)
         self.sessions: set[Session] = set()
         self.startup_error: str | None = None  # for the log only: may name local paths
         self._ws: WsServer | None = None
@@ -178,8 +188,12 @@ class Server:
             ping_interval=20, ping_timeout=20, close_timeout=5,
             max_queue=16, write_limit=64 * 1024,
             backlog=max(128, min(c.max_connections, 4096)),
+            # websockets documents a wrapper here; ours picks the protocol per connection
+            create_connection=cast("type[ServerConnection] | None",
+                                   self.shared_port and self.shared_port.connection_factory()),
         )
-        log.info("listening on http://%s:%d (WebSocket at /v1/stream)", c.host, self.port)
+        log.info("listening on http://%s:%d (WebSocket at /v1/stream%s)", c.host, self.port,
+                 "" if self.speech is None else ", POST /v1/audio/speech")
         self._load_task = asyncio.create_task(self._load(), name="model-load")
 
     async def wait_ready(self) -> None:
@@ -199,7 +213,7 @@ class Server:
         runner = self.worker.runner
         assert runner is not None
         self.state.serve(self._hello(runner), Offer(
-            formats=FORMATS, sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
+            formats=offered_formats(), sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
             max_text_chars=self.config.max_text_chars))
         if runner.weights_kind is not WeightsKind.CHECKPOINT:
             log.warning("serving %s weights: the audio is noise, not speech", runner.weights_kind.value)
@@ -210,7 +224,7 @@ class Server:
     def _hello(self, runner: Runner) -> Hello:
         c = self.config
         return Hello(
-            sample_rate=SAMPLE_RATE, formats=FORMATS, sample_rates=SUPPORTED_RATES,
+            sample_rate=SAMPLE_RATE, formats=offered_formats(), sample_rates=SUPPORTED_RATES,
             voices=tuple(runner.voices),
             limits=Limits(c.max_text_chars, c.max_active, c.max_message_bytes),
             model=ModelInfo("chattts", runner.weights_kind.value, runner.device),
@@ -250,6 +264,8 @@ class Server:
             log.warning("%s: ending %d utterances with shutting_down", why,
                         self.accounting.active_utterances)
             flush = _FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S / 2
+            if self.speech is not None:
+                self.speech.shut_down("the server is shutting down")
             await asyncio.gather(*(s.shut_down("the server is shutting down", flush)
                                    for s in sessions))
         await self.close()
@@ -261,6 +277,8 @@ class Server:
                 for session in list(self.sessions):
                     session.ws.transport.abort()
             self._ws.close(close_connections=not self._force.is_set())
+            if self.shared_port is not None:  # before waiting: the listener counts them too
+                await self.shared_port.close(_FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S)
             await self._ws.wait_closed()
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()

@@ -33,7 +33,7 @@ import numpy as np
 from protocol import ErrorCode, Speak, Timing
 from protocol.messages import Cancelled, Done, Error, Segment, Started
 from protocol.stream import UtteranceSender
-from realtime.audio import SOURCE_RATE, AudioFramer
+from realtime.audio import SOURCE_RATE, framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.runtime.api import SamplingParams, SegmentRequest
 from realtime.text import SentenceSplitter, estimate_tokens, has_words
@@ -101,7 +101,7 @@ class ServerUtterance:
         else:
             self.deadline_ms = None
         self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
-        self._framer = AudioFramer(speak.format, speak.sample_rate, speak.frame_ms)
+        self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
         self._voice = speak.voice or "seed:0"
         self._params = _sampling(speak)
         self._streaming = speak.chunking == "token"
@@ -188,7 +188,7 @@ class ServerUtterance:
     def _admitted(self) -> None:
         self.admitted = True
         self.link.send_message(self.wire.started(self.lane.value, self.speak.format,
-                                                 self.speak.sample_rate))
+                                                 self.speak.sample_rate, self._framer.pre_skip))
         if self._cancel_requested:
             self._end(self.wire.cancelled(), Outcome.CANCELLED)
             return

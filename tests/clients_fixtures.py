@@ -118,6 +118,16 @@ def shared_server(kind: str = "tone") -> RunningServer:
     return server
 
 
+def run_example(module: str, server: RunningServer, out: Path, *args: str) -> tuple:
+    """Run ``python -m <module> -o out --url <server> ...``; (samples, rate) of its WAV."""
+    from clients.wav import read_wav
+
+    proc = subprocess.run([sys.executable, "-m", module, "-o", str(out), "--url", server.ws,
+                           *args], capture_output=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return read_wav(out)
+
+
 @pytest.fixture
 def server() -> RunningServer:
     """A server with the synthetic tone runner."""

@@ -120,6 +120,15 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None
     raise AssertionError("the server process never became ready")
 
 
+async def wait_until(predicate: Any, timeout: float = 10.0) -> None:
+    """Poll ``predicate()`` until it holds; fail after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
 async def async_http_get(port: int, path: str, headers: dict[str, str] | None = None
                          ) -> tuple[int, dict[str, str], bytes]:
     return await asyncio.to_thread(http_get, port, path, headers)

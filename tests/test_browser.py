@@ -51,18 +51,47 @@ def demo(pg, key):
     return pg.evaluate(f"window.demo.{key}")
 
 
+def speak_until_played(pg) -> dict:
+    """Press Speak; wait for done and for every received sample to be played."""
+    pg.click("#speak")
+    pg.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
+    pg.wait_for_function(
+        "window.demo.samplesPlayed >= window.demo.samplesReceived && window.demo.bufferedSamples === 0",
+        timeout=WAIT_MS)
+    return pg.evaluate("window.demo")
+
+
+def test_auto_format_is_opus_through_webcodecs(page):
+    assert demo(page, "codec") == "opus", "Chromium has WebCodecs' Opus decoder"
+    assert page.evaluate("document.querySelector('#format').value") == "auto"
+    page.fill("#text", "Opus in the browser. Two sentences.")
+    state = speak_until_played(page)
+    assert state["format"] == "opus" and state["framesReceived"] >= 1
+    assert state["samplesPlayed"] == state["samplesReceived"] > 0
+    # decoded audio: what the server encoded (audio_ms), plus at most 40 ms of padding
+    # per segment (two here), less the pre-skip that was dropped
+    rate = state["sampleRate"]
+    expected = state["audioMs"] * rate / 1000
+    assert expected - rate * 0.01 <= state["samplesReceived"] <= expected + 2 * rate * 0.04
+
+
+def test_pcm_when_chosen(page):
+    page.select_option("#format", "pcm_s16le")
+    page.fill("#text", "Plain PCM.")
+    page.click("#speak")
+    page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
+    state = page.evaluate("window.demo")
+    assert state["format"] == "pcm_s16le"
+    assert state["samplesReceived"] == round(state["audioMs"] * state["sampleRate"] / 1000)
+
+
 def test_speak_plays_all_audio(page):
     assert page.locator("#weights-warning").is_visible()
     assert "tiny-random" in page.locator("#weights-warning").inner_text()
     assert page.evaluate("document.querySelectorAll('#voice option').length") >= 1
     page.fill("#text", "Hello from the browser.")
     page.fill("#seed", "3")
-    page.click("#speak")
-    page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
-    page.wait_for_function(
-        "window.demo.samplesPlayed >= window.demo.samplesReceived && window.demo.bufferedSamples === 0",
-        timeout=WAIT_MS)
-    state = page.evaluate("window.demo")
+    state = speak_until_played(page)
     assert state["framesReceived"] >= 1
     assert state["audioClock"] > 0, "the AudioContext clock never advanced"
     frame_samples = state["sampleRate"] * 100 // 1000  # default frame_ms = 100

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from clients_fixtures import run_example
 
-from clients_fixtures import ROOT
-
-from clients.pipecat_example import REPLY, llm_tokens, run_pipeline
-from clients.wav import read_wav
+from clients.llm_script import REPLY, llm_tokens
+from clients.pipecat_example import run_pipeline
 
 
 def test_llm_tokens_rebuild_the_text():
@@ -44,10 +41,6 @@ async def test_interruption_cancels_the_turn(server):
 
 
 def test_example_writes_wav(server, tmp_path):
-    out = tmp_path / "turn.wav"
-    proc = subprocess.run([sys.executable, "-m", "clients.pipecat_example", "-o", str(out),
-                           "--url", server.ws, "--token-delay-ms", "5"],
-                          capture_output=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    samples, rate = read_wav(out)
+    samples, rate = run_example("clients.pipecat_example", server, tmp_path / "turn.wav",
+                                "--token-delay-ms", "5")
     assert rate == 24000 and len(samples) / rate > 1.5

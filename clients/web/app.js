@@ -1,6 +1,8 @@
 // Browser demo for the realtime TTS server: speaks the protocol of docs/protocol.md over
 // one WebSocket, plays audio through an AudioWorklet (worklet.js) as it arrives, and
-// exposes its state on window.demo for tests.
+// exposes its state on window.demo for tests. Format "auto" asks for Opus and decodes it
+// with WebCodecs' AudioDecoder where the browser has one and the server offers it, and
+// falls back to 16-bit PCM otherwise.
 "use strict";
 
 const HEADER_SIZE = 12;
@@ -31,6 +33,7 @@ const demo = {
   audioClock: 0,
   sampleRate: 24000,
   format: "pcm_s16le",
+  codec: null,            // what "auto" chose: "opus" (WebCodecs) or "pcm_s16le"
   lastSeq: -1,
 };
 window.demo = demo;
@@ -92,7 +95,88 @@ function send(msg) {
   ws.send(JSON.stringify(msg));
 }
 
-function onHello(hello) {
+// ---- Opus through WebCodecs -----------------------------------------------------------
+
+const OPUS_PACKET_US = 20000;
+let opusDecoder = null;
+let opusSkip = 0;         // samples still to drop at the start (the encoder's pre-skip)
+let opusTimestamp = 0;
+let opusOwner = null;     // the utterance the decoder belongs to
+
+async function webCodecsOpus(sampleRate) {
+  if (typeof AudioDecoder === "undefined") return false;
+  try {
+    const probe = await AudioDecoder.isConfigSupported({codec: "opus", sampleRate, numberOfChannels: 1});
+    return probe.supported === true;
+  } catch (e) {
+    return false;
+  }
+}
+
+function startOpus(id, preSkip) {
+  stopOpus();
+  opusOwner = id;
+  opusSkip = Math.round((preSkip || 0) * demo.sampleRate / 48000);
+  opusTimestamp = 0;
+  opusDecoder = new AudioDecoder({
+    output: (data) => onDecoded(id, data),
+    error: (e) => log(`opus decoder: ${e.message}`),
+  });
+  opusDecoder.configure({codec: "opus", sampleRate: demo.sampleRate, numberOfChannels: 1});
+}
+
+function stopOpus() {
+  if (opusDecoder && opusDecoder.state !== "closed") opusDecoder.close();
+  opusDecoder = null;
+  opusOwner = null;
+}
+
+function decodeOpus(buf) {
+  // The payload: packets, each after its byte length (u16 little-endian).
+  const view = new DataView(buf);
+  for (let at = HEADER_SIZE; at + 2 <= buf.byteLength;) {
+    const size = view.getUint16(at, true);
+    at += 2;
+    opusDecoder.decode(new EncodedAudioChunk({type: "key", timestamp: opusTimestamp,
+                                              data: new Uint8Array(buf, at, size)}));
+    opusTimestamp += OPUS_PACKET_US;
+    at += size;
+  }
+}
+
+function onDecoded(id, data) {
+  const raw = new Float32Array(data.numberOfFrames);
+  data.copyTo(raw, {planeIndex: 0, format: "f32-planar"});
+  const rate = data.sampleRate;
+  data.close();
+  if (id !== opusOwner || cancelRequested.has(id)) return; // stopped: drop what was in flight
+  let samples = rate === demo.sampleRate ? raw : resample(raw, rate, demo.sampleRate);
+  if (opusSkip > 0) {
+    const dropped = Math.min(opusSkip, samples.length);
+    samples = samples.slice(dropped);
+    opusSkip -= dropped;
+  }
+  if (samples.length) play(samples);
+}
+
+function resample(input, from, to) {
+  // Linear interpolation: only for a browser that decodes at another rate than asked.
+  const out = new Float32Array(Math.round(input.length * to / from));
+  for (let i = 0; i < out.length; i++) {
+    const x = i * from / to, k = Math.floor(x), f = x - k;
+    out[i] = (input[k] || 0) * (1 - f) + (input[k + 1] || 0) * f;
+  }
+  return out;
+}
+
+async function finishOpus(id) {
+  // Outputs of the last packets come after `done`: wait for them before ending playback.
+  if (opusDecoder && opusOwner === id && opusDecoder.state === "configured") {
+    try { await opusDecoder.flush(); } catch (e) { log(`opus flush: ${e.message}`); }
+  }
+}
+
+async function onHello(hello) {
   demo.hello = hello;
   demo.sampleRate = hello.sample_rate;
   $("conn").textContent = "connected";
@@ -108,18 +192,25 @@ function onHello(hello) {
   for (const name of hello.voices || []) voice.add(new Option(name, name));
   const format = $("format");
   format.innerHTML = "";
-  for (const f of hello.formats || ["pcm_s16le"]) format.add(new Option(f, f));
+  const formats = hello.formats || ["pcm_s16le"];
+  const opus = formats.includes("opus") && await webCodecsOpus(demo.sampleRate);
+  demo.codec = opus ? "opus" : "pcm_s16le";
+  format.add(new Option(`auto (${opus ? "opus, WebCodecs" : "pcm_s16le"})`, "auto"));
+  for (const f of formats) {
+    if (f !== "opus" || opus) format.add(new Option(f, f));
+  }
   setStatus("ready");
 }
 
 function onText(msg) {
   switch (msg.type) {
-    case "hello": onHello(msg); break;
+    case "hello": onHello(msg).catch((e) => log(`hello: ${e}`)); break;
     case "started":
       streamIds.set(msg.stream, msg.id);
       if (msg.id === demo.utteranceId) {
         demo.stream = msg.stream;
         demo.format = msg.format;
+        if (msg.format === "opus") startOpus(msg.id, msg.pre_skip);
       }
       break;
     case "segment":
@@ -128,13 +219,16 @@ function onText(msg) {
     case "done":
       if (msg.id !== demo.utteranceId) break;
       closedIds.add(msg.id);
-      demo.done = msg;
-      demo.audioMs = msg.audio_ms;
-      demo.rtf = msg.timing.rtf;
-      $("rtf").textContent = msg.timing.rtf.toFixed(3);
-      player && player.port.postMessage({type: "end"});
       stopTyping();
-      setStatus("done", `${(msg.audio_ms / 1000).toFixed(2)} s of audio`);
+      finishOpus(msg.id).then(() => {
+        if (msg.id !== demo.utteranceId) return;
+        demo.done = msg;
+        demo.audioMs = msg.audio_ms;
+        demo.rtf = msg.timing.rtf;
+        $("rtf").textContent = msg.timing.rtf.toFixed(3);
+        player && player.port.postMessage({type: "end"});
+        setStatus("done", `${(msg.audio_ms / 1000).toFixed(2)} s of audio`);
+      });
       break;
     case "cancelled":
       closedIds.add(msg.id);
@@ -195,14 +289,19 @@ function onAudio(buf) {
   if (stream !== demo.stream || cancelRequested.has(id)) return; // stopped: drop in-flight audio
   if (seq !== demo.lastSeq + 1) log(`seq gap: ${demo.lastSeq} -> ${seq}`);
   demo.lastSeq = seq;
-  const samples = decodePayload(buf, demo.format);
   if (demo.framesReceived === 0) {
     demo.firstAudioMs = performance.now() - sentAt;
     $("first-audio").textContent = `${demo.firstAudioMs.toFixed(0)} ms`;
   }
   demo.framesReceived += 1;
-  demo.samplesReceived += samples.length;
   $("frames").textContent = String(demo.framesReceived);
+  if (flags & FLAG_SEGMENT_END) log(`segment end (frame ${seq})`);
+  if (demo.format === "opus") decodeOpus(buf); // its samples come to play() when decoded
+  else play(decodePayload(buf, demo.format));
+}
+
+function play(samples) {
+  demo.samplesReceived += samples.length;
   for (let i = 0; i < samples.length; i++) {
     recent[recentPos] = samples[i];
     recentPos = (recentPos + 1) % recent.length;
@@ -210,7 +309,6 @@ function onAudio(buf) {
   if (player) {
     player.port.postMessage({type: "push", samples}, [samples.buffer]);
   }
-  if (flags & FLAG_SEGMENT_END) log(`segment end (frame ${seq})`);
 }
 
 async function ensureAudio() {
@@ -263,12 +361,13 @@ async function speak() {
   resetStats();
   const id = `web-${Date.now().toString(36)}-${++utteranceCount}`;
   demo.utteranceId = id;
-  demo.format = $("format").value;
+  stopOpus();
+  demo.format = $("format").value === "auto" ? demo.codec : $("format").value;
   const llm = $("llm-mode").checked;
   const tokens = llm ? llmTokens(text) : null;
   const msg = {
     type: "speak", id, text: llm ? tokens.shift() : text, final: !llm,
-    lane: $("lane").value, chunking: $("chunking").value, format: $("format").value,
+    lane: $("lane").value, chunking: $("chunking").value, format: demo.format,
     sample_rate: demo.sampleRate,
   };
   if ($("voice").value) msg.voice = $("voice").value;
@@ -301,6 +400,7 @@ async function stop() {
   if (!id || closedIds.has(id)) return;
   player && player.port.postMessage({type: "clear"});  // silence now, before the reply
   cancelRequested.add(id);
+  stopOpus();  // decodes still in flight are dropped
   send({type: "cancel", id});
   setStatus("cancelled", "stopping");
 }
