@@ -121,7 +121,7 @@ class SpeechJob:
 
     # -- the UtteranceLink side -------------------------------------------------------------
 
-    def send_message(self, message: UtteranceMessage) -> None:
+    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         if isinstance(message, Started):
             _resolve(self._admitted)
         elif isinstance(message, Done):

@@ -118,8 +118,8 @@ class SharedPort:
     async def close(self, timeout: float = 2.0) -> None:
         """Close connections that never said anything and idle HTTP ones; give
         running requests ``timeout``, then cancel them."""
-        for pending in list(self._undecided):
-            pending.close()
+        for undecided in list(self._undecided):
+            undecided.close()
         for connection in list(self.state.connections):
             connection.shutdown()
         tasks = list(self.state.tasks)
