@@ -1,7 +1,20 @@
 """Shared helpers for the runtime tests: tiny-random assets, a CPU runner, and
-the ``Driver`` that runs jobs through ``execute`` (from tools/driver.py)."""
+the ``Driver`` that runs jobs through ``execute`` (from tools/driver.py).
+
+Fidelity assets. Plain tiny-random weights (transformers' init, std 0.02)
+leave the GPT's attention and MLP a percent of the residual stream: every
+prompt then decodes to the same greedy codes and a test comparing codes
+cannot tell one job's prompt, KV slot or batch row from another's.
+``fidelity_assets`` redraws every projection with unit gain (std
+1/sqrt(fan_in)) and scales the code heads by ``HEAD_GAIN``, so the prompt and
+the KV cache decide the codes and argmax margins stay far above float error.
+``assert_distinct`` is what every fidelity test checks first: its references
+must differ pairwise, or the test could pass vacuously.
+"""
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 import torch
@@ -9,14 +22,17 @@ import torch
 from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.build import build_runner
 from realtime.runtime.shapes import TINY
-from realtime.runtime.weights import random_assets
+from realtime.runtime.weights import ModelAssets, random_assets
 from tools.driver import Driver  # noqa: F401 - re-exported for the test modules
 
 GREEDY = dict(temperature=1e-5, min_new_tokens=8, max_new_tokens=48)
 TEXTS = ["Hello world, this is a test.", "A b c.", "The test of the world and this, hello again.",
          "To be."]
+VOICES = ("ash", "default", "birch")
+HEAD_GAIN = 8.0  # code-head logits of std ~4.6: greedy margins >= 1e-3 on every fixture
 
-_ASSETS = {}
+_ASSETS: dict[int, ModelAssets] = {}
+_FIDELITY: dict[int, ModelAssets] = {}
 
 
 @pytest.fixture(scope="module")
@@ -29,17 +45,45 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
-def tiny_assets(seed: int = 0):
+def tiny_assets(seed: int = 0) -> ModelAssets:
     """Tiny-random assets, built once per seed per process (read-only use)."""
     if seed not in _ASSETS:
         _ASSETS[seed] = random_assets(TINY, seed)
     return _ASSETS[seed]
 
 
-def tiny_runner(seed: int = 0, **options):
+def fidelity_assets(seed: int = 0) -> ModelAssets:
+    """Tiny assets whose greedy codes depend on the prompt and speaker (see
+    the module docstring); built once per seed, read-only use."""
+    if seed not in _FIDELITY:
+        assets = random_assets(TINY, seed)  # a fresh copy: scaled in place below
+        gen = torch.Generator().manual_seed(seed + 100)
+        with torch.no_grad():
+            for name, weight in assets.gpt_state.items():
+                if name.endswith("proj.weight"):
+                    weight.copy_(torch.randn(weight.shape, generator=gen) / weight.shape[1] ** 0.5)
+            for head in assets.embed.head_code:
+                head.parametrizations.weight.original0.mul_(HEAD_GAIN)
+        _FIDELITY[seed] = assets
+    return _FIDELITY[seed]
+
+
+def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, **options):
     opts = RuntimeOptions(weights="tiny-random", device="cpu", **options)
-    return build_runner(opts, assets=tiny_assets(seed))
+    return build_runner(opts, assets=assets or tiny_assets(seed))
+
+
+def fidelity_runner(**options):
+    return tiny_runner(assets=fidelity_assets(), **options)
 
 
 def request(text: str, streaming: bool = False, voice: str = "ash", **params) -> SegmentRequest:
     return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming)
+
+
+def assert_distinct(codes: dict) -> None:
+    """Every pair of reference code sequences differs (else a test comparing
+    against them could not notice swapped rows, slots or prompts)."""
+    assert len(codes) >= 2
+    for (a, ca), (b, cb) in itertools.combinations(codes.items(), 2):
+        assert not torch.equal(ca, cb), f"references {a!r} and {b!r} decode to the same codes"
