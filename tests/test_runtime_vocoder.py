@@ -9,7 +9,13 @@ unit-normal hidden states, one step per push):
   asserted: 45 dB); lookahead 4: 34 dB; lookahead 16: 117 dB.
 - seams: the sample-to-sample step across a chunk boundary differs from
   one-shot's step at the same place by at most 4e-4 (bound asserted: 1e-2,
-  i.e. 10 % of the signal's peak of about 0.1).
+  i.e. 10 % of the signal's peak of about 0.1); at the end of each crossfade
+  (where the new chunk takes over alone) by at most 3e-6 (asserted: 2e-5; a
+  fade ramped the wrong way gives up to 7e-4 there).
+- full lookahead and left context (53): stream equals one-shot within 1.4e-7
+  (asserted: 1e-6). The tiny models' field is effectively about +-16 steps
+  at that level: a right or left context of 10 steps misses by > 1e-5, which
+  ``test_short_context_changes_the_output`` keeps true, so 1e-6 means something.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ from realtime.runtime.vocoder import (
 )
 
 FULL = 53  # receptive radius + 1: windows then see all one-shot sees
+FULL_ATOL = 1e-6
 SNR_BOUND_DB = 45.0
 SEAM_EXCESS_BOUND = 1e-2
+FADE_END_EXCESS_BOUND = 2e-5
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -116,7 +124,15 @@ def test_full_lookahead_stream_equals_one_shot(models, hidden, reference, sizes)
     vocoder = StreamingVocoder(*models, lookahead_steps=FULL, left_context_steps=FULL)
     out = np.concatenate(stream(vocoder, hidden, sizes))
     assert out.shape == reference.shape
-    np.testing.assert_allclose(out, reference, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(out, reference, atol=FULL_ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("lookahead,left", [(10, FULL), (FULL, 10)])
+def test_short_context_changes_the_output(models, hidden, reference, lookahead, left):
+    # The full-context tolerance is tight enough to notice a missing context.
+    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, left_context_steps=left)
+    out = np.concatenate(stream(vocoder, hidden, [1]))
+    assert np.abs(out - reference).max() > 10 * FULL_ATOL
 
 
 def test_default_lookahead_snr_and_seams(models, hidden, reference):
@@ -128,6 +144,44 @@ def test_default_lookahead_snr_and_seams(models, hidden, reference):
     assert len(seams) >= 4  # chunks really were emitted while pushing
     excess = np.abs((out[seams] - out[seams - 1]) - (reference[seams] - reference[seams - 1]))
     assert excess.max() < SEAM_EXCESS_BOUND
+
+
+def test_seams_are_continuous_where_each_crossfade_starts_and_ends(models, hidden, reference):
+    vocoder = StreamingVocoder(*models)
+    outs = stream(vocoder, hidden, [1])
+    out = np.concatenate(outs)
+    seams = np.cumsum([len(o) for o in outs if len(o)])[:-1]
+    fade_ends = seams + vocoder.crossfade_samples
+    assert len(seams) >= 4 and fade_ends[-1] < len(out)
+
+    def excess(at):
+        return np.abs((out[at] - out[at - 1]) - (reference[at] - reference[at - 1]))
+
+    assert excess(seams).max() < SEAM_EXCESS_BOUND
+    assert excess(fade_ends).max() < FADE_END_EXCESS_BOUND
+
+
+class _ConstantRenders(StreamingVocoder):
+    """Each render returns a constant: 1.0 for the first call, 2.0 for the
+    second, ... so every crossfade's samples show its ramp exactly."""
+
+    def render(self, hidden):
+        self.calls += 1
+        return np.full(audio_samples(hidden.shape[0]), float(self.calls), dtype=np.float32)
+
+
+def test_crossfade_ramps_from_the_previous_estimate_to_the_new_one():
+    n = 64
+    vocoder = _ConstantRenders(torch.nn.Linear(1, 1), torch.nn.Linear(1, 1), lookahead_steps=2,
+                               crossfade_samples=n, min_chunk_steps=2, max_chunk_steps=4)
+    chunks = [c for c in stream(vocoder, torch.zeros(40, 4), [1]) if len(c)]
+    assert len(chunks) >= 4
+    np.testing.assert_array_equal(chunks[0], 1.0)
+    ramp = np.arange(1, n + 1, dtype=np.float32) / (n + 1)
+    for k, chunk in enumerate(chunks[1:], start=2):
+        # Starts just after the previous chunk's value, ends just before its own.
+        np.testing.assert_allclose(chunk[:n], (k - 1) + ramp, rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(chunk[n:], float(k))
 
 
 def test_shorter_lookahead_costs_fidelity(models, hidden, reference):
