@@ -69,7 +69,8 @@ def fidelity_assets(seed: int = 0) -> ModelAssets:
 
 
 def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, **options):
-    opts = RuntimeOptions(weights="tiny-random", device="cpu", **options)
+    options.setdefault("device", "cpu")
+    opts = RuntimeOptions(weights="tiny-random", **options)
     return build_runner(opts, assets=assets or tiny_assets(seed))
 
 
