@@ -13,6 +13,9 @@ host". Inside ``DeviceCounter``:
   ``non_blocking=True``); a read of a device tensor on the host (``.cpu()``,
   ``.to("cpu")``, ``.item()``, ``.tolist()``, ``.numpy()``, ``bool()``,
   ``int()``, ``float()``) is one device->host transfer, and always blocking.
+  The host is spelled ``"cpu"`` (a string) or ``.cpu()``; a ``torch.device``
+  object (code takes them from its own tensors and parameters, whose
+  ``.device`` is plain ``cpu`` here) names the device the code runs on.
   Tensors made on the host inside the counted code (no device, or results of
   those reads, or of ops on host tensors only) are tracked, so reading them
   again costs nothing; a host tensor (not a 0-dim scalar) fed to an op
@@ -71,8 +74,12 @@ class Counts:
                 f"device->host), {self.h2d_async} async, {self.launches} launches")
 
 
-def _device_of(args, kwargs) -> torch.device | None:
-    """The target device of ``Tensor.to(...)``/``.cuda()`` style calls, if any."""
+def _target_of(args, kwargs) -> tuple[torch.device | None, bool]:
+    """Where ``Tensor.to(...)`` sends a tensor, and whether that is the host.
+
+    The host is spelled as a string (``"cpu"``); a ``torch.device`` object,
+    or another tensor, names the device the code runs on (code takes those
+    from its own parameters, whose ``.device`` is plain ``cpu`` here)."""
     target = kwargs.get("device")
     if target is None:
         for a in args[1:]:
@@ -80,8 +87,10 @@ def _device_of(args, kwargs) -> torch.device | None:
                 target = a
                 break
             if isinstance(a, torch.Tensor):
-                return a.device
-    return None if target is None else torch.device(target)
+                return a.device, False
+    if target is None:
+        return None, False
+    return torch.device(target), isinstance(target, str) and torch.device(target) == _HOST
 
 
 def _tensors(tree) -> list[torch.Tensor]:
@@ -94,11 +103,22 @@ def _tensors(tree) -> list[torch.Tensor]:
     return []
 
 
+def _fresh(out, src):
+    """``out``, or a new alias when a move returned ``src`` itself (here
+    every "move" between host and device is CPU to CPU): the host/device
+    mark then belongs to the result, not to the source."""
+    return src.detach() if out is src else out
+
+
 def _site() -> str:
     """The innermost project frame that made the call (for the report)."""
-    for frame in reversed(traceback.extract_stack(limit=12)[:-3]):
-        if "/realtime/" in frame.filename or "/tools/" in frame.filename:
-            return f"{frame.filename.rsplit('/', 2)[-1]}:{frame.lineno} {frame.line}"
+    frames = traceback.extract_stack(limit=16)[:-3]
+    for frame in reversed(frames):
+        if "/realtime/" in frame.filename:
+            return f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} {frame.line}"
+    for frame in reversed(frames):
+        if "/torch/" not in frame.filename:
+            return f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} {frame.line}"
     return "?"
 
 
@@ -121,23 +141,24 @@ class _Transfers(TorchFunctionMode):
                 c.mark_host(out)
             return out
         if name in ("to", "cuda") and inputs:
-            target = _device_of(args, kwargs) if name == "to" else DEVICE
             src = args[0]
+            target, to_host = _target_of(args, kwargs) if name == "to" else (DEVICE, False)
             if target is None:  # a dtype change only: stays where it was
                 if c.is_host(src):
                     c.mark_host(out)
-            elif target == _HOST:
+                return out
+            if to_host:
                 if not c.is_host(src):
                     c.transfer("d2h")
-                c.mark_host(out)
-            elif c.is_host(src):
+                return c.mark_host(_fresh(out, src))
+            if c.is_host(src):
                 c.transfer("h2d", kwargs.get("non_blocking", False))
+                return _fresh(out, src)  # now a device tensor
             return out
         if name in _READS and inputs:
             if not c.is_host(args[0]):
                 c.transfer("d2h")
-            c.mark_host(out)
-            return out
+            return c.mark_host(_fresh(out, args[0]))
         if inputs:
             host = [c.is_host(t) for t in inputs]
             if all(host):
@@ -179,9 +200,10 @@ class DeviceCounter:
         ref = self._host.get(id(t))
         return ref is not None and ref() is t
 
-    def mark_host(self, out) -> None:
+    def mark_host(self, out):
         for t in _tensors(out):
             self._host[id(t)] = weakref.ref(t)
+        return out
 
     def transfer(self, kind: str, non_blocking: bool = False) -> None:
         if kind == "h2d" and non_blocking:
