@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 
@@ -32,8 +33,8 @@ def _config(runner):
                            max_slots=runner.max_slots)
 
 
-def _submission(sink, texts, first_id, first=True, lane=Lane.INTERACTIVE, voice="seed:1"):
-    work = tuple(SegmentWork(first_id + i, i, SegmentRequest(text=t, voice=voice), 10)
+def _submission(sink, texts, first_id, first=True, lane=Lane.INTERACTIVE, voice="seed:1", index=0):
+    work = tuple(SegmentWork(first_id + i, index + i, SegmentRequest(text=t, voice=voice), 10)
                  for i, t in enumerate(texts))
     return Submission(sink, lane, 0.0, None, work, first)
 
@@ -159,3 +160,97 @@ async def test_startup_failure_is_raised():
         assert "no weights here" in str(exc)
     else:
         raise AssertionError("start() should raise")
+
+
+# -- edges, driven on the test's thread (no model thread: every step is ours) ----------
+
+
+def _direct_worker(runner, **scheduler_fields):
+    """A worker whose loop the test drives: commands and steps run here."""
+
+    def config(r):
+        return SchedulerConfig(batch_sizes=r.batch_sizes, kv_buckets=r.kv_buckets,
+                               max_slots=r.max_slots, **scheduler_fields)
+
+    worker = ModelWorker(lambda: runner, config)
+    worker.runner = runner
+    worker._new_scheduler()
+    return worker
+
+
+def _drive(worker, max_steps=2000):
+    """Step until the scheduler is idle; returns every update and plan."""
+    updates, plans = [], []
+    for _ in range(max_steps):
+        if worker.scheduler.idle:
+            return updates, plans
+        now = time.monotonic()
+        plan = worker.scheduler.schedule(now)
+        if plan is not None and not plan.is_empty:
+            plans.append(plan)
+            worker._step(plan, now, updates)
+    raise AssertionError("the scheduler never went idle")
+
+
+def test_a_later_submission_refused_at_its_second_segment_is_rolled_back():
+    runner = ToneRunner()
+    worker = _direct_worker(runner, max_queue_interactive=2)
+    sink = Sink()
+    updates = []
+    worker._submit(_submission(sink, ["First sentence here."], 1), updates)
+    assert [u.kind for u in updates] == [UpdateKind.ADMITTED]
+    # An append with two new segments: the queue (bound 2) takes one more.
+    worker._submit(_submission(sink, ["Second one.", "Third one."], 2, first=False, index=1), updates)
+    assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "overloaded"
+    sched = worker.scheduler
+    assert sched.job(2) is None and sched.job(3) is None  # all or nothing
+    assert sched.depth(Lane.INTERACTIVE) == 1 and set(worker._jobs) == {1}
+    worker._cancel((1,))  # the session ends the refused utterance
+    more, plans = _drive(worker)
+    assert not any(2 in p.jobs or 3 in p.jobs for p in plans)
+    assert sched.idle and runner.slots_in_use == 0 and not worker._jobs
+
+
+def test_a_later_submission_accepted_whole_runs_every_segment():
+    runner = ToneRunner()
+    worker = _direct_worker(runner, max_queue_interactive=3)
+    sink, updates = Sink(), []
+    worker._submit(_submission(sink, ["First sentence here."], 1), updates)
+    worker._submit(_submission(sink, ["Second one.", "Third one."], 2, first=False, index=1), updates)
+    assert [u.kind for u in updates] == [UpdateKind.ADMITTED]
+    more, _ = _drive(worker)
+    assert sorted(u.job_id for u in more if u.kind == UpdateKind.FINISHED) == [1, 2, 3]
+    assert runner.slots_in_use == 0 and not worker._jobs
+
+
+def test_a_segment_that_fills_the_kv_cache():
+    # The real runner with a 64-position cache. A prompt that leaves no room
+    # is refused as unsupported, with the limit in the message; one that fits
+    # decodes until the cache is full and ends normally (the client gets
+    # ``done`` with that much audio), and nothing is left held.
+    from runtime_fixtures import tiny_runner
+
+    from realtime.runtime.api import SamplingParams
+    from realtime.runtime.vocoder import audio_samples
+
+    runner = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64,))
+    worker = _direct_worker(runner)
+    sink, updates = Sink(), []
+    long = SegmentRequest(text="word " * 80, voice="ash")
+    worker._submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, (SegmentWork(1, 0, long, 10),), True),
+                   updates)
+    assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "unsupported"
+    assert "too long" in updates[-1].message and "at most 62" in updates[-1].message
+    params = SamplingParams(seed=3, min_new_tokens=500, max_new_tokens=500)
+    fits = SegmentRequest(text="A short one.", voice="ash", params=params)
+    prompt_len = runner.prepare(fits).prompt_len
+    sink = Sink()
+    worker._submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, (SegmentWork(2, 0, fits, 10),), True),
+                   updates)
+    more, plans = _drive(worker)
+    assert max(p.kv_bucket for p in plans) == 64
+    kinds = [u.kind for u in more if u.job_id == 2]
+    assert kinds[0] == UpdateKind.STARTED and kinds[-1] == UpdateKind.FINISHED
+    audio = np.concatenate([u.audio for u in more if u.job_id == 2 and u.kind == UpdateKind.AUDIO])
+    assert len(audio) == audio_samples(64 - prompt_len)
+    assert worker.scheduler.idle and not runner.jobs and not worker._jobs
