@@ -82,6 +82,35 @@ def request(text: str, streaming: bool = False, voice: str = "ash", **params) ->
     return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming)
 
 
+_UPSTREAM: dict[tuple[str, str], object] = {}
+
+
+def upstream_reference(text: str, voice: str = "ash"):
+    """Upstream's greedy (``GREEDY``) result for ``text`` in ``voice`` on the
+    fidelity assets: codes [N, Q] and hidden states [N, D]. Built once per
+    process (upstream's decode is the slow part of the fidelity tests; a
+    mutation run forks its test processes after the first run filled this)."""
+    key = (text, voice)
+    if key not in _UPSTREAM:
+        from tools.upstream import UpstreamGPT
+
+        if "gpt" not in _UPSTREAM_GPT:
+            _UPSTREAM_GPT["gpt"] = UpstreamGPT(fidelity_assets())
+        prompt = _prompt_runner().prepare(request(text, voice=voice, **GREEDY)).work.prompt
+        _UPSTREAM[key] = _UPSTREAM_GPT["gpt"].generate([prompt], **GREEDY)[0]
+    return _UPSTREAM[key]
+
+
+_UPSTREAM_GPT: dict[str, object] = {}
+_PROMPTS: dict[str, object] = {}
+
+
+def _prompt_runner():
+    if "runner" not in _PROMPTS:
+        _PROMPTS["runner"] = fidelity_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(256,))
+    return _PROMPTS["runner"]
+
+
 def assert_distinct(codes: dict) -> None:
     """Every pair of reference code sequences differs (else a test comparing
     against them could not notice swapped rows, slots or prompts)."""

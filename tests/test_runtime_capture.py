@@ -26,6 +26,7 @@ from runtime_fixtures import (
     fidelity_assets,
     fidelity_runner,
     request,
+    upstream_reference,
 )
 
 from realtime.runtime.api import RuntimeOptions
@@ -34,7 +35,6 @@ from realtime.runtime.sampling import RowParams, sample
 from scheduler.plan import Lane, StepPlan
 from tools import strict_graphs
 from tools.strict_graphs import CaptureGuard, CaptureViolation, StrictGraphCache
-from tools.upstream import UpstreamGPT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -53,12 +53,7 @@ def graph_runner():
 
 @pytest.fixture(scope="module")
 def references():
-    runner = fidelity_runner()
-    gpt = UpstreamGPT(fidelity_assets())
-    refs = {}
-    for text in TEXTS:
-        prompt = runner.prepare(request(text, **GREEDY)).work.prompt
-        refs[text] = gpt.generate([prompt], **GREEDY)[0]
+    refs = {text: upstream_reference(text) for text in TEXTS}
     assert_distinct({t: r.codes for t, r in refs.items()})
     return refs
 

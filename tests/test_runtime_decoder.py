@@ -21,12 +21,10 @@ from runtime_fixtures import (
     VOICES,
     Driver,
     assert_distinct,
-    fidelity_assets,
     fidelity_runner,
     request,
+    upstream_reference,
 )
-
-from tools.upstream import UpstreamGPT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -48,27 +46,17 @@ def padded():
 
 
 @pytest.fixture(scope="module")
-def upstream():
-    return UpstreamGPT(fidelity_assets())
-
-
-def _reference(runner, upstream, text, voice="ash"):
-    prompt = runner.prepare(request(text, voice=voice, **GREEDY)).work.prompt
-    return upstream.generate([prompt], **GREEDY)[0]
-
-
-@pytest.fixture(scope="module")
-def references(runner, upstream):
+def references():
     """Upstream greedy codes and hidden states for each text, at batch 1."""
-    refs = {text: _reference(runner, upstream, text) for text in TEXTS}
+    refs = {text: upstream_reference(text) for text in TEXTS}
     assert_distinct({t: r.codes for t, r in refs.items()})
     return refs
 
 
 @pytest.fixture(scope="module")
-def voice_references(runner, upstream):
+def voice_references():
     """The first text in each voice."""
-    refs = {voice: _reference(runner, upstream, TEXTS[0], voice) for voice in VOICES}
+    refs = {voice: upstream_reference(TEXTS[0], voice) for voice in VOICES}
     assert_distinct({v: r.codes for v, r in refs.items()})
     return refs
 

@@ -27,10 +27,10 @@ from runtime_fixtures import (
     fidelity_assets,
     fidelity_runner,
     request,
+    upstream_reference,
 )
 
 from realtime.runtime.vocoder import audio_samples
-from tools.upstream import UpstreamGPT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -90,12 +90,7 @@ def _scenario(runner) -> tuple[Driver, dict[int, bool]]:
 
 @pytest.fixture(scope="module")
 def upstream_hidden():
-    runner = fidelity_runner()
-    gpt = UpstreamGPT(fidelity_assets())
-    refs = {}
-    for text in TEXTS:
-        prompt = runner.prepare(request(text, **GREEDY)).work.prompt
-        refs[text] = gpt.generate([prompt], **GREEDY)[0]
+    refs = {text: upstream_reference(text) for text in TEXTS}
     assert_distinct({t: r.codes for t, r in refs.items()})
     return refs
 
