@@ -89,12 +89,6 @@ class RowParams:
             top_k_max=max(ks),
         )
 
-    def take(self, rows: torch.Tensor, top_k_max: int) -> RowParams:
-        """The rows ``rows`` (a gather on device) as a new batch."""
-        return RowParams(*(t.index_select(0, rows) for t in (
-            self.temperature, self.top_p_cut, self.top_k, self.penalty, self.min_new, self.seed)),
-            top_k_max=top_k_max)
-
 
 def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tensor,
                    p: RowParams) -> torch.Tensor:
