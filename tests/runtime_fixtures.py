@@ -111,6 +111,15 @@ def _prompt_runner():
     return _PROMPTS["runner"]
 
 
+@pytest.fixture(scope="module")
+def references() -> dict:
+    """Upstream's greedy result for each of ``TEXTS`` (voice "ash"), checked
+    pairwise distinct."""
+    refs = {text: upstream_reference(text) for text in TEXTS}
+    assert_distinct({t: r.codes for t, r in refs.items()})
+    return refs
+
+
 def assert_distinct(codes: dict) -> None:
     """Every pair of reference code sequences differs (else a test comparing
     against them could not notice swapped rows, slots or prompts)."""

@@ -22,11 +22,9 @@ from runtime_fixtures import (
     GREEDY,
     TEXTS,
     Driver,
-    assert_distinct,
     fidelity_assets,
     fidelity_runner,
     request,
-    upstream_reference,
 )
 
 from realtime.runtime.api import RuntimeOptions
@@ -49,13 +47,6 @@ def graph_runner():
     assert set(cache.decode_graphs) == {(b, k) for b in (1, 2, 4) for k in (64, 128)}
     assert set(cache.prefill_graphs) == {(b, p) for b in (1, 2, 4) for p in (32, 64)}
     return runner
-
-
-@pytest.fixture(scope="module")
-def references():
-    refs = {text: upstream_reference(text) for text in TEXTS}
-    assert_distinct({t: r.codes for t, r in refs.items()})
-    return refs
 
 
 def _replays(cache) -> int:

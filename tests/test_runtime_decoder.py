@@ -46,14 +46,6 @@ def padded():
 
 
 @pytest.fixture(scope="module")
-def references():
-    """Upstream greedy codes and hidden states for each text, at batch 1."""
-    refs = {text: upstream_reference(text) for text in TEXTS}
-    assert_distinct({t: r.codes for t, r in refs.items()})
-    return refs
-
-
-@pytest.fixture(scope="module")
 def voice_references():
     """The first text in each voice."""
     refs = {voice: upstream_reference(TEXTS[0], voice) for voice in VOICES}

@@ -27,7 +27,6 @@ from runtime_fixtures import (
     fidelity_assets,
     fidelity_runner,
     request,
-    upstream_reference,
 )
 
 from realtime.runtime.vocoder import audio_samples
@@ -88,13 +87,6 @@ def _scenario(runner) -> tuple[Driver, dict[int, bool]]:
     return d, {j: r.streaming for j, r in jobs.items()}
 
 
-@pytest.fixture(scope="module")
-def upstream_hidden():
-    refs = {text: upstream_reference(text) for text in TEXTS}
-    assert_distinct({t: r.codes for t, r in refs.items()})
-    return refs
-
-
 @pytest.fixture(scope="module", params=["eager", "padded"])
 def scenario(request):
     runner = fidelity_runner(max_slots=6, batch_sizes=(1, 2, 4, 8), kv_buckets=(64, 128))
@@ -105,10 +97,10 @@ def scenario(request):
     return d, streaming
 
 
-def test_greedy_jobs_record_upstreams_hidden_states(scenario, upstream_hidden):
+def test_greedy_jobs_record_upstreams_hidden_states(scenario, references):
     d, _ = scenario
     for job, text in ((1, TEXTS[0]), (2, TEXTS[1]), (5, TEXTS[3])):
-        ref = upstream_hidden[text]
+        ref = references[text]
         assert torch.equal(d.codes[job], ref.codes), job
         assert (d.hidden[job] - ref.hidden).abs().max().item() <= HIDDEN_ATOL, job
 

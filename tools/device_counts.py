@@ -93,13 +93,14 @@ def _target_of(args, kwargs) -> tuple[torch.device | None, bool]:
     return torch.device(target), isinstance(target, str) and torch.device(target) == _HOST
 
 
-def _tensors(tree) -> list[torch.Tensor]:
+def tensors_in(tree) -> list[torch.Tensor]:
+    """Every tensor in nested lists, tuples and dict values."""
     if isinstance(tree, torch.Tensor):
         return [tree]
     if isinstance(tree, (list, tuple)):
-        return [t for item in tree for t in _tensors(item)]
+        return [t for item in tree for t in tensors_in(item)]
     if isinstance(tree, dict):
-        return [t for item in tree.values() for t in _tensors(item)]
+        return [t for item in tree.values() for t in tensors_in(item)]
     return []
 
 
@@ -132,7 +133,7 @@ class _Transfers(TorchFunctionMode):
         c = self.counter
         name = getattr(func, "__name__", "")
         out = func(*args, **kwargs)
-        inputs = _tensors((args, kwargs))
+        inputs = tensors_in((args, kwargs))
         if func in _FACTORIES_FROM_DATA:
             device = kwargs.get("device")
             if device is not None and torch.device(device) != _HOST:
@@ -179,7 +180,7 @@ class _Launches(TorchDispatchMode):
         c = self.counter
         if c.suspended or func.is_view or func.overloadpacket.__name__ in _NOT_LAUNCHES:
             return out
-        inputs = _tensors((args, kwargs))
+        inputs = tensors_in((args, kwargs))
         if inputs and all(c.is_host(t) for t in inputs):
             return out
         c.counts.launches += 1
@@ -201,7 +202,7 @@ class DeviceCounter:
         return ref is not None and ref() is t
 
     def mark_host(self, out):
-        for t in _tensors(out):
+        for t in tensors_in(out):
             self._host[id(t)] = weakref.ref(t)
         return out
 

@@ -71,16 +71,6 @@ RANDOM = _packets("rand", "randn", "randint", "rand_like", "randn_like", "randin
 RESIZE = _packets("resize", "resize_as", "set")
 
 
-def _tensors(tree) -> list[torch.Tensor]:
-    if isinstance(tree, torch.Tensor):
-        return [tree]
-    if isinstance(tree, (list, tuple)):
-        return [t for item in tree for t in _tensors(item)]
-    if isinstance(tree, dict):
-        return [t for item in tree.values() for t in _tensors(item)]
-    return []
-
-
 # Python-level reads of a tensor's values: on a CPU tensor some never reach
 # the dispatcher (``tolist``, ``numpy``), on a device tensor each is a sync.
 PYTHON_READS = frozenset({"item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__",
@@ -161,9 +151,9 @@ class CaptureGuard(TorchDispatchMode):
                 self._refuse(func, "indexes with a boolean mask (an implicit nonzero: a sync)")
         out = func(*args, **kwargs)
         # A 0-dim CPU tensor input is a scalar argument, which kernels take by value.
-        devices = {t.device for t in _tensors((args, kwargs))
+        devices = {t.device for t in device_counts.tensors_in((args, kwargs))
                    if not (t.dim() == 0 and t.device.type == "cpu")}
-        devices |= {t.device for t in _tensors(out)}
+        devices |= {t.device for t in device_counts.tensors_in(out)}
         if self.device is not None:
             devices.add(self.device)
         if len(devices) > 1:
