@@ -246,23 +246,71 @@ def test_finish_on_empty_stream(models):
     out = s.finish()
     assert out.dtype == np.float32 and out.shape == (0,)
     assert s.emitted_samples == 0
-    assert s.finish().shape == (0,)
-    with pytest.raises(RuntimeError):
+    again = s.finish()
+    assert again.dtype == np.float32 and again.shape == (0,)
+    with pytest.raises(RuntimeError, match="push after finish"):
         s.push(torch.zeros(1, hidden_dim(models[0])))
 
 
 def test_empty_push_and_bad_shape(models):
     s = StreamingVocoder(*models).start()
     assert s.push(torch.zeros(0, hidden_dim(models[0]))).shape == (0,)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"hidden must be a \[steps, dim\] tensor"):
         s.push(torch.zeros(hidden_dim(models[0])))
 
 
-def test_invalid_configuration_is_refused(models):
-    with pytest.raises(ValueError):
-        StreamingVocoder(*models, lookahead_steps=-1)
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("field", ["lookahead_steps", "left_context_steps", "crossfade_samples"])
+def test_invalid_configuration_is_refused(models, field):
+    with pytest.raises(ValueError, match="lookahead, left context and crossfade must be >= 0"):
+        StreamingVocoder(*models, **{field: -1})
+    StreamingVocoder(*models, **{field: 0})  # zero is allowed
+
+
+def test_chunk_sizes_must_be_ordered(models):
+    with pytest.raises(ValueError, match=r"need 1 <= min_chunk_steps <= max_chunk_steps"):
         StreamingVocoder(*models, min_chunk_steps=8, max_chunk_steps=4)
+    with pytest.raises(ValueError, match=r"need 1 <= min_chunk_steps"):
+        StreamingVocoder(*models, min_chunk_steps=0)
+    StreamingVocoder(*models, min_chunk_steps=4, max_chunk_steps=4)
+
+
+def test_defaults_are_the_documented_ones(models):
+    # The fidelity and cost figures in the module docstring are for these.
+    v = StreamingVocoder(*models)
+    assert (v.lookahead_steps, v.left_context_steps, v.crossfade_samples) == (8, 51, 256)
+    assert (v.min_chunk_steps, v.max_chunk_steps) == (4, 64)
+
+
+def test_chunks_start_small_and_double_up_to_the_largest(models, hidden):
+    vocoder = StreamingVocoder(*models, lookahead_steps=8, min_chunk_steps=4, max_chunk_steps=32)
+    sizes = [len(o) // SAMPLES_PER_STEP for o in stream(vocoder, hidden[:150], [1])[:-1] if len(o)]
+    assert sizes == [4, 8, 16, 32, 32, 32]
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 3])
+def test_audio_is_final_once_lookahead_steps_follow_it(models, hidden, lookahead):
+    # One-step chunks: after each push, everything but the last
+    # max(lookahead, 1) steps is out (the one-shot length ends half a step early).
+    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, min_chunk_steps=1, max_chunk_steps=1)
+    s = vocoder.start()
+    for k in range(1, 12):
+        s.push(hidden[k - 1:k])
+        assert s.emitted_samples == SAMPLES_PER_STEP * max(0, k - max(lookahead, 1)), k
+
+
+def test_render_counts_calls_and_steps(models, hidden):
+    vocoder = StreamingVocoder(*models)
+    vocoder.one_shot(hidden[:30])
+    vocoder.one_shot(hidden[:7])
+    assert (vocoder.calls, vocoder.steps_rendered) == (2, 37)
+
+
+def test_each_window_is_logged_at_debug_level(models, hidden, caplog):
+    caplog.set_level("DEBUG", logger="realtime.runtime.vocoder")
+    stream(StreamingVocoder(*models, lookahead_steps=2, min_chunk_steps=4), hidden[:12], [12])
+    messages = [r.getMessage() for r in caplog.records if r.name == "realtime.runtime.vocoder"]
+    assert messages == ["vocoded from step 0 to 10 over a 12-step window",
+                        "vocoded from step 10 to end over a 12-step window"]
 
 
 def test_low_precision_models_still_give_float32(models, hidden, reference):
