@@ -7,8 +7,8 @@ its fast test subset is appended to that copy's ``pyproject.toml``, and
 mutmut runs there: it mutates only those files, first runs the subset once to
 learn which tests reach which function, then runs each mutant against those
 tests (``-x``: the first failure kills it). Log calls are left alone. torch
-runs on one thread: forked
-test processes hang in an OpenMP pool started before the fork.
+runs on one thread: forked test processes hang in an OpenMP pool started
+before the fork.
 
 At the end each target's counts and surviving mutants are written to
 ``.mutate/TARGET.json`` and ``.mutate/TARGET-survivors.txt`` (with
