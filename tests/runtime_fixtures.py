@@ -78,6 +78,16 @@ def fidelity_runner(**options):
     return tiny_runner(assets=fidelity_assets(), **options)
 
 
+def meta_runner(max_slots: int = 4):
+    """A ``ModelRunner`` on the ``meta`` device in bf16 (shapes, devices and
+    dtypes without values: what CUDA would run, minus the numbers)."""
+    from realtime.runtime.runner import ModelRunner
+
+    opts = RuntimeOptions(weights="tiny-random", device="meta", max_slots=max_slots,
+                          batch_sizes=(1, 2, 4), kv_buckets=(64,), cuda_graphs=False)
+    return ModelRunner(fidelity_assets(), opts, torch.device("meta"), torch.bfloat16, vocoder=None)
+
+
 def request(text: str, streaming: bool = False, voice: str = "ash", **params) -> SegmentRequest:
     return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming)
 

@@ -14,23 +14,18 @@ the ``meta`` device in bf16.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from runtime_fixtures import (
     GREEDY,
     TEXTS,
     Driver,
-    fidelity_assets,
     fidelity_runner,
+    meta_runner,
     request,
 )
 
-from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.runner import JobSpec, ModelRunner, _Job
 from realtime.runtime.sampling import RowParams, sample
-from scheduler.plan import Lane, StepPlan
 from tools import strict_graphs
 from tools.strict_graphs import CaptureGuard, CaptureViolation, StrictGraphCache
 
@@ -179,15 +174,8 @@ def test_guard_lets_the_real_step_through():
 # --- meta device, bf16 ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def meta_runner():
-    opts = RuntimeOptions(weights="tiny-random", device="meta", max_slots=4, batch_sizes=(1, 2, 4),
-                          kv_buckets=(64,), cuda_graphs=False)
-    return ModelRunner(fidelity_assets(), opts, torch.device("meta"), torch.bfloat16, vocoder=None)
-
-
-def test_model_step_on_meta_in_bf16_is_device_and_dtype_clean(meta_runner):
-    r = meta_runner
+def test_model_step_on_meta_in_bf16_is_device_and_dtype_clean():
+    r = meta_runner()
     m, kv = r.model, r.cache
     d = m.shape.hidden
     assert kv.k[0].dtype == torch.bfloat16 and kv.k[0].device.type == "meta"
@@ -209,23 +197,3 @@ def test_model_step_on_meta_in_bf16_is_device_and_dtype_clean(meta_runner):
     with CaptureGuard("meta", what="meta sampling"):
         codes = sample(logits, history, pos, params)
     assert codes.dtype == torch.int64 and codes.shape == (4, m.shape.num_vq)
-
-
-def test_runner_step_on_meta_in_bf16(meta_runner):
-    # The runner's own prefill and decode (everything but the host read of
-    # the EOS flags, which meta cannot do) with bf16 weights and KV.
-    r = meta_runner
-    work = [r.prepare(request(t, **GREEDY)).work for t in TEXTS[:3]]
-    assert all(isinstance(w, JobSpec) for w in work)
-    jobs = [_Job(i, w, slot=i) for i, w in enumerate(work)]
-    plan = StepPlan(Lane.BACKGROUND, prefill=(0, 1, 2), slots=(0, 1, 2), work=tuple(work),
-                    prefill_batch=4, prompt_bucket=32)
-    r.pad_batches = True
-    pre = r._prefill(jobs, plan)
-    assert pre.eos.dtype == torch.bool and pre.eos.shape == (3,) and pre.eos.device.type == "meta"
-    for j in jobs:
-        j.n_codes = 1
-    dec = r._decode(jobs, StepPlan(Lane.BACKGROUND, decode=(0, 1, 2), slots=(0, 1, 2), batch_size=4,
-                                   kv_bucket=64))
-    assert dec.eos.shape == (3,) and r.hidden.dtype == torch.float32 and r.codes.dtype == torch.int64
-    assert math.prod(r.hidden.shape) > 0

@@ -148,6 +148,7 @@ def test_runner_buffers_live_on_cuda():
     opts = RuntimeOptions(weights="tiny-random", device="cuda", precision="auto",
                           max_slots=2, batch_sizes=(1,), kv_buckets=(64,))
     runner = build_runner(opts, assets=tiny_assets())
+    assert runner.device == "cuda"  # hello.model.device
     m = runner.model
     tensors = [runner.codes, runner.hidden, m.cos, m.sin, m.emb_text, m.emb_code, m.norm,
                *runner.cache.k, *runner.cache.v]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
-from runtime_fixtures import TEXTS, Driver, request, tiny_runner
+from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_runner
 
 from realtime.runtime.api import SAMPLES_PER_STEP
+from realtime.runtime.runner import JobSpec, _Job
 from realtime.runtime.vocoder import audio_samples
 from scheduler.plan import Lane, StepPlan
 
@@ -83,6 +86,11 @@ def test_reset_drops_every_job(runner):
     assert set(runner.jobs) == {1, 2}
     runner.reset()
     assert not runner.jobs
+    again = Driver(runner)  # and the runner serves again, from a clean state
+    again.add(3, request(TEXTS[0], seed=1, min_new_tokens=6, max_new_tokens=6))
+    again.add(4, request(TEXTS[1], seed=2, min_new_tokens=6, max_new_tokens=6))
+    again.run()
+    assert again.tokens == {3: 6, 4: 6} and not runner.jobs
 
 
 def test_oom_advances_nothing_and_retry_matches(runner, monkeypatch):
@@ -125,7 +133,49 @@ def test_max_new_tokens_ends_a_job(runner):
 
 
 def test_warmup_times_each_batch_and_bucket():
-    r = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64, 128))
+    r = tiny_runner(max_slots=2, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
+    start = time.perf_counter()
     timings = r.warmup()
+    elapsed = time.perf_counter() - start
+    # Batch 4 exceeds the 2 slots: not a shape the scheduler can plan.
     assert set(timings) == {(1, 64), (1, 128), (2, 64), (2, 128)}
-    assert all(t > 0 for t in timings.values())
+    assert all(0 < t <= elapsed for t in timings.values())  # measured inside the warm-up
+
+
+def test_voices_come_from_the_options_file(tmp_path):
+    path = tmp_path / "voices.json"
+    path.write_text('{"maple": "seed:11"}')
+    r = tiny_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(64,), voices_file=str(path))
+    assert "maple" in r.voices and "default" in r.voices
+    assert r.prepare(request(TEXTS[1], voice="maple")).prompt_len > 0
+
+
+def test_runner_buffers_follow_its_device_and_dtype():
+    r = meta_runner()
+    assert r.device == "cpu"  # hello.model.device: anything but CUDA reads "cpu"
+    m = r.model
+    tensors = [r.codes, r.hidden, m.cos, m.sin, m.emb_text, m.emb_code, m.norm, *r.cache.k, *r.cache.v]
+    assert all(t.device.type == "meta" for t in tensors)
+    assert r.cache.k[0].dtype == m.dtype == torch.bfloat16
+    assert r.hidden.dtype == torch.float32 and r.codes.dtype == torch.int64
+    # One row per slot plus the scratch row that padding rows write.
+    assert r.codes.shape[0] == r.hidden.shape[0] == r.max_slots + 1 == r.cache.scratch + 1
+
+
+def test_runner_step_on_meta_in_bf16():
+    # The runner's own prefill and decode (everything but the host read of
+    # the EOS flags, which meta cannot do) with bf16 weights and KV.
+    r = meta_runner()
+    work = [r.prepare(request(t, **GREEDY)).work for t in TEXTS[:3]]
+    assert all(isinstance(w, JobSpec) for w in work)
+    jobs = [_Job(i, w, slot=i) for i, w in enumerate(work)]
+    plan = StepPlan(Lane.BACKGROUND, prefill=(0, 1, 2), slots=(0, 1, 2), work=tuple(work),
+                    prefill_batch=4, prompt_bucket=32)
+    r.pad_batches = True
+    pre = r._prefill(jobs, plan)
+    assert pre.eos.dtype == torch.bool and pre.eos.shape == (3,) and pre.eos.device.type == "meta"
+    for j in jobs:
+        j.n_codes = 1
+    dec = r._decode(jobs, StepPlan(Lane.BACKGROUND, decode=(0, 1, 2), slots=(0, 1, 2), batch_size=4,
+                                   kv_bucket=64))
+    assert dec.eos.shape == (3,) and dec.eos.device.type == "meta"
