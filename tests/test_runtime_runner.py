@@ -179,3 +179,56 @@ def test_runner_step_on_meta_in_bf16():
     dec = r._decode(jobs, StepPlan(Lane.BACKGROUND, decode=(0, 1, 2), slots=(0, 1, 2), batch_size=4,
                                    kv_bucket=64))
     assert dec.eos.shape == (3,) and dec.eos.device.type == "meta"
+
+
+def test_rows_in_one_ascending_run_of_slots_read_the_cache_through_a_view(monkeypatch):
+    # model.decode's ``first_slot``: a view for slots first..first+B-1 (eager,
+    # unpadded), the gather otherwise. Results are the same; the view is cheaper.
+    r = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64,))
+    seen = []
+    real = r.model.decode
+
+    def spy(x, slots, pos, cache, kv_len, first_slot=None):
+        seen.append(first_slot)
+        return real(x, slots, pos, cache, kv_len, first_slot)
+
+    monkeypatch.setattr(r.model, "decode", spy)
+    work = [r.prepare(request(TEXTS[1], seed=i, min_new_tokens=9)).work for i in range(3)]
+
+    def run(slots, pad):
+        r.pad_batches = pad
+        n = len(slots)
+        ids = tuple(range(n))
+        r.execute(StepPlan(Lane.BACKGROUND, prefill=ids, slots=slots, work=tuple(work[:n]),
+                           prefill_batch=4, prompt_bucket=32))
+        seen.clear()
+        r.execute(StepPlan(Lane.BACKGROUND, decode=ids, slots=slots, batch_size=4, kv_bucket=64))
+        r.execute(StepPlan(Lane.BACKGROUND, release=ids))
+        return seen[0]
+
+    assert run((1, 2, 3), pad=False) == 1
+    assert run((0, 1), pad=False) == 0
+    assert run((0, 2), pad=False) is None
+    assert run((2, 1), pad=False) is None
+    assert run((1, 2, 3), pad=True) is None  # padded rows use the scratch slot: gather
+    assert not r.jobs
+
+
+def test_sampling_parameters_are_built_once_per_batch(monkeypatch):
+    # Steady steps reuse the batch's device-side parameters (building them
+    # is host->device copies); a change of batch rebuilds them.
+    r = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64,))
+    built = []
+    real = r._row_params
+    monkeypatch.setattr(r, "_row_params", lambda jobs: built.append(len(jobs)) or real(jobs))
+    d = Driver(r)
+    d.add(1, request(TEXTS[0], seed=1, min_new_tokens=8, max_new_tokens=8))
+    d.add(2, request(TEXTS[1], seed=2, min_new_tokens=8, max_new_tokens=8))
+    for _ in range(4):
+        d.step()
+    assert built == [2, 2]  # the prefill's, then the decode batch's once
+    d.add(3, request(TEXTS[2], seed=3, min_new_tokens=4, max_new_tokens=4))
+    d.step()
+    d.step()
+    assert built == [2, 2, 1, 3]
+    d.run()
