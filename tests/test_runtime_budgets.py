@@ -111,6 +111,7 @@ def test_counter_counts_what_it_should():
         host = torch.tensor([0, 1])  # host: no transfer
         host.tolist()
         x[host]  # a host index tensor used on the device: an implicit h2d
+        x[torch.arange(2)]  # a host factory's tensor, the same
         x.cpu().tolist()  # one d2h (the tolist reads the host copy)
         x.sum().item()  # d2h
         x.to(device="cpu", dtype=torch.float32).numpy()  # d2h
@@ -119,5 +120,5 @@ def test_counter_counts_what_it_should():
         torch.tensor([3.0]).to(DEVICE, non_blocking=True)  # async h2d
         a + 1
     c = counter.counts
-    assert (c.h2d, c.d2h, c.h2d_async) == (2, 4, 1), dict(c.sites)
+    assert (c.h2d, c.d2h, c.h2d_async) == (3, 4, 1), dict(c.sites)
     assert c.launches >= 4

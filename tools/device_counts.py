@@ -16,10 +16,11 @@ host". Inside ``DeviceCounter``:
   The host is spelled ``"cpu"`` (a string) or ``.cpu()``; a ``torch.device``
   object (code takes them from its own tensors and parameters, whose
   ``.device`` is plain ``cpu`` here) names the device the code runs on.
-  Tensors made on the host inside the counted code (no device, or results of
-  those reads, or of ops on host tensors only) are tracked, so reading them
-  again costs nothing; a host tensor (not a 0-dim scalar) fed to an op
-  together with device tensors is an implicit host->device copy;
+  Tensors made on the host inside the counted code (factories without a
+  device, results of those reads, or of ops on host tensors only) are
+  tracked, so reading them again costs nothing; a host tensor (not a 0-dim
+  scalar) fed to an op together with device tensors is an implicit
+  host->device copy;
 - a ``TorchDispatchMode`` counts aten ops that launch work: every op except
   views, allocations without a fill, and ops on host tensors only. On CUDA
   most such ops are one kernel each (a few are more), so this is the eager
@@ -48,6 +49,9 @@ DEVICE = torch.device("cpu", 0)  # "the device" for counting; plain "cpu" is the
 _HOST = torch.device("cpu")
 
 _FACTORIES_FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
+# Factories without data: made on the host unless given a device.
+_FACTORIES = {torch.arange, torch.zeros, torch.ones, torch.full, torch.empty, torch.eye,
+              torch.linspace, torch.randn, torch.rand, torch.randint}
 _READS = {"cpu", "item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"}
 _NOT_LAUNCHES = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided",
                  "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "detach", "alias"}
@@ -139,6 +143,11 @@ class _Transfers(TorchFunctionMode):
             if device is not None and torch.device(device) != _HOST:
                 c.transfer("h2d", kwargs.get("non_blocking", False))
             else:
+                c.mark_host(out)
+            return out
+        if func in _FACTORIES:
+            device = kwargs.get("device")  # the host only when absent or spelled "cpu"
+            if device is None or (isinstance(device, str) and torch.device(device) == _HOST):
                 c.mark_host(out)
             return out
         if name in ("to", "cuda") and inputs:
