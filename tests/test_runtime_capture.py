@@ -51,6 +51,7 @@ def _replays(cache) -> int:
 def test_graph_path_decodes_as_upstream(graph_runner, references):
     cache = graph_runner.graphs
     before = {k: e.graph.replays for k, e in cache.decode_graphs.items()}
+    prefills_before = sum(e.graph.replays for e in cache.prefill_graphs.values())
     d = Driver(graph_runner)
     d.add(0, request(TEXTS[0], **GREEDY))
     d.add(1, request(TEXTS[1], **GREEDY))
@@ -66,6 +67,7 @@ def test_graph_path_decodes_as_upstream(graph_runner, references):
         assert (d.hidden[i] - ref.hidden).abs().max().item() <= 1e-4, text
     used = {k for k, e in cache.decode_graphs.items() if e.graph.replays > before[k]}
     assert {(2, 64), (4, 64)} <= used  # real rows and padded rows both replayed
+    assert sum(e.graph.replays for e in cache.prefill_graphs.values()) > prefills_before
 
 
 def _clone_cache(cache):
