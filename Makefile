@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 
 STAMP := $(VENV)/.installed
 
-.PHONY: install serve test lint bench clean gpu-check
+.PHONY: install serve test lint bench clean gpu-check mutate
 
 install: $(STAMP)
 
@@ -43,10 +43,16 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench runtime --quick
 
+# Mutation testing (not in CI: tens of minutes per target). MUTATE_ARGS picks
+# targets, e.g. make mutate MUTATE_ARGS="sampling vocoder". See docs/testing.md.
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	$(PY) -m tools.mutate $(MUTATE_ARGS)
+
 # On a GPU machine: venv/packages as needed, then tools.gpu_check
 # (JSON in $$OUT or here). See docs/runtime.md.
 gpu-check:
 	tools/gpu_check.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mutate

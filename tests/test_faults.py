@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 
 import orjson
 import pytest
-from conftest import Frame, async_http_get, free_port, start_server_process, wait_ready
+from conftest import Frame, async_http_get, free_port, start_server_process, wait_ready, wait_until
+from waits import until_status
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -226,6 +228,14 @@ async def test_client_vanishing_frees_everything(server_factory, ws_connect, sta
     await still_serves(server, ws_connect)
 
 
+async def _until_disconnected(server, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while server.connection_count:
+        assert loop.time() < end, "the server never noticed the client was gone"
+        await asyncio.sleep(0.01)
+
+
 async def _drops(server) -> bool:
     for _ in range(100):
         if server.connection_count == 0:
@@ -270,14 +280,6 @@ async def test_slow_consumer_is_stopped_and_others_go_on(server_factory, ws_conn
                for t in got.values())
 
 
-async def _until(predicate, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.005)
-
-
 async def test_an_overflow_never_drops_the_audio_of_a_finished_utterance(server_factory,
                                                                        ws_connect):
     # A finished utterance's frames may still wait in the send queue, behind a
@@ -289,10 +291,10 @@ async def test_an_overflow_never_drops_the_audio_of_a_finished_utterance(server_
     await client.send({"type": "speak", "id": "filler", "text": "x" * 4000, "chunking": "token",
                        "format": "pcm_f32le"})
     session = next(iter(server.sessions))
-    await _until(lambda: session.outbox.audio_bytes > 100_000)  # the socket is full
+    await wait_until(lambda: session.outbox.audio_bytes > 100_000)  # the socket is full
     await client.send({"type": "speak", "id": "short", "text": "Hi there.", "format": "pcm_f32le"})
-    await _until(lambda: "short" not in session.utterances)  # done, queued behind the filler
-    await _until(lambda: "filler" not in session.utterances)  # overflow: slow_consumer
+    await wait_until(lambda: "short" not in session.utterances)  # done, queued behind the filler
+    await wait_until(lambda: "filler" not in session.utterances)  # overflow: slow_consumer
     got = await client.collect(["filler", "short"], timeout=20)
     got["short"].check_done("pcm_f32le")
     assert isinstance(got["filler"].terminal, Error)
@@ -325,7 +327,7 @@ async def test_sigterm_mid_stream_ends_every_utterance(ws_connect):
                                "chunking": "token"})
         await client.next_message(Frame)
         proc.send_signal(signal.SIGTERM)
-        await asyncio.sleep(0.2)
+        await asyncio.to_thread(until_status, port, "/readyz", 503)  # new work is refused now
         await client.send({"type": "speak", "id": "late", "text": "Too late."})
         await client.send({"type": "cancel", "id": "long2"})
         close_code = None
@@ -353,12 +355,20 @@ async def test_sigterm_mid_stream_ends_every_utterance(ws_connect):
 
 
 class StallOnOom(ToneRunner):
-    """Out of memory takes a while to come back, so a client can vanish meanwhile."""
+    """Out of memory takes a while to come back, so a client can vanish
+    meanwhile: the first OOM step sets ``stalled`` and waits until the test
+    sets ``resume`` (at most 10 s)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.stalled = threading.Event()
+        self.resume = threading.Event()
 
     def execute(self, plan):
         out = super().execute(plan)
-        if out.oom:
-            time.sleep(0.2)
+        if out.oom and not self.stalled.is_set():
+            self.stalled.set()
+            self.resume.wait(10)
         return out
 
 
@@ -369,9 +379,14 @@ async def test_cancel_after_out_of_memory_leaves_nothing_held(server_factory):
     for i, text in enumerate(["A plain sentence here.", "This one has OOM inside."]):
         await ws.send(orjson.dumps({"type": "speak", "id": f"x{i}", "text": text,
                                     "lane": "background"}).decode())
-    await asyncio.sleep(0.1)  # the batched step is stalled inside its OOM
-    ws.transport.abort()
-    await wait_idle(server, timeout=1.5)
+    runner = server.worker.runner
+    try:
+        assert await asyncio.to_thread(runner.stalled.wait, 10)  # the batched step hit its OOM
+        ws.transport.abort()
+        await _until_disconnected(server)
+    finally:
+        runner.resume.set()
+    await wait_idle(server, timeout=5)
 
 
 def test_soak_small():

@@ -1,7 +1,8 @@
 """The GPU check runs end to end on the CPU with tiny weights; the CUDA path
 itself (graphs, mixed precision) runs only where a GPU is present. On the CPU,
 the runner's graph path (padded batches, static inputs and outputs, replay)
-runs with a stand-in graph that replays the captured function eagerly."""
+runs under tools/strict_graphs.py's strict stand-in for capture (see also
+tests/test_runtime_capture.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
 
-from realtime.runtime import graphs
 from realtime.runtime.api import RuntimeOptions
-from tools import gpu_check
+from tools import gpu_check, strict_graphs
+from tools.strict_graphs import StrictGraphCache
 
 
 def test_gpu_check_smoke_on_cpu(tmp_path, one_torch_thread):
@@ -61,38 +62,26 @@ def test_gpu_check_budget_skips_sections_but_writes_json(tmp_path, one_torch_thr
         assert "skipped" in report[name], name
 
 
-class _EagerGraph:
-    """Stands in for ``torch.cuda.CUDAGraph``: replay re-runs the captured
-    function on the same static inputs into the same static output."""
+class _FailingCapture(StrictGraphCache):
+    """The strict stand-in, with the ``fail_at``-th capture raising."""
 
-    def __init__(self, fn, inputs, output):
-        self.fn, self.inputs, self.output = fn, inputs, output
-        self.replays = 0
+    def __init__(self, fail_at: int):
+        super().__init__()
+        self.fail_at, self.calls = fail_at, 0
 
-    def replay(self):
-        self.replays += 1
-        self.output.copy_(self.fn(*self.inputs))
-
-
-def _fake_capture(fail_at=None):
-    calls = []
-
-    def capture(self, fn, inputs):
-        calls.append(tuple(t.shape for t in inputs))
-        if fail_at is not None and len(calls) == fail_at:
+    def _capture(self, fn, inputs):
+        self.calls += 1
+        if self.calls == self.fail_at:
             raise RuntimeError("capture failed")
-        with torch.no_grad():
-            output = fn(*inputs)
-        return graphs._Captured(_EagerGraph(fn, inputs, output), inputs, output)
-    return capture
+        return super()._capture(fn, inputs)
 
 
-def _graph_runner(monkeypatch, fail_at=None):
-    monkeypatch.setattr(graphs.GraphCache, "_capture", _fake_capture(fail_at))
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
-    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a: 0)
+def _graph_runner(fail_at=None):
     runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
-    runner.graphs = graphs.GraphCache()
+    if fail_at is None:
+        strict_graphs.install(runner)
+        return runner
+    runner.graphs = _FailingCapture(fail_at)
     runner.graphs.bind(runner.model, runner.cache)
     runner.pad_batches = True
     runner.warmup()
@@ -107,8 +96,8 @@ def _codes(runner):
     return d.codes
 
 
-def test_graph_path_on_cpu_matches_eager(monkeypatch, one_torch_thread):
-    runner = _graph_runner(monkeypatch)
+def test_graph_path_on_cpu_matches_eager(one_torch_thread):
+    runner = _graph_runner()
     cache = runner.graphs
     assert set(cache.decode_graphs) == {(b, k) for b in (1, 2, 4) for k in (64, 128)}
     # Prompt buckets shorter than the cache (128): 32 and 64.
@@ -123,8 +112,8 @@ def test_graph_path_on_cpu_matches_eager(monkeypatch, one_torch_thread):
         assert torch.equal(got[i], want[i]), i
 
 
-def test_failed_capture_falls_back_to_eager(monkeypatch, one_torch_thread):
-    runner = _graph_runner(monkeypatch, fail_at=3)
+def test_failed_capture_falls_back_to_eager(one_torch_thread):
+    runner = _graph_runner(fail_at=3)
     cache = runner.graphs
     assert len(cache.decode_graphs) == 2 and not cache.prefill_graphs
     assert len(cache.errors) == 1 and "capture failed" in cache.errors[0]
@@ -159,6 +148,7 @@ def test_runner_buffers_live_on_cuda():
     opts = RuntimeOptions(weights="tiny-random", device="cuda", precision="auto",
                           max_slots=2, batch_sizes=(1,), kv_buckets=(64,))
     runner = build_runner(opts, assets=tiny_assets())
+    assert runner.device == "cuda"  # hello.model.device
     m = runner.model
     tensors = [runner.codes, runner.hidden, m.cos, m.sin, m.emb_text, m.emb_code, m.norm,
                *runner.cache.k, *runner.cache.v]

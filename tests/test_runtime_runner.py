@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
-from runtime_fixtures import TEXTS, Driver, request, tiny_runner
+from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_runner
 
-from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure
+from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
+from realtime.runtime.runner import PUSH_EVERY, JobSpec, _Job
 from realtime.runtime.vocoder import audio_samples
 from scheduler.plan import Lane, StepPlan
 
@@ -38,6 +41,8 @@ def test_audio_for_streaming_and_one_shot_jobs(runner):
     assert one.dtype == np.float32 and len(one) == audio_samples(30) == 30 * SAMPLES_PER_STEP - 256
     assert len(streamed) == len(one)
     assert np.abs(one).max() > 0
+    # Streamed pieces: float32, and only in steps that made some (the last may be empty).
+    assert all(c.dtype == np.float32 for c in d.audio[2]) and all(len(c) for c in d.audio[2][:-1])
 
 
 def test_empty_text_is_not_scheduled(runner):
@@ -52,7 +57,20 @@ def test_prepare_keeps_nothing(runner):
 
 def test_unknown_job_fails_without_raising(runner):
     out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(999,), slots=(0,)))
-    assert 999 in out.failed and not out.oom
+    assert out.failed == {999: "decode of a job not prefilled in slot 0"} and not out.oom
+
+
+def test_a_bad_row_fails_alone(runner):
+    work = [runner.prepare(request(TEXTS[1], seed=j, min_new_tokens=5)).work for j in range(3)]
+    out = runner.execute(StepPlan(Lane.BACKGROUND, prefill=(1, 2, 3), slots=(0, 0, 1), work=tuple(work),
+                                  prefill_batch=4, prompt_bucket=32))
+    assert out.failed == {2: "prefill into slot 0 breaks the runner's contract"}  # slot 0 taken by 1
+    assert set(out.tokens) == {1, 3}
+    out = runner.execute(StepPlan(Lane.BACKGROUND, decode=(99, 1, 3), slots=(2, 0, 1), batch_size=4,
+                                  kv_bucket=64))
+    assert set(out.failed) == {99} and out.tokens == {1: 2, 3: 2}  # the rows after it still ran
+    runner.execute(StepPlan(Lane.BACKGROUND, release=(1, 3)))
+    assert not runner.jobs
 
 
 def test_plans_that_break_the_slot_contract_fail_their_jobs(runner):
@@ -83,6 +101,11 @@ def test_reset_drops_every_job(runner):
     assert set(runner.jobs) == {1, 2}
     runner.reset()
     assert not runner.jobs
+    again = Driver(runner)  # and the runner serves again, from a clean state
+    again.add(3, request(TEXTS[0], seed=1, min_new_tokens=6, max_new_tokens=6))
+    again.add(4, request(TEXTS[1], seed=2, min_new_tokens=6, max_new_tokens=6))
+    again.run()
+    assert again.tokens == {3: 6, 4: 6} and not runner.jobs
 
 
 def test_oom_advances_nothing_and_retry_matches(runner, monkeypatch):
@@ -139,7 +162,178 @@ def test_max_new_tokens_ends_a_job(runner):
 
 
 def test_warmup_times_each_batch_and_bucket():
-    r = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64, 128))
+    r = tiny_runner(max_slots=2, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
+    start = time.perf_counter()
     timings = r.warmup()
+    elapsed = time.perf_counter() - start
+    # Batch 4 exceeds the 2 slots: not a shape the scheduler can plan.
     assert set(timings) == {(1, 64), (1, 128), (2, 64), (2, 128)}
-    assert all(t > 0 for t in timings.values())
+    assert all(0 < t <= elapsed for t in timings.values())  # measured inside the warm-up
+
+
+def test_voices_come_from_the_options_file(tmp_path):
+    path = tmp_path / "voices.json"
+    path.write_text('{"maple": "seed:11"}')
+    r = tiny_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(64,), voices_file=str(path))
+    assert "maple" in r.voices and "default" in r.voices
+    assert r.prepare(request(TEXTS[1], voice="maple")).prompt_len > 0
+
+
+def test_runner_buffers_follow_its_device_and_dtype():
+    r = meta_runner()
+    assert r.device == "cpu"  # hello.model.device: anything but CUDA reads "cpu"
+    m = r.model
+    tensors = [r.codes, r.hidden, m.cos, m.sin, m.emb_text, m.emb_code, m.norm, *r.cache.k, *r.cache.v]
+    assert all(t.device.type == "meta" for t in tensors)
+    assert r.cache.k[0].dtype == m.dtype == torch.bfloat16
+    assert r.hidden.dtype == torch.float32 and r.codes.dtype == torch.int64
+    # One row per slot plus the scratch row that padding rows write.
+    assert r.codes.shape[0] == r.hidden.shape[0] == r.max_slots + 1 == r.cache.scratch + 1
+
+
+def test_runner_step_on_meta_in_bf16():
+    # The runner's own prefill and decode (everything but the host read of
+    # the EOS flags, which meta cannot do) with bf16 weights and KV.
+    r = meta_runner()
+    work = [r.prepare(request(t, **GREEDY)).work for t in TEXTS[:3]]
+    assert all(isinstance(w, JobSpec) for w in work)
+    jobs = [_Job(i, w, slot=i) for i, w in enumerate(work)]
+    plan = StepPlan(Lane.BACKGROUND, prefill=(0, 1, 2), slots=(0, 1, 2), work=tuple(work),
+                    prefill_batch=4, prompt_bucket=32)
+    r.pad_batches = True
+    pre = r._prefill(jobs, plan)
+    assert pre.eos.dtype == torch.bool and pre.eos.shape == (3,) and pre.eos.device.type == "meta"
+    for j in jobs:
+        j.n_codes = 1
+    dec = r._decode(jobs, StepPlan(Lane.BACKGROUND, decode=(0, 1, 2), slots=(0, 1, 2), batch_size=4,
+                                   kv_bucket=64))
+    assert dec.eos.shape == (3,) and dec.eos.device.type == "meta"
+
+
+def test_rows_in_one_ascending_run_of_slots_read_the_cache_through_a_view(monkeypatch):
+    # model.decode's ``first_slot``: a view for slots first..first+B-1 (eager,
+    # unpadded), the gather otherwise. Results are the same; the view is cheaper.
+    r = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64,))
+    seen = []
+    real = r.model.decode
+
+    def spy(x, slots, pos, cache, kv_len, first_slot=None):
+        seen.append(first_slot)
+        return real(x, slots, pos, cache, kv_len, first_slot)
+
+    monkeypatch.setattr(r.model, "decode", spy)
+    work = [r.prepare(request(TEXTS[1], seed=i, min_new_tokens=9)).work for i in range(3)]
+
+    def run(slots, pad):
+        r.pad_batches = pad
+        n = len(slots)
+        ids = tuple(range(n))
+        r.execute(StepPlan(Lane.BACKGROUND, prefill=ids, slots=slots, work=tuple(work[:n]),
+                           prefill_batch=4, prompt_bucket=32))
+        seen.clear()
+        r.execute(StepPlan(Lane.BACKGROUND, decode=ids, slots=slots, batch_size=4, kv_bucket=64))
+        r.execute(StepPlan(Lane.BACKGROUND, release=ids))
+        return seen[0]
+
+    assert run((1, 2, 3), pad=False) == 1
+    assert run((0, 1), pad=False) == 0
+    assert run((0, 2), pad=False) is None
+    assert run((2, 1), pad=False) is None
+    assert run((1, 2, 3), pad=True) is None  # padded rows use the scratch slot: gather
+    assert not r.jobs
+
+
+def test_sampling_parameters_are_built_once_per_batch(monkeypatch):
+    # Steady steps reuse the batch's device-side parameters (building them
+    # is host->device copies); a change of batch rebuilds them.
+    r = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64,))
+    built = []
+    real = r._row_params
+    monkeypatch.setattr(r, "_row_params", lambda jobs: built.append(len(jobs)) or real(jobs))
+    d = Driver(r)
+    d.add(1, request(TEXTS[0], seed=1, min_new_tokens=8, max_new_tokens=8))
+    d.add(2, request(TEXTS[1], seed=2, min_new_tokens=8, max_new_tokens=8))
+    for _ in range(4):
+        d.step()
+    assert built == [2, 2]  # the prefill's, then the decode batch's once
+    d.add(3, request(TEXTS[2], seed=3, min_new_tokens=4, max_new_tokens=4))
+    d.step()
+    d.step()
+    assert built == [2, 2, 1, 3]
+    d.run()
+
+
+def test_prepare_bounds_the_prompt_and_the_codes_by_the_cache():
+    r = tiny_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(64,))
+    by_len = {}
+    for words in range(40, 70):  # one token per "a"
+        try:
+            prepared = r.prepare(request("a " * words, max_new_tokens=2048))
+            by_len[prepared.prompt_len] = prepared
+        except RequestError as exc:
+            by_len.setdefault("refused", str(exc))
+    longest = max(k for k in by_len if k != "refused")
+    assert longest == 62  # max_len - 2: room for at least one code and its successor
+    assert by_len[62].work.max_new == 2  # the codes fill the cache
+    assert by_len["refused"].endswith("prompt tokens, at most 62")
+    assert r.prepare(request(" ... ")).prompt_len == 0
+
+
+def test_unseeded_requests_draw_32_bit_seeds_from_the_options_seed():
+    a, b = (tiny_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(64,), seed=7) for _ in range(2))
+    seeds_a = [a.prepare(request(TEXTS[1])).work.seed for _ in range(20)]
+    assert seeds_a == [b.prepare(request(TEXTS[1])).work.seed for _ in range(20)]
+    assert all(0 <= s < 2**32 for s in seeds_a) and len(set(seeds_a)) == 20
+    assert a.prepare(request(TEXTS[1], seed=5)).work.seed == 5
+
+
+def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
+    d = Driver(runner)
+    d.add(1, request(TEXTS[0], seed=1, min_new_tokens=6, max_new_tokens=6))
+    d.add(2, request(TEXTS[1], seed=2, min_new_tokens=6, max_new_tokens=6))
+    d.add(3, request(TEXTS[2], seed=3, min_new_tokens=6, max_new_tokens=6))
+    for _ in range(5):
+        d.step()
+    real = runner.vocoder.one_shot
+    calls = []
+
+    def flaky(hidden):
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise RuntimeError("vocoder broke")
+        return real(hidden)
+
+    monkeypatch.setattr(runner.vocoder, "one_shot", flaky)
+    out = d.step(check=False)
+    assert len(calls) == 3  # the others were still vocoded
+    (failed,) = out.failed
+    assert out.failed[failed] == "vocoder failed: RuntimeError: vocoder broke"
+    assert failed not in out.finished and failed not in out.audio and len(out.audio) == 2
+    assert not runner.jobs
+
+
+def test_streaming_jobs_push_every_few_codes(runner):
+    d = Driver(runner)
+    d.add(1, request(TEXTS[0], seed=1, min_new_tokens=11, max_new_tokens=11, streaming=True))
+    pushed = []
+    for _ in range(10):
+        d.step()
+        job = runner.jobs[1]
+        pushed.append((job.n_codes, job.stream.steps if job.stream is not None else 0))
+    assert pushed == [(n, n - n % PUSH_EVERY) for n in range(1, 11)]
+    d.run()
+    assert d.tokens[1] == 11
+
+
+def test_serving_runners_keep_no_codes_and_run_real_rows_only():
+    r = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64,))
+    assert r.record_codes is False and r.pad_batches is False and r.graphs is None
+    r.execute(StepPlan(Lane.BACKGROUND, prefill=(1,), slots=(0,), work=(r.prepare(request(
+        TEXTS[1], seed=1, min_new_tokens=1, max_new_tokens=1)).work,), prefill_batch=1, prompt_bucket=32))
+    assert not r.jobs and not r.finished_codes and not r.finished_hidden
+
+
+def test_warmup_runs_on_the_runners_device():
+    r = meta_runner(max_slots=2)
+    timings = r.warmup()  # every tensor the timing loop makes must be on meta
+    assert set(timings) == {(b, 64) for b in (1, 2)}

@@ -9,7 +9,13 @@ unit-normal hidden states, one step per push):
   asserted: 45 dB); lookahead 4: 34 dB; lookahead 16: 117 dB.
 - seams: the sample-to-sample step across a chunk boundary differs from
   one-shot's step at the same place by at most 4e-4 (bound asserted: 1e-2,
-  i.e. 10 % of the signal's peak of about 0.1).
+  i.e. 10 % of the signal's peak of about 0.1); at the end of each crossfade
+  (where the new chunk takes over alone) by at most 3e-6 (asserted: 2e-5; a
+  fade ramped the wrong way gives up to 7e-4 there).
+- full lookahead and left context (53): stream equals one-shot within 1.4e-7
+  (asserted: 1e-6). The tiny models' field is effectively about +-16 steps
+  at that level: a right or left context of 10 steps misses by > 1e-5, which
+  ``test_short_context_changes_the_output`` keeps true, so 1e-6 means something.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ from realtime.runtime.vocoder import (
 )
 
 FULL = 53  # receptive radius + 1: windows then see all one-shot sees
+FULL_ATOL = 1e-6
 SNR_BOUND_DB = 45.0
 SEAM_EXCESS_BOUND = 1e-2
+FADE_END_EXCESS_BOUND = 2e-5
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -116,7 +124,15 @@ def test_full_lookahead_stream_equals_one_shot(models, hidden, reference, sizes)
     vocoder = StreamingVocoder(*models, lookahead_steps=FULL, left_context_steps=FULL)
     out = np.concatenate(stream(vocoder, hidden, sizes))
     assert out.shape == reference.shape
-    np.testing.assert_allclose(out, reference, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(out, reference, atol=FULL_ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("lookahead,left", [(10, FULL), (FULL, 10)])
+def test_short_context_changes_the_output(models, hidden, reference, lookahead, left):
+    # The full-context tolerance is tight enough to notice a missing context.
+    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, left_context_steps=left)
+    out = np.concatenate(stream(vocoder, hidden, [1]))
+    assert np.abs(out - reference).max() > 10 * FULL_ATOL
 
 
 def test_default_lookahead_snr_and_seams(models, hidden, reference):
@@ -128,6 +144,44 @@ def test_default_lookahead_snr_and_seams(models, hidden, reference):
     assert len(seams) >= 4  # chunks really were emitted while pushing
     excess = np.abs((out[seams] - out[seams - 1]) - (reference[seams] - reference[seams - 1]))
     assert excess.max() < SEAM_EXCESS_BOUND
+
+
+def test_seams_are_continuous_where_each_crossfade_starts_and_ends(models, hidden, reference):
+    vocoder = StreamingVocoder(*models)
+    outs = stream(vocoder, hidden, [1])
+    out = np.concatenate(outs)
+    seams = np.cumsum([len(o) for o in outs if len(o)])[:-1]
+    fade_ends = seams + vocoder.crossfade_samples
+    assert len(seams) >= 4 and fade_ends[-1] < len(out)
+
+    def excess(at):
+        return np.abs((out[at] - out[at - 1]) - (reference[at] - reference[at - 1]))
+
+    assert excess(seams).max() < SEAM_EXCESS_BOUND
+    assert excess(fade_ends).max() < FADE_END_EXCESS_BOUND
+
+
+class _ConstantRenders(StreamingVocoder):
+    """Each render returns a constant: 1.0 for the first call, 2.0 for the
+    second, ... so every crossfade's samples show its ramp exactly."""
+
+    def render(self, hidden):
+        self.calls += 1
+        return np.full(audio_samples(hidden.shape[0]), float(self.calls), dtype=np.float32)
+
+
+def test_crossfade_ramps_from_the_previous_estimate_to_the_new_one():
+    n = 64
+    vocoder = _ConstantRenders(torch.nn.Linear(1, 1), torch.nn.Linear(1, 1), lookahead_steps=2,
+                               crossfade_samples=n, min_chunk_steps=2, max_chunk_steps=4)
+    chunks = [c for c in stream(vocoder, torch.zeros(40, 4), [1]) if len(c)]
+    assert len(chunks) >= 4
+    np.testing.assert_array_equal(chunks[0], 1.0)
+    ramp = np.arange(1, n + 1, dtype=np.float32) / (n + 1)
+    for k, chunk in enumerate(chunks[1:], start=2):
+        # Starts just after the previous chunk's value, ends just before its own.
+        np.testing.assert_allclose(chunk[:n], (k - 1) + ramp, rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(chunk[n:], float(k))
 
 
 def test_shorter_lookahead_costs_fidelity(models, hidden, reference):
@@ -192,23 +246,71 @@ def test_finish_on_empty_stream(models):
     out = s.finish()
     assert out.dtype == np.float32 and out.shape == (0,)
     assert s.emitted_samples == 0
-    assert s.finish().shape == (0,)
-    with pytest.raises(RuntimeError):
+    again = s.finish()
+    assert again.dtype == np.float32 and again.shape == (0,)
+    with pytest.raises(RuntimeError, match="push after finish"):
         s.push(torch.zeros(1, hidden_dim(models[0])))
 
 
 def test_empty_push_and_bad_shape(models):
     s = StreamingVocoder(*models).start()
     assert s.push(torch.zeros(0, hidden_dim(models[0]))).shape == (0,)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"hidden must be a \[steps, dim\] tensor"):
         s.push(torch.zeros(hidden_dim(models[0])))
 
 
-def test_invalid_configuration_is_refused(models):
-    with pytest.raises(ValueError):
-        StreamingVocoder(*models, lookahead_steps=-1)
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("field", ["lookahead_steps", "left_context_steps", "crossfade_samples"])
+def test_invalid_configuration_is_refused(models, field):
+    with pytest.raises(ValueError, match="lookahead, left context and crossfade must be >= 0"):
+        StreamingVocoder(*models, **{field: -1})
+    StreamingVocoder(*models, **{field: 0})  # zero is allowed
+
+
+def test_chunk_sizes_must_be_ordered(models):
+    with pytest.raises(ValueError, match=r"need 1 <= min_chunk_steps <= max_chunk_steps"):
         StreamingVocoder(*models, min_chunk_steps=8, max_chunk_steps=4)
+    with pytest.raises(ValueError, match=r"need 1 <= min_chunk_steps"):
+        StreamingVocoder(*models, min_chunk_steps=0)
+    StreamingVocoder(*models, min_chunk_steps=4, max_chunk_steps=4)
+
+
+def test_defaults_are_the_documented_ones(models):
+    # The fidelity and cost figures in the module docstring are for these.
+    v = StreamingVocoder(*models)
+    assert (v.lookahead_steps, v.left_context_steps, v.crossfade_samples) == (8, 51, 256)
+    assert (v.min_chunk_steps, v.max_chunk_steps) == (4, 64)
+
+
+def test_chunks_start_small_and_double_up_to_the_largest(models, hidden):
+    vocoder = StreamingVocoder(*models, lookahead_steps=8, min_chunk_steps=4, max_chunk_steps=32)
+    sizes = [len(o) // SAMPLES_PER_STEP for o in stream(vocoder, hidden[:150], [1])[:-1] if len(o)]
+    assert sizes == [4, 8, 16, 32, 32, 32]
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 3])
+def test_audio_is_final_once_lookahead_steps_follow_it(models, hidden, lookahead):
+    # One-step chunks: after each push, everything but the last
+    # max(lookahead, 1) steps is out (the one-shot length ends half a step early).
+    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, min_chunk_steps=1, max_chunk_steps=1)
+    s = vocoder.start()
+    for k in range(1, 12):
+        s.push(hidden[k - 1:k])
+        assert s.emitted_samples == SAMPLES_PER_STEP * max(0, k - max(lookahead, 1)), k
+
+
+def test_render_counts_calls_and_steps(models, hidden):
+    vocoder = StreamingVocoder(*models)
+    vocoder.one_shot(hidden[:30])
+    vocoder.one_shot(hidden[:7])
+    assert (vocoder.calls, vocoder.steps_rendered) == (2, 37)
+
+
+def test_each_window_is_logged_at_debug_level(models, hidden, caplog):
+    caplog.set_level("DEBUG", logger="realtime.runtime.vocoder")
+    stream(StreamingVocoder(*models, lookahead_steps=2, min_chunk_steps=4), hidden[:12], [12])
+    messages = [r.getMessage() for r in caplog.records if r.name == "realtime.runtime.vocoder"]
+    assert messages == ["vocoded from step 0 to 10 over a 12-step window",
+                        "vocoded from step 10 to end over a 12-step window"]
 
 
 def test_low_precision_models_still_give_float32(models, hidden, reference):

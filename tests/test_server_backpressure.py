@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 
 import numpy as np
+from conftest import wait_until
 
 from protocol import Done, Error, ErrorCode, Speak
 from realtime.handoff import UpdateKind, WorkerUpdate
 from realtime.runtime.tone import ToneRunner
 from realtime.utterance import ServerUtterance
-
-
-async def _wait_for(predicate, timeout: float = 5.0) -> bool:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        if predicate():
-            return True
-        await asyncio.sleep(0.01)
-    return predicate()
 
 
 async def test_slow_consumer_is_stopped_and_memory_stays_bounded(server_factory, ws_connect):
@@ -35,12 +25,12 @@ async def test_slow_consumer_is_stopped_and_memory_stays_bounded(server_factory,
     await client.send({"type": "speak", "id": "slow", "text": text, "format": "pcm_f32le",
                        "sample_rate": 48000, "frame_ms": 1000})
     session = next(iter(server.sessions))
-    assert await _wait_for(lambda: "slow" not in session.utterances, timeout=20)
+    await wait_until(lambda: "slow" not in session.utterances, timeout=20)
     assert session.outbox.audio_bytes <= limit
     # now read: frames that were already queued, then the terminal error
     t = (await client.collect(["slow"], timeout=20))["slow"]
     assert isinstance(t.terminal, Error) and t.terminal.code == "slow_consumer"
-    assert await _wait_for(lambda: server.worker.stats.active_slots == 0)
+    await wait_until(lambda: server.worker.stats.active_slots == 0)
     # the connection still works
     ok = await client.speak_and_collect("next", "Ok.")  # one burst below the bound
     assert isinstance(ok.terminal, Done)
@@ -54,12 +44,12 @@ async def test_abrupt_disconnect_frees_the_model_slots(server_factory, ws_connec
         await client.send({"type": "speak", "id": f"d{i}", "text": "Long enough to be running. " * 5,
                            "lane": "background" if i % 2 else "interactive"})
     await client.recv()
-    assert await _wait_for(lambda: server.worker.stats.active_slots > 0)
+    await wait_until(lambda: server.worker.stats.active_slots > 0)
     client.ws.transport.abort()  # no close frame
-    assert await _wait_for(lambda: server.active_utterances == 0)
-    assert await _wait_for(lambda: server.worker.stats.active_slots == 0
+    await wait_until(lambda: server.active_utterances == 0)
+    await wait_until(lambda: server.worker.stats.active_slots == 0
                            and server.worker.stats.in_flight == 0)
-    assert await _wait_for(lambda: runner.slots_in_use == 0 and not server.worker._jobs)
+    await wait_until(lambda: runner.slots_in_use == 0 and not server.worker._jobs)
     assert server.worker.scheduler.idle
     assert not server.sessions
 

@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
-from conftest import ROOT, free_port, http_get, start_server_process, wait_ready
+from conftest import ROOT, free_port, start_server_process, wait_ready
+from waits import until_status
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from protocol import Error
@@ -40,9 +40,7 @@ async def test_sigterm_drains_in_flight_work_then_closes_1001(process, ws_connec
     await client.send({"type": "speak", "id": "inflight", "text": "Finish me please. " * 8})
     await client.recv()  # started
     proc.send_signal(signal.SIGTERM)
-    await asyncio.sleep(0.2)
-    status = await asyncio.to_thread(lambda: http_get(port, "/readyz")[0])
-    assert status == 503
+    await asyncio.to_thread(until_status, port, "/readyz", 503)
     with pytest.raises(InvalidStatus) as info:
         await ws_connect(f"ws://127.0.0.1:{port}/v1/stream")
     assert info.value.response.status_code == 503
@@ -81,8 +79,8 @@ def test_second_signal_forces_exit(process):
         ws.send('{"type":"speak","id":"x","text":"' + "Long. " * 50 + '"}')
         ws.recv()
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        assert proc.poll() is None  # still draining
+        until_status(port, "/readyz", 503)  # draining: the long utterance has ~15 s to go
+        assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(5) == 1
     del socket

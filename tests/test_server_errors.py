@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import wait_until
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Done, Error
@@ -94,17 +95,7 @@ async def test_a_malformed_message_naming_an_active_utterance_ends_it(server_fac
     assert isinstance(t.terminal, Error)
     assert (t.terminal.code, t.terminal.field) == ("bad_message", "text")
     assert not t.after_terminal
-    assert await _wait_until(lambda: server.active_utterances == 0 and not server.worker._jobs)
-
-
-async def _wait_until(predicate, timeout: float = 5.0) -> bool:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            return False
-        await asyncio.sleep(0.01)
-    return True
+    await wait_until(lambda: server.active_utterances == 0 and not server.worker._jobs)
 
 
 async def test_unknown_id_for_append_flush_and_cancel(tone_server, ws_connect):

@@ -124,9 +124,16 @@ async def test_tokens_are_never_logged(server_factory, ws_connect, caplog):
     with pytest.raises(InvalidStatus):
         await ws_connect(server, token="wrong-987654")
     await ws_connect(server, token="tok-123456")
-    await asyncio.sleep(0.05)
-    server_side = "\n".join(r.getMessage() for r in caplog.records
-                            if not r.name.startswith("websockets.client"))
+
+    def server_side() -> str:
+        return "\n".join(r.getMessage() for r in caplog.records
+                         if not r.name.startswith("websockets.client"))
+
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 5
+    while "GET /v1/stream" not in server_side() and loop.time() < end:
+        await asyncio.sleep(0.01)
+    server_side = server_side()
     assert "GET /v1/stream" in server_side  # the handshake was logged, minus the token
     assert "tok-123456" not in server_side and "wrong-987654" not in server_side
     assert "tok-123456" not in repr(server.config) and "tok-123456" not in str(server.config.summary())

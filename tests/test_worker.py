@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
+from conftest import wait_until
 
 from realtime.handoff import SegmentWork, Submission, UpdateKind
 from realtime.runtime.api import SegmentRequest
@@ -32,18 +34,10 @@ def _config(runner):
                            max_slots=runner.max_slots)
 
 
-def _submission(sink, texts, first_id, first=True, lane=Lane.INTERACTIVE, voice="seed:1"):
-    work = tuple(SegmentWork(first_id + i, i, SegmentRequest(text=t, voice=voice), 10)
+def _submission(sink, texts, first_id, first=True, lane=Lane.INTERACTIVE, voice="seed:1", index=0):
+    work = tuple(SegmentWork(first_id + i, index + i, SegmentRequest(text=t, voice=voice), 10)
                  for i, t in enumerate(texts))
     return Submission(sink, lane, 0.0, None, work, first)
-
-
-async def _until(predicate, timeout=5.0):
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "timed out"
-        await asyncio.sleep(0.005)
 
 
 async def _worker(runner):
@@ -57,7 +51,7 @@ async def test_segments_are_admitted_run_and_finished_with_their_audio():
     worker = await _worker(runner)
     sink = Sink()
     worker.submit(_submission(sink, ["Hello.", "World again."], 1))
-    await _until(lambda: sink.kinds().count(UpdateKind.FINISHED) == 2)
+    await wait_until(lambda: sink.kinds().count(UpdateKind.FINISHED) == 2)
     assert sink.kinds()[0] == UpdateKind.ADMITTED
     for job_id, text in ((1, "Hello."), (2, "World again.")):
         kinds = sink.kinds(job_id)
@@ -83,7 +77,7 @@ async def test_updates_arrive_in_one_callback_per_step():
     try:
         sink = Sink()
         worker.submit(_submission(sink, ["A streaming sentence here."], 1))
-        await _until(lambda: UpdateKind.FINISHED in sink.kinds())
+        await wait_until(lambda: UpdateKind.FINISHED in sink.kinds())
     finally:
         loop.call_soon_threadsafe = original
     assert len(calls) <= worker.stats.steps + 1  # + the admission answer
@@ -94,7 +88,7 @@ async def test_empty_text_and_voice_errors():
     worker = await _worker(ToneRunner())
     sink = Sink()
     worker.submit(_submission(sink, ["...", "!!"], 1))
-    await _until(lambda: UpdateKind.ADMITTED in sink.kinds())
+    await wait_until(lambda: UpdateKind.ADMITTED in sink.kinds())
     assert sink.kinds() == [UpdateKind.EMPTY, UpdateKind.EMPTY, UpdateKind.ADMITTED]
     bad = Sink()
     worker.submit(_submission(bad, ["Hello."], 10, voice="nobody"))
@@ -109,7 +103,7 @@ async def test_failed_job_fails_alone():
     worker.submit(_submission(bad, ["Please FAIL."], 1))
     worker.submit(_submission(good, ["All good here."], 2))
     await asyncio.wait_for(bad.ended.wait(), 5)
-    await _until(lambda: UpdateKind.FINISHED in good.kinds())
+    await wait_until(lambda: UpdateKind.FINISHED in good.kinds())
     assert bad.updates[-1].code == "internal"
     await worker.stop()
 
@@ -119,7 +113,7 @@ async def test_loop_crash_fails_in_flight_jobs_and_restarts():
     worker = await _worker(runner)
     victim = Sink()
     worker.submit(_submission(victim, ["A fairly long sentence that is running."], 1))
-    await _until(lambda: UpdateKind.STARTED in victim.kinds())
+    await wait_until(lambda: UpdateKind.STARTED in victim.kinds())
 
     def crash():
         raise RuntimeError("injected")
@@ -130,7 +124,7 @@ async def test_loop_crash_fails_in_flight_jobs_and_restarts():
     assert worker.stats.restarts == 1
     after = Sink()
     worker.submit(_submission(after, ["Back again."], 50))
-    await _until(lambda: UpdateKind.FINISHED in after.kinds())
+    await wait_until(lambda: UpdateKind.FINISHED in after.kinds())
     assert runner.slots_in_use == 0
     await worker.stop()
 
@@ -140,9 +134,9 @@ async def test_cancel_releases_slots_and_leaves_nothing_tracked():
     worker = await _worker(runner)
     sink = Sink()
     worker.submit(_submission(sink, ["One long sentence. " * 5, "Two long sentence. " * 5], 1))
-    await _until(lambda: UpdateKind.STARTED in sink.kinds())
+    await wait_until(lambda: UpdateKind.STARTED in sink.kinds())
     worker.cancel((1, 2))
-    await _until(lambda: runner.slots_in_use == 0 and worker.stats.in_flight == 0
+    await wait_until(lambda: runner.slots_in_use == 0 and worker.stats.in_flight == 0
                  and worker.scheduler.idle and not worker._jobs)
     assert UpdateKind.FINISHED not in sink.kinds()
     await worker.stop()
@@ -159,3 +153,97 @@ async def test_startup_failure_is_raised():
         assert "no weights here" in str(exc)
     else:
         raise AssertionError("start() should raise")
+
+
+# -- edges, driven on the test's thread (no model thread: every step is ours) ----------
+
+
+def _direct_worker(runner, **scheduler_fields):
+    """A worker whose loop the test drives: commands and steps run here."""
+
+    def config(r):
+        return SchedulerConfig(batch_sizes=r.batch_sizes, kv_buckets=r.kv_buckets,
+                               max_slots=r.max_slots, **scheduler_fields)
+
+    worker = ModelWorker(lambda: runner, config)
+    worker.runner = runner
+    worker._new_scheduler()
+    return worker
+
+
+def _drive(worker, max_steps=2000):
+    """Step until the scheduler is idle; returns every update and plan."""
+    updates, plans = [], []
+    for _ in range(max_steps):
+        if worker.scheduler.idle:
+            return updates, plans
+        now = time.monotonic()
+        plan = worker.scheduler.schedule(now)
+        if plan is not None and not plan.is_empty:
+            plans.append(plan)
+            worker._step(plan, now, updates)
+    raise AssertionError("the scheduler never went idle")
+
+
+def test_a_later_submission_refused_at_its_second_segment_is_rolled_back():
+    runner = ToneRunner()
+    worker = _direct_worker(runner, max_queue_interactive=2)
+    sink = Sink()
+    updates = []
+    worker._submit(_submission(sink, ["First sentence here."], 1), updates)
+    assert [u.kind for u in updates] == [UpdateKind.ADMITTED]
+    # An append with two new segments: the queue (bound 2) takes one more.
+    worker._submit(_submission(sink, ["Second one.", "Third one."], 2, first=False, index=1), updates)
+    assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "overloaded"
+    sched = worker.scheduler
+    assert sched.job(2) is None and sched.job(3) is None  # all or nothing
+    assert sched.depth(Lane.INTERACTIVE) == 1 and set(worker._jobs) == {1}
+    worker._cancel((1,))  # the session ends the refused utterance
+    more, plans = _drive(worker)
+    assert not any(2 in p.jobs or 3 in p.jobs for p in plans)
+    assert sched.idle and runner.slots_in_use == 0 and not worker._jobs
+
+
+def test_a_later_submission_accepted_whole_runs_every_segment():
+    runner = ToneRunner()
+    worker = _direct_worker(runner, max_queue_interactive=3)
+    sink, updates = Sink(), []
+    worker._submit(_submission(sink, ["First sentence here."], 1), updates)
+    worker._submit(_submission(sink, ["Second one.", "Third one."], 2, first=False, index=1), updates)
+    assert [u.kind for u in updates] == [UpdateKind.ADMITTED]
+    more, _ = _drive(worker)
+    assert sorted(u.job_id for u in more if u.kind == UpdateKind.FINISHED) == [1, 2, 3]
+    assert runner.slots_in_use == 0 and not worker._jobs
+
+
+def test_a_segment_that_fills_the_kv_cache():
+    # The real runner with a 64-position cache. A prompt that leaves no room
+    # is refused as unsupported, with the limit in the message; one that fits
+    # decodes until the cache is full and ends normally (the client gets
+    # ``done`` with that much audio), and nothing is left held.
+    from runtime_fixtures import tiny_runner
+
+    from realtime.runtime.api import SamplingParams
+    from realtime.runtime.vocoder import audio_samples
+
+    runner = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64,))
+    worker = _direct_worker(runner)
+    sink, updates = Sink(), []
+    long = SegmentRequest(text="word " * 80, voice="ash")
+    worker._submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, (SegmentWork(1, 0, long, 10),), True),
+                   updates)
+    assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "unsupported"
+    assert "too long" in updates[-1].message and "at most 62" in updates[-1].message
+    params = SamplingParams(seed=3, min_new_tokens=500, max_new_tokens=500)
+    fits = SegmentRequest(text="A short one.", voice="ash", params=params)
+    prompt_len = runner.prepare(fits).prompt_len
+    sink = Sink()
+    worker._submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, (SegmentWork(2, 0, fits, 10),), True),
+                   updates)
+    more, plans = _drive(worker)
+    assert max(p.kv_bucket for p in plans) == 64
+    kinds = [u.kind for u in more if u.job_id == 2]
+    assert kinds[0] == UpdateKind.STARTED and kinds[-1] == UpdateKind.FINISHED
+    audio = np.concatenate([u.audio for u in more if u.job_id == 2 and u.kind == UpdateKind.AUDIO])
+    assert len(audio) == audio_samples(64 - prompt_len)
+    assert worker.scheduler.idle and not runner.jobs and not worker._jobs

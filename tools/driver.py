@@ -17,7 +17,8 @@ from scheduler import Lane, SchedulerConfig, StepOutput, StepPlan
 
 
 class Driver:
-    """Runs jobs to completion, one ``execute`` per step, recording codes/audio.
+    """Runs jobs to completion, one ``execute`` per step, recording codes,
+    hidden states (from a runner that records them) and audio.
 
     It plays the scheduler's part of the plan contract: the lowest free KV
     slot for each new job, the prepared work, and shapes padded to the
@@ -37,6 +38,7 @@ class Driver:
         self.slot: dict[int, int] = {}
         self.prompt_len: dict[int, int] = {}
         self.codes: dict[int, torch.Tensor] = {}
+        self.hidden: dict[int, torch.Tensor] = {}
         self.audio: dict[int, list] = {}
         self.tokens: dict[int, int] = {}
         self.finished: list[int] = []
@@ -84,6 +86,7 @@ class Driver:
         self.tokens.update(out.tokens)
         self.finished.extend(out.finished)
         self.codes.update(getattr(self.runner, "finished_codes", {}))
+        self.hidden.update(getattr(self.runner, "finished_hidden", {}))
         return out
 
     def run(self, max_steps: int = 400) -> None:

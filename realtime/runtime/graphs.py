@@ -20,7 +20,9 @@ every output is the graph's own tensor; no random numbers are drawn inside
 share one pool, so one graph's replay may overwrite memory another graph's
 output lives in: an output is valid only until the next replay of any graph.
 
-Thread: the model thread; CUDA only.
+Thread: the model thread. Capture itself is CUDA only; the bookkeeping
+(static inputs, shared pool, which shapes exist) also runs on the CPU under
+``tools/strict_graphs.py``'s stand-in, which overrides ``_capture``.
 """
 
 from __future__ import annotations
@@ -119,8 +121,9 @@ class GraphCache:
         prompts = [p for p in runner.prompt_buckets if p < runner.max_len]
         work = [("decode", b, k) for b in batches for k in sorted(set(buckets))]
         work += [("prefill", b, p) for b in batches if b <= PREFILL_BATCHES_MAX for p in prompts]
-        torch.cuda.synchronize()
-        before = torch.cuda.memory_reserved()
+        device = self.model.device
+        _synchronize(device)
+        before = _reserved(device)
         start = time.perf_counter()
         for i, (kind, b, n) in enumerate(work, 1):
             try:
@@ -133,7 +136,16 @@ class GraphCache:
             if i == len(work) or i % max(1, len(work) // 10) == 0:
                 log.info("CUDA graphs: %d/%d captured (%s batch %d, length %d), %.1f s",
                          i, len(work), kind, b, n, time.perf_counter() - start)
-        torch.cuda.synchronize()
-        self.nbytes = torch.cuda.memory_reserved() - before
+        _synchronize(device)
+        self.nbytes = _reserved(device) - before
         log.info("CUDA graphs: %d decode + %d prefill shapes, %.1f MiB of graph memory",
                  len(self.decode_graphs), len(self.prefill_graphs), self.nbytes / 2**20)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _reserved(device: torch.device) -> int:
+    return torch.cuda.memory_reserved(device) if device.type == "cuda" else 0

@@ -136,9 +136,12 @@ class ModelRunner:
         self._decode_params = _BatchParams()
         self.pad_batches = graphs is not None
         # Tests and benchmarks set this to keep each finished job's codes
-        # ([n, Q] on the CPU) in ``finished_codes``; serving leaves it off.
+        # ([n, Q] on the CPU) in ``finished_codes`` and the hidden states that
+        # drew them and fed its vocoder ([n, D] fp32) in ``finished_hidden``;
+        # serving leaves it off.
         self.record_codes = False
         self.finished_codes: dict[JobId, torch.Tensor] = {}
+        self.finished_hidden: dict[JobId, torch.Tensor] = {}
         log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
                  assets.kind.value, device, str(dtype).removeprefix("torch."), self.max_slots,
                  self.max_len, self.cache.nbytes / 2**20)
@@ -224,6 +227,7 @@ class ModelRunner:
             for job in jobs:
                 if job.done:
                     self.finished_codes[job.id] = self.codes[job.slot, :job.n_codes].cpu().clone()
+                    self.finished_hidden[job.id] = self.hidden[job.slot, :job.n_codes].cpu().clone()
         for job in jobs:
             if job.done:
                 self.jobs.pop(job.id, None)

@@ -47,7 +47,19 @@ def counter_uniform(seed: torch.Tensor, step: torch.Tensor, shape: tuple[int, in
     index = torch.arange(n, device=seed.device, dtype=torch.int64).view(1, *shape)
     key = _mix32(_mix32(seed ^ 0x3C6EF372) ^ ((step * 0x27D4EB2F) & _MASK32))  # [B]
     bits = _mix32(key.view(-1, 1, 1) ^ index)  # [B, Q, V]
-    return ((bits >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+    return unit_interval(bits)
+
+
+def unit_interval(bits: torch.Tensor) -> torch.Tensor:
+    """32-bit values (int64) -> float32 strictly inside (0, 1).
+
+    The top 23 bits k give (k + 0.5) / 2**23: odd multiples of 2**-24, all
+    exact in float32, the largest 1 - 2**-24. (With 24 bits the largest,
+    1 - 2**-25, rounds to 1.0; the Gumbel noise is then +inf, a masked -inf
+    logit becomes NaN and argmax picks it: a code top-k or the EOS mask had
+    removed, about once per 7,000 job steps.)
+    """
+    return ((bits >> 9).to(torch.float32) + 0.5) * (1.0 / (1 << 23))
 
 
 @dataclass
@@ -76,12 +88,6 @@ class RowParams:
             seed=torch.tensor([s & _MASK32 for s in seeds], **i64),
             top_k_max=max(ks),
         )
-
-    def take(self, rows: torch.Tensor, top_k_max: int) -> RowParams:
-        """The rows ``rows`` (a gather on device) as a new batch."""
-        return RowParams(*(t.index_select(0, rows) for t in (
-            self.temperature, self.top_p_cut, self.top_k, self.penalty, self.min_new, self.seed)),
-            top_k_max=top_k_max)
 
 
 def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tensor,

@@ -1,0 +1,124 @@
+"""Host<->device transfers and kernel launches per steady decode step and per
+vocoder call, counted on the CPU as the runner would make them on a GPU
+(tools/device_counts.py explains the method).
+
+The hot-path issue (#12) sets the budgets: at most 1 blocking transfer per
+steady decode step and at most 1 vocoder call per step for 32 concurrent
+streams. Until it lands, the asserted bounds are today's counts, so that
+nothing gets worse; tightening one is changing its number below.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_runner
+
+from tools import strict_graphs
+from tools.device_counts import DEVICE, DeviceCounter
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+log = logging.getLogger(__name__)
+
+# Today's counts; #12 lowers them (targets in the comments).
+DECODE_STEP_BLOCKING = 4  # 3 index tensors host->device + the EOS read; #12: 1
+DECODE_STEP_H2D = 3  # #12: 0 (device-side step state)
+DECODE_STEP_D2H = 1  # the EOS flags: the scheduler needs them
+VOCODER_CALL_BLOCKING = 1  # the audio read back for the wire
+VOCODER_CALLS_PER_STEP_32_STREAMS = 32  # every stream renders alone; #12: 1
+
+SHAPES = dict(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128), device=str(DEVICE))
+
+
+def _steady_counts(runner, steps: int = 3) -> list:
+    """Counts of ``steps`` decode steps of 3 running one-shot jobs that
+    neither join, leave nor stream (the steady state of a batch)."""
+    d = Driver(runner)
+    for i, text in enumerate(TEXTS[:3]):
+        d.add(i, request(text, **dict(GREEDY, min_new_tokens=20, max_new_tokens=20)))
+    d.step()  # prefill
+    d.step()  # first decode: builds the batch's sampling parameters
+    counts = []
+    for _ in range(steps):
+        with DeviceCounter() as counter:
+            out = d.step()
+        assert not out.finished and not out.audio and set(out.tokens) == {0, 1, 2}
+        counts.append(counter.counts)
+    d.run()
+    return counts
+
+
+@pytest.mark.parametrize("path", ["eager", "graphs"])
+def test_steady_decode_step_transfers(path):
+    runner = tiny_runner(**SHAPES)
+    if path == "graphs":
+        strict_graphs.install(runner)
+    counts = _steady_counts(runner)
+    for c in counts:
+        log.info("steady decode step (%s, batch 3 padded to 4, tiny model): %s; %s",
+                 path, c, dict(c.sites))
+        assert c.h2d <= DECODE_STEP_H2D and c.d2h <= DECODE_STEP_D2H
+        assert c.blocking <= DECODE_STEP_BLOCKING
+    assert len({(c.h2d, c.d2h, c.launches) for c in counts}) == 1  # the same every step
+
+
+def test_graph_replay_launches_fewer_kernels_than_eager():
+    eager = _steady_counts(tiny_runner(**SHAPES), steps=1)[0]
+    runner = tiny_runner(**SHAPES)
+    strict_graphs.install(runner)
+    graphs = _steady_counts(runner, steps=1)[0]
+    log.info("launches per steady decode step: eager %d, with graphs %d", eager.launches, graphs.launches)
+    # The model forward collapses into one replay; sampling stays eager.
+    assert graphs.launches < eager.launches
+
+
+def test_vocoder_call_transfers():
+    runner = tiny_runner(**SHAPES)
+    hidden = torch.randn(24, runner.shape.hidden, device=DEVICE)
+    runner.vocoder.one_shot(hidden[:4])  # first call outside the count
+    with DeviceCounter() as counter:
+        audio = runner.vocoder.one_shot(hidden)
+    c = counter.counts
+    log.info("one vocoder call (24 steps, tiny model): %s; %s", c, dict(c.sites))
+    assert isinstance(audio, np.ndarray) and len(audio) > 0
+    assert c.h2d == 0 and c.d2h == VOCODER_CALL_BLOCKING
+    assert c.launches > 0
+
+
+def test_vocoder_calls_per_step_with_32_streams():
+    runner = tiny_runner(max_slots=32, batch_sizes=(1, 8, 32), kv_buckets=(128,))
+    d = Driver(runner)
+    for i in range(32):
+        d.add(i, request(TEXTS[i % 4], streaming=True, seed=i, min_new_tokens=40, max_new_tokens=40))
+    calls = []
+    while d.live or d.pending:
+        before = runner.vocoder.calls
+        d.step()
+        calls.append(runner.vocoder.calls - before)
+    log.info("vocoder calls per step, 32 streams of 40 steps: max %d, mean %.2f over %d steps",
+             max(calls), sum(calls) / len(calls), len(calls))
+    assert sum(calls) > 32  # every stream rendered while decoding, not only at its end
+    assert max(calls) <= VOCODER_CALLS_PER_STEP_32_STREAMS
+
+
+def test_counter_counts_what_it_should():
+    x = torch.arange(6.0, device=DEVICE)
+    with DeviceCounter() as counter:
+        a = torch.tensor([1, 2], device=DEVICE)  # h2d
+        host = torch.tensor([0, 1])  # host: no transfer
+        host.tolist()
+        x[host]  # a host index tensor used on the device: an implicit h2d
+        x[torch.arange(2)]  # a host factory's tensor, the same
+        x.cpu().tolist()  # one d2h (the tolist reads the host copy)
+        x.sum().item()  # d2h
+        x.to(device="cpu", dtype=torch.float32).numpy()  # d2h
+        bool(x[0] > 1)  # d2h
+        torch.zeros(3, device=DEVICE)  # a fill, no transfer
+        torch.tensor([3.0]).to(DEVICE, non_blocking=True)  # async h2d
+        a + 1
+    c = counter.counts
+    assert (c.h2d, c.d2h, c.h2d_async) == (3, 4, 1), dict(c.sites)
+    assert c.launches >= 4

@@ -1,0 +1,54 @@
+"""StaticGPT and KVCache as built: every tensor on the model's device and in
+its dtype (checked on ``meta`` in bf16, where a wrong one cannot hide), the
+KV cache's size, the refusals. Numerics are tests/test_runtime_decoder.py's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from runtime_fixtures import fidelity_assets
+
+from realtime.runtime.cpu_gemm import PackedMatrix
+from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.shapes import TINY
+
+
+def _matrices(m: StaticGPT):
+    return [x for layer in m.layers for x in (layer.w_qkv, layer.w_o, layer.w_gate_up, layer.w_down)]
+
+
+def test_every_tensor_is_on_the_models_device_in_its_dtype():
+    a = fidelity_assets()
+    m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("meta"), torch.bfloat16)
+    bf16 = [m.emb_text, m.emb_code, m.norm, m.cos, m.sin, *_matrices(m),
+            *(t for layer in m.layers for t in (layer.ln1, layer.ln2))]
+    assert all(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in bf16 + [m.heads])
+    assert all(t.dtype == torch.bfloat16 for t in bf16)
+    assert m.heads.dtype == torch.float32  # logits are always fp32
+    q, v, d = a.shape.num_vq, a.shape.num_audio_tokens, a.shape.hidden
+    assert m.emb_code.shape == (q, v, d) and m.heads.shape == (d, q * v)
+    h, hd = a.shape.heads, a.shape.head_dim
+    assert m.layers[0].w_qkv.shape == (d, 3 * h * hd)
+    assert m.layers[0].w_gate_up.shape == (d, 2 * a.shape.intermediate)
+
+
+def test_packing_follows_pack_rows_on_the_cpu():
+    a = fidelity_assets()
+    plain = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32, pack_rows=0)
+    assert not any(isinstance(x, PackedMatrix) for x in _matrices(plain)) and plain.packed_nbytes == 0
+
+
+def test_kv_cache_size():
+    cache = KVCache(TINY, slots=3, max_len=64, dtype=torch.bfloat16, device="meta")
+    per_layer = 2 * (3 + 1) * TINY.kv_heads * 64 * TINY.head_dim * 2  # K and V, slots + scratch, bf16
+    assert cache.nbytes == TINY.layers * per_layer
+    assert cache.k[0].shape == (4, TINY.kv_heads, 64, TINY.head_dim) and cache.scratch == 3
+
+
+def test_grouped_query_attention_is_refused():
+    a = fidelity_assets()
+    shape = dataclasses.replace(a.shape, kv_heads=a.shape.heads // 2)
+    with pytest.raises(ValueError, match="grouped-query attention is not used by ChatTTS"):
+        StaticGPT(shape, a.gpt_state, a.embed, torch.device("meta"), torch.bfloat16)
