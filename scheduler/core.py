@@ -5,8 +5,10 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
 - Interactive work has strict priority: whenever an interactive job can run,
   the step is an interactive step. Its jobs (``interactive_batch_size``, 1 by
   default) are ranked by deadline: a waiting segment by its first-audio
-  deadline (moved ``interactive_start_lead_s`` earlier), a running one by
-  when its audio so far runs dry. More interactive jobs, then background
+  deadline (moved ``interactive_start_lead_s`` earlier, never before its
+  arrival), a running one by when its audio so far runs dry (or, once it
+  has run dry, by when it last got a code: streams that are behind take
+  turns). More interactive jobs, then background
   jobs, ride along in the same step when the cost model says the bigger
   batch costs almost nothing more (a launch-bound GPU step).
 - Otherwise a background step: earliest deadline first, batched by KV bucket,
@@ -18,9 +20,11 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
 
 The plan carries every choice: the KV slot of each job (the scheduler owns
 the slots, ``scheduler.book``), the padded batch and the KV and prompt
-buckets. Admission (``scheduler.admission``) refuses ``overloaded`` when a
-lane's queue is full and, for background work, ``deadline_unmeetable`` when
-the completion estimate (``scheduler.estimate``) misses a deadline.
+buckets. Admission (``scheduler.admission``) refuses ``overloaded`` with a
+retry hint when the interactive lane has no capacity for one more real-time
+stream (``scheduler.capacity``) or a queue is full and, for background
+work, ``deadline_unmeetable`` when the completion estimate
+(``scheduler.estimate``) misses a deadline.
 ``scheduler.invariants`` holds the self-checks.
 
 Per step the work is O(live jobs): the books count jobs by state as they
@@ -38,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from scheduler import batching, invariants, ranking
 from scheduler.admission import Admission
 from scheduler.book import JobBook
+from scheduler.capacity import InteractiveCapacity, Saturation
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
 from scheduler.estimate import INF, BackgroundForecast
@@ -57,7 +62,14 @@ class Scheduler:
         self.book = JobBook(config.max_slots)
         self.load = InteractiveLoad(config, cost)
         self.forecast = BackgroundForecast(config, cost, self.book, self.load)
-        self.admission = Admission(config, self.book, self.forecast)
+        self.capacity = InteractiveCapacity(config, cost, self.book)
+        # The first-audio budget: configured, or derived once from the
+        # calibrated cost model (the worker builds the scheduler after warm-up).
+        self.first_audio_s = (config.interactive_first_audio_s
+                              if config.interactive_first_audio_s is not None
+                              else self.capacity.derived_first_audio_s())
+        self.admission = Admission(config, self.book, self.forecast, self.capacity,
+                                   self.first_audio_s)
         self._streak = 0  # interactive steps in a row that left waiting background work idle
         self._wakeup: float | None = None
         self.last_plan: StepPlan | None = None
@@ -83,6 +95,10 @@ class Scheduler:
     def idle(self) -> bool:
         return self.book.idle
 
+    def saturation(self, now: float) -> Saturation:
+        """The interactive lane's streams, capacity and retry hint now."""
+        return self.capacity.saturation(now)
+
     def next_wakeup(self) -> float | None:
         """When ``schedule`` may have work again without new input (set when it
         returned ``None`` while waiting to fill a background batch)."""
@@ -102,7 +118,7 @@ class Scheduler:
         if utt is not None and not utt.done:
             raise ValueError(f"utterance {key!r} is already admitted; use add()")
         self._check_new(jobs)
-        refusal = self.admission.refusal(lane, jobs, now)
+        refusal = self.admission.refusal(lane, jobs, now, new=True)
         if refusal is not None:
             return refusal
         utt = self.book.new_utterance(key, lane, now)
@@ -120,7 +136,7 @@ class Scheduler:
         if job.index in utt.segments:
             raise ValueError(f"segment {job.index} of {job.utterance!r} already exists")
         self._check_new([job])
-        refusal = self.admission.refusal(job.lane, [job], now)
+        refusal = self.admission.refusal(job.lane, [job], now, new=False)
         if refusal is None:
             self.book.enqueue(utt, job)
         return refusal
@@ -189,9 +205,11 @@ class Scheduler:
             job = self.book.job(job_id)
             if job is None:
                 continue
+            if count > job.tokens:
+                job.last_code_at = now
+                if job.first_code_at is None:
+                    job.first_code_at = now
             job.tokens = count
-            if job.first_code_at is None and count > 0:
-                job.first_code_at = now
         events: list[JobEvent] = []
         for job_id, message in output.failed.items():
             job = self.book.job(job_id)
@@ -233,7 +251,7 @@ class Scheduler:
         if not self.book.has_live(Lane.INTERACTIVE):
             return []
         return ranking.ranked_interactive(self.book.live_utterances(Lane.INTERACTIVE),
-                                          self.config.interactive_first_audio_s,
+                                          self.first_audio_s,
                                           self.config.interactive_start_lead_s)
 
     def _runnable_background(self) -> list[Job]:
