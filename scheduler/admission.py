@@ -88,11 +88,11 @@ class Admission:
     def _no_capacity(self, jobs: Sequence[Job], now: float) -> Refusal | None:
         capacity = self.capacity
         streams = len(capacity.streams())
-        limit = capacity.stream_capacity(capacity.bucket(jobs))
-        if streams + 1 > limit:
+        bucket = capacity.bucket(jobs)
+        if not capacity.keeps_rate(streams + 1, bucket):
             return self._overloaded(
-                f"the interactive lane is at its capacity of {limit} real-time streams",
-                capacity.earliest_end(now) - now)
+                f"the interactive lane is at its capacity of {capacity.stream_capacity(bucket)} "
+                "real-time streams", capacity.earliest_end(now) - now)
         arrival = min(j.arrival for j in jobs)
         estimate = capacity.start_estimate(jobs, now)
         due = arrival + self.first_audio_s

@@ -107,14 +107,23 @@ class InteractiveCapacity:
         target = CODES_PER_SECOND * headroom
         return target if alone >= target else alone / headroom
 
+    def keeps_rate(self, streams: int, bucket: int) -> bool:
+        """Would ``streams`` streams all keep the target rate?"""
+        return 1.0 / self.interval(streams, bucket) >= self.target_rate(bucket) * (1 - 1e-9)
+
     def stream_capacity(self, bucket: int) -> int:
-        """The most streams that all keep the target rate (at least 1)."""
-        target = self.target_rate(bucket)
-        streams, limit = 1, 4 * self.config.max_slots
-        # interval() grows with the count; the slot room caps it far below `limit`.
-        while streams < limit and 1.0 / self.interval(streams + 1, bucket) >= target * (1 - 1e-9):
-            streams += 1
-        return streams
+        """The most streams that all keep the target rate (at least 1).
+        ``interval`` grows with the count (step times never fall with more
+        rows), so a bisection finds it; the slot room caps it far below
+        four times the slots."""
+        low, high = 1, 4 * self.config.max_slots
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.keeps_rate(mid, bucket):
+                low = mid
+            else:
+                high = mid - 1
+        return low
 
     def slot_room(self) -> int:
         """KV slots interactive streams may hold now."""

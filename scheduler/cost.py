@@ -74,16 +74,29 @@ class CostModel:
         return dict(self._table)
 
     def calibrate(self, table: Mapping[tuple[int, int], float]) -> None:
-        """Take measured step times (the runner's warm-up dict) as the truth."""
+        """Take measured step times (the runner's warm-up dict) as the truth.
+
+        A step never gets cheaper with more rows or a longer KV, and noise on
+        a busy machine only ever adds time; so where a shape measured dearer
+        than one that dominates it, the dominating shape's time bounds it.
+        """
         for (batch, bucket), seconds in table.items():
             if batch < 1 or bucket < 1 or not seconds > 0:
                 raise ValueError(f"bad cost entry {(batch, bucket)}: {seconds}")
             self._table[(int(batch), int(bucket))] = float(seconds)
         self._batches = sorted({b for b, _ in self._table})
         self._buckets = sorted({k for _, k in self._table})
+        self._above = {key: [o for o in self._table if o != key and o[0] >= key[0] and o[1] >= key[1]]
+                       for key in self._table}
+        self._below = {key: [o for o in self._table if o != key and o[0] <= key[0] and o[1] <= key[1]]
+                       for key in self._table}
+        for key in self._table:
+            self._table[key] = min([self._table[key]] + [self._table[o] for o in self._above[key]])
 
     def observe(self, batch: int, bucket: int, seconds: float) -> None:
-        """Fold one measured step into the estimate for its shape."""
+        """Fold one measured step into the estimate for its shape, keeping the
+        table monotone: shapes that dominate it cost at least as much, the
+        ones it dominates at most as much."""
         if not seconds > 0:
             return
         key = (batch, bucket)
@@ -91,7 +104,15 @@ class CostModel:
         if old is None:
             self.calibrate({key: seconds})
             return
-        self._table[key] = old + self.alpha * (seconds - old)
+        new = old + self.alpha * (seconds - old)
+        table = self._table
+        table[key] = new
+        for other in self._above[key]:
+            if table[other] < new:
+                table[other] = new
+        for other in self._below[key]:
+            if table[other] > new:
+                table[other] = new
 
     def step_time(self, batch: int, bucket: int) -> float:
         """Estimated seconds for one step of ``batch`` rows over ``bucket`` KV."""

@@ -74,3 +74,20 @@ def test_config_pads_batches_and_picks_buckets():
 def test_bad_configs_raise(kwargs):
     with pytest.raises(ValueError):
         SchedulerConfig(**kwargs)
+
+
+def test_a_noisy_warm_up_is_bounded_by_the_shapes_that_dominate_it():
+    # Batch 2 measured while the machine was busy: no dearer than batch 4 can be.
+    cost = CostModel.from_table({(1, 256): 0.010, (2, 256): 0.136, (4, 256): 0.012,
+                                 (4, 512): 0.015, (2, 512): 0.2})
+    assert cost.step_time(2, 256) == 0.012
+    assert cost.step_time(2, 512) == 0.015
+    assert cost.step_time(1, 256) == 0.010
+
+
+def test_measured_steps_keep_the_table_monotone():
+    cost = CostModel.from_table({(b, 256): 0.001 for b in (1, 2, 4, 8)}, alpha=1.0)
+    cost.observe(2, 256, 0.030)  # real steps (sampling, vocoder) cost more than warm-up's
+    assert [cost.step_time(b, 256) for b in (1, 2, 4, 8)] == [0.001, 0.030, 0.030, 0.030]
+    cost.observe(4, 256, 0.020)
+    assert [cost.step_time(b, 256) for b in (1, 2, 4, 8)] == [0.001, 0.020, 0.020, 0.030]
