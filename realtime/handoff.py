@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from realtime.runtime.api import SegmentRequest
 from scheduler import Lane
@@ -42,7 +42,8 @@ class WorkerUpdate:
     """One thing that happened to a job, for its utterance. Read-only once
     built (not frozen: a frozen dataclass costs a setattr call per field, and
     a busy step builds several of these). ``code`` is a wire error code for
-    REFUSED and FAILED; ``field`` the offending request field, if any."""
+    REFUSED and FAILED; ``field`` the offending request field, if any;
+    ``retry_after_ms`` the retry hint of a refusal caused by load."""
 
     sink: UpdateSink
     kind: UpdateKind
@@ -52,6 +53,7 @@ class WorkerUpdate:
     message: str = ""
     at: float = 0.0  # time.monotonic() on the model thread
     field: str | None = None
+    retry_after_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +89,7 @@ class WorkerStats:
     restarts: int = 0
     steps: int = 0
     queue: dict[str, int] = field(default_factory=dict)
+    # The interactive lane's saturation (realtime.overload.load_report):
+    # streams, capacity, saturation, retry_after_ms, first_audio_budget_ms.
+    # Replaced whole, never mutated, so the event loop reads it safely.
+    load: dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,8 @@
 
 websockets calls ``HttpRoutes.process_request`` for every incoming request
 before any upgrade. It answers ``/healthz``, ``/readyz``, ``/metrics``,
-``/v1/voices`` and static files of the web demo itself, and for
+``/v1/voices``, ``/load`` (saturation, ``realtime.overload``) and static
+files of the web demo itself, and for
 ``/v1/stream`` decides whether the WebSocket may open: token (401), Origin
 allow-list (403), readiness, draining and the connection limit (503).
 Returning ``None`` lets the handshake proceed.
@@ -23,6 +24,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import orjson
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
+
+from realtime.overload import load_report
 
 if TYPE_CHECKING:
     from realtime.server import Server
@@ -105,6 +108,8 @@ class HttpRoutes:
                            self.server.metrics.content_type)
         if path == "/v1/voices":
             return _json(connection, http.HTTPStatus.OK, {"voices": list(self.server.voices)})
+        if path == "/load":
+            return _json(connection, http.HTTPStatus.OK, load_report(self.server))
         return self._static(connection, path)
 
     def _readyz(self, connection: ServerConnection) -> Response:

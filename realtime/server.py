@@ -28,6 +28,7 @@ from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
+from realtime.overload import scheduler_policy
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
@@ -45,6 +46,7 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
 
             return ToneRunner(step_seconds=config.tone_step_ms / 1000.0,
                               codes_per_step=config.tone_codes_per_step,
+                              codes_per_char=config.tone_codes_per_char,
                               max_slots=config.max_slots, batch_sizes=config.batch_sizes,
                               kv_buckets=config.kv_buckets)
         return build_tone
@@ -151,7 +153,8 @@ class Server:
             prompt_buckets=tuple(runner.prompt_buckets),
             max_slots=runner.max_slots,
             interactive_batch_size=min(self.config.interactive_batch_size, max(sizes)),
-            **self._scheduler_options,  # type: ignore[arg-type]
+            # Admission from the flags; explicit scheduler_options win.
+            **{**scheduler_policy(self.config, runner), **self._scheduler_options},  # type: ignore[arg-type]
         )
 
     @property

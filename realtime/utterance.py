@@ -172,13 +172,15 @@ class Utterance:
             return
         self._end(Cancelled(self.id), "cancelled")
 
-    def fail(self, code: ErrorCode, message: str) -> None:
-        """End with an error now (slow consumer, shutdown, ...)."""
+    def fail(self, code: ErrorCode, message: str, retry_after_ms: int | None = None) -> None:
+        """End with an error now (slow consumer, shutdown, a rate limit, ...);
+        ``retry_after_ms`` only for a refusal caused by load."""
+        error = Error(self.id, str(code), message, retry_after_ms=retry_after_ms)
         if self.state is State.PENDING:
             # Never started: a refusal, still exactly one terminal message.
-            self._end(Error(self.id, str(code), message), str(code), purge=True)
+            self._end(error, str(code), purge=True)
             return
-        self._end(Error(self.id, str(code), message), str(code))
+        self._end(error, str(code))
 
     def drop(self) -> None:
         """The connection is gone: stop the jobs, send nothing."""
@@ -202,7 +204,7 @@ class Utterance:
             self._admitted()
         elif kind is UpdateKind.REFUSED:
             self._end(Error(self.id, update.code or str(ErrorCode.INTERNAL), update.message,
-                            update.field), update.code or "refused")
+                            update.field, update.retry_after_ms), update.code or "refused")
         elif kind is UpdateKind.STARTED:
             if self._first_job_at is None:
                 self._first_job_at = update.at

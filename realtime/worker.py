@@ -36,6 +36,7 @@ from typing import Any
 from protocol import ErrorCode
 from realtime.handoff import Submission, UpdateKind, UpdateSink, WorkerStats, WorkerUpdate
 from realtime.metrics import Metrics
+from realtime.overload import to_ms
 from realtime.runtime.api import RequestError, Runner
 from scheduler import (
     CostModel,
@@ -54,6 +55,9 @@ log = logging.getLogger(__name__)
 # While the scheduler holds queued work but plans nothing (it is waiting to fill
 # a background batch), the thread re-plans after this long or on the next command.
 _BATCH_FILL_WAIT = 0.005
+# The load report (stats.load, gauges) is refreshed when the books' counts
+# change, and at least this often while steps run (the cost model moves).
+_LOAD_REFRESH_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,7 @@ class ModelWorker:
         # What _observe last published, so unchanged gauges are not set again.
         self._observed: tuple[int, int, int] | None = None
         self._queue_gauges: tuple[Any, Any] | None = None
+        self._load_at = float("-inf")
         # Updates handed to the loop and not yet delivered: while one delivery
         # is pending, later steps append to it instead of scheduling another.
         self._outgoing: list[WorkerUpdate] = []
@@ -166,6 +171,7 @@ class ModelWorker:
         assert self.runner is not None
         cost = self._cost if self._cost is not None else CostModel.default_cpu()
         self.scheduler = Scheduler(self._scheduler_config(self.runner), cost)
+        self._publish_load(time.monotonic())
 
     def _serve(self) -> None:
         sched = self.scheduler
@@ -247,8 +253,12 @@ class ModelWorker:
                 arrival=sub.arrival, work=prepared.work,
             ))
         refusal = self._enqueue(sub, jobs, now)
+        self._load_at = float("-inf")  # an admission or a refusal: report anew after this step
         if refusal is not None:
-            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message))
+            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message,
+                                    retry_after_ms=to_ms(refusal.retry_after_s)))
+            if sched.idle:
+                self._publish_load(now)  # no step follows to do it
             return
         for job in jobs:
             self._jobs[job.id] = _Tracked(sub.sink)
@@ -259,12 +269,12 @@ class ModelWorker:
         """All of one submission's jobs, or none of them."""
         sched = self.scheduler
         assert sched is not None
-        if not jobs:
-            return None
+        if not jobs:  # nothing to speak yet: judge a new utterance all the same
+            return sched.admit_empty(sub.sink, sub.lane, sub.arrival, now) if sub.first else None
         if sub.first:
             return sched.admit(jobs, now)
         for i, job in enumerate(jobs):
-            refusal = sched.add(job, now)  # admits the utterance if it has no jobs yet
+            refusal = sched.add(job, now)  # never refused for interactive load
             if refusal is not None:
                 for queued in jobs[:i]:  # roll back: a submission is all or nothing
                     sched.cancel(queued.id, now)
@@ -322,6 +332,9 @@ class ModelWorker:
             m.step_seconds.observe(out.seconds)
         # Most steps change none of these: skip the dict and the gauges' locks.
         observed = (slots, interactive, background)
+        now = time.monotonic()
+        if observed != self._observed or now - self._load_at >= _LOAD_REFRESH_S:
+            self._publish_load(now)
         if observed == self._observed:
             return
         self._observed = observed
@@ -333,6 +346,22 @@ class ModelWorker:
             m.active_slots.set(slots)
             self._queue_gauges[0].set(interactive)
             self._queue_gauges[1].set(background)
+
+    def _publish_load(self, now: float) -> None:
+        """Refresh the interactive lane's saturation: ``stats.load`` (for
+        ``GET /load``) and the gauges."""
+        sched = self.scheduler
+        assert sched is not None
+        load = sched.saturation(now)
+        self._load_at = now
+        self.stats.load = {"streams": load.streams, "capacity": load.capacity,
+                           "saturation": load.ratio, "retry_after_ms": to_ms(load.retry_after_s),
+                           "first_audio_budget_ms": round(1000.0 * sched.first_audio_s, 1)}
+        m = self._metrics
+        if m is not None:
+            m.interactive_streams.set(load.streams)
+            m.interactive_capacity.set(load.capacity)
+            m.saturation.set(load.ratio)
 
     def _publish(self, updates: list[WorkerUpdate]) -> None:
         """Hand ``updates`` to the event loop, in order after earlier ones.
@@ -390,10 +419,10 @@ def _deliver(updates: list[WorkerUpdate]) -> None:
             log.exception("delivering a %s update failed", update.kind)
 
 
-def _refused(sub: Submission, code: ErrorCode, message: str,
-             field_name: str | None = None) -> WorkerUpdate:
+def _refused(sub: Submission, code: ErrorCode, message: str, field_name: str | None = None,
+             retry_after_ms: int | None = None) -> WorkerUpdate:
     return WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=code.value, message=message,
-                        at=time.monotonic(), field=field_name)
+                        at=time.monotonic(), field=field_name, retry_after_ms=retry_after_ms)
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:

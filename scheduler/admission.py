@@ -5,8 +5,8 @@ Two modes (``SchedulerConfig.admission``):
 - ``capacity`` (default). An interactive utterance is refused ``overloaded``
   when one more stream would exceed the lane's stream capacity (every
   admitted stream keeps its real-time rate, ``scheduler.capacity``), or when
-  its first audio, behind the streams already admitted, is expected later
-  than ``first_audio_s`` after its arrival. The queue bounds stay as a
+  its first audio, behind the streams already admitted, is expected more
+  than ``first_audio_s`` from now. The queue bounds stay as a
   backstop and count waiting utterances, not segments: an utterance is not
   refused for its number of sentences, and later segments of an admitted
   utterance are never refused for load.
@@ -93,15 +93,19 @@ class Admission:
             return self._overloaded(
                 f"the interactive lane is at its capacity of {capacity.stream_capacity(bucket)} "
                 "real-time streams", capacity.earliest_end(now) - now)
-        arrival = min(j.arrival for j in jobs)
         estimate = capacity.start_estimate(jobs, now)
-        due = arrival + self.first_audio_s
-        if estimate.first_audio > due:
+        # The budget bounds the wait that load on the model adds, from this
+        # decision on (the hand-off to the model thread is in the derived
+        # budget's step in flight). A request whose own first audio takes
+        # longer even on an idle model (a long prompt, a long KV) gets that
+        # time plus the headroom, not a refusal.
+        budget = max(self.first_audio_s, (1.0 + self.config.realtime_headroom) * estimate.alone)
+        if estimate.first_audio > now + budget:
             # Retried at r, the same start is due at r + budget.
             return self._overloaded(
-                f"first audio expected in {1000 * (estimate.first_audio - arrival):.0f} ms, "
-                f"over the {1000 * self.first_audio_s:.0f} ms budget",
-                estimate.first_audio - self.first_audio_s - now)
+                f"first audio expected in {1000 * (estimate.first_audio - now):.0f} ms, "
+                f"over the {1000 * budget:.0f} ms budget",
+                estimate.first_audio - budget - now)
         return None
 
     def _overloaded(self, message: str, retry_after_s: float) -> Refusal:

@@ -52,10 +52,12 @@ MIN_FIRST_AUDIO_S = 0.05
 
 @dataclass(frozen=True, slots=True)
 class StartEstimate:
-    """When a new stream would start (its prefill step) and sound."""
+    """When a new stream would start (its prefill step) and sound, and how
+    long its first audio would take on an idle model (``alone``)."""
 
     starts: float
     first_audio: float
+    alone: float
 
 
 class InteractiveCapacity:
@@ -198,7 +200,9 @@ class InteractiveCapacity:
         _, starts = self.schedule_streams(streams, now, interval, self.slot_room())
         step = self.cost.step_time(cfg.padded_batch(min(len(streams) + 1, self.rows(bucket))), bucket)
         first_audio = starts + (1.0 + PREFILL_STEPS) * step + cfg.first_audio_steps * interval
-        return StartEstimate(starts, first_audio)
+        alone = ((1.0 + PREFILL_STEPS) * self.cost.step_time(cfg.batch_sizes[0], bucket)
+                 + cfg.first_audio_steps * self.interval(1, bucket))
+        return StartEstimate(starts, first_audio, alone)
 
     def saturation(self, now: float) -> Saturation:
         """The lane's load now (see ``Saturation``)."""

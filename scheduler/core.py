@@ -37,7 +37,7 @@ Thread: not thread-safe; the worker calls everything from the model thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from scheduler import batching, invariants, ranking
 from scheduler.admission import Admission
@@ -51,6 +51,10 @@ from scheduler.load import InteractiveLoad
 from scheduler.plan import JobId, Lane, StepOutput, StepPlan
 
 log = logging.getLogger(__name__)
+
+# The segment ``admit_empty`` judges a streamed utterance by: about two
+# seconds of speech, a typical first sentence.
+NOMINAL_CODES = 94
 
 
 class Scheduler:
@@ -126,11 +130,26 @@ class Scheduler:
             self.book.enqueue(utt, job)
         return None
 
+    def admit_empty(self, key: Hashable, lane: Lane, arrival: float, now: float) -> Refusal | None:
+        """May a new utterance with nothing to speak yet (streamed text, no
+        sentence end so far) be accepted? Judged like ``admit`` with one
+        nominal segment (``NOMINAL_CODES``); nothing is queued or reserved:
+        its segments come with ``add``."""
+        nominal = Job(id=-1, utterance=key, index=0, lane=lane, prompt_len=self.config.prompt_buckets[0],
+                      est_tokens=NOMINAL_CODES, arrival=arrival)
+        return self.admission.refusal(lane, [nominal], now, new=True)
+
     def add(self, job: Job, now: float) -> Refusal | None:
-        """Queue a later segment of an admitted utterance (streamed text)."""
+        """Queue a later segment of an admitted utterance (streamed text; the
+        first segments of one admitted by ``admit_empty`` too). Never refused
+        for interactive load in capacity mode: the utterance was accepted."""
         utt = self.book.utterance(job.utterance)
         if utt is None:
-            return self.admit([job], now)
+            self._check_new([job])
+            refusal = self.admission.refusal(job.lane, [job], now, new=False)
+            if refusal is None:
+                self.book.enqueue(self.book.new_utterance(job.utterance, job.lane, now), job)
+            return refusal
         if job.lane is not utt.lane:
             raise ValueError("a segment must stay in its utterance's lane")
         if job.index in utt.segments:

@@ -202,3 +202,25 @@ def test_background_keeps_its_starvation_bound_beside_admitted_streams():
         run = run + 1 if lane is I else 0
         longest = max(longest, run)
     assert B in lanes[:4] and longest <= 3
+
+
+def test_a_request_slow_on_an_idle_model_is_not_refused_for_its_own_time():
+    # Long KV is dear here: alone, this job's first audio takes longer than the
+    # budget derived at the shortest bucket. That is not load: admitted.
+    table = {(b, k): 0.005 * (k // 256) for b in (1, 2, 4, 8) for k in BUCKETS}
+    h = Harness(config=SchedulerConfig(first_audio_steps=12), cost=CostModel.from_table(table))
+    [job] = h.utterance("long", I, 1, length=1500, prompt_len=300)
+    assert h.sched.capacity.start_estimate([job], 0.0).alone > h.sched.first_audio_s
+    assert h.sched.admit([job], 0.0) is None
+
+
+def test_a_streamed_utterance_is_judged_when_it_starts_and_its_text_is_never_refused_later():
+    h = Harness(config=SchedulerConfig(batch_sizes=(1, 2, 4, 8)), cost=STEEP)
+    # Nothing to speak yet (no sentence end): judged with a nominal segment.
+    assert h.sched.admit_empty("streamed", I, h.now, h.now) is None
+    assert h.sched.idle  # nothing queued, nothing reserved
+    admit_streams(h, 2, length=80)
+    assert h.sched.admit_empty("late", I, h.now, h.now).reason is RefusalReason.OVERLOADED
+    # The accepted one's first sentence arrives: queued, though the lane is full.
+    assert h.sched.add(h.job("streamed", I, index=0, length=40), h.now) is None
+    assert len(h.sched.capacity.streams()) == 3
