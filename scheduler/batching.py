@@ -64,21 +64,27 @@ def add_riders(
     batch: list[Job],
     candidates: Iterable[Job],
     slots: SlotBudget,
+    up_to_s: float = 0.0,
 ) -> list[Job]:
     """Jobs from ``candidates`` (in order) that ride in an interactive step
     because the bigger batch costs at most ``rider_overhead`` more than
-    ``batch`` alone (a launch-bound GPU step)."""
-    base = step_seconds(config, cost, batch, projected=False)
-    allowed = base * (1.0 + config.rider_overhead)
+    ``batch`` alone (a launch-bound GPU step), or no more than ``up_to_s``
+    (interactive streams: a step that still keeps every stream in real time)."""
+    kv = max(j.kv_len for j in batch)
+    allowed = max(cost.step_time(config.padded_batch(len(batch)), config.bucket(kv))
+                  * (1.0 + config.rider_overhead), up_to_s)
     riders: list[Job] = []
     for job in candidates:
-        if len(batch) + len(riders) >= config.max_batch:
+        size = len(batch) + len(riders) + 1
+        if size > config.max_batch:
             break
         if not slots.allows(job) or not fits(config, batch + riders, job, config.max_batch):
             continue
-        if step_seconds(config, cost, batch + riders + [job], projected=False) <= allowed:
+        longest = max(kv, job.kv_len)
+        if cost.step_time(config.padded_batch(size), config.bucket(longest)) <= allowed:
             slots.take(job)
             riders.append(job)
+            kv = longest
     return riders
 
 

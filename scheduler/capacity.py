@@ -4,7 +4,8 @@ A *stream* is an admitted interactive utterance that still has live jobs.
 Every stream wants one code per step; the model serves them in steps that
 carry ``rows`` interactive jobs: the interactive batch plus the interactive
 riders, i.e. the largest graph batch that costs at most ``rider_overhead``
-more than the interactive batch alone (``scheduler.batching.add_riders``).
+more than the interactive batch alone, or no more than ``realtime_step_s``
+(``scheduler.batching.add_riders``).
 Interactive steps may also lose their share to the background lane's
 starvation bound (one step in ``interactive_steps_per_background + 1``), so
 the model counts on ``share = 1 - 1 / (k + 1)`` of the steps, unless a
@@ -83,10 +84,12 @@ class InteractiveCapacity:
 
     def rows(self, bucket: int) -> int:
         """Interactive jobs one step carries: the interactive batch plus the
-        riders that cost at most ``rider_overhead`` more."""
+        riders that cost at most ``rider_overhead`` more, or that keep the
+        step within ``realtime_step_s``."""
         cfg = self.config
         base_rows = min(cfg.interactive_batch_size, cfg.max_batch)
-        allowed = self.cost.step_time(cfg.padded_batch(base_rows), bucket) * (1.0 + cfg.rider_overhead)
+        allowed = max(self.cost.step_time(cfg.padded_batch(base_rows), bucket) * (1.0 + cfg.rider_overhead),
+                      cfg.realtime_step_s)
         rows = base_rows
         for size in cfg.batch_sizes:
             if size > rows and self.cost.step_time(size, bucket) <= allowed:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from scheduler.jobs import CODES_PER_SECOND
+
 # The runtime's default shapes (the runner announces its own; these serve
 # the scheduler's tests and simulations and the server's defaults).
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8)
@@ -53,7 +55,9 @@ class SchedulerConfig:
       a load refusal carries.
     - ``rider_overhead``: more interactive jobs (beyond ``interactive_batch_size``),
       then background jobs, ride along in an interactive step when the cost
-      model says the bigger batch costs at most this fraction more.
+      model says the bigger batch costs at most this fraction more. More
+      interactive jobs also ride while the step stays within
+      ``realtime_step_s`` (every stream in it keeps real time).
     - ``urgent_slack_s`` / ``interactive_steps_per_background``: the starvation
       bound. When the earliest-deadline background job's slack falls below
       ``urgent_slack_s``, at most this many interactive steps run between two
@@ -111,6 +115,12 @@ class SchedulerConfig:
     @property
     def max_batch(self) -> int:
         return self.batch_sizes[-1]
+
+    @property
+    def realtime_step_s(self) -> float:
+        """The longest step that still gives every job in it a code fast
+        enough for real time with the headroom."""
+        return 1.0 / (CODES_PER_SECOND * (1.0 + self.realtime_headroom))
 
     @property
     def background_slots(self) -> int:

@@ -8,9 +8,10 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
   deadline (moved ``interactive_start_lead_s`` earlier, never before its
   arrival), a running one by when its audio so far runs dry (or, once it
   has run dry, by when it last got a code: streams that are behind take
-  turns). More interactive jobs, then background
-  jobs, ride along in the same step when the cost model says the bigger
-  batch costs almost nothing more (a launch-bound GPU step).
+  turns). More interactive jobs, then background jobs, ride along in the
+  same step when the cost model says the bigger batch costs almost nothing
+  more (a launch-bound GPU step); more interactive jobs also while the step
+  stays short enough for every stream in it to keep real time.
 - Otherwise a background step: earliest deadline first, batched by KV bucket,
   new jobs joining the running batch at the step boundary (prefill + decode
   in one plan). A preempted background job keeps its KV slot.
@@ -191,6 +192,8 @@ class Scheduler:
             rest = [j for j in ranked if j not in interactive]
             # No candidates, no riders: skip the cost look-ups.
             extra = batching.add_riders(cfg, self.cost, interactive, rest, slots) if rest else []
+            if len(extra) < len(rest):
+                extra += self._realtime_riders(interactive + extra, rest, slots)
             riders = (batching.add_riders(cfg, self.cost, interactive + extra, bg_edf,
                                           self._bg_budget(slots)) if bg_edf else [])
             interactive += extra
@@ -272,6 +275,24 @@ class Scheduler:
         return ranking.ranked_interactive(self.book.live_utterances(Lane.INTERACTIVE),
                                           self.first_audio_s,
                                           self.config.interactive_start_lead_s)
+
+    def _realtime_riders(self, batch: list[Job], rest: list[Job],
+                         slots: batching.SlotBudget) -> list[Job]:
+        """Streams that also ride while the step keeps every stream in it in
+        real time: running jobs and first segments, in rank order (a later
+        segment is not started early on a slot a new stream may need)."""
+        chosen = set(map(id, batch))
+        candidates = [j for j in rest if id(j) not in chosen
+                      and (j.state is JobState.ACTIVE or self._first_segment(j))]
+        if not candidates:
+            return []
+        return batching.add_riders(self.config, self.cost, batch, candidates, slots,
+                                   self.config.realtime_step_s)
+
+    def _first_segment(self, job: Job) -> bool:
+        """No segment of ``job``'s utterance has started yet."""
+        utt = self.book.utterance(job.utterance)
+        return utt is not None and not any(s.started for s in utt.segments.values())
 
     def _runnable_background(self) -> list[Job]:
         if not self.book.has_live(Lane.BACKGROUND):

@@ -393,8 +393,8 @@ def test_cost_model_learns_from_measured_decode_steps():
     h.sched.update(plan, StepOutput(tokens={plan.jobs[0]: 1}, seconds=0.5), 0.5)  # prefill: ignored
     assert cost.step_time(1, 256) == pytest.approx(0.040)
     plan = h.sched.schedule(0.5)
-    h.sched.update(plan, StepOutput(tokens={plan.jobs[0]: 2}, seconds=0.080), 0.58)
-    assert cost.step_time(1, 256) == pytest.approx(0.040 + 0.2 * 0.040)
+    h.sched.update(plan, StepOutput(tokens={plan.jobs[0]: 2}, seconds=0.050), 0.55)
+    assert cost.step_time(1, 256) == pytest.approx(0.040 + 0.2 * 0.010)
 
 
 def test_background_fills_a_padded_batch_when_that_pays():
