@@ -98,6 +98,7 @@ def load_report(server: Server) -> dict[str, Any]:
                         "first_audio_budget_ms": load.get("first_audio_budget_ms")},
         "background": {"queued": server.worker.stats.queue.get("background", 0)},
         "retry_after_ms": load.get("retry_after_ms"),
+        "delivery_lag_ms": round(1000.0 * server.worker.stats.delivery_lag_s, 1),
         "active_utterances": server.active_utterances,
         "connections": server.connection_count,
     }

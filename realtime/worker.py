@@ -105,6 +105,7 @@ class ModelWorker:
         # is pending, later steps append to it instead of scheduling another.
         self._outgoing: list[WorkerUpdate] = []
         self._outgoing_lock = threading.Lock()
+        self._outgoing_since = 0.0  # when the oldest undelivered update was published
         self.warmup_table: dict[tuple[int, int], float] = {}
         self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
 
@@ -231,6 +232,7 @@ class ModelWorker:
         sched, runner = self.scheduler, self.runner
         assert sched is not None and runner is not None
         now = time.monotonic()
+        sched.capacity.delivery_lag_s = self.stats.delivery_lag_s
         jobs: list[Job] = []
         for seg in sub.segments:
             try:
@@ -377,6 +379,7 @@ class ModelWorker:
                 self._outgoing.extend(updates)
                 return
             self._outgoing = updates
+            self._outgoing_since = time.monotonic()
         try:
             self._loop.call_soon_threadsafe(self._deliver_outgoing)
         except RuntimeError:  # the event loop is closed: the server is gone
@@ -388,7 +391,13 @@ class ModelWorker:
         """Runs on the event loop: everything published since the last call."""
         with self._outgoing_lock:
             updates, self._outgoing = self._outgoing, []
+            since = self._outgoing_since
         _deliver(updates)
+        # How late the loop hands audio on (a decaying max, ~1/3 s half-life
+        # at 100 deliveries a second): capacity admission adds it to its
+        # first-audio estimates. A float store: read safely by the model thread.
+        lag = time.monotonic() - since
+        self.stats.delivery_lag_s = max(lag, 0.98 * self.stats.delivery_lag_s)
 
     def _recover(self) -> None:
         """After a crash of the loop: fail everything in flight, start clean."""
