@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Refusals that say "not now": retrying later may succeed.
-RETRYABLE = frozenset({ErrorCode.OVERLOADED.value, ErrorCode.TOO_MANY_ACTIVE.value})
+RETRYABLE = frozenset({str(ErrorCode.OVERLOADED), str(ErrorCode.TOO_MANY_ACTIVE)})
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,8 @@ class Backoff:
         failed with ``error``, having waited ``waited_s`` so far; None: give up."""
         if not retryable(error) or attempt >= self.max_attempts:
             return None
-        hint = getattr(error, "retry_after_ms", None)
-        wait = hint / 1000.0 if hint is not None else self.base_s * 2 ** (attempt - 1)
+        hint: int | None = getattr(error, "retry_after_ms", None)
+        wait = hint / 1000.0 if hint is not None else self.base_s * 2.0 ** (attempt - 1)
         wait *= 1.0 + self.jitter * (rng or random).random()
         wait = min(wait, self.max_delay_s)
         if waited_s + wait > self.max_total_s:
