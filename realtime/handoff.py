@@ -93,4 +93,3 @@ class WorkerStats:
     # streams, capacity, saturation, retry_after_ms, first_audio_budget_ms.
     # Replaced whole, never mutated, so the event loop reads it safely.
     load: dict[str, Any] = field(default_factory=dict)
-    delivery_lag_s: float = 0.0  # how late the event loop lately took the model's updates

@@ -6,8 +6,9 @@
   (``active_retry_s``: when one of the connection's utterances is expected
   to end) and the text rate limits (the bucket's exact refill time, from
   ``realtime.ratelimit``). The scheduler's own refusals carry theirs.
-- ``load_report``: the body of ``GET /load``, the saturation signal a proxy
-  or an autoscaler reads (the same figures are Prometheus gauges).
+- ``publish_saturation`` (the worker, after steps) and ``load_report``: the
+  body of ``GET /load``, the saturation signal a proxy or an autoscaler reads
+  (the same figures are Prometheus gauges).
 
 Thread: ``scheduler_policy`` on the model thread (when the worker builds its
 scheduler); the rest on the event loop.
@@ -24,8 +25,11 @@ from scheduler import CODES_PER_SECOND
 
 if TYPE_CHECKING:
     from realtime.config import ServerConfig
+    from realtime.handoff import WorkerStats
+    from realtime.metrics import Metrics
     from realtime.server import Server
     from realtime.utterance import Utterance
+    from scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +85,21 @@ def active_retry_s(utterances: Iterable[Utterance], now: float) -> float:
     return clamp_s(min(ends) - now)
 
 
+def publish_saturation(sched: Scheduler, now: float, stats: WorkerStats,
+                       metrics: Metrics | None) -> None:
+    """The interactive lane's saturation into ``stats.load`` (for ``GET /load``;
+    replaced whole, so the event loop reads it safely) and the gauges.
+    Runs on the model thread."""
+    load = sched.saturation(now)
+    stats.load = {"streams": load.streams, "capacity": load.capacity,
+                  "saturation": load.ratio, "retry_after_ms": to_ms(load.retry_after_s),
+                  "first_audio_budget_ms": round(1000.0 * sched.first_audio_s, 1)}
+    if metrics is not None:
+        metrics.interactive_streams.set(load.streams)
+        metrics.interactive_capacity.set(load.capacity)
+        metrics.saturation.set(load.ratio)
+
+
 def load_report(server: Server) -> dict[str, Any]:
     """``GET /load``: whether a new interactive utterance would be admitted
     now, and the figures behind it. ``saturation`` is live interactive
@@ -98,7 +117,7 @@ def load_report(server: Server) -> dict[str, Any]:
                         "first_audio_budget_ms": load.get("first_audio_budget_ms")},
         "background": {"queued": server.worker.stats.queue.get("background", 0)},
         "retry_after_ms": load.get("retry_after_ms"),
-        "delivery_lag_ms": round(1000.0 * server.worker.stats.delivery_lag_s, 1),
+        "loop_lag_ms": round(1000.0 * server.worker.loop_lag.current(), 1),
         "active_utterances": server.active_utterances,
         "connections": server.connection_count,
     }

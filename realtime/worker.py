@@ -35,8 +35,9 @@ from typing import Any
 
 from protocol import ErrorCode
 from realtime.handoff import Submission, UpdateKind, UpdateSink, WorkerStats, WorkerUpdate
+from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
-from realtime.overload import to_ms
+from realtime.overload import publish_saturation, to_ms
 from realtime.runtime.api import RequestError, Runner
 from scheduler import (
     CostModel,
@@ -106,6 +107,8 @@ class ModelWorker:
         self._outgoing: list[WorkerUpdate] = []
         self._outgoing_lock = threading.Lock()
         self._outgoing_since = 0.0  # when the oldest undelivered update was published
+        self.loop_lag = LoopLag()  # what capacity admission adds to first-audio estimates
+        self._busy_since: float | None = None  # end of the last step's update, while stepping
         self.warmup_table: dict[tuple[int, int], float] = {}
         self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
 
@@ -117,6 +120,7 @@ class ModelWorker:
         Raises whatever building or warming the runner raised.
         """
         self._loop = asyncio.get_running_loop()
+        self.loop_lag.watch(self._loop)
         ready: asyncio.Future[None] = self._loop.create_future()
         self._thread = threading.Thread(target=self._main, args=(ready,), name="model", daemon=True)
         self._thread.start()
@@ -131,6 +135,7 @@ class ModelWorker:
 
     async def stop(self) -> None:
         """Ask the thread to finish its current step and exit; wait for it."""
+        self.loop_lag.stop()
         with self._cond:
             self._stopping = True
             self._cond.notify()
@@ -194,6 +199,8 @@ class ModelWorker:
             planned = plan is not None and not plan.is_empty
             if planned:
                 self._step(plan, now, updates)
+            else:
+                self._busy_since = None  # the thread may wait now: no back-to-back period
             self._publish(updates)
 
     def _take_commands(self, busy: bool) -> list[object] | None:
@@ -232,7 +239,7 @@ class ModelWorker:
         sched, runner = self.scheduler, self.runner
         assert sched is not None and runner is not None
         now = time.monotonic()
-        sched.capacity.delivery_lag_s = self.stats.delivery_lag_s
+        sched.capacity.delivery_lag_s = self.loop_lag.current()
         jobs: list[Job] = []
         for seg in sub.segments:
             try:
@@ -300,7 +307,13 @@ class ModelWorker:
                 tracked.started = True
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.STARTED, job_id, at=now))
         out = runner.execute(plan)
+        if self._busy_since is not None:
+            # Back to back, a step costs the whole loop's turn (scheduling,
+            # hand-offs, the GIL), not just the runner's time: that is the
+            # rate streams see, so that is what the cost model learns.
+            out.seconds = max(out.seconds, time.perf_counter() - self._busy_since)
         events = sched.update(plan, out, time.monotonic())
+        self._busy_since = time.perf_counter()
         self.stats.steps += 1
         at = time.monotonic()
         for job_id, samples in out.audio.items():
@@ -350,20 +363,10 @@ class ModelWorker:
             self._queue_gauges[1].set(background)
 
     def _publish_load(self, now: float) -> None:
-        """Refresh the interactive lane's saturation: ``stats.load`` (for
-        ``GET /load``) and the gauges."""
-        sched = self.scheduler
-        assert sched is not None
-        load = sched.saturation(now)
+        """Refresh the interactive lane's saturation (``stats.load``, gauges)."""
+        assert self.scheduler is not None
         self._load_at = now
-        self.stats.load = {"streams": load.streams, "capacity": load.capacity,
-                           "saturation": load.ratio, "retry_after_ms": to_ms(load.retry_after_s),
-                           "first_audio_budget_ms": round(1000.0 * sched.first_audio_s, 1)}
-        m = self._metrics
-        if m is not None:
-            m.interactive_streams.set(load.streams)
-            m.interactive_capacity.set(load.capacity)
-            m.saturation.set(load.ratio)
+        publish_saturation(self.scheduler, now, self.stats, self._metrics)
 
     def _publish(self, updates: list[WorkerUpdate]) -> None:
         """Hand ``updates`` to the event loop, in order after earlier ones.
@@ -393,11 +396,7 @@ class ModelWorker:
             updates, self._outgoing = self._outgoing, []
             since = self._outgoing_since
         _deliver(updates)
-        # How late the loop hands audio on (a decaying max, ~1/3 s half-life
-        # at 100 deliveries a second): capacity admission adds it to its
-        # first-audio estimates. A float store: read safely by the model thread.
-        lag = time.monotonic() - since
-        self.stats.delivery_lag_s = max(lag, 0.98 * self.stats.delivery_lag_s)
+        self.loop_lag.note(time.monotonic() - since)  # how late the loop handed audio on
 
     def _recover(self) -> None:
         """After a crash of the loop: fail everything in flight, start clean."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import orjson
+import pytest
 from websockets.asyncio.client import connect
 
 from protocol import Error, Started
@@ -127,3 +129,23 @@ async def test_the_flags_select_the_admission_mode(server_factory):
     assert sched.config.admission == "queue-only" and sched.first_audio_s == 0.4
     async with connect(f"ws://127.0.0.1:{server.port}/v1/stream"):
         pass
+
+
+def test_loop_lag_is_a_decaying_maximum():
+    from realtime.loop_lag import HALF_LIFE_S, LoopLag
+
+    lag = LoopLag()
+    lag.note(0.2, now=100.0)
+    lag.note(0.05, now=100.0)  # a smaller one does not hide the peak
+    assert lag.current(100.0) == 0.2
+    assert lag.current(100.0 + HALF_LIFE_S) == pytest.approx(0.1)
+    lag.note(0.3, now=101.0)
+    assert lag.current(101.0) == 0.3
+
+
+async def test_a_stalled_event_loop_shows_in_the_load_report(server_factory):
+    server = await server_factory(runner=four_slots())
+    time.sleep(0.3)  # the loop's own timer fires 0.3 s late
+    await asyncio.sleep(0.1)
+    load = await http_json(server.port, "/load")
+    assert load["loop_lag_ms"] > 100
