@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 _PROFILE_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # the built-in profiles' batch sizes
 Key = tuple[int, int]  # (batch, bucket)
+# A shape not measured for this many steps drifts toward calibration x ratio.
+_STALE_STEPS = 200
+_RATIO_ALPHA = 0.02
 
 
 class CostModel:
@@ -37,6 +40,9 @@ class CostModel:
         self.alpha = alpha
         self._raw: dict[tuple[int, int], float] = {}  # per shape: warm-up, then EWMA
         self._table: dict[tuple[int, int], float] = {}  # what lookups see (monotone)
+        self._seen: dict[tuple[int, int], int] = {}  # when each shape was last measured
+        self._observed = 0  # measured steps so far
+        self._ratio = 1.0  # EWMA of measured over calibrated step time, all shapes
         self.calibrate(table)
 
     @classmethod
@@ -100,6 +106,9 @@ class CostModel:
             raw[key] = min([raw[key]] + [raw[o] for o in self._above[key]])
         for key in sorted(raw):  # ascending: what a shape dominates is done first
             self._table[key] = max([raw[key]] + [raw[o] for o in self._below[key]])
+        self._baseline = dict(raw)  # what the calibration said, before any EWMA
+        self._keys = sorted(raw)
+        self._seen = {key: self._seen.get(key, -_STALE_STEPS) for key in raw}
 
     def _neighbours(self, key: Key) -> tuple[Key, Key | None, Key | None]:
         """``key``, the shape one batch size smaller and the one a bucket smaller."""
@@ -112,7 +121,9 @@ class CostModel:
         moves it by at most ``alpha`` x 50%: a stall of the whole machine is
         not the model's cost). Lookups see the monotone envelope: a shape
         costs at least what any shape it dominates was measured at, so a
-        larger batch the policy has not tried lately is not taken for cheap."""
+        larger batch the policy has not tried lately is not taken for cheap;
+        and a shape not measured for a while drifts toward its calibrated time
+        times the ratio measured steps show lately (``_relax_one``)."""
         if not seconds > 0:
             return
         key = (batch, bucket)
@@ -120,7 +131,24 @@ class CostModel:
         if old is None:
             self.calibrate({key: seconds})
             return
-        self._raw[key] = old + self.alpha * (min(seconds, 1.5 * old) - old)
+        measured = min(seconds, 1.5 * old)
+        self._raw[key] = old + self.alpha * (measured - old)
+        self._envelope(key)
+        self._observed += 1
+        self._seen[key] = self._observed
+        self._ratio += _RATIO_ALPHA * (measured / self._baseline[key] - self._ratio)
+        self._relax_one()
+
+    def _relax_one(self) -> None:
+        """Move one shape not measured lately toward what the calibration and
+        the recent measured/calibrated ratio predict: an estimate the policy
+        stopped checking (a batch size it no longer uses because it looked
+        dear once) must not stay stale. One shape per step, round robin."""
+        key = self._keys[self._observed % len(self._keys)]
+        if self._observed - self._seen[key] <= _STALE_STEPS:
+            return
+        target = self._baseline[key] * self._ratio
+        self._raw[key] += self.alpha * (target - self._raw[key])
         self._envelope(key)
 
     def _envelope(self, key: Key) -> None:
