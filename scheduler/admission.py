@@ -4,7 +4,9 @@ Two modes (``SchedulerConfig.admission``):
 
 - ``capacity`` (default). An interactive utterance is refused ``overloaded``
   when one more stream would exceed the lane's stream capacity (every
-  admitted stream keeps its real-time rate, ``scheduler.capacity``), or when
+  admitted stream keeps its real-time rate, ``scheduler.capacity``), while
+  an admitted stream's audio is running out all the same (the cost model
+  was optimistic: the observed rate overrides it), or when
   its first audio, behind the streams already admitted, is expected more
   than ``first_audio_s`` from now. The queue bounds stay as a
   backstop and count waiting utterances, not segments: an utterance is not
@@ -93,6 +95,9 @@ class Admission:
             return self._overloaded(
                 f"the interactive lane is at its capacity of {capacity.stream_capacity(bucket)} "
                 "real-time streams", capacity.earliest_end(now) - now)
+        if capacity.behind(now, bucket):  # the model is slower than the cost model says
+            return self._overloaded("admitted interactive streams are behind real time",
+                                    capacity.earliest_end(now) - now)
         estimate = capacity.start_estimate(jobs, now)
         # The budget bounds the wait that load on the model adds, from this
         # decision on (the hand-off to the model thread is in the derived

@@ -212,6 +212,22 @@ class InteractiveCapacity:
                  + cfg.first_audio_steps * self.interval(1, bucket))
         return StartEstimate(starts, first_audio, alone)
 
+    def behind(self, now: float, bucket: int) -> bool:
+        """Is an admitted stream's audio running out (its codes came slower
+        than real time, whatever the cost model expected)? Only where the
+        target is real time: on a machine that cannot keep even one stream in
+        real time every stream is behind, and the rate check alone decides."""
+        cfg = self.config
+        if self.target_rate(bucket) < CODES_PER_SECOND:
+            return False
+        # The client starts playing first_audio_steps codes after the first.
+        slack = (cfg.first_audio_steps + 2) * self.interval(max(len(self.streams()), 1), bucket)
+        for job in self.book.jobs(Lane.INTERACTIVE).values():
+            if job.state is JobState.ACTIVE and job.first_code_at is not None and (
+                    job.first_code_at + job.tokens / CODES_PER_SECOND + slack < now):
+                return True
+        return False
+
     def saturation(self, now: float) -> Saturation:
         """The lane's load now (see ``Saturation``)."""
         streams = len(self.streams())

@@ -224,3 +224,21 @@ def test_a_streamed_utterance_is_judged_when_it_starts_and_its_text_is_never_ref
     # The accepted one's first sentence arrives: queued, though the lane is full.
     assert h.sched.add(h.job("streamed", I, index=0, length=40), h.now) is None
     assert len(h.sched.capacity.streams()) == 3
+
+
+def test_streams_falling_behind_stop_admissions_whatever_the_cost_model_says():
+    h = Harness(config=FLAT64, cost=flat(0.010))
+    [a] = h.utterance("a", I, 1, length=400)
+    h.sched.admit([a], h.now)
+    h.step()
+    h.now += 1.0  # the machine stalled: a's audio ran out long ago
+    ref = h.sched.admit(h.utterance("b", I, 1), h.now)
+    assert ref is not None and "behind real time" in ref.message and ref.retry_after_s > 0
+    h.step()
+    for _ in range(50):  # it catches up (codes come faster than real time again)
+        h.step()
+    # Still behind: 51 codes is ~1.1 s of audio, started ~1.5 s ago.
+    assert h.sched.admit(h.utterance("c", I, 1), h.now) is not None
+    for _ in range(100):
+        h.step()
+    assert h.sched.admit(h.utterance("d", I, 1), h.now) is None
