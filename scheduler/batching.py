@@ -17,17 +17,30 @@ from scheduler.jobs import Job, JobState
 
 
 class SlotBudget:
-    """Free KV slots a plan may still hand to waiting jobs."""
+    """Free KV slots a plan may still hand to waiting jobs.
 
-    def __init__(self, free: int) -> None:
+    ``early`` jobs (a stream's next segment started before its stream's
+    current one ends) may take a slot only beyond ``reserve``, the slots the
+    other waiting interactive jobs (new streams, streams between segments)
+    need now: a stream counts one slot in admission, so its head start must
+    not push an admitted stream out.
+    """
+
+    def __init__(self, free: int, reserve: int = 0, early: frozenset[int] = frozenset()) -> None:
         self.free = free
+        self.reserve = reserve
+        self.early = early
 
     def allows(self, job: Job) -> bool:
-        return job.state is not JobState.WAITING or self.free > 0
+        if job.state is not JobState.WAITING:
+            return True
+        return self.free > (self.reserve if job.id in self.early else 0)
 
     def take(self, job: Job) -> None:
         if job.state is JobState.WAITING:
             self.free -= 1
+            if self.reserve and job.id not in self.early:
+                self.reserve -= 1
 
 
 def fits(config: SchedulerConfig, batch: Sequence[Job], job: Job, limit: int) -> bool:

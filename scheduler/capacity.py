@@ -174,25 +174,36 @@ class InteractiveCapacity:
     def schedule_streams(self, streams: Sequence[Utterance], now: float, interval: float,
                          room: int) -> tuple[list[float], float]:
         """Expected end of each stream, soonest first, and when a slot frees
-        for one more stream after them. Streams with a started job run on;
-        the others wait for one of ``room`` slots in admission order (list
-        scheduling); each needs its remaining codes, a step per prefill, at
-        ``interval``."""
-        running: list[float] = []
-        waiting: list[tuple[int, float]] = []
-        for utt in streams:
-            work = _remaining_codes(utt) * interval
-            if any(j.started for j in utt.segments.values() if not j.state.terminal):
-                running.append(now + work)
+        for one more stream after them, by list scheduling on the ``room``
+        slots at ``interval`` per code (a step more per prefill). A job that
+        holds a slot keeps it for its remaining codes (a stream's next
+        sentence started early holds a second one); a stream's waiting
+        sentences follow on the slot of its latest job; a stream with no job
+        running waits for the next free slot, in admission order."""
+        lines: list[float] = []
+        queued: list[tuple[int, float, int]] = []
+        ends = [now] * len(streams)
+        for n, utt in enumerate(streams):
+            latest = -1
+            waiting = 0.0
+            for job in utt.segments.values():
+                if job.state is JobState.ACTIVE:
+                    lines.append(now + job.remaining_tokens * interval)
+                    if latest < 0 or lines[-1] > lines[latest]:
+                        latest = len(lines) - 1
+                elif not job.state.terminal:
+                    waiting += (job.remaining_tokens + 1) * interval
+            if latest >= 0:
+                lines[latest] += waiting
+                ends[n] = lines[latest]
             else:
-                waiting.append((utt.seq, work))
-        lines = running + [now] * max(room - len(running), 0)
+                queued.append((utt.seq, waiting, n))
+        lines += [now] * max(room - len(lines), 0)
         heapq.heapify(lines)
-        ends = list(running)
-        for _, work in sorted(waiting):
+        for _, work, n in sorted(queued):
             start = heapq.heappop(lines) if lines else now
             heapq.heappush(lines, start + work)
-            ends.append(start + work)
+            ends[n] = start + work
         return sorted(ends), (lines[0] if lines else now)
 
     def start_estimate(self, jobs: Sequence[Job], now: float) -> StartEstimate:
@@ -244,15 +255,6 @@ class InteractiveCapacity:
             return now
         interval = self.interval(len(streams), self.bucket())
         return self.schedule_streams(streams, now, interval, self.slot_room())[0][0]
-
-
-def _remaining_codes(utt: Utterance) -> float:
-    codes = 0.0
-    for job in utt.segments.values():
-        if job.state.terminal:
-            continue
-        codes += job.remaining_tokens + (1 if job.state is JobState.WAITING else 0)
-    return codes
 
 
 def clamp_retry(seconds: float, config: SchedulerConfig) -> float:

@@ -181,8 +181,8 @@ class Scheduler:
         """The next step's plan, or ``None`` when there is nothing to do."""
         cfg = self.config
         self._wakeup = None
-        slots = batching.SlotBudget(self.book.free_slots)
         ranked = self._ranked_interactive()
+        slots = self._interactive_budget(ranked)
         interactive = batching.pick_interactive(cfg, ranked, slots)
         bg_edf = self._runnable_background()
         starving = (bool(interactive) and bool(bg_edf)
@@ -275,6 +275,24 @@ class Scheduler:
         return ranking.ranked_interactive(self.book.live_utterances(Lane.INTERACTIVE),
                                           self.first_audio_s,
                                           self.config.interactive_start_lead_s)
+
+    def _interactive_budget(self, ranked: list[Job]) -> batching.SlotBudget:
+        """Free slots, the ones waiting streams need now kept from early starts."""
+        if not ranked:
+            return batching.SlotBudget(self.book.free_slots)
+        early: set[int] = set()
+        reserve = 0
+        for job in ranked:
+            if job.state is JobState.WAITING:
+                if self._stream_holds_a_slot(job):
+                    early.add(job.id)
+                else:
+                    reserve += 1
+        return batching.SlotBudget(self.book.free_slots, reserve, frozenset(early))
+
+    def _stream_holds_a_slot(self, job: Job) -> bool:
+        utt = self.book.utterance(job.utterance)
+        return utt is not None and any(s.state is JobState.ACTIVE for s in utt.segments.values())
 
     def _realtime_riders(self, batch: list[Job], rest: list[Job],
                          slots: batching.SlotBudget) -> list[Job]:

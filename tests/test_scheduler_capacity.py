@@ -242,3 +242,36 @@ def test_streams_falling_behind_stop_admissions_whatever_the_cost_model_says():
     for _ in range(100):
         h.step()
     assert h.sched.admit(h.utterance("d", I, 1), h.now) is None
+
+
+def test_a_next_sentence_starts_early_only_on_a_slot_no_waiting_stream_needs():
+    cfg = SchedulerConfig(batch_sizes=SIZES, max_slots=3, admission="queue-only")
+    h = Harness(config=cfg, cost=flat(0.010))
+    two = h.utterance("two", I, 2, length=300)  # its second sentence may start early
+    h.sched.admit(two, h.now)
+    h.sched.admit(h.utterance("one", I, 1, length=300), h.now)
+    h.step()
+    [new] = h.utterance("new", I, 1, length=50)
+    h.sched.admit([new], h.now)
+    h.step()
+    # One slot was free: the new stream got it, not the early second sentence.
+    assert new.started and not two[1].started
+    g = Harness(config=cfg, cost=flat(0.010))
+    two = g.utterance("two", I, 2, length=300)
+    g.sched.admit(two, g.now)
+    g.step()
+    g.step()
+    assert two[1].started  # with slots to spare it does start early
+
+
+def test_admission_counts_the_slot_a_sentence_started_early_holds():
+    cfg = SchedulerConfig(batch_sizes=SIZES, max_slots=3, interactive_first_audio_s=0.1)
+    h = Harness(config=cfg, cost=flat(0.010))
+    two = h.utterance("two", I, 2, length=300)
+    h.sched.admit(two, h.now)
+    h.sched.admit(h.utterance("one", I, 1, length=300), h.now)
+    h.step()
+    h.step()
+    assert two[1].started and h.sched.book.free_slots == 0  # two streams, three slots held
+    ref = h.sched.admit(h.utterance("new", I, 1, length=50), h.now)
+    assert ref is not None and "budget" in ref.message
