@@ -15,7 +15,7 @@ First the capacity: as many closed-loop clients as the server reports streams
 (``GET /load``) speak short sentences back to back; utterances and audio seconds
 completed per second are the measured capacity. Then, per offered load (0.5x,
 1x, 2x and 4x that rate, Poisson arrivals of one short interactive sentence each,
-``chunking: token``, 40 ms frames), one round against each server, alternating
+``chunking: token``, 100 ms frames: the protocol's default), one round against each server, alternating
 which goes first. Per round: first audio of the admitted utterances (client
 clock, p50/p99), underruns among admitted (a simulated player starting at the
 first frame, ``clients.playback``), refusals by code and their latency (speak
@@ -65,7 +65,7 @@ SENTENCES = (
     "Thanks for calling. Is there anything else I can do?",
 )
 CONNECTIONS = 40  # per round; the server's --max-active is 8 per connection
-SPEAK = {"type": "speak", "chunking": "token", "frame_ms": 40, "params": {"seed": 1}}
+SPEAK = {"type": "speak", "chunking": "token", "frame_ms": 100, "params": {"seed": 1}}
 
 
 @dataclass
