@@ -2,13 +2,15 @@
 
 The scheduler's cost model knows model steps. When the event loop is the
 bottleneck (framing and sending audio for many streams, a busy machine), audio
-reaches clients late although the model keeps up. ``LoopLag`` keeps a decaying
-maximum of two measurements, both taken on the event loop:
+reaches clients late although the model keeps up. ``LoopLag`` keeps a moving
+average (time constant ``TAU_S``) of two measurements, both taken on the loop:
 
 - a timer that should fire every ``period_s`` and records how late it ran;
 - how long the model thread's updates waited before the loop took them
   (``note``, from the worker's delivery).
 
+An average, not a peak: one stall (a garbage collection, a burst of framing)
+should not refuse work for a second after it; a loop that stays late should.
 Capacity admission adds ``current()`` to its first-audio estimates.
 
 Thread: ``note`` and the timer on the event loop; ``current`` from any thread
@@ -21,24 +23,24 @@ import asyncio
 import math
 import time
 
-HALF_LIFE_S = 0.5
+TAU_S = 0.5
 
 
 class LoopLag:
     def __init__(self, period_s: float = 0.05) -> None:
         self.period_s = period_s
-        self._peak = (0.0, time.monotonic())  # (seconds late, when measured)
+        self._average = (0.0, time.monotonic())  # (seconds late, when last noted)
         self._timer: asyncio.TimerHandle | None = None
 
-    def current(self, now: float | None = None) -> float:
-        """The recent worst lateness, decayed with a half-life of ``HALF_LIFE_S``."""
-        lag, at = self._peak
-        now = time.monotonic() if now is None else now
-        return lag * math.exp(-math.log(2) * max(now - at, 0.0) / HALF_LIFE_S)
+    def current(self) -> float:
+        """The recent average lateness, in seconds."""
+        return self._average[0]
 
     def note(self, lag: float, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
-        self._peak = (max(lag, self.current(now)), now)
+        average, at = self._average
+        weight = 1.0 - math.exp(-max(now - at, 0.0) / TAU_S)
+        self._average = (average + weight * (max(lag, 0.0) - average), now)
 
     def watch(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the loop's own timer (call on the loop)."""
