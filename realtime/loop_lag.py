@@ -9,9 +9,11 @@ average (time constant ``TAU_S``) of two measurements, both taken on the loop:
 - how long the model thread's updates waited before the loop took them
   (``note``, from the worker's delivery).
 
-An average, not a peak: one stall (a garbage collection, a burst of framing)
-should not refuse work for a second after it; a loop that stays late should.
-Capacity admission adds ``current()`` to its first-audio estimates.
+``current()`` is the smaller of that average and the timer's latest reading:
+one stall (a garbage collection, a burst of framing) barely moves the
+average, and a loop that has caught up reads on time at once; only a loop
+that stays late counts. Capacity admission adds it to its first-audio
+estimates.
 
 Thread: ``note`` and the timer on the event loop; ``current`` from any thread
 (it reads one tuple, replaced whole).
@@ -30,11 +32,12 @@ class LoopLag:
     def __init__(self, period_s: float = 0.05) -> None:
         self.period_s = period_s
         self._average = (0.0, time.monotonic())  # (seconds late, when last noted)
+        self._latest = 0.0  # the timer's latest reading
         self._timer: asyncio.TimerHandle | None = None
 
     def current(self) -> float:
-        """The recent average lateness, in seconds."""
-        return self._average[0]
+        """Seconds the loop is late: recently on average, and still now."""
+        return min(self._average[0], self._latest)
 
     def note(self, lag: float, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
@@ -56,5 +59,6 @@ class LoopLag:
         self._timer = loop.call_at(due, self._fired, loop, due)
 
     def _fired(self, loop: asyncio.AbstractEventLoop, due: float) -> None:
-        self.note(loop.time() - due)
+        self._latest = max(loop.time() - due, 0.0)
+        self.note(self._latest)
         self._arm(loop)

@@ -12,7 +12,13 @@ from websockets.asyncio.client import connect
 
 from protocol import Error, Started
 from realtime.config import ServerConfig
-from realtime.overload import active_retry_s, first_audio_steps, scheduler_policy, to_ms
+from realtime.overload import (
+    active_retry_s,
+    first_audio_steps,
+    load_report,
+    scheduler_policy,
+    to_ms,
+)
 from realtime.runtime.tone import ToneRunner
 
 LONG = "A long sentence that keeps its stream busy for several seconds of audio. " * 2
@@ -136,17 +142,19 @@ def test_loop_lag_is_a_moving_average_in_time():
     from realtime.loop_lag import TAU_S, LoopLag
 
     lag = LoopLag()
+    lag._latest = 1.0  # the timer reads late all along (the average decides)
     lag.note(0.0, now=100.0)
     lag.note(0.2, now=100.05)  # one late tick weighs what 50 ms of time weighs
     assert lag.current() == pytest.approx(0.2 * (1 - math.exp(-0.05 / TAU_S)))
     for k in range(1, 60):  # a loop that stays 100 ms late for 3 s
         lag.note(0.1, now=100.05 + 0.05 * k)
     assert lag.current() == pytest.approx(0.1, rel=0.01)
+    lag._latest = 0.0  # caught up: on time at once
+    assert lag.current() == 0.0
 
 
 async def test_a_stalled_event_loop_shows_in_the_load_report(server_factory):
     server = await server_factory(runner=four_slots())
     time.sleep(0.3)  # the loop's own timer fires 0.3 s late
-    await asyncio.sleep(0)
-    load = await http_json(server.port, "/load")
-    assert load["loop_lag_ms"] > 10
+    await asyncio.sleep(0)  # ... now; the next tick is 50 ms away
+    assert load_report(server)["loop_lag_ms"] > 10
