@@ -1,6 +1,6 @@
 """Overload bench: admission by capacity vs queue-only, through the real server.
 
-    python -m bench overload [--quick] [--out DIR] [--setups flat,tiny]
+    python -m bench overload [--quick] [--out DIR] [--setups flat,tiny] [--repeats N]
 
 For each of two set-ups it starts two servers as subprocesses on 127.0.0.1, one
 with ``--admission capacity`` and one with ``--admission queue-only``, and
@@ -28,8 +28,11 @@ Prints a table, writes ``overload_bench.json`` and ``overload_bench.png`` to
 and ``_4x`` (admitted first-audio p99 at 2x and 4x over that at 0.5x, flat,
 capacity admission), ``underruns_admitted_flat`` (every flat capacity round),
 ``goodput_ratio_4x`` (flat, capacity), ``refusal_p99_ms`` (flat, capacity), the
-same figures for queue-only and for ``tiny``, and the CPU's name. Targets: both
-ratios <= 2, zero underruns, goodput >= 0.9, refusals p99 <= 50 ms.
+same figures for queue-only and for ``tiny``, and the CPU's name; with
+``--repeats N`` each round runs N times (alternating) and the figures are
+medians over the repeats. Targets: both ratios <= 2, zero underruns, goodput
+>= 0.9, refusals p99 <= 50 ms. On a shared machine a stall of the whole
+machine shows in a round's p99: compare repeats.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import argparse
 import asyncio
 import json
 import random
+import statistics
 import sys
 import time
 import urllib.request
@@ -255,8 +259,9 @@ def load_of(url: str) -> dict:
 
 
 async def run_setup(name: str, servers: dict[str, ServerProcess], round_s: float, cal_s: float,
-                    grace_s: float, loads: Sequence[float]) -> list[dict]:
-    """Capacity, then one round per load and mode (alternating which goes first)."""
+                    grace_s: float, loads: Sequence[float], repeats: int = 1) -> list[dict]:
+    """Capacity, then one round per load and mode (alternating which goes
+    first), ``repeats`` times over."""
     capacity_url = servers["capacity"].url
     # Warm both servers alike first: their cost models learn the real steps
     # (sampling, vocoder, this machine's load), which the warm-up table misses.
@@ -267,17 +272,26 @@ async def run_setup(name: str, servers: dict[str, ServerProcess], round_s: float
     print(f"{name}: capacity {streams} streams, {rate:.2f} utterances/s, "
           f"{audio_rate:.1f} audio s/s", flush=True)
     rows = []
-    for i, load in enumerate(loads):
-        order = MODES if i % 2 == 0 else tuple(reversed(MODES))
-        for mode in order:
-            records = await open_loop(servers[mode].url, load * rate, round_s, grace_s, seed=100 + i)
-            row = {"setup": name, "mode": mode, "load": load, "rate_per_s": round(load * rate, 3),
-                   "capacity_streams": streams, "capacity_utt_per_s": round(rate, 3),
-                   "capacity_audio_s_per_s": round(audio_rate, 2)}
-            row.update(summarize(records, round_s, audio_rate))
-            rows.append(row)
-            print(format_row(row), flush=True)
+    for repeat in range(repeats):
+        for i, load in enumerate(loads):
+            order = MODES if (i + repeat) % 2 == 0 else tuple(reversed(MODES))
+            for mode in order:
+                rows.append(await one_round(name, servers[mode].url, mode, load, rate, audio_rate,
+                                            streams, round_s, grace_s, seed=100 * repeat + i,
+                                            repeat=repeat))
     return rows
+
+
+async def one_round(name: str, url: str, mode: str, load: float, rate: float, audio_rate: float,
+                    streams: int, round_s: float, grace_s: float, seed: int, repeat: int) -> dict:
+    records = await open_loop(url, load * rate, round_s, grace_s, seed=seed)
+    row = {"setup": name, "mode": mode, "load": load, "repeat": repeat,
+           "rate_per_s": round(load * rate, 3),
+           "capacity_streams": streams, "capacity_utt_per_s": round(rate, 3),
+           "capacity_audio_s_per_s": round(audio_rate, 2)}
+    row.update(summarize(records, round_s, audio_rate))
+    print(format_row(row), flush=True)
+    return row
 
 
 HEAD = (f"{'setup':5} {'mode':10} {'load':>4} {'offer':>5} {'admit':>5} {'refuse':>6} {'unfin':>5} "
@@ -298,6 +312,21 @@ def format_row(r: dict) -> str:
 
 
 def headline(rows: Sequence[dict]) -> dict:
+    """The last line's figures; with several repeats, the median of each
+    figure over the repeats (and ``repeats``)."""
+    repeats = sorted({r.get("repeat", 0) for r in rows})
+    each = [headline_of([r for r in rows if r.get("repeat", 0) == k]) for k in repeats]
+    if len(each) == 1:
+        return each[0]
+    result: dict = {}
+    for key in each[0]:
+        values = [h[key] for h in each if isinstance(h.get(key), (int, float))]
+        result[key] = statistics.median(values) if values else each[0][key]
+    result["repeats"] = len(each)
+    return result
+
+
+def headline_of(rows: Sequence[dict]) -> dict:
     def pick(setup: str, mode: str, load: float) -> dict | None:
         return next((r for r in rows if r["setup"] == setup and r["mode"] == mode
                      and r["load"] == load), None)
@@ -372,7 +401,8 @@ async def run(args: argparse.Namespace) -> list[dict]:
                 server.wait_ready(spec.start_timeout_s)
             quick = args.quick
             rows += await run_setup(name, servers, spec.round_s / (2 if quick else 1),
-                                    spec.calibrate_s / (2 if quick else 1), spec.grace_s, LOADS)
+                                    spec.calibrate_s / (2 if quick else 1), spec.grace_s, LOADS,
+                                    args.repeats)
         finally:
             for server in servers.values():
                 server.stop()
@@ -383,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench overload", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="half-length rounds")
     parser.add_argument("--out", type=Path, default=Path("out"), help="directory for JSON, PNG, logs")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds per load and mode; the last line takes medians")
     parser.add_argument("--setups", default="flat,tiny",
                         help="comma-separated set-ups to run (flat: tone runner; tiny: tiny-random)")
     args = parser.parse_args(argv)

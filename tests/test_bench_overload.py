@@ -70,3 +70,15 @@ async def test_one_short_round_against_a_real_server(server_factory):
     assert records and all(r.outcome == "done" for r in records)
     out = summarize(records, 0.5, audio_rate)
     assert out["admitted"] == len(records) and out["ttfa_p50_ms"] > 0
+
+
+def test_headline_takes_medians_over_repeats():
+    rows = []
+    for repeat, p99_4x in enumerate((80.0, 200.0, 90.0)):
+        for load, p99 in ((0.5, 40.0), (2.0, 50.0), (4.0, p99_4x)):
+            rows.append({"setup": "flat", "mode": "capacity", "load": load, "repeat": repeat,
+                         "ttfa_p99_ms": p99, "underruns": repeat, "goodput_ratio": 0.9,
+                         "refusal_p99_ms": 20.0})
+    result = headline(rows)
+    assert result["repeats"] == 3 and result["admitted_ttfa_p99_ratio_4x"] == 2.25
+    assert result["underruns_admitted_flat"] == 1
