@@ -54,6 +54,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from bench.overload_servers import MODES, SETUPS, ServerProcess, cpu_name
+from bench.results import write_results
 from clients.playback import simulate_playback
 from clients.probe_report import percentile
 from protocol import Done, Error, Started, decode_server, unpack_frame
@@ -430,12 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = uvloop.run(run(args))
     except ImportError:
         rows = asyncio.run(run(args))
-    (args.out / "overload_bench.json").write_text(json.dumps(rows, indent=1))
-    plot(rows, args.out / "overload_bench.png")
-    print(f"wrote {args.out / 'overload_bench.json'} and {args.out / 'overload_bench.png'} "
-          f"in {time.perf_counter() - started:.0f} s")
-    print(json.dumps(headline(rows)))
-    return 0
+    return write_results(args.out, "overload_bench", rows, plot, headline, started)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import sys
 import time
 
 from bench import sim
+from bench.results import write_results
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
 
@@ -165,12 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = sweep("gpu", CostModel.default_gpu(), loads, bursts, args.seed)
     rows += sweep("cpu", cpu, loads, bursts, args.seed)
     print_table(rows)
-    (out / "scheduler_bench.json").write_text(json.dumps(rows, indent=1))
-    plot(rows, out / "scheduler_bench.png")
-    print(f"wrote {out / 'scheduler_bench.json'} and {out / 'scheduler_bench.png'} "
-          f"in {time.perf_counter() - started:.0f} s")
-    print(json.dumps(headline(rows)))
-    return 0
+    return write_results(out, "scheduler_bench", rows, plot, headline, started)
 
 
 if __name__ == "__main__":
