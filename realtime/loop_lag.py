@@ -12,8 +12,11 @@ average (time constant ``TAU_S``) of two measurements, both taken on the loop:
 ``current()`` is the smaller of that average and the timer's latest reading:
 one stall (a garbage collection, a burst of framing) barely moves the
 average, and a loop that has caught up reads on time at once; only a loop
-that stays late counts. Capacity admission adds it to its first-audio
-estimates.
+that stays late shows. ``GET /load`` reports it. Admission does not use it:
+tried, it refused work for transient stalls of a busy test machine, while
+the late first audio it was meant to catch came from the slot model
+(``scheduler.capacity`` now lists jobs, not streams); the observed
+``behind`` check covers a loop that cannot keep the streams fed for long.
 
 Thread: ``note`` and the timer on the event loop; ``current`` from any thread
 (it reads one tuple, replaced whole).

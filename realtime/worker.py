@@ -107,7 +107,7 @@ class ModelWorker:
         self._outgoing: list[WorkerUpdate] = []
         self._outgoing_lock = threading.Lock()
         self._outgoing_since = 0.0  # when the oldest undelivered update was published
-        self.loop_lag = LoopLag()  # what capacity admission adds to first-audio estimates
+        self.loop_lag = LoopLag()  # how late the event loop runs (GET /load)
         self._busy_since: float | None = None  # end of the last step's update, while stepping
         self.warmup_table: dict[tuple[int, int], float] = {}
         self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
@@ -239,7 +239,6 @@ class ModelWorker:
         sched, runner = self.scheduler, self.runner
         assert sched is not None and runner is not None
         now = time.monotonic()
-        sched.capacity.delivery_lag_s = self.loop_lag.current()
         jobs: list[Job] = []
         for seg in sub.segments:
             try:

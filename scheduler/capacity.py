@@ -68,10 +68,6 @@ class InteractiveCapacity:
         self.config = config
         self.cost = cost
         self.book = book
-        # Seconds the server lately took to hand a step's audio to the clients
-        # (the worker measures it): what the cost model's step times miss
-        # when the event loop, not the model, is the bottleneck.
-        self.delivery_lag_s = 0.0
 
     # ---- the model of the lane -------------------------------------------------
 
@@ -217,8 +213,7 @@ class InteractiveCapacity:
         interval = self.interval(len(streams) + 1, bucket)
         _, starts = self.schedule_streams(streams, now, interval, self.slot_room())
         step = self.cost.step_time(cfg.padded_batch(min(len(streams) + 1, self.rows(bucket))), bucket)
-        first_audio = (starts + (1.0 + PREFILL_STEPS) * step + cfg.first_audio_steps * interval
-                       + self.delivery_lag_s)
+        first_audio = starts + (1.0 + PREFILL_STEPS) * step + cfg.first_audio_steps * interval
         alone = ((1.0 + PREFILL_STEPS) * self.cost.step_time(cfg.batch_sizes[0], bucket)
                  + cfg.first_audio_steps * self.interval(1, bucket))
         return StartEstimate(starts, first_audio, alone)

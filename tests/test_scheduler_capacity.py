@@ -275,3 +275,4 @@ def test_admission_counts_the_slot_a_sentence_started_early_holds():
     assert two[1].started and h.sched.book.free_slots == 0  # two streams, three slots held
     ref = h.sched.admit(h.utterance("new", I, 1, length=50), h.now)
     assert ref is not None and "budget" in ref.message
+
