@@ -11,6 +11,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),
     "scheduler": ("bench.scheduler", "two-lane scheduler vs baselines, simulated"),
+    "overload": ("bench.overload", "admission by capacity vs queue-only under overload, real server"),
     "soak": ("bench.soak", "bounded loopback soak of the whole server"),
 }
 

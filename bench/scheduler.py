@@ -1,10 +1,13 @@
-"""Scheduler benchmark: our two-lane scheduler vs a single-queue dynamic batcher.
+"""Scheduler benchmark: our two-lane scheduler vs continuous batching and a dynamic batcher.
 
     python -m bench scheduler [--quick] [--out DIR] [--cpu-steps FILE.json]
 
 Replays the same simulated arrivals (see ``bench.sim``) against our
-``Scheduler`` and against a dynamic batcher (max batch 8, max wait 50 ms and
-80 ms) over a load sweep, on a GPU-like profile and a CPU profile (defaults
+``Scheduler``, against continuous (iteration-level) batching with one FCFS
+queue (what vLLM, TGI and Orca do: jobs join and leave at step boundaries,
+max batch 8, no lanes, no admission) and against a dynamic batcher (max
+batch 8, max wait 50 ms and 80 ms, static batches) over a load sweep, on a
+GPU-like profile and a CPU profile (defaults
 from measured steps, or ``--cpu-steps`` with measured steps as
 ``[{"batch": 1, "bucket": 256, "seconds": 0.043}, ...]`` or
 ``{"1,256": 0.043, ...}``). Prints a table, writes ``scheduler_bench.json``
@@ -16,7 +19,13 @@ last line:
 - ``deadline_miss_ratio``: background utterances not delivered by their
   deadline, refused ones included, ours over the better batcher's, as
   (our misses + 1) / (the batcher's misses + 1), so that it stays defined
-  when either is 0.
+  when either is 0;
+- ``ttfa_p99_ratio_cb`` and ``deadline_miss_ratio_cb``: the same two against
+  continuous batching (targets at 80% load, GPU profile: both <= 0.5).
+
+Our first-audio figures are over the interactive utterances we admitted;
+``ours_interactive_refusal_rate`` says how many were refused (``overloaded``
+at once, with a retry hint, instead of being served late).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import sys
 import time
 
 from bench import sim
+from bench.results import write_results
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
 
@@ -53,7 +63,8 @@ def sweep(name: str, cost: CostModel, loads, bursts: int, seed: int) -> list[dic
         # squeeze the arrivals so each point offers exactly its load.
         factor = sim.realized_load(arrivals, cost, duration) / load
         arrivals, duration = sim.stretch(arrivals, factor), duration * factor
-        outcomes = [sim.run_ours(arrivals, cost, config, duration, seed)]
+        outcomes = [sim.run_ours(arrivals, cost, config, duration, seed),
+                    sim.run_continuous(arrivals, cost, duration, seed, config)]
         outcomes += [sim.run_batcher(arrivals, cost, duration, 8, wait, seed) for wait in BATCHER_WAITS]
         for outcome in outcomes:
             row = {"profile": name, "load": load, "policy": outcome.name,
@@ -69,14 +80,15 @@ def sweep(name: str, cost: CostModel, loads, bursts: int, seed: int) -> list[dic
 
 def print_table(rows: list[dict]) -> None:
     head = (f"{'profile':7} {'load':>5} {'real':>5} {'policy':14} {'ttfa p50 ms':>11} "
-            f"{'p95 ms':>8} {'p99 ms':>8} "
+            f"{'p95 ms':>8} {'p99 ms':>8} {'i refused':>9} "
             f"{'bg miss':>8} {'refused':>8} {'late':>6} {'codes/s':>8} {'stall s':>8}")
     print(head)
     print("-" * len(head))
     for r in rows:
         print(f"{r['profile']:7} {r['load']:5.0%} {r['realized_load']:5.0%} {r['policy']:14} "
               f"{r['ttfa_p50_ms']:11.0f} "
-              f"{r['ttfa_p95_ms']:8.0f} {r['ttfa_p99_ms']:8.0f} {r['bg_miss_rate']:8.1%} "
+              f"{r['ttfa_p95_ms']:8.0f} {r['ttfa_p99_ms']:8.0f} {r['interactive_refusal_rate']:9.1%} "
+              f"{r['bg_miss_rate']:8.1%} "
               f"{r['bg_refusal_rate']:8.1%} {r['bg_late_rate']:6.1%} {r['codes_per_s']:8.0f} "
               f"{r['gap_s_per_utt']:8.2f}")
 
@@ -112,12 +124,15 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
 def headline(rows: list[dict]) -> dict:
     at = [r for r in rows if r["profile"] == "gpu" and abs(r["load"] - KEY_LOAD) < 1e-9]
     ours = next(r for r in at if r["policy"] == "two-lane")
-    batchers = [r for r in at if r["policy"] != "two-lane"]
+    cb = next(r for r in at if r["policy"] == "continuous")
+    batchers = [r for r in at if r["policy"].startswith("batcher")]
     best_ttfa = min(r["ttfa_p99_ms"] for r in batchers)
     best_miss = min(r["background_missed"] for r in batchers)
     return {
         "ttfa_p99_ratio": round(ours["ttfa_p99_ms"] / best_ttfa, 4),
         "deadline_miss_ratio": round((ours["background_missed"] + 1) / (best_miss + 1), 4),
+        "ttfa_p99_ratio_cb": round(ours["ttfa_p99_ms"] / cb["ttfa_p99_ms"], 4),
+        "deadline_miss_ratio_cb": round((ours["background_missed"] + 1) / (cb["background_missed"] + 1), 4),
         "load": KEY_LOAD,
         "profile": "gpu",
         "ours_ttfa_p99_ms": round(ours["ttfa_p99_ms"], 1),
@@ -126,6 +141,9 @@ def headline(rows: list[dict]) -> dict:
         "ours_bg_refusal_rate": round(ours["bg_refusal_rate"], 4),
         "ours_bg_late_rate": round(ours["bg_late_rate"], 4),
         "batcher_bg_miss_rate": round(min(r["bg_miss_rate"] for r in batchers), 4),
+        "cb_ttfa_p99_ms": round(cb["ttfa_p99_ms"], 1),
+        "cb_bg_miss_rate": round(cb["bg_miss_rate"], 4),
+        "ours_interactive_refusal_rate": round(ours["interactive_refusal_rate"], 4),
         "background_offered": ours["background_offered"],
     }
 
@@ -149,12 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = sweep("gpu", CostModel.default_gpu(), loads, bursts, args.seed)
     rows += sweep("cpu", cpu, loads, bursts, args.seed)
     print_table(rows)
-    (out / "scheduler_bench.json").write_text(json.dumps(rows, indent=1))
-    plot(rows, out / "scheduler_bench.png")
-    print(f"wrote {out / 'scheduler_bench.json'} and {out / 'scheduler_bench.png'} "
-          f"in {time.perf_counter() - started:.0f} s")
-    print(json.dumps(headline(rows)))
-    return 0
+    return write_results(out, "scheduler_bench", rows, plot, headline, started)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 """Discrete-event simulation of the server's model thread over a cost model.
 
-The same arrivals are replayed against two policies:
+The same arrivals are replayed against three policies:
 
 - ``run_ours``: our ``Scheduler`` itself, driven step by step with a
   simulated runner whose step time comes from the profile's cost table;
 - ``run_batcher``: a single-queue dynamic batcher (no lanes, no admission):
   when the model is free it waits until 8 jobs are queued or the oldest has
   waited ``max_wait``, takes the oldest job plus the queued jobs nearest to it
-  in length, and runs that static batch until its longest job ends.
+  in length, and runs that static batch until its longest job ends;
+- ``run_continuous``: continuous (iteration-level) batching as vLLM, TGI and
+  Orca do it: one FCFS queue of segments, no lanes, no admission; at every
+  step boundary finished jobs leave and the oldest queued jobs join (prefill
+  in the same step) up to the largest batch and the KV slots.
 
 Workload: Poisson interactive utterances (short replies, 1-2 sentences) and
 bursts of background utterances (several sentences each) with deadlines.
@@ -20,6 +24,7 @@ Thread: plain synchronous code; the clock is simulated.
 
 from __future__ import annotations
 
+import collections
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -302,6 +307,50 @@ def run_batcher(arrivals: Sequence[Arrival], truth: CostModel, duration: float,
     return outcome
 
 
+def run_continuous(arrivals: Sequence[Arrival], truth: CostModel, duration: float,
+                   seed: int = 0, config: SchedulerConfig | None = None) -> Outcome:
+    """The continuous-batching baseline: one FCFS queue of segments (a
+    segment queues when its utterance arrives, after the ones before it),
+    rows refilled at every step boundary up to ``max_batch`` and
+    ``max_slots``, each step one code per running job."""
+    cfg = config or SchedulerConfig()
+    outcome = Outcome("continuous", duration)
+    track = _Tracker(outcome)
+    rng = random.Random(seed)
+    queue: collections.deque[tuple[str, int, Segment]] = collections.deque()
+    running: list[list] = []  # [key, index, segment, codes so far]
+    rows = min(cfg.max_batch, cfg.max_slots)
+    now, i = 0.0, 0
+    while i < len(arrivals) or queue or running:
+        while i < len(arrivals) and arrivals[i].time <= now:
+            a = arrivals[i]
+            i += 1
+            track.by_key[a.key] = a
+            outcome.background_offered += a.lane is Lane.BACKGROUND
+            queue.extend((a.key, index, seg) for index, seg in enumerate(a.segments))
+        if not queue and not running:
+            now = arrivals[i].time
+            continue
+        joined = 0
+        while queue and len(running) < rows:
+            running.append([*queue.popleft(), 0])
+            joined += 1
+        kv = max(seg.prompt_len + codes + 1 for _, _, seg, codes in running)
+        now += step_seconds(truth, cfg.padded_batch(len(running)), cfg.bucket(kv), joined, rng)
+        for job in running:
+            key, index, seg, codes = job
+            job[3] = codes + 1
+            if codes == 0:
+                track.first_code[(key, index)] = now
+            if job[3] >= seg.tokens:
+                track.done[(key, index)] = now
+                outcome.codes += seg.tokens
+        running = [job for job in running if job[3] < job[2].tokens]
+    outcome.end = now
+    track.settle()
+    return outcome
+
+
 def realized_load(arrivals: Sequence[Arrival], cost: CostModel, duration: float) -> float:
     """Codes the arrivals really bring, over what the model yields at peak."""
     codes = sum(s.tokens for a in arrivals for s in a.segments)
@@ -330,6 +379,8 @@ def summarize(outcome: Outcome) -> Mapping[str, float]:
         "bg_late_rate": outcome.background_late / offered,
         "bg_refusal_rate": outcome.background_refused / offered,
         "interactive_refused": outcome.interactive_refused,
+        "interactive_refusal_rate": outcome.interactive_refused / max(
+            outcome.interactive_refused + len(outcome.first_audio), 1),
         "gap_s_per_utt": outcome.gaps / max(len(outcome.first_audio), 1),
         "codes_per_s": outcome.codes / max(outcome.end, 1e-9),
         "makespan_s": outcome.end,
@@ -337,4 +388,5 @@ def summarize(outcome: Outcome) -> Mapping[str, float]:
 
 
 __all__ = ["Arrival", "Outcome", "Segment", "SimRunner", "peak_rate", "realized_load",
-           "run_batcher", "run_ours", "stretch", "summarize", "workload", "workload_duration"]
+           "run_batcher", "run_continuous", "run_ours", "stretch", "summarize", "workload",
+           "workload_duration"]

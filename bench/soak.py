@@ -131,6 +131,7 @@ class Client:
     def __init__(self, ws: WsConnection) -> None:
         self.ws = ws
         self.wire = ClientConnection()  # the ordering rules, checked as items arrive
+        self.gone = False  # dropped on purpose (vanish)
         self.records: dict[str, Record] = {}
         self.connection_errors: list[str] = []
         self.first_audio_ms: list[float] = []
@@ -147,16 +148,23 @@ class Client:
         return sum(1 for r in self.records.values() if r.open)
 
     async def send(self, message: dict) -> bool:
+        """Send one message; False when the connection is gone (a speak that
+        never left counts as vanished with its connection, not as lost)."""
         if message["type"] == "speak":
             self.wire.opened(message["id"])
         try:
             await self.ws.send(orjson.dumps(message).decode())
             return True
         except ConnectionClosed:
+            record = self.records.get(message["id"])
+            if message["type"] == "speak" and record is not None and record.terminals == 0:
+                record.vanished = True
             return False
 
     def vanish(self) -> None:
-        """Drop the TCP connection without a close handshake."""
+        """Drop the TCP connection without a close handshake. Utterances begun
+        on it later (their task picked it just before) vanish with it."""
+        self.gone = True
         for record in self.records.values():
             if record.terminals == 0:
                 record.vanished = True
@@ -296,7 +304,7 @@ class Soak:
     async def _utterance(self, client: Client, msg_id: str, text: str) -> None:
         o, rng = self.options, self.rng
         lane = "background" if rng.random() < o.background_share else "interactive"
-        record = Record(msg_id, lane, time.monotonic())
+        record = Record(msg_id, lane, time.monotonic(), vanished=client.gone)
         client.records[msg_id] = record
         speak = {"type": "speak", "id": msg_id, "lane": lane,
                  "chunking": rng.choice(("sentence", "token")),

@@ -2,6 +2,7 @@
 a latency probe (`python -m clients.probe`), the browser demo (clients/web/) and a
 Pipecat TTS service (clients/pipecat_tts.py, imported on its own: it needs pipecat-ai)."""
 
+from clients.backoff import Backoff, speak_admitted
 from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import (
     BadJson,
@@ -30,6 +31,7 @@ from clients.errors import (
 from clients.utterance import AudioChunk, Utterance
 
 __all__ = [
+    "Backoff", "speak_admitted",
     "DEFAULT_URL", "RealtimeClient", "Utterance", "AudioChunk", "TTSError", "error_for",
     "from_message", "BadJson", "BadMessage", "BinaryNotAllowed", "ConnectionLost",
     "DeadlineUnmeetable", "DuplicateId", "HandshakeRefused", "InputClosed", "InternalError",

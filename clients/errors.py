@@ -17,19 +17,23 @@ class TTSError(Exception):
 
     Attributes: `code` (the wire error code, or None for client-side failures),
     `message` (human readable), `field` (the offending field, if the server named one),
-    `id` (the utterance id, or None for connection-level errors).
+    `id` (the utterance id, or None for connection-level errors), `retry_after_ms`
+    (refusals caused by load: when the same request is next worth trying here; see
+    `clients.backoff`).
     """
 
     code: str | None = None
 
     def __init__(self, message: str = "", *, code: str | None = None,
-                 field: str | None = None, id: str | None = None) -> None:
+                 field: str | None = None, id: str | None = None,
+                 retry_after_ms: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.field = field
         self.id = id
+        self.retry_after_ms = retry_after_ms
 
     def __str__(self) -> str:
         parts = [self.message or self.__class__.__name__]
@@ -39,6 +43,8 @@ class TTSError(Exception):
             parts.append(f"field={self.field}")
         if self.id:
             parts.append(f"id={self.id}")
+        if self.retry_after_ms is not None:
+            parts.append(f"retry_after_ms={self.retry_after_ms}")
         return " ".join(parts)
 
 
@@ -138,7 +144,8 @@ def error_for(code: str) -> type[TTSError]:
 def from_message(msg) -> TTSError:
     """Build the exception for a decoded `protocol.Error` message."""
     cls = error_for(msg.code)
-    exc = cls(msg.message, field=msg.field, id=msg.id)
+    exc = cls(msg.message, field=msg.field, id=msg.id,
+              retry_after_ms=getattr(msg, "retry_after_ms", None))
     if cls is TTSError:
         exc.code = msg.code
     return exc

@@ -9,6 +9,12 @@ through (`TextAggregationMode.TOKEN`) instead of waiting for whole sentences.
 Audio frames are pushed into the turn's audio context as they arrive; a user
 interruption cancels the utterance (barge-in) and drops audio still in flight.
 
+When the server refuses a turn for load (`overloaded`, `too_many_active`) before it
+started, the service waits as its `Backoff` says (the server's `retry_after_ms` first,
+with jitter, bounded: by default 3 attempts within 2 s, since a turn that starts much
+later is worse than an error the application can act on) and speaks the turn's text so
+far again, under a fresh id; text that arrives meanwhile is kept for that retry.
+
 Needs pipecat-ai (1.14); everything runs on the pipeline's event loop.
 """
 
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
 
 from pipecat.frames.frames import (
     CancelFrame,
@@ -30,11 +37,35 @@ from pipecat.frames.frames import (
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TextAggregationMode, TTSService
 
+from clients.backoff import Backoff
 from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import TTSError, UtteranceCancelled
 from clients.utterance import AudioChunk, Utterance
 
 log = logging.getLogger(__name__)
+
+# A turn waits at most this long for the server to admit it.
+TURN_BACKOFF = Backoff(max_attempts=3, max_total_s=2.0, max_delay_s=1.0)
+
+
+@dataclass(eq=False)
+class _Turn:
+    """One assistant turn: its text so far and the utterance speaking it."""
+
+    context_id: str
+    parts: list[str]
+    final: bool = False
+    utt: Utterance | None = None
+    attempt: int = 1
+    waited_s: float = 0.0
+    retrying: bool = False  # refused for load: text waits for the next speak
+    readers: list[asyncio.Task] = field(default_factory=list)
+
+    @property
+    def wire_id(self) -> str:
+        # A retry gets a fresh id: late answers to the refused one cannot reach it.
+        base = self.context_id[:56]
+        return base if self.attempt == 1 else f"{base}.r{self.attempt}"
 
 
 class ChatTTSRealtimeTTSService(TTSService):
@@ -45,14 +76,16 @@ class ChatTTSRealtimeTTSService(TTSService):
     `chunking` ("token" sends audio while a sentence is still decoding),
     `frame_ms` (audio per frame), `text_aggregation_mode` (TOKEN by default: the
     server does the sentence splitting), `stop_frame_timeout_s` (how long a turn may
-    go without audio before Pipecat closes its audio context), plus TTSService kwargs.
+    go without audio before Pipecat closes its audio context), `backoff` (how a turn
+    refused for load is retried; None: not at all), plus TTSService kwargs.
     """
 
     def __init__(self, *, url: str = DEFAULT_URL, token: str | None = None,
                  voice: str | None = None, lane: str = "interactive",
                  chunking: str = "sentence", frame_ms: int = 40,
                  text_aggregation_mode: TextAggregationMode = TextAggregationMode.TOKEN,
-                 stop_frame_timeout_s: float = 15.0, **kwargs) -> None:
+                 stop_frame_timeout_s: float = 15.0, backoff: Backoff | None = TURN_BACKOFF,
+                 **kwargs) -> None:
         kwargs.setdefault("settings", TTSSettings(model="chattts", voice=voice, language=None))
         super().__init__(text_aggregation_mode=text_aggregation_mode, push_start_frame=True,
                          pause_frame_processing=False,
@@ -63,8 +96,9 @@ class ChatTTSRealtimeTTSService(TTSService):
         self._lane = lane
         self._chunking = chunking
         self._frame_ms = frame_ms
+        self._backoff = backoff
         self._client: RealtimeClient | None = None
-        self._turns: dict[str, Utterance] = {}
+        self._turns: dict[str, _Turn] = {}
         self._readers: dict[str, asyncio.Task] = {}
         self._connect_lock = asyncio.Lock()
         # Outcomes per turn, for applications and tests: ids of turns opened, completed
@@ -120,45 +154,55 @@ class ChatTTSRealtimeTTSService(TTSService):
     # ---- TTSService hooks ------------------------------------------------------------
 
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
-        """First text of a turn opens the utterance; later text is appended to it."""
+        """First text of a turn opens the utterance; later text is appended to it
+        (or kept for the retry of a turn the server refused for load)."""
         try:
-            utt = self._turns.get(context_id)
-            if utt is None or utt.finished:
-                client = await self._ensure_connected()
-                await self.start_tts_usage_metrics(text)
-                utt = await client.speak(text, id=context_id, final=False, lane=self._lane,
-                                         voice=self._voice, format="pcm_s16le",
-                                         sample_rate=self._wire_rate(client),
-                                         frame_ms=self._frame_ms, chunking=self._chunking)
-                self._turns[context_id] = utt
+            turn = self._turns.get(context_id)
+            if turn is None:
+                turn = self._turns[context_id] = _Turn(context_id, [text])
                 self.turns_opened.append(context_id)
+                await self.start_tts_usage_metrics(text)
+                await self._speak(turn)
                 self._readers[context_id] = self.create_task(
-                    self._read_turn(context_id, utt), f"chattts-turn-{context_id[:8]}")
-            elif not utt.final:
-                await utt.append(text)
+                    self._read_turn(turn), f"chattts-turn-{context_id[:8]}")
+            elif not turn.final:
+                turn.parts.append(text)
+                if not turn.retrying and turn.utt is not None:
+                    await turn.utt.append(text)
         except (TTSError, OSError) as exc:
             yield ErrorFrame(error=f"chattts realtime: {exc}")
             return
         # Audio arrives through _read_turn; None tells the base class so.
         yield None
 
+    async def _speak(self, turn: _Turn) -> None:
+        client = await self._ensure_connected()
+        turn.utt = await client.speak("".join(turn.parts), id=turn.wire_id, final=turn.final,
+                                      lane=self._lane, voice=self._voice, format="pcm_s16le",
+                                      sample_rate=self._wire_rate(client),
+                                      frame_ms=self._frame_ms, chunking=self._chunking)
+        turn.retrying = False
+
     async def flush_audio(self, context_id: str | None = None) -> None:
         """End of the turn: end the input so the server speaks the rest and finishes."""
         context_id = context_id or self.get_active_audio_context_id()
-        utt = self._turns.get(context_id) if context_id else None
-        if utt is None or utt.final or utt.finished:
+        turn = self._turns.get(context_id) if context_id else None
+        if turn is None or turn.final:
             return
+        turn.final = True
+        if turn.retrying or turn.utt is None or turn.utt.finished:
+            return  # the retry's speak carries final=true
         try:
-            await utt.end_input()
+            await turn.utt.end_input()
         except TTSError as exc:
             log.warning("ending turn %s failed: %s", context_id, exc)
 
     async def on_audio_context_interrupted(self, context_id: str) -> None:
         """User barged in: cancel the turn's utterance; audio in flight is dropped."""
-        utt = self._turns.pop(context_id, None)
-        if utt is not None:
+        turn = self._turns.pop(context_id, None)
+        if turn is not None and turn.utt is not None and not turn.retrying:
             try:
-                await utt.cancel()
+                await turn.utt.cancel()
             except TTSError as exc:
                 log.debug("cancel of %s failed: %s", context_id, exc)
         await self.stop_all_metrics()
@@ -166,20 +210,35 @@ class ChatTTSRealtimeTTSService(TTSService):
 
     # ---- audio ---------------------------------------------------------------------
 
-    async def _read_turn(self, context_id: str, utt: Utterance) -> None:
-        """Move one utterance's audio into its audio context until it ends."""
+    async def _read_turn(self, turn: _Turn) -> None:
+        """Move one turn's audio into its audio context until it ends; retry a
+        refusal for load as the backoff says."""
+        context_id = turn.context_id
         first = True
         try:
-            async for item in utt:
-                if not isinstance(item, AudioChunk):
-                    continue
-                if first:
-                    await self.stop_ttfb_metrics()
-                    first = False
-                frame = TTSAudioRawFrame(audio=item.pcm, sample_rate=item.sample_rate,
-                                         num_channels=1, context_id=context_id)
-                await self.append_to_audio_context(context_id, frame)
-            await utt.result()
+            while True:
+                utt = turn.utt
+                assert utt is not None
+                try:
+                    async for item in utt:
+                        if not isinstance(item, AudioChunk):
+                            continue
+                        if first:
+                            await self.stop_ttfb_metrics()
+                            first = False
+                        frame = TTSAudioRawFrame(audio=item.pcm, sample_rate=item.sample_rate,
+                                                 num_channels=1, context_id=context_id)
+                        await self.append_to_audio_context(context_id, frame)
+                    await utt.result()
+                    break
+                except UtteranceCancelled:
+                    raise
+                except TTSError as exc:
+                    if not await self._retry(turn, utt, exc):
+                        raise
+                    if self._turns.get(context_id) is not turn:  # interrupted while waiting
+                        self.turns_cancelled.append(context_id)
+                        return
             self.turns_done.append(context_id)
             await self._end_context(context_id)
         except UtteranceCancelled:
@@ -190,8 +249,26 @@ class ChatTTSRealtimeTTSService(TTSService):
             await self._end_context(context_id)
         finally:
             self._readers.pop(context_id, None)
-            if self._turns.get(context_id) is utt:
+            if self._turns.get(context_id) is turn:
                 del self._turns[context_id]
+
+    async def _retry(self, turn: _Turn, utt: Utterance, exc: TTSError) -> bool:
+        """Wait and speak the turn again if ``exc`` refused it for load before it
+        started and the backoff allows; False: let the error stand."""
+        if self._backoff is None or utt.started_at is not None:
+            return False
+        wait = self._backoff.delay(exc, turn.attempt, turn.waited_s)
+        if wait is None:
+            return False
+        log.info("turn %s refused (%s); retrying in %.0f ms", turn.context_id, exc.code,
+                 1000 * wait)
+        turn.retrying = True
+        turn.attempt += 1
+        turn.waited_s += wait
+        await asyncio.sleep(wait)
+        if self._turns.get(turn.context_id) is turn:
+            await self._speak(turn)
+        return True
 
     async def _end_context(self, context_id: str) -> None:
         if self.audio_context_available(context_id):

@@ -45,6 +45,7 @@ from protocol.messages import (
     OPUS_SAMPLE_RATES,
     REPETITION_PENALTY_MAX,
     REPETITION_PENALTY_MIN,
+    RETRY_AFTER_MS_MAX,
     SAMPLE_RATE_MAX,
     SEED_MAX,
     TEMPERATURE_MAX,
@@ -378,6 +379,7 @@ def _error(r: FieldReader) -> Error:
         code=r.string("code"),
         message=r.string("message"),
         field=r.string("field", None),
+        retry_after_ms=r.integer("retry_after_ms", 0, RETRY_AFTER_MS_MAX, None),
     )
 
 

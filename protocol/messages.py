@@ -47,6 +47,7 @@ _ID_RE = re.compile(ID_PATTERN)
 U32_MAX = 2**32 - 1
 DEADLINE_MS_MAX = U32_MAX
 SEED_MAX = U32_MAX
+RETRY_AFTER_MS_MAX = U32_MAX
 SAMPLE_RATE_MAX = 384_000
 TEMPERATURE_MAX = 2.0  # > 0
 TOP_P_MAX = 1.0  # > 0
@@ -334,7 +335,9 @@ class Cancelled:
 class Error:
     """``id`` is None for a connection-level error; ``code`` is an
     ``ErrorCode`` value (kept as a plain string so a client can carry codes a
-    newer server adds)."""
+    newer server adds). ``retry_after_ms`` (a v1 addition) comes only with
+    refusals caused by load (``overloaded``, ``too_many_active``, rate
+    limits): the earliest time the same request is worth retrying."""
 
     TYPE: ClassVar[str] = "error"
 
@@ -342,11 +345,15 @@ class Error:
     code: str
     message: str
     field: str | None = None
+    retry_after_ms: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        wire = {"type": self.TYPE, "id": self.id, "code": str(self.code), "message": self.message}
+        wire: dict[str, Any] = {"type": self.TYPE, "id": self.id, "code": str(self.code),
+                                "message": self.message}
         if self.field is not None:
             wire["field"] = self.field
+        if self.retry_after_ms is not None:
+            wire["retry_after_ms"] = self.retry_after_ms
         return wire
 
 

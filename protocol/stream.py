@@ -153,12 +153,13 @@ class UtteranceSender:
         self._end("cancelled")
         return Cancelled(self.id)
 
-    def error(self, code: ErrorCode, message: str, field: str | None = None) -> Error:
+    def error(self, code: ErrorCode, message: str, field: str | None = None,
+              retry_after_ms: int | None = None) -> Error:
         """A terminal error (also a refusal before ``started``)."""
         if code in NON_TERMINAL_CODES:
             raise StreamStateError(f"{self.id}: {code.value} never ends an utterance")
         self._end(code.value)
-        return Error(self.id, code.value, message, field)
+        return Error(self.id, code.value, message, field, retry_after_ms)
 
     def _end(self, what: str) -> None:
         # After the last frame an error may still come: a frame queued but not

@@ -68,6 +68,10 @@ class ServerConfig:
     tone_codes_per_step: int = 1
     web_root: str | None = None
     disable_speech_api: bool = False  # no POST /v1/audio/speech (WebSocket and GETs only)
+    # Admission under overload (docs/scheduler.md): "capacity" or "queue-only".
+    admission: str = "capacity"
+    interactive_first_audio_ms: float = 0.0  # 0: derived from the cost model
+    tone_codes_per_char: float = 1.0  # --weights tone: segment length per character
 
     @property
     def auth_required(self) -> bool:
@@ -184,6 +188,13 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--web-root", "web_root", str, "directory served at / (default: clients/web)"),
     ("--disable-speech-api", "disable_speech_api", bool,
      "serve no OpenAI-compatible POST /v1/audio/speech on the port"),
+    ("--admission", "admission", str,
+     "capacity (refuse interactive work the model cannot start in time or keep real time) "
+     "| queue-only (refuse only when a queue is full)"),
+    ("--interactive-first-audio-ms", "interactive_first_audio_ms", _non_negative_float,
+     "first-audio budget of an interactive utterance (0: derived from the cost model)"),
+    ("--tone-codes-per-char", "tone_codes_per_char", _non_negative_float,
+     "codes per text character of the synthetic runner (--weights tone; benches)"),
 )
 
 _REPEATABLE = {"auth_tokens", "allowed_origins"}
@@ -271,3 +282,7 @@ def validate(config: ServerConfig) -> None:
         raise ConfigError("--interactive-batch-size is larger than every --batch-sizes entry")
     if config.max_slots < 2:
         raise ConfigError("--max-slots must be at least 2 (one is kept for the interactive lane)")
+    if config.admission not in ("capacity", "queue-only"):
+        raise ConfigError(f"--admission must be capacity or queue-only, not {config.admission!r}")
+    if config.weights == "tone" and not config.tone_codes_per_char > 0:
+        raise ConfigError("--tone-codes-per-char must be > 0")

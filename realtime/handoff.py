@@ -2,24 +2,29 @@
 
 Sessions hand the worker a ``Submission`` (the new segments of one
 utterance) or cancel job ids; the worker hands back ``WorkerUpdate``s, each
-addressed to the utterance (its ``UpdateSink``) that a job belongs to. These
-are plain values: nothing here runs code on the other side's thread.
-
-Thread: built on one side, read on the other; never mutated after hand-off.
+addressed to the utterance (its ``UpdateSink``) that a job belongs to, through
+an ``UpdateChannel``. The messages are plain values, never mutated after
+hand-off.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Hashable
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from realtime.runtime.api import SegmentRequest
 from scheduler import Lane
 
 if TYPE_CHECKING:
     from scheduler.plan import Samples
+
+log = logging.getLogger(__name__)
 
 
 class UpdateKind(enum.Enum):
@@ -44,7 +49,8 @@ class WorkerUpdate:
     """One thing that happened to a job, for its utterance. Read-only once
     built (not frozen: a frozen dataclass costs a setattr call per field, and
     a busy step builds several of these). ``code`` is a wire error code for
-    REFUSED and FAILED; ``field`` the offending request field, if any."""
+    REFUSED and FAILED; ``field`` the offending request field, if any;
+    ``retry_after_ms`` the retry hint of a refusal caused by load."""
 
     sink: UpdateSink
     kind: UpdateKind
@@ -54,6 +60,7 @@ class WorkerUpdate:
     message: str = ""
     at: float = 0.0  # time.monotonic() on the model thread
     field: str | None = None
+    retry_after_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +96,56 @@ class WorkerStats:
     restarts: int = 0
     steps: int = 0
     queue: dict[str, int] = field(default_factory=dict)
+    # The interactive lane's saturation (realtime.overload.load_report):
+    # streams, capacity, saturation, retry_after_ms, first_audio_budget_ms.
+    # Replaced whole, never mutated, so the event loop reads it safely.
+    load: dict[str, Any] = field(default_factory=dict)
+
+
+class UpdateChannel:
+    """Hands ``WorkerUpdate``s from the model thread to the event loop, in order.
+
+    ``publish`` (model thread) schedules one delivery on the loop; while the
+    loop has not yet run the previous one, new updates join it, so a model
+    that steps faster than the loop delivers costs the loop one callback per
+    catch-up, not one per step. ``note_delay`` hears how long each batch
+    waited for the loop.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop,
+                 note_delay: Callable[[float], None] | None = None) -> None:
+        self._loop = loop
+        self._note_delay = note_delay
+        self._pending: list[WorkerUpdate] = []
+        self._lock = threading.Lock()
+        self._since = 0.0  # when the oldest undelivered update was published
+
+    def publish(self, updates: list[WorkerUpdate]) -> None:
+        """Model thread: queue ``updates`` after the earlier ones."""
+        if not updates:
+            return
+        with self._lock:
+            if self._pending:
+                self._pending.extend(updates)
+                return
+            self._pending = updates
+            self._since = time.monotonic()
+        try:
+            self._loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the event loop is closed: the server is gone
+            with self._lock:
+                self._pending = []
+            log.debug("event loop closed; dropping %d updates", len(updates))
+
+    def _deliver(self) -> None:
+        """Event loop: route everything published since the last call."""
+        with self._lock:
+            updates, self._pending = self._pending, []
+            since = self._since
+        for update in updates:
+            try:
+                update.sink.on_worker_update(update)
+            except Exception:  # one broken utterance must not starve the rest
+                log.exception("delivering a %s update failed", update.kind)
+        if self._note_delay is not None:
+            self._note_delay(time.monotonic() - since)

@@ -2,7 +2,8 @@
 
 websockets calls ``HttpRoutes.process_request`` for every incoming request
 before any upgrade. It answers ``/healthz``, ``/readyz``, ``/metrics``,
-``/v1/voices`` and static files of the web demo itself, and for
+``/v1/voices``, ``/load`` (saturation, ``realtime.overload``) and static
+files of the web demo itself, and for
 ``/v1/stream`` decides whether the WebSocket may open: token (401), Origin
 allow-list (403), readiness, draining and the connection limit (503).
 Returning ``None`` lets the handshake proceed.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import http
 import logging
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -50,12 +53,15 @@ def _json(connection: ServerConnection, status: http.HTTPStatus, value: object) 
 
 
 class HttpRoutes:
+    """``load_report`` makes the body of ``GET /load`` (``realtime.overload``)."""
+
     def __init__(self, config: ServerConfig, state: ServiceState, accounting: Accounting,
-                 static: StaticFiles) -> None:
+                 static: StaticFiles, load_report: Callable[[], dict[str, Any]]) -> None:
         self.config = config
         self.state = state
         self.accounting = accounting
         self.static = static
+        self.load_report = load_report
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
@@ -70,6 +76,8 @@ class HttpRoutes:
             return respond(connection, http.HTTPStatus.OK, metrics.render(), metrics.content_type)
         if path == "/v1/voices":
             return _json(connection, http.HTTPStatus.OK, {"voices": list(self.state.voices)})
+        if path == "/load":
+            return _json(connection, http.HTTPStatus.OK, self.load_report())
         found = self.static.read(path)
         if found is None:
             return respond(connection, http.HTTPStatus.NOT_FOUND, b"not found\n", _TEXT)

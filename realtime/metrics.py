@@ -66,6 +66,20 @@ class Metrics:
         self.utterances = Counter(
             "chattts_utterances_total", "Utterances ended, by outcome.", ["outcome"], registry=r,
         )
+        self.interactive_streams = Gauge(
+            "chattts_interactive_streams",
+            "Interactive utterances admitted and still being synthesized.", registry=r,
+        )
+        self.interactive_capacity = Gauge(
+            "chattts_interactive_capacity",
+            "Interactive streams the model keeps in real time now (cost model, KV slots).",
+            registry=r,
+        )
+        self.saturation = Gauge(
+            "chattts_saturation",
+            "Interactive streams over capacity; at 1 and above new interactive work is refused.",
+            registry=r,
+        )
         self.worker_restarts = Counter(
             "chattts_worker_restarts_total", "Times the model loop recovered from a crash.",
             registry=r,

@@ -48,8 +48,12 @@ class QuotaLimits:
 
 @dataclass(frozen=True)
 class QuotaRefusal:
+    """``retry_after_s``: when the same request would fit (None: it never
+    will, or the limiter cannot tell; the session then estimates)."""
+
     code: ErrorCode
     message: str
+    retry_after_s: float | None = None
 
 
 class TextRateLimiter:
@@ -154,11 +158,12 @@ class ConnectionQuota:
             if not bucket.allows(chars):
                 wait = bucket.retry_after(chars)
                 scope = "connection" if bucket is self.text else "token"
-                after = "" if wait == float("inf") else f"; retry in {wait:.1f} s"
+                never = wait == float("inf")
+                after = "" if never else f"; retry in {wait:.1f} s"
                 return QuotaRefusal(
                     ErrorCode.OVERLOADED,
                     f"text rate limit of {int(bucket.capacity)} characters per minute "
-                    f"per {scope}{after}")
+                    f"per {scope}{after}", None if never else wait)
         for bucket in buckets:
             bucket.try_take(chars)
         return None

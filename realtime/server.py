@@ -44,6 +44,7 @@ from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
 from realtime.openai_speech.app import SpeechApp
 from realtime.openai_speech.listener import SharedPort
+from realtime.overload import load_report, scheduler_policy
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
@@ -66,6 +67,7 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
 
             return ToneRunner(step_seconds=config.tone_step_ms / 1000.0,
                               codes_per_step=config.tone_codes_per_step,
+                              codes_per_char=config.tone_codes_per_char,
                               max_slots=config.max_slots, batch_sizes=config.batch_sizes,
                               kv_buckets=config.kv_buckets)
         return build_tone
@@ -96,7 +98,8 @@ class Server:
                                   self._scheduler_config, self.metrics,
                                   on_device_lost=self._device_lost)
         static = StaticFiles(Path(config.web_root) if config.web_root else None)
-        self.http = HttpRoutes(config, self.state, self.accounting, static)
+        self.http = HttpRoutes(config, self.state, self.accounting, static, lambda: load_report(
+            config, self.state, self.accounting, self.worker))
         # POST /v1/audio/speech on the same port (realtime/openai_speech/listener.py)
         self.speech: SpeechApp | None = None
         self.shared_port: SharedPort | None = None
@@ -238,7 +241,8 @@ class Server:
             prompt_buckets=tuple(runner.prompt_buckets),
             max_slots=runner.max_slots,
             interactive_batch_size=min(self.config.interactive_batch_size, max(sizes)),
-            **self._scheduler_options,  # type: ignore[arg-type]
+            # Admission from the flags; explicit scheduler_options win.
+            **{**scheduler_policy(self.config, runner), **self._scheduler_options},
         )
 
     async def drain(self) -> None:

@@ -38,7 +38,8 @@ from realtime.auth import bearer_token, principal_of
 from realtime.config import ServerConfig
 from realtime.handoff import Submission
 from realtime.outbox import Outbox
-from realtime.ratelimit import QuotaBook
+from realtime.overload import active_retry_s, to_ms
+from realtime.ratelimit import QuotaBook, QuotaRefusal
 from realtime.state import ServiceState
 from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
 from realtime.worker import ModelWorker
@@ -153,11 +154,13 @@ class Session:
             return
         if len(self.utterances) >= self.config.max_active:
             self._error(speak.id, ErrorCode.TOO_MANY_ACTIVE,
-                        f"at most {self.config.max_active} active utterances per connection")
+                        f"at most {self.config.max_active} active utterances per connection",
+                        retry_after_ms=self._active_retry_ms(received))
             return
         refusal = self.quota.admit_speak(len(speak.text))
         if refusal is not None:
-            self._error(speak.id, refusal.code, refusal.message)
+            self._error(speak.id, refusal.code, refusal.message,
+                        retry_after_ms=self._quota_retry_ms(refusal, received))
             return
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
@@ -183,7 +186,7 @@ class Session:
             return
         refusal = self.quota.take_text(len(append.text))
         if refusal is not None:  # ends the utterance: its text is never silently dropped
-            utterance.fail(refusal.code, refusal.message)
+            utterance.fail(refusal.code, refusal.message, retry_after_ms=to_ms(refusal.retry_after_s))
             return
         utterance.append(append.text, append.final)
 
@@ -235,9 +238,20 @@ class Session:
         self.outbox.put_control(encode(message), owner)
 
     def _error(self, msg_id: str | None, code: ErrorCode, message: str,
-               field: str | None = None) -> None:
-        """Refuse one client message (the utterance it names, if any, goes on)."""
-        self._send(Error(msg_id, code.value, message, field))
+               field: str | None = None, retry_after_ms: int | None = None) -> None:
+        """Refuse one client message (the utterance it names, if any, goes on);
+        ``retry_after_ms`` only when load caused the refusal."""
+        self._send(Error(msg_id, code.value, message, field, retry_after_ms))
+
+    def _active_retry_ms(self, now: float) -> int | None:
+        """Retry hint of ``too_many_active``: when one of this connection's
+        utterances is expected to end (realtime.overload)."""
+        return to_ms(active_retry_s(self.utterances.values(), now))
+
+    def _quota_retry_ms(self, refusal: QuotaRefusal, now: float) -> int | None:
+        if refusal.code is ErrorCode.TOO_MANY_ACTIVE:  # the token's limit
+            return self._active_retry_ms(now)
+        return to_ms(refusal.retry_after_s)
 
     def _on_overflow(self) -> None:
         """The send queue is over its bound: stop the utterances whose audio is

@@ -151,12 +151,14 @@ class ServerUtterance:
             return
         self._end(self.wire.cancelled(), Outcome.CANCELLED)
 
-    def fail(self, code: ErrorCode, message: str, field: str | None = None) -> None:
+    def fail(self, code: ErrorCode, message: str, field: str | None = None,
+             retry_after_ms: int | None = None) -> None:
         """End with an error now (slow consumer, shutdown, a limit, a malformed
-        message naming it, ...). Before admission this is a refusal: no
-        ``started``, one ``error``."""
+        message naming it, ...); ``retry_after_ms`` only for a refusal caused
+        by load. Before admission this is a refusal: no ``started``, one ``error``."""
         if not self._ended:
-            self._end(self.wire.error(code, message, field), Outcome.FAILED, code.value)
+            self._end(self.wire.error(code, message, field, retry_after_ms), Outcome.FAILED,
+                      code.value)
 
     def drop(self) -> None:
         """The connection is gone: stop the jobs, send nothing."""
@@ -183,7 +185,8 @@ class ServerUtterance:
             self._segment_resolved(update.job_id, kind)
         else:  # REFUSED or FAILED: the utterance ends with the update's code
             code = ErrorCode(update.code or ErrorCode.INTERNAL.value)
-            self._end(self.wire.error(code, update.message, update.field), Outcome.FAILED, code.value)
+            error = self.wire.error(code, update.message, update.field, update.retry_after_ms)
+            self._end(error, Outcome.FAILED, code.value)
 
     def _admitted(self) -> None:
         self.admitted = True

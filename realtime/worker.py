@@ -35,21 +35,28 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from protocol import ErrorCode
-from realtime.handoff import Submission, UpdateKind, UpdateSink, WorkerStats, WorkerUpdate
+from realtime.handoff import (
+    Submission,
+    UpdateChannel,
+    UpdateKind,
+    UpdateSink,
+    WorkerStats,
+    WorkerUpdate,
+)
+from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
+from realtime.observe import StepObserver
+from realtime.overload import to_ms
 from realtime.runtime.api import DeviceFailure, RequestError, Runner
 from scheduler import (
     CostModel,
     Job,
     JobOutcome,
-    Lane,
     Refusal,
     Scheduler,
     SchedulerConfig,
-    StepOutput,
     StepPlan,
 )
 
@@ -101,13 +108,12 @@ class ModelWorker:
         self._jobs: dict[int, _Tracked] = {}
         self._job_ids = itertools.count(1)
         self.stats = WorkerStats()
-        # What _observe last published, so unchanged gauges are not set again.
-        self._observed: tuple[int, int, int] | None = None
-        self._queue_gauges: tuple[Any, Any] | None = None
+        self._observer = StepObserver(self.stats, metrics)
         # Updates handed to the loop and not yet delivered: while one delivery
         # is pending, later steps append to it instead of scheduling another.
-        self._outgoing: list[WorkerUpdate] = []
-        self._outgoing_lock = threading.Lock()
+        self._channel: UpdateChannel | None = None  # set by start(), on the loop
+        self.loop_lag = LoopLag()  # how late the event loop runs (GET /load)
+        self._busy_since: float | None = None  # end of the last step's update, while stepping
         self.warmup_table: dict[tuple[int, int], float] = {}
         self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
 
@@ -119,6 +125,8 @@ class ModelWorker:
         Raises whatever building or warming the runner raised.
         """
         self._loop = asyncio.get_running_loop()
+        self.loop_lag.watch(self._loop)
+        self._channel = UpdateChannel(self._loop, self.loop_lag.note)
         ready: asyncio.Future[None] = self._loop.create_future()
         self._thread = threading.Thread(target=self._main, args=(ready,), name="model", daemon=True)
         self._thread.start()
@@ -137,6 +145,7 @@ class ModelWorker:
 
     async def stop(self) -> None:
         """Ask the thread to finish its current step and exit; wait for it."""
+        self.loop_lag.stop()
         with self._cond:
             self._stopping = True
             self._cond.notify()
@@ -180,6 +189,7 @@ class ModelWorker:
         assert self.runner is not None
         cost = self._cost if self._cost is not None else CostModel.default_cpu()
         self.scheduler = Scheduler(self._scheduler_config(self.runner), cost)
+        self._observer.load(self.scheduler, time.monotonic())
 
     def _serve(self) -> None:
         sched = self.scheduler
@@ -205,6 +215,8 @@ class ModelWorker:
             planned = plan is not None and not plan.is_empty
             if plan is not None and planned:
                 self._step(plan, now, updates)
+            else:
+                self._busy_since = None  # the thread may wait now: no back-to-back period
             self._publish(updates)
 
     def _take_commands(self, busy: bool) -> list[object] | None:
@@ -269,8 +281,12 @@ class ModelWorker:
                 arrival=sub.arrival, work=prepared.work,
             ))
         refusal = self._enqueue(sub, jobs, now)
+        self._observer.admission_changed()
         if refusal is not None:
-            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message))
+            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message,
+                                    retry_after_ms=to_ms(refusal.retry_after_s)))
+            if sched.idle:
+                self._observer.load(sched, now)  # no step follows to do it
             return
         for job in jobs:
             self._jobs[job.id] = _Tracked(sub.sink)
@@ -281,12 +297,12 @@ class ModelWorker:
         """All of one submission's jobs, or none of them."""
         sched = self.scheduler
         assert sched is not None
-        if not jobs:
-            return None
+        if not jobs:  # nothing to speak yet: judge a new utterance all the same
+            return sched.admit_empty(sub.sink, sub.lane, sub.arrival, now) if sub.first else None
         if sub.first:
             return sched.admit(jobs, now)
         for i, job in enumerate(jobs):
-            refusal = sched.add(job, now)  # admits the utterance if it has no jobs yet
+            refusal = sched.add(job, now)  # never refused for interactive load
             if refusal is not None:
                 for queued in jobs[:i]:  # roll back: a submission is all or nothing
                     sched.cancel(queued.id, now)
@@ -310,7 +326,13 @@ class ModelWorker:
                 tracked.started = True
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.STARTED, job_id, at=now))
         out = runner.execute(plan)
+        if self._busy_since is not None:
+            # Back to back, a step costs the whole loop's turn (scheduling,
+            # hand-offs, the GIL), not just the runner's time: that is the
+            # rate streams see, so that is what the cost model learns.
+            out.seconds = max(out.seconds, time.perf_counter() - self._busy_since)
         events = sched.update(plan, out, time.monotonic())
+        self._busy_since = time.perf_counter()
         self.stats.steps += 1
         at = time.monotonic()
         for job_id, samples in out.audio.items():
@@ -328,60 +350,11 @@ class ModelWorker:
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.FAILED, event.job_id,
                                             code=ErrorCode.INTERNAL.value,
                                             message="the model failed on this utterance", at=at))
-        self._observe(plan, out)
-
-    def _observe(self, plan: StepPlan, out: StepOutput) -> None:
-        sched = self.scheduler
-        assert sched is not None
-        stats = self.stats
-        slots = sched.active_slots
-        interactive, background = sched.depth(Lane.INTERACTIVE), sched.depth(Lane.BACKGROUND)
-        stats.active_slots = slots
-        stats.in_flight = len(self._jobs)
-        m = self._metrics
-        if m is not None and plan.jobs and not out.oom:
-            m.batch_size.observe(len(plan.jobs))
-            m.step_seconds.observe(out.seconds)
-        # Most steps change none of these: skip the dict and the gauges' locks.
-        observed = (slots, interactive, background)
-        if observed == self._observed:
-            return
-        self._observed = observed
-        stats.queue = {Lane.INTERACTIVE.value: interactive, Lane.BACKGROUND.value: background}
-        if m is not None:
-            if self._queue_gauges is None:  # labels() is a locked dict look-up: once
-                self._queue_gauges = (m.queue_depth.labels(Lane.INTERACTIVE.value),
-                                      m.queue_depth.labels(Lane.BACKGROUND.value))
-            m.active_slots.set(slots)
-            self._queue_gauges[0].set(interactive)
-            self._queue_gauges[1].set(background)
+        self._observer.step(sched, plan, out, len(self._jobs), time.monotonic())
 
     def _publish(self, updates: list[WorkerUpdate]) -> None:
-        """Hand ``updates`` to the event loop, in order after earlier ones.
-
-        While the loop has not yet run the previous hand-off, the updates join
-        it: a model that steps faster than the loop delivers costs the loop
-        one callback per catch-up, not one per step.
-        """
-        if not updates or self._loop is None:
-            return
-        with self._outgoing_lock:
-            if self._outgoing:
-                self._outgoing.extend(updates)
-                return
-            self._outgoing = updates
-        try:
-            self._loop.call_soon_threadsafe(self._deliver_outgoing)
-        except RuntimeError:  # the event loop is closed: the server is gone
-            with self._outgoing_lock:
-                self._outgoing = []
-            log.debug("event loop closed; dropping %d updates", len(updates))
-
-    def _deliver_outgoing(self) -> None:
-        """Runs on the event loop: everything published since the last call."""
-        with self._outgoing_lock:
-            updates, self._outgoing = self._outgoing, []
-        _deliver(updates)
+        if self._channel is not None:
+            self._channel.publish(updates)
 
     def _recover(self) -> None:
         """After a crash of the loop: fail everything in flight, start clean."""
@@ -409,25 +382,16 @@ class ModelWorker:
                    for job_id, tracked in self._jobs.items()]
         self._jobs.clear()
         self._new_scheduler()
-        self._observed = None
+        self._observer.forget()
         self.stats.in_flight = 0
         self.stats.active_slots = 0
         self._publish(updates)
 
 
-def _deliver(updates: list[WorkerUpdate]) -> None:
-    """Runs on the event loop: route each update to its utterance."""
-    for update in updates:
-        try:
-            update.sink.on_worker_update(update)
-        except Exception:  # one broken utterance must not starve the rest
-            log.exception("delivering a %s update failed", update.kind)
-
-
-def _refused(sub: Submission, code: ErrorCode, message: str,
-             field_name: str | None = None) -> WorkerUpdate:
+def _refused(sub: Submission, code: ErrorCode, message: str, field_name: str | None = None,
+             retry_after_ms: int | None = None) -> WorkerUpdate:
     return WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=code.value, message=message,
-                        at=time.monotonic(), field=field_name)
+                        at=time.monotonic(), field=field_name, retry_after_ms=retry_after_ms)
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:

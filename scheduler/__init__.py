@@ -3,10 +3,14 @@
 Pure and synchronous: no asyncio, no torch; the clock is always passed in.
 """
 
+from scheduler.capacity import Saturation
 from scheduler.config import (
+    ADMISSION_MODES,
+    CAPACITY,
     DEFAULT_BATCH_SIZES,
     DEFAULT_KV_BUCKETS,
     DEFAULT_PROMPT_BUCKETS,
+    QUEUE_ONLY,
     SchedulerConfig,
 )
 from scheduler.core import Scheduler
@@ -23,6 +27,8 @@ from scheduler.jobs import (
 from scheduler.plan import JobId, Lane, StepOutput, StepPlan
 
 __all__ = [
+    "ADMISSION_MODES",
+    "CAPACITY",
     "CODES_PER_SECOND",
     "DEFAULT_BATCH_SIZES",
     "DEFAULT_KV_BUCKETS",
@@ -34,8 +40,10 @@ __all__ = [
     "JobOutcome",
     "JobState",
     "Lane",
+    "QUEUE_ONLY",
     "Refusal",
     "RefusalReason",
+    "Saturation",
     "Scheduler",
     "SchedulerConfig",
     "StepOutput",

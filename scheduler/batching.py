@@ -17,17 +17,30 @@ from scheduler.jobs import Job, JobState
 
 
 class SlotBudget:
-    """Free KV slots a plan may still hand to waiting jobs."""
+    """Free KV slots a plan may still hand to waiting jobs.
 
-    def __init__(self, free: int) -> None:
+    ``early`` jobs (a stream's next segment started before its stream's
+    current one ends) may take a slot only beyond ``reserve``, the slots the
+    other waiting interactive jobs (new streams, streams between segments)
+    need now: a stream counts one slot in admission, so its head start must
+    not push an admitted stream out.
+    """
+
+    def __init__(self, free: int, reserve: int = 0, early: frozenset[int] = frozenset()) -> None:
         self.free = free
+        self.reserve = reserve
+        self.early = early
 
     def allows(self, job: Job) -> bool:
-        return job.state is not JobState.WAITING or self.free > 0
+        if job.state is not JobState.WAITING:
+            return True
+        return self.free > (self.reserve if job.id in self.early else 0)
 
     def take(self, job: Job) -> None:
         if job.state is JobState.WAITING:
             self.free -= 1
+            if self.reserve and job.id not in self.early:
+                self.reserve -= 1
 
 
 def fits(config: SchedulerConfig, batch: Sequence[Job], job: Job, limit: int) -> bool:
@@ -64,21 +77,27 @@ def add_riders(
     batch: list[Job],
     candidates: Iterable[Job],
     slots: SlotBudget,
+    up_to_s: float = 0.0,
 ) -> list[Job]:
     """Jobs from ``candidates`` (in order) that ride in an interactive step
     because the bigger batch costs at most ``rider_overhead`` more than
-    ``batch`` alone (a launch-bound GPU step)."""
-    base = step_seconds(config, cost, batch, projected=False)
-    allowed = base * (1.0 + config.rider_overhead)
+    ``batch`` alone (a launch-bound GPU step), or no more than ``up_to_s``
+    (interactive streams: a step that still keeps every stream in real time)."""
+    kv = max(j.kv_len for j in batch)
+    allowed = max(cost.step_time(config.padded_batch(len(batch)), config.bucket(kv))
+                  * (1.0 + config.rider_overhead), up_to_s)
     riders: list[Job] = []
     for job in candidates:
-        if len(batch) + len(riders) >= config.max_batch:
+        size = len(batch) + len(riders) + 1
+        if size > config.max_batch:
             break
         if not slots.allows(job) or not fits(config, batch + riders, job, config.max_batch):
             continue
-        if step_seconds(config, cost, batch + riders + [job], projected=False) <= allowed:
+        longest = max(kv, job.kv_len)
+        if cost.step_time(config.padded_batch(size), config.bucket(longest)) <= allowed:
             slots.take(job)
             riders.append(job)
+            kv = longest
     return riders
 
 

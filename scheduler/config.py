@@ -8,11 +8,18 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from scheduler.jobs import CODES_PER_SECOND
+
 # The runtime's default shapes (the runner announces its own; these serve
 # the scheduler's tests and simulations and the server's defaults).
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8)
 DEFAULT_KV_BUCKETS: tuple[int, ...] = (256, 512, 1024, 2048)
 DEFAULT_PROMPT_BUCKETS: tuple[int, ...] = (32, 64, 128, 256)
+
+# Admission modes: by capacity (the default), or today's queue bound alone.
+CAPACITY = "capacity"
+QUEUE_ONLY = "queue-only"
+ADMISSION_MODES: tuple[str, ...] = (CAPACITY, QUEUE_ONLY)
 
 
 @dataclass(frozen=True)
@@ -26,14 +33,31 @@ class SchedulerConfig:
     ``max_slots - interactive_reserved_slots`` nor more than ``max_batch``.
 
     Policy knobs (seconds unless named otherwise):
+    - ``admission``: ``"capacity"`` (interactive work is admitted only while
+      the cost model says it can start in time and every admitted stream stays
+      real time, see ``scheduler.capacity``; queue bounds count waiting
+      utterances) or ``"queue-only"`` (the old rule: refuse only when a lane's
+      queue of waiting segments is full).
     - ``interactive_first_audio_s``: first-audio deadline of an interactive
-      segment 0 that came without one (arrival + this).
+      segment 0 that came without one (arrival + this); ``None`` derives it
+      from the cost model (``InteractiveCapacity.derived_first_audio_s``).
+      Capacity admission refuses an utterance that would miss it.
     - ``interactive_start_lead_s``: a waiting interactive segment ranks as if
       its deadline were this much earlier, so a new first code is served before
-      a running stream's next code unless that stream would otherwise run dry.
+      a running stream's next code, except before a stream that had already
+      run dry when the new one arrived (segment 0 never ranks before its
+      arrival).
+    - ``realtime_headroom``: an admitted interactive stream must get codes at
+      least this fraction faster than real time (prefill, jitter, estimates).
+    - ``first_audio_steps``: decode steps from a job's first code to its first
+      audio (the runner's streaming vocoder: first chunk plus lookahead).
+    - ``retry_after_min_s`` / ``retry_after_max_s``: bounds of the retry hint
+      a load refusal carries.
     - ``rider_overhead``: more interactive jobs (beyond ``interactive_batch_size``),
       then background jobs, ride along in an interactive step when the cost
-      model says the bigger batch costs at most this fraction more.
+      model says the bigger batch costs at most this fraction more. More
+      interactive jobs also ride while the step stays within
+      ``realtime_step_s`` (every stream in it keeps real time).
     - ``urgent_slack_s`` / ``interactive_steps_per_background``: the starvation
       bound. When the earliest-deadline background job's slack falls below
       ``urgent_slack_s``, at most this many interactive steps run between two
@@ -54,8 +78,13 @@ class SchedulerConfig:
     max_queue_interactive: int = 64
     max_queue_background: int = 256
     interactive_reserved_slots: int = 1
-    interactive_first_audio_s: float = 0.3
+    admission: str = "capacity"
+    interactive_first_audio_s: float | None = None
     interactive_start_lead_s: float = 1.0
+    realtime_headroom: float = 0.3
+    first_audio_steps: int = 1
+    retry_after_min_s: float = 0.05
+    retry_after_max_s: float = 30.0
     rider_overhead: float = 0.1
     urgent_slack_s: float = 2.0
     interactive_steps_per_background: int = 3
@@ -74,10 +103,24 @@ class SchedulerConfig:
             raise ValueError("need 1 <= interactive_reserved_slots < max_slots")
         if self.interactive_batch_size < 1 or self.interactive_steps_per_background < 1:
             raise ValueError("interactive_batch_size and interactive_steps_per_background must be >= 1")
+        if self.admission not in ADMISSION_MODES:
+            raise ValueError(f"admission must be one of {ADMISSION_MODES}, not {self.admission!r}")
+        if self.interactive_first_audio_s is not None and not self.interactive_first_audio_s > 0:
+            raise ValueError("interactive_first_audio_s must be > 0 (or None: derived)")
+        if self.first_audio_steps < 1 or self.realtime_headroom < 0:
+            raise ValueError("first_audio_steps must be >= 1 and realtime_headroom >= 0")
+        if not 0 < self.retry_after_min_s <= self.retry_after_max_s:
+            raise ValueError("need 0 < retry_after_min_s <= retry_after_max_s")
 
     @property
     def max_batch(self) -> int:
         return self.batch_sizes[-1]
+
+    @property
+    def realtime_step_s(self) -> float:
+        """The longest step that still gives every job in it a code fast
+        enough for real time with the headroom."""
+        return 1.0 / (CODES_PER_SECOND * (1.0 + self.realtime_headroom))
 
     @property
     def background_slots(self) -> int:

@@ -5,10 +5,13 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
 - Interactive work has strict priority: whenever an interactive job can run,
   the step is an interactive step. Its jobs (``interactive_batch_size``, 1 by
   default) are ranked by deadline: a waiting segment by its first-audio
-  deadline (moved ``interactive_start_lead_s`` earlier), a running one by
-  when its audio so far runs dry. More interactive jobs, then background
-  jobs, ride along in the same step when the cost model says the bigger
-  batch costs almost nothing more (a launch-bound GPU step).
+  deadline (moved ``interactive_start_lead_s`` earlier, never before its
+  arrival), a running one by when its audio so far runs dry (or, once it
+  has run dry, by when it last got a code: streams that are behind take
+  turns). More interactive jobs, then background jobs, ride along in the
+  same step when the cost model says the bigger batch costs almost nothing
+  more (a launch-bound GPU step); more interactive jobs also while the step
+  stays short enough for every stream in it to keep real time.
 - Otherwise a background step: earliest deadline first, batched by KV bucket,
   new jobs joining the running batch at the step boundary (prefill + decode
   in one plan). A preempted background job keeps its KV slot.
@@ -18,9 +21,11 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
 
 The plan carries every choice: the KV slot of each job (the scheduler owns
 the slots, ``scheduler.book``), the padded batch and the KV and prompt
-buckets. Admission (``scheduler.admission``) refuses ``overloaded`` when a
-lane's queue is full and, for background work, ``deadline_unmeetable`` when
-the completion estimate (``scheduler.estimate``) misses a deadline.
+buckets. Admission (``scheduler.admission``) refuses ``overloaded`` with a
+retry hint when the interactive lane has no capacity for one more real-time
+stream (``scheduler.capacity``) or a queue is full and, for background
+work, ``deadline_unmeetable`` when the completion estimate
+(``scheduler.estimate``) misses a deadline.
 ``scheduler.invariants`` holds the self-checks.
 
 Per step the work is O(live jobs): the books count jobs by state as they
@@ -33,11 +38,12 @@ Thread: not thread-safe; the worker calls everything from the model thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from scheduler import batching, invariants, ranking
 from scheduler.admission import Admission
 from scheduler.book import JobBook
+from scheduler.capacity import InteractiveCapacity, Saturation
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
 from scheduler.estimate import INF, BackgroundForecast
@@ -46,6 +52,10 @@ from scheduler.load import InteractiveLoad
 from scheduler.plan import JobId, Lane, StepOutput, StepPlan
 
 log = logging.getLogger(__name__)
+
+# The segment ``admit_empty`` judges a streamed utterance by: about two
+# seconds of speech, a typical first sentence.
+NOMINAL_CODES = 94
 
 
 class Scheduler:
@@ -57,7 +67,14 @@ class Scheduler:
         self.book = JobBook(config.max_slots)
         self.load = InteractiveLoad(config, cost)
         self.forecast = BackgroundForecast(config, cost, self.book, self.load)
-        self.admission = Admission(config, self.book, self.forecast)
+        self.capacity = InteractiveCapacity(config, cost, self.book)
+        # The first-audio budget: configured, or derived once from the
+        # calibrated cost model (the worker builds the scheduler after warm-up).
+        self.first_audio_s = (config.interactive_first_audio_s
+                              if config.interactive_first_audio_s is not None
+                              else self.capacity.derived_first_audio_s())
+        self.admission = Admission(config, self.book, self.forecast, self.capacity,
+                                   self.first_audio_s)
         self._streak = 0  # interactive steps in a row that left waiting background work idle
         self._wakeup: float | None = None
         self.last_plan: StepPlan | None = None
@@ -83,6 +100,10 @@ class Scheduler:
     def idle(self) -> bool:
         return self.book.idle
 
+    def saturation(self, now: float) -> Saturation:
+        """The interactive lane's streams, capacity and retry hint now."""
+        return self.capacity.saturation(now)
+
     def next_wakeup(self) -> float | None:
         """When ``schedule`` may have work again without new input (set when it
         returned ``None`` while waiting to fill a background batch)."""
@@ -102,7 +123,7 @@ class Scheduler:
         if utt is not None and not utt.done:
             raise ValueError(f"utterance {key!r} is already admitted; use add()")
         self._check_new(jobs)
-        refusal = self.admission.refusal(lane, jobs, now)
+        refusal = self.admission.refusal(lane, jobs, now, new=True)
         if refusal is not None:
             return refusal
         utt = self.book.new_utterance(key, lane, now)
@@ -110,17 +131,32 @@ class Scheduler:
             self.book.enqueue(utt, job)
         return None
 
+    def admit_empty(self, key: Hashable, lane: Lane, arrival: float, now: float) -> Refusal | None:
+        """May a new utterance with nothing to speak yet (streamed text, no
+        sentence end so far) be accepted? Judged like ``admit`` with one
+        nominal segment (``NOMINAL_CODES``); nothing is queued or reserved:
+        its segments come with ``add``."""
+        nominal = Job(id=-1, utterance=key, index=0, lane=lane, prompt_len=self.config.prompt_buckets[0],
+                      est_tokens=NOMINAL_CODES, arrival=arrival)
+        return self.admission.refusal(lane, [nominal], now, new=True)
+
     def add(self, job: Job, now: float) -> Refusal | None:
-        """Queue a later segment of an admitted utterance (streamed text)."""
+        """Queue a later segment of an admitted utterance (streamed text; the
+        first segments of one admitted by ``admit_empty`` too). Never refused
+        for interactive load in capacity mode: the utterance was accepted."""
         utt = self.book.utterance(job.utterance)
         if utt is None:
-            return self.admit([job], now)
+            self._check_new([job])
+            refusal = self.admission.refusal(job.lane, [job], now, new=False)
+            if refusal is None:
+                self.book.enqueue(self.book.new_utterance(job.utterance, job.lane, now), job)
+            return refusal
         if job.lane is not utt.lane:
             raise ValueError("a segment must stay in its utterance's lane")
         if job.index in utt.segments:
             raise ValueError(f"segment {job.index} of {job.utterance!r} already exists")
         self._check_new([job])
-        refusal = self.admission.refusal(job.lane, [job], now)
+        refusal = self.admission.refusal(job.lane, [job], now, new=False)
         if refusal is None:
             self.book.enqueue(utt, job)
         return refusal
@@ -145,8 +181,8 @@ class Scheduler:
         """The next step's plan, or ``None`` when there is nothing to do."""
         cfg = self.config
         self._wakeup = None
-        slots = batching.SlotBudget(self.book.free_slots)
         ranked = self._ranked_interactive()
+        slots = self._interactive_budget(ranked)
         interactive = batching.pick_interactive(cfg, ranked, slots)
         bg_edf = self._runnable_background()
         starving = (bool(interactive) and bool(bg_edf)
@@ -156,6 +192,8 @@ class Scheduler:
             rest = [j for j in ranked if j not in interactive]
             # No candidates, no riders: skip the cost look-ups.
             extra = batching.add_riders(cfg, self.cost, interactive, rest, slots) if rest else []
+            if len(extra) < len(rest):
+                extra += self._realtime_riders(interactive + extra, rest, slots)
             riders = (batching.add_riders(cfg, self.cost, interactive + extra, bg_edf,
                                           self._bg_budget(slots)) if bg_edf else [])
             interactive += extra
@@ -189,9 +227,11 @@ class Scheduler:
             job = self.book.job(job_id)
             if job is None:
                 continue
+            if count > job.tokens:
+                job.last_code_at = now
+                if job.first_code_at is None:
+                    job.first_code_at = now
             job.tokens = count
-            if job.first_code_at is None and count > 0:
-                job.first_code_at = now
         events: list[JobEvent] = []
         for job_id, message in output.failed.items():
             job = self.book.job(job_id)
@@ -233,8 +273,44 @@ class Scheduler:
         if not self.book.has_live(Lane.INTERACTIVE):
             return []
         return ranking.ranked_interactive(self.book.live_utterances(Lane.INTERACTIVE),
-                                          self.config.interactive_first_audio_s,
+                                          self.first_audio_s,
                                           self.config.interactive_start_lead_s)
+
+    def _interactive_budget(self, ranked: list[Job]) -> batching.SlotBudget:
+        """Free slots, the ones waiting streams need now kept from early starts."""
+        if not ranked:
+            return batching.SlotBudget(self.book.free_slots)
+        early: set[int] = set()
+        reserve = 0
+        for job in ranked:
+            if job.state is JobState.WAITING:
+                if self._stream_holds_a_slot(job):
+                    early.add(job.id)
+                else:
+                    reserve += 1
+        return batching.SlotBudget(self.book.free_slots, reserve, frozenset(early))
+
+    def _stream_holds_a_slot(self, job: Job) -> bool:
+        utt = self.book.utterance(job.utterance)
+        return utt is not None and any(s.state is JobState.ACTIVE for s in utt.segments.values())
+
+    def _realtime_riders(self, batch: list[Job], rest: list[Job],
+                         slots: batching.SlotBudget) -> list[Job]:
+        """Streams that also ride while the step keeps every stream in it in
+        real time: running jobs and first segments, in rank order (a later
+        segment is not started early on a slot a new stream may need)."""
+        chosen = set(map(id, batch))
+        candidates = [j for j in rest if id(j) not in chosen
+                      and (j.state is JobState.ACTIVE or self._first_segment(j))]
+        if not candidates:
+            return []
+        return batching.add_riders(self.config, self.cost, batch, candidates, slots,
+                                   self.config.realtime_step_s)
+
+    def _first_segment(self, job: Job) -> bool:
+        """No segment of ``job``'s utterance has started yet."""
+        utt = self.book.utterance(job.utterance)
+        return utt is not None and not any(s.started for s in utt.segments.values())
 
     def _runnable_background(self) -> list[Job]:
         if not self.book.has_live(Lane.BACKGROUND):

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scheduler.admission import queued_utterances
 from scheduler.book import JobBook
-from scheduler.config import SchedulerConfig
+from scheduler.config import QUEUE_ONLY, SchedulerConfig
 from scheduler.jobs import JobState
 from scheduler.plan import JobId, Lane, StepPlan
 
@@ -28,7 +29,11 @@ def check_state(sched: Scheduler) -> None:
     problems = _job_problems(book) + _slot_problems(cfg, book)
     for lane, bound in ((Lane.INTERACTIVE, cfg.max_queue_interactive),
                         (Lane.BACKGROUND, cfg.max_queue_background)):
-        if book.depth(lane) > bound:
+        # Queue-only bounds waiting segments; capacity admission bounds
+        # utterances that have not begun.
+        queued = (book.depth(lane) if cfg.admission == QUEUE_ONLY
+                  else queued_utterances(book.live_utterances(lane)))
+        if queued > bound:
             problems.append(f"{lane.value} queue over its bound")
     plan = sched.last_plan
     if plan is not None and plan.jobs:

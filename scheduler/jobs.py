@@ -67,6 +67,7 @@ class Job:
     tokens: int = field(default=0, init=False)
     started_at: float | None = field(default=None, init=False)  # planned for prefill
     first_code_at: float | None = field(default=None, init=False)  # first code came back
+    last_code_at: float | None = field(default=None, init=False)  # newest code came back
     ended_at: float | None = field(default=None, init=False)
     # Largest batch this job may run in; halved on each out-of-memory step.
     batch_cap: int = field(default=1 << 30, init=False)
@@ -98,7 +99,7 @@ class Job:
 class RefusalReason(enum.Enum):
     """Why admission said no; each value is the wire error code it becomes."""
 
-    OVERLOADED = "overloaded"  # a lane's queue is full
+    OVERLOADED = "overloaded"  # no capacity now (or a lane's queue is full)
     DEADLINE_UNMEETABLE = "deadline_unmeetable"  # background work would end late
 
 
@@ -111,10 +112,13 @@ class JobOutcome(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """Admission said no; nothing was queued."""
+    """Admission said no; nothing was queued. ``retry_after_s`` (load
+    refusals only) is when the same request is next worth trying: when the
+    scheduler expects the capacity it lacked to free up."""
 
     reason: RefusalReason
     message: str
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

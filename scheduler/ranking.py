@@ -44,8 +44,14 @@ def ranked_interactive(utterances: Iterable[ScheduledUtterance], first_audio_s: 
                        lead_s: float) -> list[Job]:
     """The runnable jobs of interactive ``utterances``, most urgent first.
 
-    A running job ranks at the time its audio so far runs dry; a waiting one
-    at its first-audio due time less ``lead_s``. Ties go by admission order,
+    A running job ranks at the time its audio so far runs dry, or, when it
+    got its newest code after that (it is behind: the model cannot keep up),
+    at that code's time, so streams that are behind take turns instead of
+    the earliest started catching up first. A waiting one ranks at its
+    first-audio due time less ``lead_s``, but never before its own arrival:
+    a new segment goes before streams that run dry after it came, never
+    before a stream that was already starved then. No stream, new or
+    running, is held back without bound. Ties go by admission order,
     segment index, job id (so the order never depends on the input's).
     """
     ranked: list[tuple[float, int, int, int, Job]] = []
@@ -62,9 +68,12 @@ def ranked_interactive(utterances: Iterable[ScheduledUtterance], first_audio_s: 
             terminal = state.terminal
             if not terminal:
                 if state is _ACTIVE:
-                    ranked.append((starts + job.tokens / CODES_PER_SECOND, utt.seq, k, job.id, job))
+                    dry = starts + job.tokens / CODES_PER_SECOND
+                    last = job.last_code_at
+                    ranked.append((dry if last is None or dry > last else last,
+                                   utt.seq, k, job.id, job))
                 elif not blocked:
-                    ranked.append((due - lead_s, utt.seq, k, job.id, job))
+                    ranked.append((max(due - lead_s, job.arrival), utt.seq, k, job.id, job))
             if job.started_at is None and not terminal:
                 blocked = True
     ranked.sort(key=_rank_key)

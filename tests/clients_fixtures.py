@@ -46,7 +46,9 @@ _servers: dict[str, RunningServer] = {}
 _failures: dict[str, str] = {}
 KINDS = {
     "tone": (["--weights", "tone", "--tone-step-ms", "10"], "CLIENTS_TEST_PORT"),
-    "tiny-random": (["--weights", "tiny-random", "--device", "cpu"], "CLIENTS_TEST_MODEL_PORT"),
+    # queue-only: these test the client, not admission (a CPU keeps one stream at most).
+    "tiny-random": (["--weights", "tiny-random", "--device", "cpu", "--admission", "queue-only"],
+                    "CLIENTS_TEST_MODEL_PORT"),
 }
 
 

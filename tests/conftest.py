@@ -298,9 +298,12 @@ async def tone_server(server_factory):
 def tiny_server():
     from realtime.embedded import ServerThread
 
+    # Tests of the runtime's audio path, not of admission: queue-only, so that
+    # concurrent test utterances are not refused on a CPU that cannot keep
+    # even one stream in real time (capacity admission would take one).
     thread = ServerThread(ServerConfig(port=0, weights="tiny-random", device="cpu",
                                        batch_sizes=(1, 2, 4), kv_buckets=(256, 512),
-                                       max_slots=8))
+                                       max_slots=8, admission="queue-only"))
     thread.start(timeout=180)
     yield thread
     thread.stop()

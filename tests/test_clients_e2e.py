@@ -134,3 +134,18 @@ def test_probe_tiny_sweep(server, tmp_path):
         assert p["p50"] <= p["p95"] <= p["p99"]
     for name in ("first_audio.png", "stall.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_probe_sweeps_offered_load_too(server, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("Hi there.\nGood morning.\n")
+    out = tmp_path / "probe"
+    rc = probe_main(["--url", server.ws, "--rates", "4", "--seconds-per-rate", "1",
+                     "--background-share", "0", "--corpus", str(corpus), "--max-seconds", "60",
+                     "--out", str(out), "--no-plots"])
+    assert rc == 0
+    doc = json.loads((out / "probe.json").read_text())
+    [point] = doc["levels"]
+    assert point["sweep"] == "rate" and point["rate"] == 4.0
+    assert point["lanes"]["interactive"]["utterances"] == point["utterances"] >= 1
+    assert all(r["sweep"] == "rate" and r["rate"] == 4.0 for r in doc["utterances"])

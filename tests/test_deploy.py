@@ -40,6 +40,9 @@ SERVER_METRICS = {
     "chattts_first_audio_seconds",
     "chattts_step_seconds",
     "chattts_audio_seconds_total",
+    "chattts_saturation",
+    "chattts_interactive_streams",
+    "chattts_interactive_capacity",
 }
 SECRET_WORDS = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|CREDENTIAL", re.I)
 # Shapes of real credentials: Hugging Face tokens, bearer headers with a value.
@@ -492,6 +495,8 @@ def test_hpa_scales_the_deployment_on_server_metrics():
         names.add(metric["pods"]["metric"]["name"])
     assert names and names <= SERVER_METRICS
     assert "chattts_queue_depth" in names or "chattts_active_utterances" in names
+    # Capacity-aware: the pods' own saturation drives scaling.
+    assert "chattts_saturation" in names
 
 
 def test_prometheus_adapter_serves_the_hpa_metrics():

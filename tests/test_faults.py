@@ -53,8 +53,16 @@ def _lanes():
 
 
 async def still_serves(server, ws_connect) -> None:
+    """A new utterance completes, at once or after the retry hint of a load
+    refusal (capacity admission may still see the storm just over), as a
+    well-behaved client would do."""
     client = await ws_connect(server)
-    (await client.speak_and_collect("probe", "Still serving, thank you.")).check_done()
+    for attempt in range(5):
+        t = await client.speak_and_collect(f"probe{attempt}", "Still serving, thank you.")
+        if not (isinstance(t.terminal, Error) and t.terminal.retry_after_ms is not None):
+            break
+        await asyncio.sleep(t.terminal.retry_after_ms / 1000.0)
+    t.check_done()
     await client.close()
 
 

@@ -85,7 +85,8 @@ async def test_the_stream_records_its_cancelled_utterance(server_factory):
 
 async def test_refusals_map_to_livekit_errors(server_factory):
     server = await server_factory(runner=ToneRunner(step_seconds=0.02),
-                                  scheduler_options={"max_queue_interactive": 1})
+                                  scheduler_options={"max_queue_interactive": 1,
+                                                     "admission": "queue-only"})
     tts = ChatTTSRealtimeTTS(url=url(server), voice="nobody")
     try:
         with pytest.raises(APIError) as unsupported:

@@ -18,6 +18,9 @@ I, B = Lane.INTERACTIVE, Lane.BACKGROUND
 
 # A CPU-like table: a bigger batch costs noticeably more, so nothing rides along.
 CPU = CostModel.default_cpu()
+# On it one interactive stream is all capacity admission takes at a time; the
+# policy tests that need several streams at once admit by queue bound alone.
+QUEUE_ONLY = SchedulerConfig(admission="queue-only")
 
 
 def test_interactive_preempts_a_running_background_batch_at_the_next_step():
@@ -41,7 +44,7 @@ def test_interactive_preempts_a_running_background_batch_at_the_next_step():
 
 
 def test_interactive_jobs_run_earliest_first_audio_deadline_first():
-    h = Harness(cost=CPU)
+    h = Harness(cost=CPU, config=QUEUE_ONLY)
     late = h.job("late", I, deadline=5.0)
     early = h.job("early", I, deadline=1.0)
     h.sched.admit([late], 0.0)
@@ -166,15 +169,27 @@ def test_next_interactive_segment_is_due_when_the_previous_audio_ends():
     assert starts[second.id] > first.first_code_at + 0.5
 
 
-def test_queue_bound_refuses_overloaded_and_queues_nothing():
-    h = Harness(config=SchedulerConfig(max_queue_background=3))
+def test_queue_only_bound_refuses_overloaded_and_queues_nothing():
+    h = Harness(config=SchedulerConfig(max_queue_background=3, admission="queue-only"))
     assert h.sched.admit(h.utterance("a", B, 3, deadline=1e6), 0.0) is None
     ref = h.sched.admit(h.utterance("b", B, 1, deadline=1e6), 0.0)
     assert isinstance(ref, Refusal) and ref.reason is RefusalReason.OVERLOADED
+    assert ref.retry_after_s is not None and ref.retry_after_s > 0
     assert h.sched.depth(B) == 3
-    h2 = Harness(config=SchedulerConfig(max_queue_interactive=1))
+    h2 = Harness(config=SchedulerConfig(max_queue_interactive=1, admission="queue-only"))
     assert h2.sched.admit(h2.utterance("a", I, 1), 0.0) is None
     assert h2.sched.admit(h2.utterance("b", I, 1), 0.0).reason is RefusalReason.OVERLOADED
+
+
+def test_capacity_backstop_counts_utterances_not_their_segments():
+    h = Harness(config=SchedulerConfig(max_queue_background=2, max_queue_interactive=2))
+    # Twenty sentences are one utterance: admitted, and its later segments too.
+    assert h.sched.admit(h.utterance("a", B, 20, deadline=1e6), 0.0) is None
+    assert h.sched.admit(h.utterance("b", B, 20, deadline=1e6), 0.0) is None
+    ref = h.sched.admit(h.utterance("c", B, 1, deadline=1e6), 0.0)
+    assert ref is not None and ref.reason is RefusalReason.OVERLOADED and "2 utterances" in ref.message
+    assert h.sched.add(h.job("a", B, index=20, deadline=1e6), 0.0) is None
+    assert h.sched.admit(h.utterance("i", I, 30), 0.0) is None
 
 
 def test_admission_refuses_a_deadline_it_cannot_meet():
@@ -221,7 +236,8 @@ def test_admission_accounts_for_interactive_load():
 
 
 def test_starvation_bound_interleaves_background_when_its_deadline_is_near():
-    cfg = SchedulerConfig(urgent_slack_s=5.0, interactive_steps_per_background=3)
+    cfg = SchedulerConfig(urgent_slack_s=5.0, interactive_steps_per_background=3,
+                          admission="queue-only")
     h = Harness(cost=CPU, config=cfg)
     h.sched.admit([h.job("bg", B, length=40, deadline=4.0)], 0.0)
     # A steady interactive stream: always one interactive job ready.
@@ -242,7 +258,7 @@ def test_starvation_bound_interleaves_background_when_its_deadline_is_near():
 
 
 def test_without_urgency_interactive_has_strict_priority():
-    h = Harness(cost=CPU, config=SchedulerConfig(urgent_slack_s=0.0))
+    h = Harness(cost=CPU, config=SchedulerConfig(urgent_slack_s=0.0, admission="queue-only"))
     h.sched.admit([h.job("bg", B, length=40, deadline=1e6)], 0.0)
     for k in range(5):
         h.sched.admit(h.utterance(f"t{k}", I, 1, length=10), h.now)
@@ -377,8 +393,8 @@ def test_cost_model_learns_from_measured_decode_steps():
     h.sched.update(plan, StepOutput(tokens={plan.jobs[0]: 1}, seconds=0.5), 0.5)  # prefill: ignored
     assert cost.step_time(1, 256) == pytest.approx(0.040)
     plan = h.sched.schedule(0.5)
-    h.sched.update(plan, StepOutput(tokens={plan.jobs[0]: 2}, seconds=0.080), 0.58)
-    assert cost.step_time(1, 256) == pytest.approx(0.040 + 0.2 * 0.040)
+    h.sched.update(plan, StepOutput(tokens={plan.jobs[0]: 2}, seconds=0.050), 0.55)
+    assert cost.step_time(1, 256) == pytest.approx(0.040 + 0.2 * 0.010)
 
 
 def test_background_fills_a_padded_batch_when_that_pays():

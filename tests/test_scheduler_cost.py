@@ -25,10 +25,10 @@ def test_sparse_tables_fall_back_to_a_dominating_entry():
 
 def test_ewma_moves_toward_measurements_and_calibrate_overrides():
     cost = CostModel.from_table({(1, 256): 0.1}, alpha=0.5)
-    cost.observe(1, 256, 0.2)
-    assert cost.step_time(1, 256) == pytest.approx(0.15)
+    cost.observe(1, 256, 0.14)
+    assert cost.step_time(1, 256) == pytest.approx(0.12)
     cost.observe(1, 256, 0.0)  # no measurement: ignored
-    assert cost.step_time(1, 256) == pytest.approx(0.15)
+    assert cost.step_time(1, 256) == pytest.approx(0.12)
     cost.observe(2, 256, 0.3)  # a new shape enters the table
     assert cost.step_time(2, 256) == pytest.approx(0.3)
     cost.calibrate({(1, 256): 0.05})
@@ -74,3 +74,38 @@ def test_config_pads_batches_and_picks_buckets():
 def test_bad_configs_raise(kwargs):
     with pytest.raises(ValueError):
         SchedulerConfig(**kwargs)
+
+
+def test_a_noisy_warm_up_is_bounded_by_the_shapes_that_dominate_it():
+    # Batch 2 measured while the machine was busy: no dearer than batch 4 can be.
+    cost = CostModel.from_table({(1, 256): 0.010, (2, 256): 0.136, (4, 256): 0.012,
+                                 (4, 512): 0.015, (2, 512): 0.2})
+    assert cost.step_time(2, 256) == 0.012
+    assert cost.step_time(2, 512) == 0.015
+    assert cost.step_time(1, 256) == 0.010
+
+
+def test_measured_steps_keep_lookups_monotone_and_recover():
+    cost = CostModel.from_table({(b, 256): 0.010 for b in (1, 2, 4, 8)}, alpha=1.0)
+    cost.observe(2, 256, 0.012)  # real steps (sampling, vocoder) cost more than warm-up's
+    assert [cost.step_time(b, 256) for b in (1, 2, 4, 8)] == [0.010, 0.012, 0.012, 0.012]
+    # The bigger batches were raised only because batch 2 was: they come back with it,
+    # so a policy that stopped using them does not keep thinking them dear.
+    cost.observe(2, 256, 0.010)
+    assert [cost.step_time(b, 256) for b in (1, 2, 4, 8)] == pytest.approx([0.010] * 4, rel=0.01)
+
+
+def test_one_stalled_step_moves_the_estimate_by_at_most_half():
+    cost = CostModel.from_table({(1, 256): 0.010}, alpha=1.0)
+    cost.observe(1, 256, 1.0)  # the whole machine stalled for a second
+    assert cost.step_time(1, 256) == pytest.approx(0.015)
+
+
+def test_a_shape_the_policy_stopped_using_does_not_stay_stale():
+    cost = CostModel.from_table({(b, 256): 0.010 for b in (1, 2, 4, 8)}, alpha=0.5)
+    for _ in range(20):  # a slow spell at batch 8 (a busy machine)
+        cost.observe(8, 256, 0.030)
+    assert cost.step_time(8, 256) > 0.025
+    for _ in range(2000):  # then only batch 1 runs, at its calibrated speed
+        cost.observe(1, 256, 0.010)
+    assert cost.step_time(8, 256) == pytest.approx(0.010, rel=0.05)

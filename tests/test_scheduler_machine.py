@@ -15,10 +15,11 @@ from scheduler import CostModel, JobState, Lane, SchedulerConfig
 
 
 class SchedulerMachine(RuleBasedStateMachine):
-    @initialize(gpu=st.booleans(), ibs=st.sampled_from([1, 2]), slots=st.sampled_from([3, 6, 16]))
-    def setup(self, gpu, ibs, slots):
+    @initialize(gpu=st.booleans(), ibs=st.sampled_from([1, 2]), slots=st.sampled_from([3, 6, 16]),
+                admission=st.sampled_from(["capacity", "queue-only"]))
+    def setup(self, gpu, ibs, slots, admission):
         cfg = SchedulerConfig(max_slots=slots, interactive_batch_size=ibs, max_queue_interactive=8,
-                              max_queue_background=12, urgent_slack_s=1.0)
+                              max_queue_background=12, urgent_slack_s=1.0, admission=admission)
         self.h = Harness(cfg, CostModel.default_gpu() if gpu else CostModel.default_cpu())
         self.jobs = {}
         self.cancelled = set()

@@ -245,6 +245,7 @@ async def test_active_utterances_per_token_across_connections(server_factory, ws
     t = (await b.collect(["b1", "b2"]))["b2"]
     assert isinstance(t.terminal, Error) and t.terminal.code == "too_many_active"
     assert "per token" in t.terminal.message
+    assert t.terminal.retry_after_ms > 0  # load refusals say when to come back
 
 
 async def test_text_characters_per_minute_per_connection(server_factory, ws_connect):
@@ -254,6 +255,9 @@ async def test_text_characters_per_minute_per_connection(server_factory, ws_conn
     t = await client.speak_and_collect("b", "Twenty more characters.")
     assert isinstance(t.terminal, Error) and t.terminal.code == "overloaded"
     assert t.started is None and "per minute" in t.terminal.message
+    # The bucket holds 9 of the 23 characters: 14 more come in 21 s (less
+    # what refilled while "a" ran).
+    assert 20_000 <= t.terminal.retry_after_ms <= 21_000
     # Streaming text counts too: an append over the rate ends its utterance.
     await client.send({"type": "speak", "id": "c", "text": "Hi", "final": False})
     await client.send({"type": "append", "id": "c", "text": "x" * 30, "final": True})

@@ -144,7 +144,7 @@ async def test_too_many_active(server_factory, ws_connect):
 
 async def test_overloaded_when_the_lane_queue_is_full(server_factory, ws_connect):
     runner = ToneRunner(step_seconds=0.02)
-    server = await server_factory(runner=runner, max_active=8,
+    server = await server_factory(runner=runner, max_active=8, admission="queue-only",
                                   scheduler_options={"max_queue_interactive": 4})
     client = await ws_connect(server)
     text = "One. Two. Three."
@@ -157,6 +157,7 @@ async def test_overloaded_when_the_lane_queue_is_full(server_factory, ws_connect
     assert "overloaded" in codes and "done" in codes
     refused = [t for t in transcripts.values() if isinstance(t.terminal, Error)]
     assert all(t.started is None for t in refused)
+    assert all(t.terminal.retry_after_ms > 0 for t in refused)
 
 
 async def test_deadline_unmeetable_for_background(server_factory, ws_connect):

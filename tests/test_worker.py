@@ -186,18 +186,28 @@ def _drive(worker, max_steps=2000):
 
 
 def test_a_later_submission_refused_at_its_second_segment_is_rolled_back():
+    # Background work with a deadline: the append's first new segment fits,
+    # its second (far longer) cannot end in time. Interactive later segments
+    # are never refused for load, so the lane that can refuse them is used.
     runner = ToneRunner()
-    worker = _direct_worker(runner, max_queue_interactive=2)
+    worker = _direct_worker(runner)
     sink = Sink()
     updates = []
-    worker._submit(_submission(sink, ["First sentence here."], 1), updates)
+    deadline = time.monotonic() + 5.0
+
+    def work(job_id: int, index: int, est_tokens: int) -> SegmentWork:
+        return SegmentWork(job_id, index, SegmentRequest(text="A sentence.", voice="seed:1"),
+                           est_tokens)
+
+    worker._submit(Submission(sink, Lane.BACKGROUND, 0.0, deadline, (work(1, 0, 10),), True),
+                   updates)
     assert [u.kind for u in updates] == [UpdateKind.ADMITTED]
-    # An append with two new segments: the queue (bound 2) takes one more.
-    worker._submit(_submission(sink, ["Second one.", "Third one."], 2, first=False, index=1), updates)
-    assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "overloaded"
+    later = (work(2, 1, 10), work(3, 2, 1_000_000))
+    worker._submit(Submission(sink, Lane.BACKGROUND, 0.0, deadline, later, False), updates)
+    assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "deadline_unmeetable"
     sched = worker.scheduler
     assert sched.job(2) is None and sched.job(3) is None  # all or nothing
-    assert sched.depth(Lane.INTERACTIVE) == 1 and set(worker._jobs) == {1}
+    assert sched.depth(Lane.BACKGROUND) == 1 and set(worker._jobs) == {1}
     worker._cancel((1,))  # the session ends the refused utterance
     more, plans = _drive(worker)
     assert not any(2 in p.jobs or 3 in p.jobs for p in plans)

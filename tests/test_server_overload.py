@@ -1,0 +1,162 @@
+"""Admission by capacity over real sockets: refusals at once, retry hints, /load."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import orjson
+import pytest
+from websockets.asyncio.client import connect
+
+from protocol import Error, Started
+from realtime.config import ServerConfig
+from realtime.overload import (
+    active_retry_s,
+    first_audio_steps,
+    scheduler_policy,
+    to_ms,
+)
+from realtime.runtime.tone import ToneRunner
+
+LONG = "A long sentence that keeps its stream busy for several seconds of audio. " * 2
+
+
+def four_slots() -> ToneRunner:
+    # 10 ms a step at any batch, four KV slots: four streams, then full.
+    return ToneRunner(step_seconds=0.01, max_slots=4, batch_sizes=(1, 2, 4), codes_per_char=3.4)
+
+
+async def http_json(port: int, path: str) -> dict:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    return orjson.loads(raw.split(b"\r\n\r\n", 1)[1])
+
+
+async def fill(server, ws_connect, count: int):
+    client = await ws_connect(server)
+    for k in range(count):
+        await client.send({"type": "speak", "id": f"busy{k}", "text": LONG, "chunking": "token"})
+    for _ in range(count):
+        await client.next_message(Started, timeout=10)
+    return client
+
+
+async def test_a_speak_beyond_capacity_is_refused_at_once_with_a_retry_hint(server_factory, ws_connect):
+    server = await server_factory(runner=four_slots(), max_active=8)
+    busy = await fill(server, ws_connect, 4)
+    client = await ws_connect(server)
+    t = await client.speak_and_collect("late", "Hello there.", timeout=5)
+    assert isinstance(t.terminal, Error) and t.terminal.code == "overloaded"
+    assert t.started is None and not t.frames
+    # The streams ahead hold every slot for seconds: retry when one ends.
+    assert 1_000 < t.terminal.retry_after_ms <= 30_000
+    assert all(x.terminal is None for x in busy.transcripts.values())  # they run on
+    load = await http_json(server.port, "/load")
+    assert load["saturated"] and load["interactive"]["streams"] == 4
+    assert load["interactive"]["capacity"] == 4 and load["retry_after_ms"] > 0
+    metrics = (await server_metrics(server.port)).decode()
+    assert "chattts_saturation 1.0" in metrics and "chattts_interactive_capacity 4.0" in metrics
+
+
+async def server_metrics(port: int) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    return raw
+
+
+async def test_queue_only_admission_queues_the_same_speak(server_factory, ws_connect):
+    server = await server_factory(runner=four_slots(), max_active=8, admission="queue-only")
+    await fill(server, ws_connect, 4)
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "late", "text": "Hello there."})
+    assert (await client.next_message(Started, timeout=10)).id == "late"
+    load = await http_json(server.port, "/load")
+    assert load["admission"] == "queue-only" and load["interactive"]["streams"] == 5
+
+
+async def test_load_report_when_idle(server_factory):
+    server = await server_factory(runner=four_slots())
+    load = await http_json(server.port, "/load")
+    assert load["ready"] and not load["saturated"] and load["saturation"] == 0.0
+    assert load["retry_after_ms"] is None and load["interactive"]["capacity"] == 4
+    assert load["interactive"]["first_audio_budget_ms"] > 0
+
+
+async def test_too_many_active_says_when_one_of_the_connections_utterances_ends(server_factory,
+                                                                               ws_connect):
+    server = await server_factory(max_active=1, runner=ToneRunner(step_seconds=0.01))
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "a", "text": "x" * 47, "final": False})
+    await client.next_message(Started)
+    t = await client.speak_and_collect("b", "Too many.", timeout=5)
+    assert t.terminal.code == "too_many_active"
+    # 47 characters are expected to last ~3.4 s of audio from the first speak.
+    assert 2_500 <= t.terminal.retry_after_ms <= 3_500
+
+
+def test_scheduler_policy_follows_the_flags_and_the_runner():
+    class Vocoder:
+        min_chunk_steps, lookahead_steps = 4, 8
+
+    class Streaming:
+        vocoder = Vocoder()
+
+    cfg = ServerConfig(admission="queue-only", interactive_first_audio_ms=250)
+    assert scheduler_policy(cfg, Streaming()) == {
+        "admission": "queue-only", "interactive_first_audio_s": 0.25, "first_audio_steps": 12}
+    assert scheduler_policy(ServerConfig(), ToneRunner())["interactive_first_audio_s"] is None
+    assert first_audio_steps(ToneRunner()) == 1
+
+
+def test_retry_hints_round_up_and_stay_bounded():
+    assert to_ms(None) is None and to_ms(0.0121) == 13 and to_ms(0.012) == 12
+
+    class U:
+        def __init__(self, received, chars):
+            self.received, self.text_chars = received, chars
+
+    assert active_retry_s([], 0.0) == 1.0
+    assert active_retry_s([U(0.0, 0)], 5.0) == 0.05
+    assert active_retry_s([U(0.0, 10**6)], 0.0) == 30.0
+
+
+async def test_the_flags_select_the_admission_mode(server_factory):
+    server = await server_factory(runner=four_slots(), admission="queue-only",
+                                  interactive_first_audio_ms=400)
+    sched = server.worker.scheduler
+    assert sched.config.admission == "queue-only" and sched.first_audio_s == 0.4
+    async with connect(f"ws://127.0.0.1:{server.port}/v1/stream"):
+        pass
+
+
+def test_loop_lag_is_a_moving_average_in_time():
+    from realtime.loop_lag import TAU_S, LoopLag
+
+    lag = LoopLag()
+    lag._latest = 1.0  # the timer reads late all along (the average decides)
+    lag.note(0.0, now=100.0)
+    lag.note(0.2, now=100.05)  # one late tick weighs what 50 ms of time weighs
+    assert lag.current() == pytest.approx(0.2 * (1 - math.exp(-0.05 / TAU_S)))
+    for k in range(1, 60):  # a loop that stays 100 ms late for 3 s
+        lag.note(0.1, now=100.05 + 0.05 * k)
+    assert lag.current() == pytest.approx(0.1, rel=0.01)
+    lag._latest = 0.0  # caught up: on time at once
+    assert lag.current() == 0.0
+
+
+async def test_a_stalled_event_loop_shows_in_the_load_report(server_factory):
+    server = await server_factory(runner=four_slots())
+    lag = server.worker.loop_lag
+    time.sleep(0.3)  # the loop's own timer fires 0.3 s late
+    deadline = time.monotonic() + 2.0
+    while lag.current() == 0.0 and time.monotonic() < deadline:
+        await asyncio.sleep(0)  # until the late tick has run (the next is 50 ms away)
+    assert server.http.load_report()["loop_lag_ms"] > 10
