@@ -81,6 +81,8 @@ def melscale_fbanks(n_freqs: int, f_min: float, f_max: float, n_mels: int,
 class Spectrogram(torch.nn.Module):
     """``|STFT|**power`` over the last dimension, torchaudio's semantics."""
 
+    window: torch.Tensor  # a buffer
+
     def __init__(self, n_fft: int = 400, win_length: int | None = None,
                  hop_length: int | None = None, pad: int = 0,
                  window_fn=torch.hann_window, power: float | None = 2.0,
@@ -113,6 +115,8 @@ class Spectrogram(torch.nn.Module):
 
 
 class MelScale(torch.nn.Module):
+    fb: torch.Tensor  # a buffer: [n_stft, n_mels]
+
     def __init__(self, n_mels: int = 128, sample_rate: int = 16000, f_min: float = 0.0,
                  f_max: float | None = None, n_stft: int = 201,
                  norm: str | None = None, mel_scale: str = "htk"):
@@ -152,27 +156,26 @@ def _unavailable(name: str):
     return fail
 
 
+def _module(name: str, **attributes: object) -> types.ModuleType:
+    module = types.ModuleType(name)
+    for key, value in attributes.items():
+        setattr(module, key, value)
+    return module
+
+
 def _build_shim() -> types.ModuleType:
-    root = types.ModuleType("torchaudio")
+    mel = dict(_hz_to_mel=_hz_to_mel, _mel_to_hz=_mel_to_hz, melscale_fbanks=melscale_fbanks)
+    inner = _module("torchaudio.functional.functional", **mel)
+    functional = _module("torchaudio.functional", functional=inner,
+                         resample=_unavailable("functional.resample"), **mel)
+    transforms = _module("torchaudio.transforms", MelSpectrogram=MelSpectrogram,
+                         Spectrogram=Spectrogram, MelScale=MelScale,
+                         Resample=_unavailable("transforms.Resample"))
+    root = _module(
+        "torchaudio", __version__="0.0.0+chattts-realtime-shim", transforms=transforms,
+        functional=functional, load=_unavailable("load"), save=_unavailable("save"),
+        sox_effects=types.SimpleNamespace(apply_effects_tensor=_unavailable("sox_effects")))
     setattr(root, SHIM_MARKER, True)
-    root.__version__ = "0.0.0+chattts-realtime-shim"
-    transforms = types.ModuleType("torchaudio.transforms")
-    transforms.MelSpectrogram = MelSpectrogram
-    transforms.Spectrogram = Spectrogram
-    transforms.MelScale = MelScale
-    transforms.Resample = _unavailable("transforms.Resample")
-    functional = types.ModuleType("torchaudio.functional")
-    inner = types.ModuleType("torchaudio.functional.functional")
-    for mod in (functional, inner):
-        mod._hz_to_mel = _hz_to_mel
-        mod._mel_to_hz = _mel_to_hz
-        mod.melscale_fbanks = melscale_fbanks
-    functional.functional = inner
-    functional.resample = _unavailable("functional.resample")
-    root.transforms, root.functional = transforms, functional
-    root.load = _unavailable("load")
-    root.save = _unavailable("save")
-    root.sox_effects = types.SimpleNamespace(apply_effects_tensor=_unavailable("sox_effects"))
     # A spec lets importlib.util.find_spec() answer (transformers probes for
     # torchaudio that way); no distribution metadata exists, so it reports
     # torchaudio as not installed and never relies on it.

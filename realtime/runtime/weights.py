@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pybase16384 as b14
 import torch
+from transformers import BertTokenizerFast
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
 from realtime.runtime.api import SAMPLE_RATE, WeightsKind
@@ -67,7 +68,7 @@ class ModelAssets:
     embed: torch.nn.Module
     decoder: torch.nn.Module
     vocos: torch.nn.Module
-    tokenizer: object
+    tokenizer: BertTokenizerFast
     spk_stat: str
     source: str = "memory"
     extra: dict = field(default_factory=dict)
