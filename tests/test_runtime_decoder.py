@@ -1,6 +1,8 @@
 """Fidelity of our static-KV decoder against upstream ChatTTS's GPT.generate.
 
-Tiny-random weights on CPU. Greedy decoding (temperature 1e-5 on both sides:
+Tiny-random weights on CPU, for every fp32 GEMM backend this torch offers
+(``mm``, ``mkl``, ``onednn``; each forced; unavailable ones are skipped with
+the reason). Greedy decoding (temperature 1e-5 on both sides:
 upstream always keeps >= 3 candidates, so top_k=1 is not greedy there) must
 give identical codes and near-identical hidden states at batch 1, at batch 4
 with mixed prompt lengths, and when jobs join and leave a running batch.
@@ -14,14 +16,20 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
 
+from realtime.runtime.cpu_gemm import FP32_BACKENDS, backend_available
 from tools.upstream import UpstreamGPT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
+CPU = torch.device("cpu")
+GEMMS = [pytest.param(b, marks=pytest.mark.skipif(
+    not backend_available(b, CPU, torch.float32), reason=f"this torch cannot run the {b} backend"))
+    for b in FP32_BACKENDS]
 
-@pytest.fixture(scope="module")
-def runner():
-    return tiny_runner()
+
+@pytest.fixture(scope="module", params=GEMMS)
+def runner(request):
+    return tiny_runner(cpu_gemm=request.param)
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +38,46 @@ def upstream():
 
 
 @pytest.fixture(scope="module")
-def references(runner, upstream):
+def references(upstream):
     """Upstream greedy codes and hidden states for each text, at batch 1."""
+    prompts = tiny_runner(cpu_gemm="mm")
     refs = {}
     for i, text in enumerate(TEXTS):
-        runner.prepare(900 + i, request(text, **GREEDY))
-        prompt = runner.jobs[900 + i].prompt
-        runner.forget(900 + i)
+        prompts.prepare(900 + i, request(text, **GREEDY))
+        prompt = prompts.jobs[900 + i].prompt
+        prompts.forget(900 + i)
         refs[text] = upstream.generate([prompt], **GREEDY)[0]
     return refs
+
+
+def test_runner_uses_the_backend_it_was_given(runner):
+    forced = runner.options.cpu_gemm
+    assert set(runner.model.backends(2)) == {forced}
+    assert set(runner.model.backends(1)) == {forced}
+
+
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_model_prefill_and_decode_match_plain_mm(gemm):
+    from realtime.runtime.gemm_plan import GemmPolicy
+    from realtime.runtime.model import KVCache, StaticGPT
+    from realtime.runtime.shapes import TINY
+
+    assets = tiny_assets()
+    models = [StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(g))
+              for g in (gemm, "mm")]
+    b = 4
+    gen = torch.Generator().manual_seed(2)
+    prompt = torch.randn(2, 12, TINY.hidden, generator=gen)
+    x = torch.randn(b, TINY.hidden, generator=gen)
+    slots, pos = torch.arange(b), torch.tensor([12, 15, 13, 14])
+    outs = []
+    for model in models:
+        cache = KVCache(TINY, b, 32, torch.float32, CPU)
+        pre = model.prefill(prompt, torch.tensor([0, 1]), cache)
+        dec = model.decode(x, slots, pos, cache, 16, first_slot=0)
+        outs.append((pre, dec, model.logits(dec), cache.k[0].clone()))
+    for ours, plain in zip(*outs):
+        torch.testing.assert_close(ours, plain, rtol=1e-5, atol=1e-5)
 
 
 def test_greedy_batch1_equals_upstream(runner, references):

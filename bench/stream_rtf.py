@@ -1,0 +1,96 @@
+"""One streamed interactive utterance through the real server, timed end to end.
+
+``measure(precision, threads)`` starts ``python -m realtime serve`` as a
+subprocess with full-size random weights on the CPU (``--cpu-threads``
+threads), waits for ``/readyz``, connects a ``RealtimeClient`` over a real
+socket and speaks ``TEXT`` (interactive lane, ``chunking: token``, a fixed
+seed), reading the audio as long as it comes out. Then it reads ``/metrics``.
+
+Reported, per run:
+- ``rtf``: seconds from ``speak`` to the last audio frame / seconds of audio;
+- ``first_audio_ms``: ``speak`` -> first frame;
+- ``server_step_ms``: the server's wall time per model step while the
+  utterance ran (``speak`` -> last frame over the steps it took), i.e. the
+  runtime's step plus everything the serving path adds around it;
+- ``execute_ms``: the mean time of ``Runner.execute`` inside the server
+  (``chattts_step_seconds``), which contention from the serving threads
+  slows too;
+- ``steps`` and ``audio_s``.
+
+The caller compares ``server_step_ms`` with the runtime's own per-step cost
+for a streamed job (``bench.runtime``), so the serving path's overhead shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+from bench.server import ROOT, _free_port, _stop, _wait_http
+
+TEXT = ("The weather today is calm and bright, with a light wind from the west. "
+        "Later in the afternoon a few clouds may gather over the hills. "
+        "Tomorrow looks warmer, so it is a good day for a long walk by the river.")
+SEED = 7
+
+
+def _metric(text: str, name: str) -> float:
+    match = re.search(rf"^{name} ([0-9.eE+-]+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+def _metrics(port: int) -> tuple[float, float]:
+    """(sum of step seconds, number of steps) so far."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return _metric(text, "chattts_step_seconds_sum"), _metric(text, "chattts_step_seconds_count")
+
+
+async def _speak(url: str, text: str, seed: int) -> dict:
+    from clients.client import RealtimeClient
+    from protocol import Params
+
+    async with RealtimeClient(url, open_timeout=30) as client:
+        start = time.monotonic()
+        utt = await client.speak(text, chunking="token", lane="interactive",
+                                 params=Params(seed=seed))
+        samples, first, last = 0, None, start
+        async for chunk in utt.audio():
+            samples += chunk.sample_count
+            last = chunk.received_at
+            first = first if first is not None else chunk.received_at
+        await utt.result()
+        rate = utt.sample_rate
+    return dict(wall_s=last - start, audio_s=samples / rate,
+                first_audio_ms=None if first is None else (first - start) * 1e3)
+
+
+def measure(precision: str, threads: int = 2, text: str = TEXT, seed: int = SEED,
+            extra_args: tuple[str, ...] = (), ready_timeout: float = 300.0) -> dict:
+    """Start a server, speak one utterance (after a short warm-up one), stop it."""
+    port = _free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "realtime", "serve", "--weights", "random", "--device", "cpu",
+           "--precision", precision, "--cpu-threads", str(threads), "--port", str(port),
+           "--log-level", "warning", *extra_args]
+    server = subprocess.Popen(cmd, env=env, cwd=ROOT)
+    try:
+        _wait_http(port, "/readyz", timeout=ready_timeout)
+        url = f"ws://127.0.0.1:{port}/v1/stream"
+        asyncio.run(_speak(url, "Warm up.", seed))  # first-use costs (normalizer, allocations)
+        before = _metrics(port)
+        run = asyncio.run(_speak(url, text, seed))
+        after = _metrics(port)
+    finally:
+        _stop([server])
+    steps = after[1] - before[1]
+    run["steps"] = int(steps)
+    run["execute_ms"] = (after[0] - before[0]) / steps * 1e3 if steps else None
+    run["server_step_ms"] = run["wall_s"] / steps * 1e3 if steps else None
+    run["rtf"] = run["wall_s"] / run["audio_s"] if run["audio_s"] else None
+    return run
