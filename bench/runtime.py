@@ -8,8 +8,9 @@ Full-size random weights (the real architecture), side by side in one process:
   upstream ``GPT.generate`` (its per-step cost: the time difference between
   two generation lengths, so its prefill cancels out). Rounds alternate
   between all of them; medians are reported;
-- the per-step cost of one streamed batch-1 job through ``execute`` (vocoder
-  pushes included): the runtime's side of the serving comparison;
+- the per-step cost of the end-to-end utterance's sentences run as streamed
+  batch-1 segments through ``execute`` alone (prefill and vocoder pushes
+  included): the runtime's side of the serving comparison;
 - one streamed interactive utterance end to end through the real server and a
   real client socket, fp32 and int8 (``bench.stream_rtf``): realtime factor,
   and the server's per-step cost beside the runtime's;
@@ -43,13 +44,13 @@ PROMPT_TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs fa
                "into the forest where nobody can find it again.")
 
 
-def _ours_step_s(runner, batch: int, steps: int, streaming: bool = False) -> float:
+def _ours_step_s(runner, batch: int, steps: int) -> float:
     from realtime.runtime.api import SamplingParams, SegmentRequest
     from scheduler.plan import Lane, StepPlan
     ids = list(range(1000, 1000 + batch))
     params = SamplingParams(seed=1, min_new_tokens=steps + 5, max_new_tokens=steps + 5)
     for j in ids:
-        runner.prepare(j, SegmentRequest(PROMPT_TEXT, params=params, streaming=streaming))
+        runner.prepare(j, SegmentRequest(PROMPT_TEXT, params=params))
     runner.execute(StepPlan(Lane.BACKGROUND, prefill=tuple(ids), batch_size=batch))
     runner.execute(StepPlan(Lane.BACKGROUND, decode=tuple(ids), batch_size=batch))  # warm
     start = time.perf_counter()
@@ -94,6 +95,8 @@ def _runners(assets, threads: int) -> dict:
 
 
 def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
+    from bench.stream_rtf import runtime_reference
+
     steps = 8 if quick else 40
     short, long = (4, 12) if quick else (10, 50)
     rounds = 3 if quick else 5
@@ -109,9 +112,8 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
             t_short, t_long = _upstream_runs_s(upstream, prompt, batch, short, long)
             up[batch].append((t_long - t_short) / (long - short))
         for name in ("auto", "int8"):
-            if name in runners:
-                stream.setdefault(name, []).append(
-                    _ours_step_s(runners[name], 1, steps, streaming=True))
+            if name in runners and (r < 2 or not quick):
+                stream.setdefault(name, []).append(runtime_reference(runners[name])["step_ms"] / 1e3)
     result = {}
     for batch in (1, 8):
         up_ms = statistics.median(up[batch]) * 1e3

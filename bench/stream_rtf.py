@@ -17,8 +17,11 @@ Reported, per run:
   slows too;
 - ``steps`` and ``audio_s``.
 
-The caller compares ``server_step_ms`` with the runtime's own per-step cost
-for a streamed job (``bench.runtime``), so the serving path's overhead shows.
+``runtime_reference(runner)`` runs the same work without the server: the
+text's sentences as streamed segments with the same seed, one after another
+through ``Runner.execute`` (prefill, decode, vocoder pushes), on a runner built
+in the calling process. Its ``step_ms`` beside the server's ``server_step_ms``
+is the serving path's overhead.
 """
 
 from __future__ import annotations
@@ -70,11 +73,40 @@ async def _speak(url: str, text: str, seed: int) -> dict:
                 first_audio_ms=None if first is None else (first - start) * 1e3)
 
 
+def runtime_reference(runner, text: str = TEXT, seed: int = SEED) -> dict:
+    """The same segments through ``runner.execute`` alone: wall time per step."""
+    from realtime.runtime.api import SamplingParams, SegmentRequest
+    from realtime.text import SentenceSplitter
+    from scheduler.plan import Lane, StepPlan
+
+    splitter = SentenceSplitter()
+    sentences = [s for s in splitter.feed(text) + splitter.flush() if any(c.isalnum() for c in s)]
+    params = SamplingParams(seed=seed, min_new_tokens=1)
+    steps, samples = 0, 0
+    start = time.perf_counter()
+    for i, sentence in enumerate(sentences):
+        job = 5000 + i
+        runner.prepare(job, SegmentRequest(sentence, voice="seed:0", params=params, streaming=True))
+        out = runner.execute(StepPlan(Lane.INTERACTIVE, prefill=(job,), batch_size=1))
+        while True:
+            steps += 1
+            samples += sum(len(a) for a in out.audio.values())
+            if job in out.finished or job in out.failed:
+                break
+            out = runner.execute(StepPlan(Lane.INTERACTIVE, decode=(job,), batch_size=1))
+    wall = time.perf_counter() - start
+    return dict(steps=steps, wall_s=wall, step_ms=wall / steps * 1e3,
+                audio_s=samples / runner.sample_rate)
+
+
 def measure(precision: str, threads: int = 2, text: str = TEXT, seed: int = SEED,
-            extra_args: tuple[str, ...] = (), ready_timeout: float = 300.0) -> dict:
-    """Start a server, speak one utterance (after a short warm-up one), stop it."""
+            extra_args: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
+            ready_timeout: float = 300.0) -> dict:
+    """Start a server, speak one utterance (after a short warm-up one), stop it.
+    ``extra_args``/``extra_env`` go to the server (experiments with settings)."""
     port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               **(extra_env or {}))
     cmd = [sys.executable, "-m", "realtime", "serve", "--weights", "random", "--device", "cpu",
            "--precision", precision, "--cpu-threads", str(threads), "--port", str(port),
            "--log-level", "warning", *extra_args]

@@ -92,10 +92,10 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
 def _log_cpu_choice(options: RuntimeOptions) -> None:
     """Say what the CPU fallback runs and why (the GEMM table follows from the model)."""
     if options.precision == "int8":
-        log.warning("PRECISION INT8: the decoder's linears run as dynamically quantized int8 "
-                    "(fbgemm, 7-8 bit inputs); codes and audio differ from fp32 after some "
-                    "steps (divergence figures: docs/runtime.md). Logits, sampling, Decoder "
-                    "and Vocos stay fp32.")
+        log.warning("PRECISION INT8: the decoder's linears run in int8 (fbgemm: per-channel "
+                    "weights, 7-bit without VNNI; inputs quantized per call); codes and audio "
+                    "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
+                    "Logits, sampling, Decoder and Vocos stay fp32.")
         return
     why = "auto: fp32 on CPU; int8 is opt-in (--precision int8)" \
         if options.precision == "auto" else f"--precision {options.precision}"
