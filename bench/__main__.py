@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from realtime.runtime import omp_env
+
 # name -> (module, what it measures)
 BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
@@ -32,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in BENCHES:
         print(f"unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    omp_env.apply_defaults()  # as the server does, before a bench loads torch
     module = importlib.import_module(BENCHES[name][0])
     return module.main(args) or 0
 

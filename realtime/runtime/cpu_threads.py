@@ -11,6 +11,8 @@ import os
 
 import torch
 
+from realtime.runtime import omp_env
+
 log = logging.getLogger(__name__)
 
 
@@ -30,6 +32,6 @@ def configure_threads(requested: int) -> int:
     cpus = usable_cpus()
     threads = requested or cpus
     torch.set_num_threads(threads)
-    log.info("cpu threads: %d intra-op (%s; %d usable CPUs)", threads,
-             "requested" if requested else "one per usable CPU", cpus)
+    log.info("cpu threads: %d intra-op (%s; %d usable CPUs); %s", threads,
+             "requested" if requested else "one per usable CPU", cpus, omp_env.describe())
     return threads
