@@ -34,27 +34,12 @@ import sys
 import time
 import urllib.request
 
-from bench.server import ROOT, _free_port, _stop
+from bench.server import ROOT, _free_port, _stop, _wait_http
 
 TEXT = ("The weather today is calm and bright, with a light wind from the west. "
         "Later in the afternoon a few clouds may gather over the hills. "
         "Tomorrow looks warmer, so it is a good day for a long walk by the river.")
 SEED = 7
-
-
-def _wait_ready(port: int, timeout: float) -> None:
-    """Poll ``/readyz`` with a patient per-request timeout: while the model
-    thread builds full-size weights the event loop answers slowly, and a
-    client that hangs up early only makes the server log a failed handshake."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=30) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.25)
-    raise RuntimeError(f"server on {port} not ready after {timeout:.0f} s")
 
 
 def _metric(text: str, name: str) -> float:
@@ -127,7 +112,10 @@ def measure(precision: str, threads: int = 2, text: str = TEXT, seed: int = SEED
            "--log-level", "warning", *extra_args]
     server = subprocess.Popen(cmd, env=env, cwd=ROOT)
     try:
-        _wait_ready(port, ready_timeout)
+        # A patient request timeout: while the model thread builds full-size
+        # weights the loop answers slowly, and a client hanging up early only
+        # makes the server log a failed handshake.
+        _wait_http(port, "/readyz", timeout=ready_timeout, request_timeout=30.0)
         url = f"ws://127.0.0.1:{port}/v1/stream"
         asyncio.run(_speak(url, "Warm up.", seed))  # first-use costs (normalizer, allocations)
         before = _metrics(port)

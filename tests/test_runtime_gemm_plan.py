@@ -10,6 +10,7 @@ from realtime.runtime.cpu_gemm import PACKERS, PlainMatrix, backend_available
 from realtime.runtime.gemm_plan import PREFILL, GemmPolicy, pick, prepare_matrices, table
 
 CPU = torch.device("cpu")
+AUTO = GemmPolicy("auto", min_measured_bytes=0)  # the test matrices are small
 CLASSES = (1, 2, 4, 8, PREFILL)
 ALL_FP32 = all(backend_available(b, CPU, torch.float32) for b in ("mkl", "onednn"))
 needs_all = pytest.mark.skipif(not ALL_FP32, reason="this torch lacks MKL or oneDNN packing")
@@ -72,7 +73,7 @@ def _fake_timer(monkeypatch, fastest: dict[int, str]):
 def test_auto_uses_the_measured_winner_per_row_count(monkeypatch):
     _fake_timer(monkeypatch, {1: "mm", 2: "mkl", 4: "mkl", 8: "mkl", PREFILL: "onednn"})
     weights = _weights()
-    mats, choices = prepare_matrices(weights, GemmPolicy("auto"), CPU, torch.float32)
+    mats, choices = prepare_matrices(weights, AUTO, CPU, torch.float32)
     assert set(choices) == {(48, 32), (32, 48)}
     for m in mats:
         assert [m.backend_for(r) for r in (1, 2, 3, 8, 64)] == ["mm", "mkl", "mkl", "mkl", "onednn"]
@@ -83,17 +84,17 @@ def test_auto_uses_the_measured_winner_per_row_count(monkeypatch):
 @needs_all
 def test_auto_keeps_only_the_forms_it_uses(monkeypatch):
     _fake_timer(monkeypatch, dict.fromkeys((1, 2, 4, 8, PREFILL), "onednn"))
-    mats, _ = prepare_matrices(_weights(), GemmPolicy("auto"), CPU, torch.float32)
+    mats, _ = prepare_matrices(_weights(), AUTO, CPU, torch.float32)
     assert all({f.backend for f in m.forms} == {"onednn"} for m in mats)
 
 
 @needs_all
 def test_measurements_are_cached_for_the_process(monkeypatch):
     calls = _fake_timer(monkeypatch, dict.fromkeys((1, 2, 4, 8, PREFILL), "mm"))
-    prepare_matrices(_weights(), GemmPolicy("auto"), CPU, torch.float32)
+    prepare_matrices(_weights(), AUTO, CPU, torch.float32)
     first = len(calls)
     assert first > 0
-    mats, _ = prepare_matrices(_weights(), GemmPolicy("auto"), CPU, torch.float32)
+    mats, _ = prepare_matrices(_weights(), AUTO, CPU, torch.float32)
     assert len(calls) == first
     assert mats[0].backend_for(1) == "mm"
 
@@ -117,7 +118,7 @@ def test_a_backend_that_fails_to_pack_is_dropped(monkeypatch, caplog):
     monkeypatch.setattr(gemm_plan, "candidates", lambda *_: ("mm", "onednn"))
     _fake_timer(monkeypatch, dict.fromkeys((1, 2, 4, 8, PREFILL), "onednn"))
     with caplog.at_level(logging.WARNING, logger="realtime.runtime.gemm_plan"):
-        mats, choices = prepare_matrices(_weights(), GemmPolicy("auto"), CPU, torch.float32)
+        mats, choices = prepare_matrices(_weights(), AUTO, CPU, torch.float32)
     assert all(m.backend_for(r) == "mm" for m in mats for r in (1, 8, 64))
     assert "no packed sgemm" in next(iter(choices.values())).dropped["onednn"]
     assert "cannot pack" in caplog.text
@@ -153,14 +154,22 @@ def test_a_late_packing_failure_falls_back_for_that_matrix(monkeypatch, caplog):
 
 def test_no_time_budget_means_no_measurement_and_the_fallback_order(monkeypatch):
     calls = _fake_timer(monkeypatch, {})
-    mats, _ = prepare_matrices(_weights(), GemmPolicy("auto", budget_s=0.0), CPU, torch.float32)
+    policy = GemmPolicy("auto", budget_s=0.0, min_measured_bytes=0)
+    mats, _ = prepare_matrices(_weights(), policy, CPU, torch.float32)
     expected = "onednn" if backend_available("onednn", CPU, torch.float32) else "mm"
     assert not calls
     assert mats[0].backend_for(1) == expected
 
 
+def test_small_matrices_are_not_measured(monkeypatch):
+    calls = _fake_timer(monkeypatch, dict.fromkeys((1, 2, 4, 8, PREFILL), "onednn"))
+    mats, _ = prepare_matrices(_weights(), GemmPolicy("auto"), CPU, torch.float32)
+    assert not calls
+    assert all(m.backend_for(r) == "mm" for m in mats for r in (1, 8, 64))
+
+
 def test_other_dtypes_and_unknown_modes():
-    mats, choices = prepare_matrices(_weights(), GemmPolicy("auto"), CPU, torch.float64)
+    mats, choices = prepare_matrices(_weights(), AUTO, CPU, torch.float64)
     assert not choices and all(m.backend_for(r) == "mm" for m in mats for r in (1, 64))
     with pytest.raises(ValueError, match="unknown cpu gemm"):
         prepare_matrices(_weights(), GemmPolicy("fastest"), CPU, torch.float32)
@@ -171,7 +180,7 @@ def test_other_dtypes_and_unknown_modes():
 @needs_all
 def test_the_table_shows_every_shape_and_row_class_with_the_choice(monkeypatch):
     _fake_timer(monkeypatch, {1: "mm", 2: "onednn", 4: "onednn", 8: "onednn", PREFILL: "onednn"})
-    policy = GemmPolicy("auto")
+    policy = AUTO
     _, choices = prepare_matrices(_weights(), policy, CPU, torch.float32)
     text = table(choices, policy)
     lines = text.splitlines()

@@ -97,8 +97,9 @@ def _log_cpu_choice(options: RuntimeOptions) -> None:
                     "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
                     "Logits, sampling, Decoder and Vocos stay fp32.")
         return
-    why = "auto: fp32 on CPU; int8 is opt-in (--precision int8)" \
-        if options.precision == "auto" else f"--precision {options.precision}"
-    log.info("cpu runtime: precision %s (%s); gemm %s", pick_dtype(options.precision, torch.device("cpu")),
-             why, "measured per matrix shape and batch size" if options.cpu_gemm == "auto"
-             else f"forced to {options.cpu_gemm}")
+    why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
+           else f"--precision {options.precision}")
+    dtype = str(pick_dtype(options.precision, torch.device("cpu"))).removeprefix("torch.")
+    gemm = ("measured per matrix shape and batch size" if options.cpu_gemm == "auto"
+            else f"forced to {options.cpu_gemm}")
+    log.info("cpu runtime: precision %s (%s); gemm %s", dtype, why, gemm)

@@ -20,6 +20,8 @@ How it measures, and why:
   unmeasured when it runs out take ``FALLBACK_ORDER``'s first available backend.
 - A backend whose packing fails is dropped for that shape (logged); ``mm``
   always remains.
+- Shapes whose matrices total under ``min_measured_bytes`` (tiny test models)
+  are not measured: they use ``mm``.
 - Results are cached for the process, keyed by shape, row classes, threads
   and candidates: a second runner (tests, benches) reuses them.
 
@@ -61,13 +63,15 @@ class GemmPolicy:
 
     ``mode``: ``auto`` | ``mm`` | ``mkl`` | ``onednn`` | ``int8``.
     ``batch_sizes``: the decode row classes; ``prefill_rows``: the row count
-    prefill is timed at; ``budget_s``: the bound on measuring, all shapes.
+    prefill is timed at; ``budget_s``: the bound on measuring, all shapes;
+    ``min_measured_bytes``: shapes whose matrices total less use ``mm`` unmeasured.
     """
 
     mode: str = "auto"
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     prefill_rows: int = 64
     budget_s: float = 4.0
+    min_measured_bytes: int = 4 * 2**20
 
     @property
     def pack_rows(self) -> int:
@@ -232,6 +236,11 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
     if policy.mode == "auto" and key in _CACHE:
         return _CACHE[key]
     choice = ShapeChoice(backends={})
+    if policy.mode == "auto" and sum(w.numel() * 4 for w in packs.weights) < policy.min_measured_bytes:
+        # Matrices this small stay in cache and cost microseconds whatever
+        # multiplies them (tiny test models): not worth measuring or packing.
+        choice.backends = dict.fromkeys(classes, "mm")
+        return choice
     if policy.mode == "auto":
         usable = _usable(packs, names, choice)
         if time.perf_counter() < deadline and len(usable) > 1:
