@@ -1,8 +1,9 @@
 """How far ``--precision int8`` drifts from fp32: first differing greedy step, per-step logit KL.
 
-For full-size random weights and tiny-random weights (``--tiny-only`` skips the
-full size), the same prompt runs through two ``StaticGPT`` models built from
-the same assets: fp32 (``cpu_gemm`` auto) and int8. Then:
+For full-size random weights (one seed) and tiny-random weights (three
+seeds), three prompts each (``--tiny-only`` skips the full size), each prompt
+runs through ``StaticGPT`` models built from the same assets: fp32
+(``cpu_gemm`` auto) and int8. Then:
 
 - greedy: each model decodes ``--steps`` codes by argmax of its own raw logits
   (no temperature, penalty or top-p, EOS ignored, so the stream never ends
@@ -30,14 +31,16 @@ import sys
 
 import torch
 
-PROMPT_TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs far away "
-               "into the forest where nobody can find it again.")
+PROMPTS = ("The quick brown fox jumps over the lazy dog, and then it runs far away "
+           "into the forest where nobody can find it again.",
+           "Please hold the line, your call is important to us.",
+           "On the third day the rain stopped, and the whole valley smelled of wet pine.")
 
 
-def _prompt(runner):
+def _prompt(runner, text: str):
     from realtime.runtime.api import SegmentRequest
 
-    runner.prepare(1, SegmentRequest(PROMPT_TEXT))
+    runner.prepare(1, SegmentRequest(text))
     prompt = runner.jobs[1].prompt
     runner.forget(1)
     return runner.model.embed_prompt(prompt.ids, prompt.speaker, runner.front.spk_emb_id)
@@ -74,13 +77,14 @@ def _first_difference(a: torch.Tensor, b: torch.Tensor) -> int | None:
 
 def _kl(ref: torch.Tensor, other: torch.Tensor, temperature: float) -> torch.Tensor:
     """KL(ref || other) per step, mean over codebooks: [steps]."""
-    p = (ref / temperature).log_softmax(-1)
-    q = (other / temperature).log_softmax(-1)
+    p = (ref.double() / temperature).log_softmax(-1)  # double: no negative rounding
+    q = (other.double() / temperature).log_softmax(-1)
     return (p.exp() * (p - q)).sum(-1).mean(-1)
 
 
-def compare(assets, steps: int) -> dict:
-    """Divergence of int8 from fp32 on ``assets``; see the module docstring."""
+def compare(assets, steps: int, texts: tuple[str, ...] = PROMPTS) -> list[dict]:
+    """Divergence of int8 from fp32 on ``assets``, one result per prompt text;
+    see the module docstring."""
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
 
@@ -88,11 +92,14 @@ def compare(assets, steps: int) -> dict:
     fp32 = build_runner(RuntimeOptions(**opts), assets=assets)
     int8 = build_runner(RuntimeOptions(**opts, precision="int8"), assets=assets)
     plain = build_runner(RuntimeOptions(**opts, cpu_gemm="mm"), assets=assets)
-    x = _prompt(fp32)
-    codes32, logits32, hidden32 = trace(fp32.model, x, steps)
-    codes8, _, _ = trace(int8.model, x, steps)
-    codes_mm, _, _ = trace(plain.model, x, steps)
-    _, logits8, hidden8 = trace(int8.model, x, steps, forced=codes32)
+    return [_compare_one(fp32.model, int8.model, plain.model, _prompt(fp32, t), steps) for t in texts]
+
+
+def _compare_one(fp32, int8, plain, x: torch.Tensor, steps: int) -> dict:
+    codes32, logits32, hidden32 = trace(fp32, x, steps)
+    codes8, _, _ = trace(int8, x, steps)
+    codes_mm, _, _ = trace(plain, x, steps)
+    _, logits8, hidden8 = trace(int8, x, steps, forced=codes32)
     kl1, kl03 = _kl(logits32, logits8, 1.0), _kl(logits32, logits8, 0.3)
     top_differs = (logits32.argmax(-1) != logits8.argmax(-1)).float()
     rel = (hidden8 - hidden32).norm(dim=-1) / hidden32.norm(dim=-1)
@@ -118,21 +125,22 @@ def measure(steps: int, tiny_steps: int, full: bool = True) -> dict:
     from realtime.runtime.weights import random_assets
 
     result = {"cpu": describe(), "threads": torch.get_num_threads()}
-    seeds = (0, 1, 2)
-    tiny = [compare(random_assets(TINY, seed), tiny_steps) for seed in seeds]
+    tiny = [run for seed in (0, 1, 2) for run in compare(random_assets(TINY, seed), tiny_steps)]
     result["tiny"] = _pool(tiny)
     if full:
-        result["full"] = compare(random_assets(FULL, 0), steps)
+        result["full"] = _pool(compare(random_assets(FULL, 0), steps))
     return result
 
 
 def _pool(runs: list[dict]) -> dict:
-    """Several seeds: first differing steps listed, other figures as medians."""
+    """Several runs (seeds x prompts): first differing steps listed, other
+    figures as medians of the runs' figures (maxima: the largest)."""
     firsts = ("first_differing_step", "fp32_backends_first_differing_step")
-    out = {"seeds": len(runs), **{k: [r[k] for r in runs] for k in firsts}}
+    out = {"runs": len(runs), **{k: [r[k] for r in runs] for k in firsts}}
     for key in runs[0]:
         if key not in out and key != "steps":
-            out[key] = statistics.median(r[key] for r in runs)
+            pool = max if key.endswith("_max") else statistics.median
+            out[key] = pool(r[key] for r in runs)
     out["steps"] = runs[0]["steps"]
     return out
 
