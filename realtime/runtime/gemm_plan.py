@@ -13,9 +13,11 @@ How it measures, and why:
   shape to exceed the CPU caches (``WORKING_SET`` bytes): a decode step streams
   all weights from memory, and one matrix timed alone would sit in L2/L3.
   Prefill rows are compute-bound: one matrix suffices.
-- Candidates alternate within each round and the median of ``ROUNDS`` rounds
-  is kept (other processes share the CPU); a warm-up pass comes first (oneDNN
-  builds a primitive per new shape).
+- Candidates alternate within each round and the fastest of ``ROUNDS`` rounds
+  is kept: other threads and processes only ever add time, so the minimum is
+  the estimate least disturbed by them (a median still moved with the load on
+  a shared 2-core machine). A warm-up pass comes first (oneDNN builds a
+  primitive per new shape).
 - The whole measurement has a time budget (``policy.budget_s``); classes left
   unmeasured when it runs out take ``FALLBACK_ORDER``'s first available backend.
 - A backend whose packing fails is dropped for that shape (logged); ``mm``
@@ -37,7 +39,6 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -205,7 +206,7 @@ def _measure(packs: _Packs, names: list[str], classes: Sequence[int], policy: Ge
             for b in usable[r % len(usable):] + usable[:r % len(usable)]:
                 runs[b].append(_time_pass(forms[b], x))
         for b in usable:
-            choice.seconds[(rows, b)] = statistics.median(runs[b])
+            choice.seconds[(rows, b)] = min(runs[b])
         if time.perf_counter() > deadline and rows != classes[-1]:
             log.warning("gemm measurement ran past its %.1f s budget; shape %s unfinished",
                         policy.budget_s, (n, k))
