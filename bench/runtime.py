@@ -8,12 +8,12 @@ Full-size random weights (the real architecture), side by side in one process:
   upstream ``GPT.generate`` (its per-step cost: the time difference between
   two generation lengths, so its prefill cancels out). Rounds alternate
   between all of them; medians are reported;
-- the per-step cost of the end-to-end utterance's sentences run as streamed
-  batch-1 segments through ``execute`` alone (prefill and vocoder pushes
-  included): the runtime's side of the serving comparison;
 - one streamed interactive utterance end to end through the real server and a
   real client socket, fp32 and int8 (``bench.stream_rtf``): realtime factor,
-  and the server's per-step cost beside the runtime's;
+  and the server's per-step cost beside the runtime's: rounds alternate the
+  utterance through the server with its sentences run as streamed batch-1
+  segments through this process's runner alone (prefill and vocoder pushes
+  included);
 - time to first audio and total vocoder time for a streamed 20 s utterance,
   from ``bench.vocoder.measure`` (ours vs upstream's stream scheme);
 - the CPU (model name, ISA flags, kernel limits from the environment), the
@@ -95,14 +95,11 @@ def _runners(assets, threads: int) -> dict:
 
 
 def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
-    from bench.stream_rtf import runtime_reference
-
     steps = 8 if quick else 40
     short, long = (4, 12) if quick else (10, 50)
     rounds = 3 if quick else 5
     ours: dict[tuple[str, int], list[float]] = {}
     up: dict[int, list[float]] = {1: [], 8: []}
-    stream: dict[str, list[float]] = {}
     for r in range(rounds):
         # Alternate everything within a round: other processes share this CPU.
         order = list(runners) if r % 2 == 0 else list(reversed(runners))
@@ -111,9 +108,6 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
                 ours.setdefault((name, batch), []).append(_ours_step_s(runners[name], batch, steps))
             t_short, t_long = _upstream_runs_s(upstream, prompt, batch, short, long)
             up[batch].append((t_long - t_short) / (long - short))
-        for name in ("auto", "int8"):
-            if name in runners and (r < 2 or not quick):
-                stream.setdefault(name, []).append(runtime_reference(runners[name])["step_ms"] / 1e3)
     result = {}
     for batch in (1, 8):
         up_ms = statistics.median(up[batch]) * 1e3
@@ -124,9 +118,6 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
             result[f"{key}_step_ms_bs{batch}"] = round(ms, 2)
             speedup = "decode_speedup" if name == "auto" else f"{key}_speedup"
             result[f"{speedup}_bs{batch}"] = round(up_ms / ms, 3)
-    for name, values in stream.items():
-        result[f"runtime_stream_step_ms_{'fp32' if name == 'auto' else 'int8'}"] = round(
-            statistics.median(values) * 1e3, 2)
     return result
 
 
@@ -139,22 +130,33 @@ def _gemm_summary(runner) -> str:
     return "; ".join(parts)
 
 
-def _stream(result: dict, threads: int, has_int8: bool) -> None:
-    from bench.stream_rtf import measure as stream_measure
+def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
+    """Per precision: one server; rounds alternate an utterance through it with
+    the same segments through this process's runner alone; medians."""
+    from bench.stream_rtf import StreamServer, runtime_reference
 
-    for precision in ("fp32", "int8") if has_int8 else ("fp32",):
-        run = stream_measure(precision, threads)
-        result[f"rtf_stream_{precision}"] = round(run["rtf"], 3) if run["rtf"] else None
-        result[f"stream_audio_s_{precision}"] = round(run["audio_s"], 2)
-        result[f"stream_first_audio_ms_{precision}"] = run["first_audio_ms"] and round(
-            run["first_audio_ms"], 1)
-        result[f"server_step_ms_{precision}"] = run["server_step_ms"] and round(run["server_step_ms"], 2)
-        result[f"server_execute_ms_{precision}"] = run["execute_ms"] and round(run["execute_ms"], 2)
-        runtime = result.get(f"runtime_stream_step_ms_{precision}")
-        if runtime and run["server_step_ms"]:
-            result[f"serving_overhead_{precision}"] = round(run["server_step_ms"] / runtime - 1, 3)
-    if not has_int8:
-        result["rtf_stream_int8"] = None
+    for precision, name in (("fp32", "auto"), ("int8", "int8")):
+        if name not in runners:
+            result[f"rtf_stream_{precision}"] = None
+            continue
+        runs, refs = [], []
+        with StreamServer(precision, threads) as server:
+            for _ in range(rounds):
+                runs.append(server.speak())
+                refs.append(runtime_reference(runners[name]))
+
+        def med(key: str, rows: list[dict]) -> float | None:
+            values = [r[key] for r in rows if r[key] is not None]
+            return round(statistics.median(values), 3) if values else None
+
+        result[f"rtf_stream_{precision}"] = med("rtf", runs)
+        result[f"stream_audio_s_{precision}"] = med("audio_s", runs)
+        result[f"stream_first_audio_ms_{precision}"] = med("first_audio_ms", runs)
+        result[f"server_step_ms_{precision}"] = med("server_step_ms", runs)
+        result[f"server_execute_ms_{precision}"] = med("execute_ms", runs)
+        result[f"runtime_stream_step_ms_{precision}"] = med("step_ms", refs)
+        ratios = [r["server_step_ms"] / f["step_ms"] for r, f in zip(runs, refs)]
+        result[f"serving_overhead_{precision}"] = round(statistics.median(ratios) - 1, 3)
 
 
 def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
@@ -178,10 +180,11 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     result.update(_decode_rounds(runners, upstream, prompt, quick))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
-    has_int8 = "int8" in runners
-    del runners, auto, upstream
+    del upstream
+    runners = {k: v for k, v in runners.items() if k in ("auto", "int8")}  # free the rest
     if server:
-        _stream(result, threads, has_int8)
+        _stream(result, runners, threads, rounds=2 if quick else 3)
+    del runners, auto
     try:
         from bench.vocoder import measure as vocoder_measure
     except ImportError:

@@ -1,6 +1,6 @@
 """One streamed interactive utterance through the real server, timed end to end.
 
-``measure(precision, threads)`` starts ``python -m realtime serve`` as a
+``StreamServer(precision, threads)`` starts ``python -m realtime serve`` as a
 subprocess with full-size random weights on the CPU (``--cpu-threads``
 threads), waits for ``/readyz``, connects a ``RealtimeClient`` over a real
 socket and speaks ``TEXT`` (interactive lane, ``chunking: token``, a fixed
@@ -99,33 +99,54 @@ def runtime_reference(runner, text: str = TEXT, seed: int = SEED) -> dict:
                 audio_s=samples / runner.sample_rate)
 
 
-def measure(precision: str, threads: int = 2, text: str = TEXT, seed: int = SEED,
-            extra_args: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
-            ready_timeout: float = 300.0) -> dict:
-    """Start a server, speak one utterance (after a short warm-up one), stop it.
+class StreamServer:
+    """``python -m realtime serve`` with full-size random weights on the CPU, as a
+    subprocess, ready and warmed on entering; ``speak()`` times one utterance.
     ``extra_args``/``extra_env`` go to the server (experiments with settings)."""
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               **(extra_env or {}))
-    cmd = [sys.executable, "-m", "realtime", "serve", "--weights", "random", "--device", "cpu",
-           "--precision", precision, "--cpu-threads", str(threads), "--port", str(port),
-           "--log-level", "warning", *extra_args]
-    server = subprocess.Popen(cmd, env=env, cwd=ROOT)
-    try:
-        # A patient request timeout: while the model thread builds full-size
-        # weights the loop answers slowly, and a client hanging up early only
-        # makes the server log a failed handshake.
-        _wait_http(port, "/readyz", timeout=ready_timeout, request_timeout=30.0)
-        url = f"ws://127.0.0.1:{port}/v1/stream"
-        asyncio.run(_speak(url, "Warm up.", seed))  # first-use costs (normalizer, allocations)
-        before = _metrics(port)
-        run = asyncio.run(_speak(url, text, seed))
-        after = _metrics(port)
-    finally:
-        _stop([server])
-    steps = after[1] - before[1]
-    run["steps"] = int(steps)
-    run["execute_ms"] = (after[0] - before[0]) / steps * 1e3 if steps else None
-    run["server_step_ms"] = run["wall_s"] / steps * 1e3 if steps else None
-    run["rtf"] = run["wall_s"] / run["audio_s"] if run["audio_s"] else None
-    return run
+
+    def __init__(self, precision: str, threads: int = 2, extra_args: tuple[str, ...] = (),
+                 extra_env: dict[str, str] | None = None, ready_timeout: float = 300.0):
+        self.port = _free_port()
+        self.url = f"ws://127.0.0.1:{self.port}/v1/stream"
+        self._env = dict(os.environ, **(extra_env or {}),
+                         PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self._cmd = [sys.executable, "-m", "realtime", "serve", "--weights", "random",
+                     "--device", "cpu", "--precision", precision, "--cpu-threads", str(threads),
+                     "--port", str(self.port), "--log-level", "warning", *extra_args]
+        self._ready_timeout = ready_timeout
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> StreamServer:
+        self._proc = subprocess.Popen(self._cmd, env=self._env, cwd=ROOT)
+        try:
+            # A patient request timeout: while the model thread builds full-size
+            # weights the loop answers slowly, and a client hanging up early only
+            # makes the server log a failed handshake.
+            _wait_http(self.port, "/readyz", timeout=self._ready_timeout, request_timeout=30.0)
+            asyncio.run(_speak(self.url, "Warm up.", SEED))  # first-use costs
+        except BaseException:
+            _stop([self._proc])
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            _stop([self._proc])
+
+    def speak(self, text: str = TEXT, seed: int = SEED) -> dict:
+        """One utterance: the keys of the module docstring."""
+        before = _metrics(self.port)
+        run = asyncio.run(_speak(self.url, text, seed))
+        after = _metrics(self.port)
+        steps = after[1] - before[1]
+        run["steps"] = int(steps)
+        run["execute_ms"] = (after[0] - before[0]) / steps * 1e3 if steps else None
+        run["server_step_ms"] = run["wall_s"] / steps * 1e3 if steps else None
+        run["rtf"] = run["wall_s"] / run["audio_s"] if run["audio_s"] else None
+        return run
+
+
+def measure(precision: str, threads: int = 2, **server_options) -> dict:
+    """Start a server, speak one utterance (after a warm-up one), stop it."""
+    with StreamServer(precision, threads, **server_options) as server:
+        return server.speak()
