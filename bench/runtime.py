@@ -11,9 +11,9 @@ Full-size random weights (the real architecture), side by side in one process:
 - one streamed interactive utterance end to end through the real server and a
   real client socket, fp32 and int8 (``bench.stream_rtf``): realtime factor,
   and the server's per-step cost beside the runtime's: rounds alternate the
-  utterance through the server with its sentences run as streamed batch-1
-  segments through this process's runner alone (prefill and vocoder pushes
-  included);
+  utterance through the server with a replay of the steps it recorded
+  (``--record-steps``: the same plans, riders included) through this
+  process's runner alone;
 - time to first audio and total vocoder time for a streamed 20 s utterance,
   from ``bench.vocoder.measure`` (ours vs upstream's stream scheme);
 - the CPU (model name, ISA flags, kernel limits from the environment), the
@@ -132,8 +132,9 @@ def _gemm_summary(runner) -> str:
 
 def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
     """Per precision: one server; rounds alternate an utterance through it with
-    the same segments through this process's runner alone; medians."""
-    from bench.stream_rtf import StreamServer, runtime_reference
+    a replay of its recorded steps through this process's runner; medians."""
+    from bench.stream_rtf import StreamServer
+    from realtime.runtime.step_log import replay
 
     for precision, name in (("fp32", "auto"), ("int8", "int8")):
         if name not in runners:
@@ -143,7 +144,7 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
         with StreamServer(precision, threads) as server:
             for _ in range(rounds):
                 runs.append(server.speak())
-                refs.append(runtime_reference(runners[name]))
+                refs.append(replay(runners[name], runs[-1].pop("records")))
 
         def med(key: str, rows: list[dict]) -> float | None:
             values = [r[key] for r in rows if r[key] is not None]
@@ -155,6 +156,7 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
         result[f"server_step_ms_{precision}"] = med("server_step_ms", runs)
         result[f"server_execute_ms_{precision}"] = med("execute_ms", runs)
         result[f"runtime_stream_step_ms_{precision}"] = med("step_ms", refs)
+        result[f"replay_failed_steps_{precision}"] = sum(f["failed"] for f in refs)
         ratios = [r["server_step_ms"] / f["step_ms"] for r, f in zip(runs, refs)]
         result[f"serving_overhead_{precision}"] = round(statistics.median(ratios) - 1, 3)
 

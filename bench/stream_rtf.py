@@ -17,11 +17,12 @@ Reported, per run:
   slows too;
 - ``steps`` and ``audio_s``.
 
-``runtime_reference(runner)`` runs the same work without the server: the
-text's sentences as streamed segments with the same seed, one after another
-through ``Runner.execute`` (prefill, decode, vocoder pushes), on a runner built
-in the calling process. Its ``step_ms`` beside the server's ``server_step_ms``
-is the serving path's overhead.
+The server records every segment request and step plan its runner gets
+(``--record-steps``); ``speak()`` returns the utterance's records, and
+``step_log.replay`` runs exactly that work (the same plans, batches and
+riders included) through a runner in the calling process, without the
+server. Its ``step_ms`` beside the server's ``server_step_ms`` is the serving
+path's overhead.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
 from bench.server import ROOT, _free_port, _stop, _wait_http
+from realtime.runtime import step_log
 
 TEXT = ("The weather today is calm and bright, with a light wind from the west. "
         "Later in the afternoon a few clouds may gather over the hills. "
@@ -73,32 +76,6 @@ async def _speak(url: str, text: str, seed: int) -> dict:
                 first_audio_ms=None if first is None else (first - start) * 1e3)
 
 
-def runtime_reference(runner, text: str = TEXT, seed: int = SEED) -> dict:
-    """The same segments through ``runner.execute`` alone: wall time per step."""
-    from realtime.runtime.api import SamplingParams, SegmentRequest
-    from realtime.text import SentenceSplitter
-    from scheduler.plan import Lane, StepPlan
-
-    splitter = SentenceSplitter()
-    sentences = [s for s in splitter.feed(text) + splitter.flush() if any(c.isalnum() for c in s)]
-    params = SamplingParams(seed=seed, min_new_tokens=1)
-    steps, samples = 0, 0
-    start = time.perf_counter()
-    for i, sentence in enumerate(sentences):
-        job = 5000 + i
-        runner.prepare(job, SegmentRequest(sentence, voice="seed:0", params=params, streaming=True))
-        out = runner.execute(StepPlan(Lane.INTERACTIVE, prefill=(job,), batch_size=1))
-        while True:
-            steps += 1
-            samples += sum(len(a) for a in out.audio.values())
-            if job in out.finished or job in out.failed:
-                break
-            out = runner.execute(StepPlan(Lane.INTERACTIVE, decode=(job,), batch_size=1))
-    wall = time.perf_counter() - start
-    return dict(steps=steps, wall_s=wall, step_ms=wall / steps * 1e3,
-                audio_s=samples / runner.sample_rate)
-
-
 class StreamServer:
     """``python -m realtime serve`` with full-size random weights on the CPU, as a
     subprocess, ready and warmed on entering; ``speak()`` times one utterance.
@@ -107,12 +84,15 @@ class StreamServer:
     def __init__(self, precision: str, threads: int = 2, extra_args: tuple[str, ...] = (),
                  extra_env: dict[str, str] | None = None, ready_timeout: float = 300.0):
         self.port = _free_port()
+        self._dir = tempfile.TemporaryDirectory(prefix="stream-rtf-")
+        self.steps_path = os.path.join(self._dir.name, "steps.jsonl")
         self.url = f"ws://127.0.0.1:{self.port}/v1/stream"
         self._env = dict(os.environ, **(extra_env or {}),
                          PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self._cmd = [sys.executable, "-m", "realtime", "serve", "--weights", "random",
                      "--device", "cpu", "--precision", precision, "--cpu-threads", str(threads),
-                     "--port", str(self.port), "--log-level", "warning", *extra_args]
+                     "--port", str(self.port), "--log-level", "warning",
+                     "--record-steps", self.steps_path, *extra_args]
         self._ready_timeout = ready_timeout
         self._proc: subprocess.Popen | None = None
 
@@ -132,12 +112,16 @@ class StreamServer:
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None:
             _stop([self._proc])
+        self._dir.cleanup()
 
     def speak(self, text: str = TEXT, seed: int = SEED) -> dict:
-        """One utterance: the keys of the module docstring."""
+        """One utterance: the keys of the module docstring, and ``records``:
+        what the server's runner was asked to do for it (``step_log``)."""
         before = _metrics(self.port)
+        first_line = len(step_log.read(self.steps_path))
         run = asyncio.run(_speak(self.url, text, seed))
         after = _metrics(self.port)
+        run["records"] = step_log.read(self.steps_path, first_line)
         steps = after[1] - before[1]
         run["steps"] = int(steps)
         run["execute_ms"] = (after[0] - before[0]) / steps * 1e3 if steps else None

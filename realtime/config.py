@@ -44,6 +44,7 @@ class ServerConfig:
     precision: str = "auto"
     cpu_gemm: str = "auto"
     cpu_threads: int = 0
+    record_steps: str | None = None
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     kv_buckets: tuple[int, ...] = (256, 512, 1024, 2048)
     max_slots: int = 16
@@ -84,6 +85,7 @@ class ServerConfig:
             precision=self.precision,
             cpu_gemm=self.cpu_gemm,
             cpu_threads=self.cpu_threads,
+            record_steps=self.record_steps,
             batch_sizes=self.batch_sizes,
             kv_buckets=self.kv_buckets,
             max_slots=self.max_slots,
@@ -155,7 +157,9 @@ _OPTIONS: tuple[tuple[str, str, object, str], ...] = (
     ("--cpu-gemm", "cpu_gemm", str,
      "auto | mm | mkl | onednn: CPU fp32 matrix backend (auto: measured at start-up)"),
     ("--cpu-threads", "cpu_threads", _non_negative_int,
-     "torch intra-op threads on CPU (0: one per usable CPU)"),
+     "torch intra-op threads on CPU (0: torch's count, at most the usable CPUs)"),
+    ("--record-steps", "record_steps", str,
+     "append every segment request and step plan to this file (JSON lines, for replay)"),
     ("--batch-sizes", "batch_sizes", _int_list, "decode batch sizes to prepare, e.g. 1,2,4,8"),
     ("--kv-buckets", "kv_buckets", _int_list, "KV length buckets, e.g. 256,512,1024,2048"),
     ("--max-slots", "max_slots", _positive_int, "KV cache slots (jobs in flight)"),

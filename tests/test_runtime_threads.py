@@ -49,22 +49,37 @@ def test_the_server_entry_point_sets_it_before_torch():
     assert out == ["False", "PASSIVE"]
 
 
-def test_threads_requested_or_one_per_usable_cpu(monkeypatch, caplog):
+def test_threads_requested_or_torch_count_capped_to_usable_cpus(monkeypatch, caplog):
     before = torch.get_num_threads()
     try:
         monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 3)
+        torch.set_num_threads(1)  # what a host process (or a test fixture) chose stays
+        assert cpu_threads.configure_threads(0) == 1 and torch.get_num_threads() == 1
+        torch.set_num_threads(8)  # more than the CPUs: capped
         with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu_threads"):
             assert cpu_threads.configure_threads(0) == 3
-        assert torch.get_num_threads() == 3 and "one per usable CPU" in caplog.text
-        assert cpu_threads.configure_threads(1) == 1 and torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 3 and "capped to 3 usable CPUs" in caplog.text
+        assert cpu_threads.configure_threads(2) == 2 and torch.get_num_threads() == 2
         with pytest.raises(ValueError):
             cpu_threads.configure_threads(-1)
     finally:
         torch.set_num_threads(before)
 
 
-def test_usable_cpus_follows_the_affinity_mask():
+@pytest.mark.parametrize("text, cpus", [("max 100000", None), ("200000 100000", 2),
+                                        ("150000 100000", 2), ("50000 100000", 1)])
+def test_cgroup_cpu_quota(tmp_path, text, cpus):
+    path = tmp_path / "cpu.max"
+    path.write_text(text + "\n")
+    assert cpu_threads.cpu_quota(str(path)) == cpus
+
+
+def test_usable_cpus_follows_the_affinity_mask_and_the_quota(monkeypatch):
+    assert cpu_threads.cpu_quota("/nonexistent/cpu.max") is None
+    monkeypatch.setattr(cpu_threads, "cpu_quota", lambda: None)
     assert cpu_threads.usable_cpus() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(cpu_threads, "cpu_quota", lambda: 1)
+    assert cpu_threads.usable_cpus() == 1
 
 
 def test_cpu_line_names_kernel_level_and_limits(monkeypatch):

@@ -85,6 +85,7 @@ class RuntimeOptions:
     seed: int = 0
     cpu_gemm: str = "auto"
     cpu_threads: int = 0
+    record_steps: str | None = None
 
 
 class VoiceError(ValueError):

@@ -62,7 +62,8 @@ def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
 
 
 def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> ModelRunner:
-    """A runner as ``options`` describe; ``assets`` skips weight resolution (tests)."""
+    """A runner as ``options`` describe (with ``record_steps``, a ``StepRecorder``
+    around it); ``assets`` skips weight resolution (tests)."""
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
     if options.cpu_gemm not in GEMM_MODES:
@@ -86,6 +87,10 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     runner = ModelRunner(assets, options, device, dtype, vocoder, graphs)
     if graphs is not None:
         graphs.bind(runner.model, runner.cache)
+    if options.record_steps:
+        from realtime.runtime.step_log import StepRecorder
+        log.info("recording every prepare and step plan to %s", options.record_steps)
+        return StepRecorder(runner, options.record_steps)
     return runner
 
 

@@ -1,0 +1,131 @@
+"""A record of the work a runner did, and its replay without the server.
+
+``StepRecorder`` wraps a ``Runner`` (``--record-steps PATH``): every
+``prepare`` (the segment request) and every ``execute`` (the scheduler's
+``StepPlan``, with the step's measured seconds) is appended to PATH as one JSON
+line as it happens. ``replay(runner, records)`` runs the same prepares and
+plans, in order and as fast as it can, through a runner in the calling
+process. The same work with and without the serving path around it: the
+runtime bench compares the two per step.
+
+Thread: the recorder runs on the model thread (one line-buffered write per
+step, microseconds beside a model step); ``replay`` on the caller's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from realtime.runtime.api import SamplingParams, SegmentRequest
+from scheduler.plan import Lane, StepPlan
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Lane):
+        return value.value
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def plan_to_json(plan: StepPlan) -> dict:
+    return {f.name: _plain(getattr(plan, f.name)) for f in dataclasses.fields(plan)}
+
+
+def plan_from_json(data: dict) -> StepPlan:
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    fields["lane"] = Lane(fields["lane"])
+    return StepPlan(**fields)
+
+
+def request_to_json(request: SegmentRequest) -> dict:
+    return {"text": request.text, "voice": request.voice, "streaming": request.streaming,
+            "params": dataclasses.asdict(request.params)}
+
+
+def request_from_json(data: dict) -> SegmentRequest:
+    return SegmentRequest(text=data["text"], voice=data["voice"], streaming=data["streaming"],
+                          params=SamplingParams(**data["params"]))
+
+
+class StepRecorder:
+    """A ``Runner`` that writes what it is asked to do to ``path`` (JSON lines:
+    ``{"prepare": id, "request": {...}}``, ``{"plan": {...}, "seconds": s}``,
+    ``{"forget": id}``) and otherwise is the runner it wraps."""
+
+    def __init__(self, runner, path: str):
+        self._runner = runner
+        self._file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives with the runner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Settings such as ``record_codes`` belong to the wrapped runner.
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._runner, name, value)
+
+    def _write(self, record: dict) -> None:
+        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def warmup(self):
+        return self._runner.warmup()
+
+    def prepare(self, job_id, request: SegmentRequest):
+        prepared = self._runner.prepare(job_id, request)
+        self._write({"prepare": job_id, "request": request_to_json(request)})
+        return prepared
+
+    def execute(self, plan: StepPlan):
+        out = self._runner.execute(plan)
+        self._write({"plan": plan_to_json(plan), "seconds": out.seconds})
+        return out
+
+    def forget(self, job_id) -> None:
+        self._runner.forget(job_id)
+        self._write({"forget": job_id})
+
+
+def read(path: str, start_line: int = 0) -> list[dict]:
+    """The records of ``path`` from line ``start_line`` on."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for i, line in enumerate(f) if i >= start_line and line.strip()]
+
+
+def replay(runner, records: Iterable[dict]) -> dict:
+    """Run ``records`` through ``runner``; returns ``steps``, ``wall_s``,
+    ``step_ms``, ``recorded_step_ms`` (the mean of the recorded steps' own
+    seconds), ``audio_s`` and ``failed`` (steps whose jobs the runner refused:
+    0 when the replay did the same work). Jobs still live at the end are
+    forgotten."""
+    steps = failed = samples = 0
+    recorded = 0.0
+    live: set = set()
+    start = time.perf_counter()
+    for record in records:
+        if "prepare" in record:
+            prepared = runner.prepare(record["prepare"], request_from_json(record["request"]))
+            if not prepared.empty:
+                live.add(record["prepare"])
+        elif "plan" in record:
+            out = runner.execute(plan_from_json(record["plan"]))
+            steps += 1
+            recorded += record["seconds"]
+            failed += bool(out.failed)
+            samples += sum(len(a) for a in out.audio.values())
+            live -= set(out.finished) | set(out.failed)
+        elif "forget" in record:
+            runner.forget(record["forget"])
+            live.discard(record["forget"])
+    wall = time.perf_counter() - start
+    for job in live:
+        runner.forget(job)
+    return dict(steps=steps, wall_s=wall, step_ms=wall / steps * 1e3 if steps else None,
+                recorded_step_ms=recorded / steps * 1e3 if steps else None,
+                audio_s=samples / runner.sample_rate, failed=failed)
