@@ -77,12 +77,15 @@ def _upstream_runs_s(upstream, prompt, batch: int, short: int, long: int) -> tup
 
 def _runners(assets, threads: int) -> dict:
     """name -> runner: each available fp32 backend forced, ``auto``, ``int8``."""
+    from bench.stream_rtf import RUNNER_OPTIONS
     from realtime.runtime import cpu_int8
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
     from realtime.runtime.gemm_plan import candidates
 
-    base = dict(weights="random", device="cpu", max_slots=8, kv_buckets=(256,), cpu_threads=threads)
+    # The server of the end-to-end part runs with the same slots and KV length,
+    # so that auto's and int8's runners can replay its steps.
+    base = dict(weights="random", device="cpu", cpu_threads=threads, **RUNNER_OPTIONS)
     modes = {b: dict(cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)}
     modes["auto"] = {}
     if cpu_int8.available() is None:

@@ -43,6 +43,9 @@ TEXT = ("The weather today is calm and bright, with a light wind from the west. 
         "Later in the afternoon a few clouds may gather over the hills. "
         "Tomorrow looks warmer, so it is a good day for a long walk by the river.")
 SEED = 7
+# The server's slots and KV length, which a replaying runner must share (a
+# shorter cache would end segments earlier): ``RuntimeOptions(**RUNNER_OPTIONS)``.
+RUNNER_OPTIONS = dict(max_slots=8, kv_buckets=(256, 512))
 
 
 def _metric(text: str, name: str) -> float:
@@ -91,6 +94,8 @@ class StreamServer:
                          PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self._cmd = [sys.executable, "-m", "realtime", "serve", "--weights", "random",
                      "--device", "cpu", "--precision", precision, "--cpu-threads", str(threads),
+                     "--max-slots", str(RUNNER_OPTIONS["max_slots"]),
+                     "--kv-buckets", ",".join(map(str, RUNNER_OPTIONS["kv_buckets"])),
                      "--port", str(self.port), "--log-level", "warning",
                      "--record-steps", self.steps_path, *extra_args]
         self._ready_timeout = ready_timeout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from runtime_fixtures import tiny_runner
 
-from bench.stream_rtf import StreamServer
+from bench.stream_rtf import RUNNER_OPTIONS, StreamServer
 from realtime.runtime.step_log import replay
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -23,6 +23,6 @@ def test_server_utterance_and_its_replay_do_the_same_work():
     assert sum("plan" in r for r in records) == run["steps"]
     assert sum("prepare" in r for r in records) == 3  # the text's three sentences
     # The same weights, seeds and plans: every step runs, as much audio comes out.
-    ref = replay(tiny_runner(), records)
+    ref = replay(tiny_runner(**RUNNER_OPTIONS), records)
     assert ref["steps"] == run["steps"] and ref["failed"] == 0
     assert ref["audio_s"] == pytest.approx(run["audio_s"], abs=1e-6)
