@@ -102,7 +102,7 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
     short, long = (4, 12) if quick else (10, 50)
     rounds = 3 if quick else 5
     ours: dict[tuple[str, int], list[float]] = {}
-    up: dict[int, list[float]] = {1: [], 8: []}
+    up: dict[tuple[int, int], list[float]] = {}  # (batch, codes) -> seconds per run
     for r in range(rounds):
         # Alternate everything within a round: other processes share this CPU.
         order = list(runners) if r % 2 == 0 else list(reversed(runners))
@@ -110,10 +110,14 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
             for name in order:
                 ours.setdefault((name, batch), []).append(_ours_step_s(runners[name], batch, steps))
             t_short, t_long = _upstream_runs_s(upstream, prompt, batch, short, long)
-            up[batch].append((t_long - t_short) / (long - short))
+            up.setdefault((batch, short), []).append(t_short)
+            up.setdefault((batch, long), []).append(t_long)
     result = {}
     for batch in (1, 8):
-        up_ms = statistics.median(up[batch]) * 1e3
+        # Upstream's step: the difference of the two run lengths' medians (a
+        # difference per round would reward a stalled short run, even below zero).
+        up_ms = (statistics.median(up[(batch, long)]) - statistics.median(up[(batch, short)])) \
+            / (long - short) * 1e3
         result[f"upstream_step_ms_bs{batch}"] = round(up_ms, 2)
         for name in runners:
             ms = statistics.median(ours[(name, batch)]) * 1e3
