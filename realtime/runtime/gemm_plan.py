@@ -9,9 +9,9 @@ plus a prefill class of ``prefill_rows`` rows), and keeps the fastest per
 backend for every decode row class; ``int8`` uses ``cpu_int8`` for all rows.
 
 How it measures, and why:
-- Per shape, each candidate runs a pass over enough distinct matrices of that
-  shape to exceed the CPU caches (``WORKING_SET`` bytes): a decode step streams
-  all weights from memory, and one matrix timed alone would sit in L2/L3.
+- Per shape, each candidate runs a pass over distinct matrices of that shape
+  worth about an L3 cache (``WORKING_SET``, 32 MiB): a decode step streams all
+  weights from memory, and one matrix timed alone would sit in L2/L3.
   Prefill rows are compute-bound: one matrix suffices.
 - Candidates alternate within each round and the fastest of ``ROUNDS`` rounds
   is kept: other threads and processes only ever add time, so the minimum is
@@ -51,7 +51,7 @@ from realtime.runtime.cpu_gemm import FP32_BACKENDS, PACKERS, Matrix, Packed
 log = logging.getLogger(__name__)
 
 GEMM_MODES = ("auto", *FP32_BACKENDS)
-WORKING_SET = 64 * 2**20  # bytes of distinct weights per timed pass (beyond L3)
+WORKING_SET = 32 * 2**20  # bytes of distinct weights per timed pass (about an L3: streamed)
 ROUNDS = 3
 FALLBACK_ORDER = ("onednn", "mm")  # measured fastest on AMD and Intel alike, else plain
 PREFILL = 0  # the row-class key of prefill (any row count above the batch sizes)
@@ -71,7 +71,7 @@ class GemmPolicy:
     mode: str = "auto"
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     prefill_rows: int = 64
-    budget_s: float = 4.0
+    budget_s: float = 3.0
     min_measured_bytes: int = 4 * 2**20
 
     @property
@@ -199,8 +199,8 @@ def _measure(packs: _Packs, names: list[str], classes: Sequence[int], policy: Ge
         count = 1 if rows == PREFILL else sample
         x = torch.randn(m, k, generator=gen)
         forms = {b: [packs.get(i, b) for i in range(count)] for b in usable}
-        for b in usable:  # warm-up: primitive creation, page faults
-            _time_pass(forms[b], x)
+        for b in usable:  # warm-up: oneDNN builds a primitive per row count
+            _time_pass(forms[b][:1], x)
         runs: dict[str, list[float]] = {b: [] for b in usable}
         for r in range(ROUNDS):
             for b in usable[r % len(usable):] + usable[:r % len(usable)]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 
 import torch
@@ -101,6 +102,7 @@ class StaticGPT:
                         torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0),
                         w(p + "mlp.down_proj.weight")]
             norms.append((w(p + "input_layernorm.weight"), w(p + "post_attention_layernorm.weight")))
+        started = time.perf_counter()
         matrices, self.gemm_choices = prepare_matrices(weights, gemm, device, dtype)
         del weights
         self.layers = []
@@ -125,8 +127,9 @@ class StaticGPT:
         self.matrices = matrices + [self.heads]
         self.weight_nbytes = sum(m.nbytes for m in self.matrices)
         if self.gemm_choices:
-            log.info("cpu gemm (%s, %d threads), ms per matrix, * = used:\n%s", gemm.mode,
-                     torch.get_num_threads(), table(self.gemm_choices, gemm))
+            log.info("cpu gemm (%s, %d threads; prepared in %.1f s), ms per matrix, * = used:\n%s",
+                     gemm.mode, torch.get_num_threads(), time.perf_counter() - started,
+                     table(self.gemm_choices, gemm))
         log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
                  self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
                  summary(self.matrices, max(gemm.batch_sizes)))
