@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib
 import sys
 
+from realtime.runtime import omp_env
+
 # name -> (module, what it measures)
 BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
+    "int8": ("bench.int8", "int8 vs fp32 divergence: first differing greedy step, logit KL"),
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),
     "scheduler": ("bench.scheduler", "two-lane scheduler vs baselines, simulated"),
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in BENCHES:
         print(f"unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    omp_env.apply_defaults()  # as the server does, before a bench loads torch
     module = importlib.import_module(BENCHES[name][0])
     return module.main(args) or 0
 

@@ -1,18 +1,32 @@
 """Runtime benchmark: our static-KV decode vs upstream ChatTTS, same weights, CPU.
 
-Full-size random weights (the real architecture), fp32, side by side in one
-process:
-- decode steps per second at batch 1 and 8: ours through ``ModelRunner.execute``
-  (sampling and the per-step host read included) vs upstream ``GPT.generate``
-  (its per-step cost: the time difference between two generation lengths,
-  so its prefill cancels out);
+Full-size random weights (the real architecture), side by side in one process:
+- decode steps per second at batch 1 and 8 through ``ModelRunner.execute``
+  (sampling and the per-step host read included) for every fp32 GEMM backend
+  this machine offers (``mm``, ``mkl``, ``onednn``, each forced), the one
+  ``auto`` picks (the ``ours_*``/``decode_speedup_*`` keys) and int8, against
+  upstream ``GPT.generate`` (its per-step cost: the time difference between
+  two generation lengths, so its prefill cancels out). Rounds alternate
+  between all of them; medians are reported;
+- one streamed interactive utterance end to end through the real server and a
+  real client socket, fp32 and int8 (``bench.stream_rtf``): realtime factor,
+  and the server's per-step cost beside the runtime's: rounds alternate the
+  utterance through the server with a replay of the steps it recorded
+  (``--record-steps``: the same plans, riders included) through this
+  process's runner alone;
 - time to first audio and total vocoder time for a streamed 20 s utterance,
   from ``bench.vocoder.measure`` (ours vs upstream's stream scheme);
-- peak resident memory.
+- the CPU (model name, ISA flags, kernel limits from the environment), the
+  weight memory per backend and peak resident memory.
 
-Prints a table and, as the last line, one JSON object with
-``decode_speedup_bs1``, ``decode_speedup_bs8``, ``first_audio_ratio``,
-``vocoder_ratio`` and ``peak_rss_mb``. ``--quick`` finishes in under a minute.
+Prints a table and, as the last line, one JSON object with (among others)
+``cpu``, ``cpu_gemm``, ``decode_speedup_bs1``, ``decode_speedup_bs8``,
+``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``rtf_stream_fp32``,
+``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio`` and
+``peak_rss_mb``. ``--quick`` takes a few minutes; ``--no-server`` skips the
+end-to-end part. To see an AVX2-only machine on an AVX-512 one, run it under
+``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
+FBGEMM_ENABLE_INSTRUCTIONS=AVX2`` (the server subprocess inherits them).
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import sys
 import time
 
@@ -61,39 +76,123 @@ def _upstream_runs_s(upstream, prompt, batch: int, short: int, long: int) -> tup
     return run(short), run(long)
 
 
-def measure(quick: bool, threads: int = 2) -> dict:
-    import realtime.runtime.compat  # noqa: F401
-    from realtime.runtime.api import RuntimeOptions, SegmentRequest
+def _runners(assets, threads: int) -> dict:
+    """name -> runner: each available fp32 backend forced, ``auto``, ``int8``."""
+    from bench.stream_rtf import RUNNER_OPTIONS
+    from realtime.runtime import cpu_int8
+    from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
+    from realtime.runtime.gemm_plan import candidates
+
+    # The server of the end-to-end part runs with the same slots and KV length,
+    # so that auto's and int8's runners can replay its steps.
+    base = dict(weights="random", device="cpu", cpu_threads=threads, **RUNNER_OPTIONS)
+    modes = {b: dict(cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)}
+    modes["auto"] = {}
+    if cpu_int8.available() is None:
+        modes["int8"] = dict(precision="int8")
+    runners = {}
+    for name, extra in modes.items():
+        runners[name] = build_runner(RuntimeOptions(**base, **extra), assets=assets)
+        runners[name].front.warmup()
+    return runners
+
+
+def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
+    steps = 8 if quick else 40
+    short, long = (4, 12) if quick else (10, 50)
+    rounds = 3 if quick else 5
+    ours: dict[tuple[str, int], list[float]] = {}
+    up: dict[tuple[int, int], list[float]] = {}  # (batch, codes) -> seconds per run
+    for r in range(rounds):
+        # Alternate everything within a round: other processes share this CPU.
+        order = list(runners) if r % 2 == 0 else list(reversed(runners))
+        for batch in (1, 8):
+            for name in order:
+                ours.setdefault((name, batch), []).append(_ours_step_s(runners[name], batch, steps))
+            t_short, t_long = _upstream_runs_s(upstream, prompt, batch, short, long)
+            up.setdefault((batch, short), []).append(t_short)
+            up.setdefault((batch, long), []).append(t_long)
+    result = {}
+    for batch in (1, 8):
+        # Upstream's step: the difference of the two run lengths' medians (a
+        # difference per round would reward a stalled short run, even below zero).
+        up_ms = (statistics.median(up[(batch, long)]) - statistics.median(up[(batch, short)])) \
+            / (long - short) * 1e3
+        result[f"upstream_step_ms_bs{batch}"] = round(up_ms, 2)
+        for name in runners:
+            ms = statistics.median(ours[(name, batch)]) * 1e3
+            key = {"auto": "ours", "int8": "int8"}.get(name, name)
+            result[f"{key}_step_ms_bs{batch}"] = round(ms, 2)
+            speedup = "decode_speedup" if name == "auto" else f"{key}_speedup"
+            result[f"{speedup}_bs{batch}"] = round(up_ms / ms, 3)
+    return result
+
+
+def _gemm_summary(runner) -> str:
+    """What ``auto`` picked, e.g. ``bs1: onednn 80, mm 1; bs8: onednn 81``."""
+    parts = []
+    for rows in (1, 8):
+        counts = runner.model.backends(rows)
+        parts.append(f"bs{rows}: " + ", ".join(f"{b} {n}" for b, n in sorted(counts.items())))
+    return "; ".join(parts)
+
+
+def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
+    """Per precision: one server; rounds alternate an utterance through it with
+    a replay of its recorded steps through this process's runner; medians."""
+    from bench.stream_rtf import StreamServer
+    from realtime.runtime.step_log import replay
+
+    for precision, name in (("fp32", "auto"), ("int8", "int8")):
+        if name not in runners:
+            result[f"rtf_stream_{precision}"] = None
+            continue
+        runs, refs = [], []
+        with StreamServer(precision, threads) as server:
+            for _ in range(rounds):
+                runs.append(server.speak())
+                refs.append(replay(runners[name], runs[-1].pop("records")))
+
+        def med(key: str, rows: list[dict]) -> float | None:
+            values = [r[key] for r in rows if r[key] is not None]
+            return round(statistics.median(values), 3) if values else None
+
+        result[f"rtf_stream_{precision}"] = med("rtf", runs)
+        result[f"stream_audio_s_{precision}"] = med("audio_s", runs)
+        result[f"stream_first_audio_ms_{precision}"] = med("first_audio_ms", runs)
+        result[f"server_step_ms_{precision}"] = med("server_step_ms", runs)
+        result[f"server_execute_ms_{precision}"] = med("execute_ms", runs)
+        result[f"runtime_stream_step_ms_{precision}"] = med("step_ms", refs)
+        result[f"replay_failed_steps_{precision}"] = sum(f["failed"] for f in refs)
+        ratios = [r["server_step_ms"] / f["step_ms"] for r, f in zip(runs, refs)]
+        result[f"serving_overhead_{precision}"] = round(statistics.median(ratios) - 1, 3)
+
+
+def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
+    import realtime.runtime.compat  # noqa: F401
+    from realtime.runtime.api import SegmentRequest
+    from realtime.runtime.cpu_info import describe
     from realtime.runtime.shapes import FULL
     from realtime.runtime.weights import random_assets
     from tools.upstream import UpstreamGPT
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)
-    runner = build_runner(RuntimeOptions(weights="random", device="cpu", max_slots=8,
-                                         kv_buckets=(512,)), assets=assets)
-    runner.front.warmup()
+    runners = _runners(assets, threads)
+    auto = runners["auto"]
     upstream = UpstreamGPT(assets)
-    prompt = runner.prepare(SegmentRequest(PROMPT_TEXT)).work.prompt
-    steps = 8 if quick else 40
-    short, long = (4, 12) if quick else (10, 50)
-    rounds = 2 if quick else 3
-    result = {"prompt_tokens": prompt.length, "threads": threads}
-    for batch in (1, 8):
-        # Alternate and keep the best of each: other processes share this CPU.
-        # Upstream's per-step cost is a difference of two run times: keep the
-        # best of each run length, then subtract (the best difference would
-        # reward a stall in a short run, even below zero).
-        ours, up_short, up_long = float("inf"), float("inf"), float("inf")
-        for _ in range(rounds):
-            ours = min(ours, _ours_step_s(runner, batch, steps))
-            t_short, t_long = _upstream_runs_s(upstream, prompt, batch, short, long)
-            up_short, up_long = min(up_short, t_short), min(up_long, t_long)
-        up = (up_long - up_short) / (long - short)
-        result[f"ours_step_ms_bs{batch}"] = round(ours * 1e3, 2)
-        result[f"upstream_step_ms_bs{batch}"] = round(up * 1e3, 2)
-        result[f"decode_speedup_bs{batch}"] = round(up / ours, 3)
+    prompt = auto.prepare(SegmentRequest(PROMPT_TEXT)).work.prompt
+    result = {"cpu": describe(), "threads": threads, "prompt_tokens": prompt.length,
+              "cpu_gemm": _gemm_summary(auto)}
+    result.update(_decode_rounds(runners, upstream, prompt, quick))
+    for name, runner in runners.items():
+        result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
+    del upstream
+    runners = {k: v for k, v in runners.items() if k in ("auto", "int8")}  # free the rest
+    if server:
+        _stream(result, runners, threads, rounds=2 if quick else 3)
+    del runners, auto
     try:
         from bench.vocoder import measure as vocoder_measure
     except ImportError:
@@ -114,10 +213,22 @@ def _num(x) -> str:
 
 
 def _table(r: dict) -> str:
-    lines = [f"{'measure':<38}{'ours':>12}{'upstream':>12}{'ratio':>10}"]
+    lines = [f"cpu: {r['cpu']}", f"auto picked: {r['cpu_gemm']}",
+             f"{'measure':<38}{'ours':>12}{'upstream':>12}{'ratio':>10}"]
     for b in (1, 8):
-        lines.append(f"{f'decode step ms, batch {b}':<38}{r[f'ours_step_ms_bs{b}']:>12}"
-                     f"{r[f'upstream_step_ms_bs{b}']:>12}{r[f'decode_speedup_bs{b}']:>9}x")
+        up = r[f"upstream_step_ms_bs{b}"]
+        for key, label in (("ours", "auto"), ("mm", "mm"), ("mkl", "mkl"), ("onednn", "onednn"),
+                           ("int8", "int8")):
+            ms = r.get(f"{key}_step_ms_bs{b}")
+            if ms is not None:
+                lines.append(f"{f'decode step ms, batch {b}, {label}':<38}{ms:>12}{up:>12}"
+                             f"{up / ms:>9.3f}x")
+    for p in ("fp32", "int8"):
+        if r.get(f"rtf_stream_{p}") is not None:
+            lines.append(f"{f'server stream RTF, {p}':<38}{r[f'rtf_stream_{p}']:>12}")
+            lines.append(f"{f'  step ms: server / runtime, {p}':<38}{r[f'server_step_ms_{p}']:>12}"
+                         f"{r.get(f'runtime_stream_step_ms_{p}')!s:>12}"
+                         f"{r.get(f'serving_overhead_{p}', 0) + 1:>9.3f}x")
     for name, ours, up, ratio in r.get("vocoder_rows", []):
         lines.append(f"{name[:37]:<38}{_num(ours):>12}{_num(up):>12}{_num(ratio):>10}")
     lines.append(f"{'peak RSS MB':<38}{r['peak_rss_mb']:>12}")
@@ -127,10 +238,12 @@ def _table(r: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench runtime", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer steps (under a minute)")
+    parser.add_argument("--quick", action="store_true", help="fewer steps and rounds")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-server", action="store_true",
+                        help="skip the end-to-end utterance through the real server")
     args = parser.parse_args(argv)
-    result = measure(args.quick, args.threads)
+    result = measure(args.quick, args.threads, server=not args.no_server)
     print(_table(result))
     summary = {k: v for k, v in result.items() if k != "vocoder_rows"}
     print(json.dumps(summary))

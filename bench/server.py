@@ -214,11 +214,12 @@ async def _hold_idle(url: str, count: int) -> int:
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
 
 
-def _wait_http(port: int, path: str, timeout: float = 60.0) -> None:
+def _wait_http(port: int, path: str, timeout: float = 60.0, request_timeout: float = 1.0) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=1) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
+                                        timeout=request_timeout) as r:
                 if r.status == 200:
                     return
         except OSError:

@@ -22,6 +22,8 @@ from realtime.runtime.api import RuntimeOptions
 from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
+CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.gemm_plan.GEMM_MODES (no torch here)
 
 WEIGHT_CHOICES_HELP = (
     "auto | random | tiny-random | tone | PATH (checkpoint directory). "
@@ -42,6 +44,9 @@ class ServerConfig:
     require_weights: bool = False
     device: str = "auto"
     precision: str = "auto"
+    cpu_gemm: str = "auto"
+    cpu_threads: int = 0
+    record_steps: str | None = None
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     kv_buckets: tuple[int, ...] = DEFAULT_KV_BUCKETS
     max_slots: int = 16
@@ -85,6 +90,9 @@ class ServerConfig:
             require_weights=self.require_weights,
             device=self.device,
             precision=self.precision,
+            cpu_gemm=self.cpu_gemm,
+            cpu_threads=self.cpu_threads,
+            record_steps=self.record_steps,
             batch_sizes=self.batch_sizes,
             kv_buckets=self.kv_buckets,
             max_slots=self.max_slots,
@@ -151,7 +159,14 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--model-dir", "model_dir", str, "ChatTTS checkpoint directory for --weights auto"),
     ("--require-weights", "require_weights", bool, "refuse to start without real weights"),
     ("--device", "device", str, "auto | cpu | cuda"),
-    ("--precision", "precision", str, "auto | fp32 | bf16 | fp16"),
+    ("--precision", "precision", str,
+     "auto | fp32 | bf16 | fp16 | int8 (int8: CPU only, opt-in, decoder linears in int8)"),
+    ("--cpu-gemm", "cpu_gemm", str,
+     "auto | mm | mkl | onednn: CPU fp32 matrix backend (auto: measured at start-up)"),
+    ("--cpu-threads", "cpu_threads", _non_negative_int,
+     "torch intra-op threads on CPU (0: torch's count, at most the usable CPUs)"),
+    ("--record-steps", "record_steps", str,
+     "append every segment request and step plan to this file (JSON lines, for replay)"),
     ("--batch-sizes", "batch_sizes", _int_list, "decode batch sizes to prepare, e.g. 1,2,4,8"),
     ("--kv-buckets", "kv_buckets", _int_list, "KV length buckets, e.g. 256,512,1024,2048"),
     ("--max-slots", "max_slots", _positive_int, "KV cache slots (jobs in flight)"),
@@ -272,8 +287,13 @@ def validate(config: ServerConfig) -> None:
     """Raise ``ConfigError`` for values that parse but cannot work together."""
     if config.device not in ("auto", "cpu", "cuda"):
         raise ConfigError(f"--device must be auto, cpu or cuda, not {config.device!r}")
-    if config.precision not in ("auto", "fp32", "bf16", "fp16"):
-        raise ConfigError(f"--precision must be auto, fp32, bf16 or fp16, not {config.precision!r}")
+    if config.precision not in PRECISIONS:
+        raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)}, "
+                          f"not {config.precision!r}")
+    if config.precision == "int8" and config.device == "cuda":
+        raise ConfigError("--precision int8 is a CPU mode; with --device cuda use auto, bf16 or fp16")
+    if config.cpu_gemm not in CPU_GEMMS:
+        raise ConfigError(f"--cpu-gemm must be one of {', '.join(CPU_GEMMS)}, not {config.cpu_gemm!r}")
     if config.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
         raise ConfigError(f"--log-level {config.log_level!r} is not a logging level")
     if not 0 <= config.port <= 65535:

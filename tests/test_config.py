@@ -82,3 +82,30 @@ def test_every_flag_is_documented_with_its_environment_variable():
         env = "CHATTTS_RT_" + flag.lstrip("-").replace("-", "_").upper()
         assert f"`{flag}`" in doc, flag
         assert f"`{env}`" in doc, env
+
+
+def test_cpu_fallback_flags_reach_the_runtime():
+    _, cfg = load_config(["--cpu-gemm", "onednn", "--cpu-threads", "1", "--precision", "int8",
+                          "--device", "cpu"], environ={})
+    opts = cfg.runtime_options()
+    assert (opts.cpu_gemm, opts.cpu_threads, opts.precision) == ("onednn", 1, "int8")
+    _, cfg = load_config([], environ={"CHATTTS_RT_CPU_GEMM": "mkl", "CHATTTS_RT_CPU_THREADS": "3"})
+    assert (cfg.cpu_gemm, cfg.cpu_threads) == ("mkl", 3)
+    assert (ServerConfig().cpu_gemm, ServerConfig().cpu_threads) == ("auto", 0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cpu-gemm", "fastest"], "--cpu-gemm"),
+    (["--precision", "int4"], "--precision"),
+    (["--precision", "int8", "--device", "cuda"], "CPU mode"),
+])
+def test_cpu_fallback_flags_are_validated(argv, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(argv, environ={})
+
+
+def test_negative_cpu_threads_are_refused():
+    with pytest.raises(SystemExit):
+        load_config(["--cpu-threads", "-1"], environ={})
+    with pytest.raises(ConfigError, match="CHATTTS_RT_CPU_THREADS"):
+        load_config([], environ={"CHATTTS_RT_CPU_THREADS": "-2"})

@@ -1,86 +1,98 @@
-"""MKL-packed matrices multiply like torch.mm at every row count, or fall back to it."""
+"""Every GEMM backend's packed form multiplies like torch.mm, at the row counts it serves."""
 
 import pytest
 import torch
 
 from realtime.runtime import cpu_gemm
-from realtime.runtime.cpu_gemm import PackedMatrix, matmul, packing_supported, prepare
+from realtime.runtime.cpu_gemm import FP32_BACKENDS, PACKERS, Matrix, MklPacked, backend_available
 
-needs_mkl = pytest.mark.skipif(not packing_supported(torch.device("cpu"), torch.float32),
-                               reason="this torch has no MKL packed sgemm")
+CPU = torch.device("cpu")
+
+
+def needs(backend: str):
+    return pytest.mark.skipif(not backend_available(backend, CPU, torch.float32),
+                              reason=f"this torch cannot run the {backend} backend")
+
+
+BACKENDS = [pytest.param(b, marks=needs(b)) for b in FP32_BACKENDS]
 
 
 def _weight(n: int = 96, k: int = 64) -> torch.Tensor:
     return torch.randn(n, k, generator=torch.Generator().manual_seed(0)) * 0.1
 
 
-@needs_mkl
-@pytest.mark.parametrize("rows", [1, 2, 5, 8, 9, 40])
-def test_packed_matrix_equals_mm_at_every_row_count(rows):
+def _x(rows: int, k: int = 64, seed: int = 1) -> torch.Tensor:
+    return torch.randn(rows, k, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("rows", [1, 2, 5, 8])
+def test_each_backend_equals_mm_at_decode_row_counts(backend, rows):
     weight = _weight()
-    packed = prepare(weight, rows=8)
-    assert isinstance(packed, PackedMatrix)
-    x = torch.randn(rows, 64, generator=torch.Generator().manual_seed(rows))
-    got = matmul(x, packed)
+    form = PACKERS[backend](weight, 8)
+    got = form(_x(rows))
     assert got.shape == (rows, 96)
-    torch.testing.assert_close(got, x @ weight.t(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got, _x(rows) @ weight.t(), rtol=1e-5, atol=1e-5)
 
 
-@needs_mkl
-def test_padding_rows_do_not_change_the_real_rows():
-    packed = prepare(_weight(), rows=8)
-    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(matmul(x[:3], packed), matmul(x, packed)[:3])
-
-
-@needs_mkl
-def test_packed_copy_is_reported_and_plain_matrix_kept():
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=needs(b)) for b in ("mm", "onednn")])
+def test_any_row_backends_serve_prefill_sized_inputs(backend):
     weight = _weight()
-    packed = prepare(weight, rows=8)
-    assert torch.equal(packed.w_t, weight.t())
-    assert packed.shape == (64, 96)
-    assert packed.packed_nbytes >= weight.numel() * 4
+    form = PACKERS[backend](weight, 8)
+    assert form.any_rows
+    wide = torch.randn(40, 128, generator=torch.Generator().manual_seed(3))
+    x = wide[:, :64]  # non-contiguous rows, as the decoder's SiLU*up slice is
+    torch.testing.assert_close(form(x), x @ weight.t(), rtol=1e-5, atol=1e-5)
 
 
-def test_unsupported_or_disabled_gives_the_plain_transposed_matrix():
-    weight = _weight()
-    for plain in (prepare(weight, rows=0), prepare(weight.double(), rows=8)):
-        assert isinstance(plain, torch.Tensor) and plain.is_contiguous()
-        assert torch.equal(plain, weight.t().to(plain.dtype))
+@needs("mkl")
+def test_mkl_padding_rows_do_not_change_the_real_rows_and_more_rows_are_refused():
+    form = MklPacked(_weight(), 8)
+    x = _x(8)
+    assert torch.equal(form(x[:3]), form(x)[:3])
+    with pytest.raises(ValueError, match="8 rows"):
+        form(_x(9))
+
+
+@needs("mkl")
+def test_mkl_form_does_not_keep_the_plain_matrix():
+    form = MklPacked(_weight(), 8)
+    assert form._sizes.shape == (96, 64) and form._sizes.stride() == (0, 0)
+    assert form.nbytes >= 96 * 64 * 4
+
+
+def test_packed_backends_are_cpu_fp32_only():
+    assert backend_available("mm", torch.device("cuda"), torch.bfloat16)
+    for name in ("mkl", "onednn"):
+        assert not backend_available(name, CPU, torch.float64)
+        assert not backend_available(name, torch.device("cuda"), torch.float32)
+    assert not backend_available("nonesuch", CPU, torch.float32)
+
+
+class _Tagged:
+    """A fake form that records which one ran."""
+
+    any_rows = True
+    nbytes = 1
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __call__(self, x):
+        return torch.full((x.shape[0], 1), float(len(self.backend)))
+
+
+def test_matrix_runs_the_form_of_the_row_count_and_large_beyond():
+    small, big = _Tagged("a"), _Tagged("bbb")
+    m = Matrix((64, 1), {1: small, 2: small}, big)
+    assert m(_x(1))[0, 0] == 1 and m(_x(2))[0, 0] == 1 and m(_x(3))[0, 0] == 3
+    assert m.backend_for(2) == "a" and m.backend_for(50) == "bbb"
+    assert m.nbytes == 2  # each distinct form counted once
+
+
+def test_plain_matrix_serves_any_dtype():
+    weight = _weight().double()
+    m = cpu_gemm.plain(weight)
     x = torch.randn(4, 64, dtype=torch.float64)
-    torch.testing.assert_close(matmul(x, prepare(weight.double())), x @ weight.double().t())
-
-
-def test_an_mkl_failure_falls_back_to_mm(monkeypatch):
-    def refuse(*_):
-        raise RuntimeError("no packed sgemm here")
-
-    monkeypatch.setattr(cpu_gemm, "PackedMatrix", refuse)
-    monkeypatch.setattr(cpu_gemm, "_unavailable", False)
-    monkeypatch.setattr(cpu_gemm, "packing_supported", lambda *_: True)
-    weight = _weight()
-    plain = cpu_gemm.prepare(weight)
-    assert isinstance(plain, torch.Tensor) and torch.equal(plain, weight.t())
-    assert cpu_gemm._unavailable  # later matrices skip the attempt
-
-
-def test_packed_model_decodes_like_the_plain_one():
-    import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
-    from realtime.runtime.model import KVCache, StaticGPT
-    from realtime.runtime.shapes import TINY
-    from realtime.runtime.weights import random_assets
-
-    assets = random_assets(TINY, seed=0)
-    cpu = torch.device("cpu")
-    packed = StaticGPT(TINY, assets.gpt_state, assets.embed, cpu, torch.float32)
-    plain = StaticGPT(TINY, assets.gpt_state, assets.embed, cpu, torch.float32, pack_rows=0)
-    assert plain.packed_nbytes == 0
-    b = 4
-    x = torch.randn(b, TINY.hidden, generator=torch.Generator().manual_seed(2))
-    slots, pos = torch.arange(b), torch.tensor([0, 3, 1, 2])
-    outs = []
-    for model in (packed, plain):
-        cache = KVCache(TINY, b, 16, torch.float32, cpu)
-        outs.append((model.decode(x, slots, pos, cache, 4, first_slot=0), cache.k[0].clone()))
-    torch.testing.assert_close(outs[0][0], outs[1][0], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(outs[0][1], outs[1][1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(cpu_gemm.matmul(x, m), x @ weight.t())
+    assert m.shape == (64, 96) and m.backend_for(1) == "mm"

@@ -1,7 +1,9 @@
 """Fidelity of our static-KV decoder against upstream ChatTTS's GPT.generate.
 
 Tiny fidelity weights on CPU (``runtime_fixtures.fidelity_assets``: the
-prompt and speaker decide the codes). Greedy decoding (temperature 1e-5 on
+prompt and speaker decide the codes), for every fp32 GEMM backend this torch
+offers (``mm``, ``mkl``, ``onednn``; each forced; unavailable ones are skipped
+with the reason). Greedy decoding (temperature 1e-5 on
 both sides: upstream always keeps >= 3 candidates, so top_k=1 is not greedy
 there) must give identical codes and hidden states within 1e-4 per job, at
 batch 1, at batch 4 with mixed prompt lengths, when jobs join and leave a
@@ -23,17 +25,24 @@ from runtime_fixtures import (
     assert_distinct,
     fidelity_runner,
     request,
+    tiny_assets,
     upstream_reference,
 )
+
+from realtime.runtime.cpu_gemm import FP32_BACKENDS, backend_available
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 HIDDEN_ATOL = 1e-4
+CPU = torch.device("cpu")
+GEMMS = [pytest.param(b, marks=pytest.mark.skipif(
+    not backend_available(b, CPU, torch.float32), reason=f"this torch cannot run the {b} backend"))
+    for b in FP32_BACKENDS]
 
 
-@pytest.fixture(scope="module")
-def runner():
-    return fidelity_runner()
+@pytest.fixture(scope="module", params=GEMMS)
+def runner(request):
+    return fidelity_runner(cpu_gemm=request.param)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +67,36 @@ def assert_job_matches(d: Driver, job: int, ref) -> None:
     assert d.tokens[job] == len(ref.codes)
     diff = (d.hidden[job] - ref.hidden).abs().max().item()
     assert diff <= HIDDEN_ATOL, (job, diff)
+
+
+def test_runner_uses_the_backend_it_was_given(runner):
+    forced = runner.options.cpu_gemm
+    assert set(runner.model.backends(2)) == {forced}
+    assert set(runner.model.backends(1)) == {forced}
+
+
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_model_prefill_and_decode_match_plain_mm(gemm):
+    from realtime.runtime.gemm_plan import GemmPolicy
+    from realtime.runtime.model import KVCache, StaticGPT
+    from realtime.runtime.shapes import TINY
+
+    assets = tiny_assets()
+    models = [StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(g))
+              for g in (gemm, "mm")]
+    b = 4
+    gen = torch.Generator().manual_seed(2)
+    prompt = torch.randn(2, 12, TINY.hidden, generator=gen)
+    x = torch.randn(b, TINY.hidden, generator=gen)
+    slots, pos = torch.arange(b), torch.tensor([12, 15, 13, 14])
+    outs = []
+    for model in models:
+        cache = KVCache(TINY, b, 32, torch.float32, CPU)
+        pre = model.prefill(prompt, torch.tensor([0, 1]), cache)
+        dec = model.decode(x, slots, pos, cache, 16, first_slot=0)
+        outs.append((pre, dec, model.logits(dec), cache.k[0].clone()))
+    for ours, plain in zip(*outs):
+        torch.testing.assert_close(ours, plain, rtol=1e-5, atol=1e-5)
 
 
 def test_references_differ_in_length_and_codes(references):

@@ -10,7 +10,8 @@ import pytest
 import torch
 from runtime_fixtures import fidelity_assets
 
-from realtime.runtime.cpu_gemm import PackedMatrix
+from realtime.runtime.cpu_gemm import PlainMatrix, backend_available
+from realtime.runtime.gemm_plan import GemmPolicy
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.shapes import TINY
 
@@ -19,14 +20,21 @@ def _matrices(m: StaticGPT):
     return [x for layer in m.layers for x in (layer.w_qkv, layer.w_o, layer.w_gate_up, layer.w_down)]
 
 
+def _forms(m: StaticGPT):
+    return [f for x in (*_matrices(m), m.heads) for f in x.forms]
+
+
 def test_every_tensor_is_on_the_models_device_in_its_dtype():
     a = fidelity_assets()
     m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("meta"), torch.bfloat16)
-    bf16 = [m.emb_text, m.emb_code, m.norm, m.cos, m.sin, *_matrices(m),
+    # Off the CPU every matrix is a plain (torch.mm) one.
+    assert all(isinstance(f, PlainMatrix) for f in _forms(m))
+    bf16 = [m.emb_text, m.emb_code, m.norm, m.cos, m.sin, *(f.w_t for x in _matrices(m) for f in x.forms),
             *(t for layer in m.layers for t in (layer.ln1, layer.ln2))]
-    assert all(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in bf16 + [m.heads])
+    heads = m.heads.forms[0].w_t
+    assert all(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in bf16 + [heads])
     assert all(t.dtype == torch.bfloat16 for t in bf16)
-    assert m.heads.dtype == torch.float32  # logits are always fp32
+    assert heads.dtype == torch.float32  # logits are always fp32
     q, v, d = a.shape.num_vq, a.shape.num_audio_tokens, a.shape.hidden
     assert m.emb_code.shape == (q, v, d) and m.heads.shape == (d, q * v)
     h, hd = a.shape.heads, a.shape.head_dim
@@ -34,10 +42,16 @@ def test_every_tensor_is_on_the_models_device_in_its_dtype():
     assert m.layers[0].w_gate_up.shape == (d, 2 * a.shape.intermediate)
 
 
-def test_packing_follows_pack_rows_on_the_cpu():
+@pytest.mark.parametrize("mode", ["mm", "onednn"])
+def test_a_forced_backend_prepares_every_decoder_matrix_in_its_form(mode):
+    if not backend_available(mode, torch.device("cpu"), torch.float32):
+        pytest.skip(f"this torch cannot run {mode}")
     a = fidelity_assets()
-    plain = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32, pack_rows=0)
-    assert not any(isinstance(x, PackedMatrix) for x in _matrices(plain)) and plain.packed_nbytes == 0
+    m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32, GemmPolicy(mode))
+    assert {f.backend for x in _matrices(m) for f in x.forms} == {mode}
+    assert m.backends(1) == m.backends(8) == {mode: len(_matrices(m)) + 1}  # + the heads
+    fp32_bytes = sum(x.shape[0] * x.shape[1] * 4 for x in (*_matrices(m), m.heads))
+    assert m.weight_nbytes == fp32_bytes  # one copy each, not one per row count
 
 
 def test_kv_cache_size():

@@ -314,10 +314,10 @@ async def test_unresponsive_peer_is_dropped_by_ping_timeout(server_factory, monk
 class LeakyRunner(ToneRunner):
     """prepare() fails with an exception whose text names internal paths."""
 
-    def prepare(self, job_id, request):
+    def prepare(self, request):
         if "LEAK" in request.text:
             raise RuntimeError("cannot open /work/secret/model.py line 12")
-        return super().prepare(job_id, request)
+        return super().prepare(request)
 
 
 async def test_model_failures_reach_clients_without_internals(server_factory, ws_connect):
@@ -340,6 +340,7 @@ async def test_front_end_exception_text_is_not_sent(server_factory, ws_connect):
     t = await client.speak_and_collect("x", "This will LEAK.")
     assert isinstance(t.terminal, Error) and t.terminal.code == "internal"
     assert not _LEAK.search(t.terminal.message), t.terminal.message
+    (await client.speak_and_collect("y", "This will not.")).check_done()  # only the leak fails
 
 
 # -- static files ----------------------------------------------------------------------------------

@@ -113,6 +113,9 @@ class RuntimeOptions:
     lookahead_steps: int = 8
     voices_file: str | None = None
     seed: int = 0
+    cpu_gemm: str = "auto"
+    cpu_threads: int = 0
+    record_steps: str | None = None
 
 
 class RequestError(ValueError):

@@ -2,7 +2,9 @@
 
 Chooses the device (``auto``: CUDA when available) and the precision
 (``auto``: bf16 on GPUs that support it, else fp16, and fp32 on the CPU;
-logits and sampling are always fp32), loads or builds the weights
+``int8``: CPU only, opt-in, never chosen by ``auto``; logits and sampling are
+always fp32), on the CPU the thread count (``cpu_threads``) and, through
+``gemm_plan``, the GEMM backend per matrix shape; loads or builds the weights
 (``weights.resolve_assets``), builds the streaming vocoder and, on CUDA with
 ``cuda_graphs``, a ``GraphCache`` that ``warmup`` fills.
 
@@ -13,13 +15,20 @@ options) with one-line messages meant for a start-up error.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import torch
 
 import realtime.runtime.compat  # noqa: F401
+from realtime.runtime import cpu_int8
 from realtime.runtime.api import RuntimeOptions
+from realtime.runtime.cpu_threads import configure_threads
+from realtime.runtime.gemm_plan import GEMM_MODES
 from realtime.runtime.runner import ModelRunner
 from realtime.runtime.weights import ModelAssets, resolve_assets
+
+if TYPE_CHECKING:
+    from realtime.runtime.step_log import StepRecorder
 
 log = logging.getLogger(__name__)
 
@@ -37,21 +46,37 @@ def pick_device(name: str) -> torch.device:
 
 
 def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
+    """The activation dtype; ``int8`` keeps fp32 activations (its weights are
+    int8) and is refused off the CPU."""
     if precision == "auto":
         if device.type != "cuda":
             return torch.float32
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if precision == "int8":
+        if device.type != "cpu":
+            raise ValueError(f"precision int8 is a CPU mode, not for {device} "
+                             "(use auto, bf16 or fp16 there, or --device cpu)")
+        reason = cpu_int8.available()
+        if reason is not None:
+            raise ValueError(f"precision int8 is unavailable: {reason}")
+        return torch.float32
     if precision not in _DTYPES:
-        raise ValueError(f"unknown precision {precision!r} (auto, fp32, bf16, fp16)")
+        raise ValueError(f"unknown precision {precision!r} (auto, fp32, bf16, fp16, int8)")
     return _DTYPES[precision]
 
 
-def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> ModelRunner:
-    """A runner as ``options`` describe; ``assets`` skips weight resolution (tests)."""
+def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> ModelRunner | StepRecorder:
+    """A runner as ``options`` describe (with ``record_steps``, a ``StepRecorder``
+    around it); ``assets`` skips weight resolution (tests)."""
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
+    if options.cpu_gemm not in GEMM_MODES:
+        raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(GEMM_MODES)})")
     device = pick_device(options.device)
     dtype = pick_dtype(options.precision, device)
+    if device.type == "cpu":
+        configure_threads(options.cpu_threads)
+        _log_cpu_choice(options)
     if assets is None:
         assets = resolve_assets(options.weights, options.model_dir, options.require_weights,
                                 options.seed)
@@ -66,4 +91,24 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     runner = ModelRunner(assets, options, device, dtype, vocoder, graphs)
     if graphs is not None:
         graphs.bind(runner.model, runner.cache)
+    if options.record_steps:
+        from realtime.runtime.step_log import StepRecorder
+        log.info("recording every prepare and step plan to %s", options.record_steps)
+        return StepRecorder(runner, options.record_steps)
     return runner
+
+
+def _log_cpu_choice(options: RuntimeOptions) -> None:
+    """Say what the CPU fallback runs and why (the GEMM table follows from the model)."""
+    if options.precision == "int8":
+        log.warning("PRECISION INT8: the decoder's linears run in int8 (fbgemm: per-channel "
+                    "weights, 7-bit without VNNI; inputs quantized per call); codes and audio "
+                    "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
+                    "Logits, sampling, Decoder and Vocos stay fp32.")
+        return
+    why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
+           else f"--precision {options.precision}")
+    dtype = str(pick_dtype(options.precision, torch.device("cpu"))).removeprefix("torch.")
+    gemm = ("measured per matrix shape and batch size" if options.cpu_gemm == "auto"
+            else f"forced to {options.cpu_gemm}")
+    log.info("cpu runtime: precision %s (%s); gemm %s", dtype, why, gemm)

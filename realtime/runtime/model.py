@@ -1,9 +1,11 @@
 """Our GPT forward over ChatTTS's weights, with a static per-slot KV cache.
 
 The same Llama decoder upstream runs through transformers, written for
-serving: pre-transposed weights multiplied with ``torch.mm`` (MKL's linear is
-slow at few rows) or, on CPU fp32, with MKL's pre-packed sgemm at decode
-batch sizes (``cpu_gemm``), fused QKV and gate/up projections, RMSNorm and RoPE as
+serving: weight matrices prepared once as GEMM operands (``gemm_plan``: on
+CPU fp32 the fastest of plain ``torch.mm``, MKL-packed and oneDNN-packed
+per matrix shape and row count, measured at start-up; int8 with
+``--precision int8``; plain ``torch.mm`` elsewhere), fused QKV and gate/up
+projections, RMSNorm and RoPE as
 transformers computes them, and a ``KVCache`` of ``max_slots`` slots
 allocated once: one tensor per layer holding its K and V, written in place
 at each slot's own position. Attention reads only up to the step's KV length (a
@@ -21,13 +23,16 @@ Thread: the model thread; no method reads a device value back to the host.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from realtime.runtime.cpu_gemm import PACK_ROWS, PackedMatrix, matmul, prepare
+from realtime.runtime.cpu_gemm import Matrix, matmul
+from realtime.runtime.gemm_plan import GemmPolicy, prepare_matrices, summary, table
 from realtime.runtime.shapes import ModelShape
 
 log = logging.getLogger(__name__)
@@ -59,13 +64,10 @@ class KVCache:
         return ((kind + slots.view(-1, 1, 1)) * self.heads + head) * self.max_len + pos.view(-1, 1, 1)
 
 
-Matrix = torch.Tensor | PackedMatrix  # [K, N], multiplied with ``cpu_gemm.matmul``
-
-
 @dataclass
 class _Layer:
     ln1: torch.Tensor  # [D]
-    w_qkv: Matrix  # [D, 3 * H * Dh]
+    w_qkv: Matrix  # [D, 3 * H * Dh], multiplied with ``cpu_gemm.matmul``
     w_o: Matrix  # [H * Dh, D]
     ln2: torch.Tensor  # [D]
     w_gate_up: Matrix  # [D, 2 * I]
@@ -75,32 +77,39 @@ class _Layer:
 class StaticGPT:
     """ChatTTS's GPT + embeddings + folded heads on one device and dtype.
 
-    ``pack_rows``: the decode batch MKL's packed weights are built for on CPU
-    fp32 (batches of 2..pack_rows use them); 0 or 1 keeps plain ``torch.mm``.
-    Ignored on other devices and dtypes.
+    ``gemm`` says how the weight matrices are prepared (``gemm_plan``; default:
+    measured per shape and row count on CPU fp32, plain ``torch.mm`` elsewhere).
+    With ``gemm.mode == "int8"`` the decoder's matrices are int8 and the
+    heads (logits) stay fp32, chosen as ``auto`` does.
     """
 
     def __init__(self, shape: ModelShape, gpt_state: dict, embed: torch.nn.Module,
-                 device: torch.device, dtype: torch.dtype, pack_rows: int = PACK_ROWS):
+                 device: torch.device, dtype: torch.dtype, gemm: GemmPolicy | None = None):
         if shape.kv_heads != shape.heads:
             raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
         self.shape, self.device, self.dtype = shape, device, dtype
+        gemm = gemm or GemmPolicy()
 
         def w(name):
             return gpt_state[name].to(device=device, dtype=dtype)
 
-        self.layers = []
+        weights = []  # per layer: qkv, o, gate_up, down, each [N, K]
+        norms = []
         for i in range(shape.layers):
             p = f"layers.{i}."
-            qkv = torch.cat([w(p + f"self_attn.{n}_proj.weight") for n in "qkv"], 0)
-            gate_up = torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0)
-            self.layers.append(_Layer(
-                ln1=w(p + "input_layernorm.weight"),
-                w_qkv=prepare(qkv, pack_rows),
-                w_o=prepare(w(p + "self_attn.o_proj.weight"), pack_rows),
-                ln2=w(p + "post_attention_layernorm.weight"),
-                w_gate_up=prepare(gate_up, pack_rows),
-                w_down=prepare(w(p + "mlp.down_proj.weight"), pack_rows)))
+            weights += [torch.cat([w(p + f"self_attn.{n}_proj.weight") for n in "qkv"], 0),
+                        w(p + "self_attn.o_proj.weight"),
+                        torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0),
+                        w(p + "mlp.down_proj.weight")]
+            norms.append((w(p + "input_layernorm.weight"), w(p + "post_attention_layernorm.weight")))
+        started = time.perf_counter()
+        matrices, self.gemm_choices = prepare_matrices(weights, gemm, device, dtype)
+        del weights
+        self.layers = []
+        for i, (ln1, ln2) in enumerate(norms):
+            qkv, o, gate_up, down = matrices[4 * i:4 * i + 4]
+            self.layers.append(_Layer(ln1=ln1, w_qkv=qkv, w_o=o, ln2=ln2, w_gate_up=gate_up,
+                                      w_down=down))
         self.norm = w("norm.weight")
         with torch.no_grad():
             self.emb_text = embed.emb_text.weight.detach().to(device=device, dtype=dtype)
@@ -108,15 +117,26 @@ class StaticGPT:
                 device=device, dtype=dtype)  # [Q, V, D]
             # Weight norm folded once: reading .weight evaluates g * v / |v|.
             heads = torch.cat([h.weight.detach() for h in embed.head_code], 0)  # [Q*V, D]
-        self.heads = prepare(heads.to(device=device, dtype=torch.float32), pack_rows)  # [D, Q*V]
+        heads_gemm = dataclasses.replace(gemm, mode="auto") \
+            if gemm.mode == "int8" else gemm  # logits stay fp32
+        (self.heads,), head_choice = prepare_matrices([heads.to(device=device, dtype=torch.float32)],
+                                                      heads_gemm, device, torch.float32)
+        self.gemm_choices.update(head_choice)
+        self.gemm = gemm
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
-        matrices = [m for layer in self.layers
-                    for m in (layer.w_qkv, layer.w_o, layer.w_gate_up, layer.w_down)]
-        self.packed_nbytes = sum(m.packed_nbytes for m in matrices + [self.heads]
-                                 if isinstance(m, PackedMatrix))
-        if self.packed_nbytes:
-            log.info("MKL-packed weights for %d-row decode: %.1f MiB",
-                     pack_rows, self.packed_nbytes / 2**20)
+        self.matrices = matrices + [self.heads]
+        self.weight_nbytes = sum(m.nbytes for m in self.matrices)
+        if self.gemm_choices:
+            log.info("cpu gemm (%s, %d threads; prepared in %.1f s), ms per matrix, * = used:\n%s",
+                     gemm.mode, torch.get_num_threads(), time.perf_counter() - started,
+                     table(self.gemm_choices, gemm))
+        log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
+                 self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
+                 summary(self.matrices, max(gemm.batch_sizes)))
+
+    def backends(self, rows: int) -> dict[str, int]:
+        """How many weight matrices run on each backend at ``rows`` rows."""
+        return summary(self.matrices, rows)
 
     @staticmethod
     def _rope_tables(shape: ModelShape, device, dtype):

@@ -47,6 +47,7 @@ from realtime.runtime.api import (
     SegmentRequest,
 )
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
+from realtime.runtime.gemm_plan import policy_for
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
 from realtime.runtime.shapes import EOS_CODE
@@ -120,7 +121,8 @@ class ModelRunner:
         self.kv_buckets = tuple(sorted(options.kv_buckets))
         self.prompt_buckets = tuple(sorted(options.prompt_buckets))
         self.shape = assets.shape
-        self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype)
+        self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype,
+                               policy_for(options))
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
         self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)
         slots = self.max_slots + 1

@@ -1,0 +1,340 @@
+"""Which GEMM backend multiplies each weight matrix, chosen by measurement.
+
+``prepare_matrices(weights, policy)`` turns a model's linear weights [N, K] into
+``cpu_gemm.Matrix`` objects. With ``policy.mode == "auto"`` on CPU fp32 it
+times every available backend (``cpu_gemm.FP32_BACKENDS``) on the model's own
+matrices, for each matrix shape and each row class (the decode batch sizes,
+plus a prefill class of ``prefill_rows`` rows), and keeps the fastest per
+(shape, row class). A forced mode (``mm``, ``mkl``, ``onednn``) uses that
+backend for every decode row class; ``int8`` uses ``cpu_int8`` for all rows.
+
+How it measures, and why:
+- Per shape, each candidate runs a pass over distinct matrices of that shape
+  worth about an L3 cache (``WORKING_SET``, 32 MiB): a decode step streams all
+  weights from memory, and one matrix timed alone would sit in L2/L3.
+  Prefill rows are compute-bound: one matrix suffices.
+- Candidates alternate within each round and the fastest of ``ROUNDS`` rounds
+  is kept: other threads and processes only ever add time, so the minimum is
+  the estimate least disturbed by them (a median still moved with the load on
+  a shared 2-core machine). A warm-up pass comes first (oneDNN builds a
+  primitive per new shape).
+- The whole measurement has a time budget (``policy.budget_s``); classes left
+  unmeasured when it runs out take ``FALLBACK_ORDER``'s first available backend.
+- A backend whose packing fails is dropped for that shape (logged); ``mm``
+  always remains.
+- Shapes whose matrices total under ``min_measured_bytes`` (tiny test models)
+  are not measured: they use ``mm``.
+- Results are cached for the process, keyed by shape, row classes, threads
+  and candidates: a second runner (tests, benches) reuses them.
+
+A row count between classes uses the next class up (3 rows: the 4-row choice).
+``mkl`` packs once for the largest batch size and pads fewer rows up to it;
+``onednn`` packs once with that size as its hint. Forms nobody chose are
+dropped: the plain ``mm`` copy stays only where some class uses it.
+
+Thread: build time (the model thread); the cache is process-wide.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from realtime.runtime import cpu_gemm, cpu_int8
+from realtime.runtime.cpu_gemm import FP32_BACKENDS, PACKERS, Matrix, Packed
+
+log = logging.getLogger(__name__)
+
+GEMM_MODES = ("auto", *FP32_BACKENDS)
+WORKING_SET = 32 * 2**20  # bytes of distinct weights per timed pass (about an L3: streamed)
+ROUNDS = 3
+FALLBACK_ORDER = ("onednn", "mm")  # measured fastest on AMD and Intel alike, else plain
+PREFILL = 0  # the row-class key of prefill (any row count above the batch sizes)
+MARGIN = 0.10  # a second packed copy must be this much faster to be kept
+
+
+@dataclass(frozen=True)
+class GemmPolicy:
+    """How to prepare a model's matrices.
+
+    ``mode``: ``auto`` | ``mm`` | ``mkl`` | ``onednn`` | ``int8``.
+    ``batch_sizes``: the decode row classes; ``prefill_rows``: the row count
+    prefill is timed at; ``budget_s``: the bound on measuring, all shapes;
+    ``min_measured_bytes``: shapes whose matrices total less use ``mm`` unmeasured.
+    """
+
+    mode: str = "auto"
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    prefill_rows: int = 64
+    budget_s: float = 3.0
+    min_measured_bytes: int = 4 * 2**20
+
+    @property
+    def pack_rows(self) -> int:
+        return max(self.batch_sizes)
+
+
+@dataclass
+class ShapeChoice:
+    """The backend per row class of one shape (``PREFILL`` for prefill), and
+    the measured seconds per matrix per (row class, backend)."""
+
+    backends: dict[int, str]
+    seconds: dict[tuple[int, str], float] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)  # backend -> why
+    complete: bool = False  # every row class measured within the budget
+
+
+_CACHE: dict[tuple, ShapeChoice] = {}
+
+
+def policy_for(options) -> GemmPolicy:
+    """The policy ``RuntimeOptions`` ask for: ``int8`` precision, else ``cpu_gemm``;
+    row classes are the batch sizes that fit the slots."""
+    sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
+    mode = "int8" if options.precision == "int8" else options.cpu_gemm
+    return GemmPolicy(mode=mode, batch_sizes=sizes)
+
+
+def candidates(device: torch.device, dtype: torch.dtype) -> tuple[str, ...]:
+    return tuple(b for b in FP32_BACKENDS if cpu_gemm.backend_available(b, device, dtype))
+
+
+def pick(seconds: dict[tuple[int, str], float], classes: Sequence[int],
+         any_rows: Callable[[str], bool], fallback: str = "mm",
+         margin: float = MARGIN) -> dict[int, str]:
+    """The backend per row class from measured ``seconds`` (pure: tests feed
+    fake timings). The prefill class only considers backends that run any row
+    count; a class with no measurement takes ``fallback``.
+
+    Each extra form costs a copy of the weights, so the backend that wins the
+    most classes (ties: ``FALLBACK_ORDER``) also takes every class where it is
+    within ``margin`` (a fraction) of the fastest; others keep their winner.
+    """
+    fastest: dict[int, tuple[float, str]] = {}
+    for rows in classes:
+        timed = [(s, b) for (r, b), s in seconds.items()
+                 if r == rows and (rows != PREFILL or any_rows(b))]
+        if timed:
+            fastest[rows] = min(timed)
+    wins: dict[str, int] = {}
+    for _, b in fastest.values():
+        wins[b] = wins.get(b, 0) + 1
+    rank = {b: i for i, b in enumerate(FALLBACK_ORDER)}
+    main = min(wins, key=lambda b: (-wins[b], rank.get(b, len(rank)), b)) if wins else fallback
+    chosen = {}
+    for rows in classes:
+        if rows not in fastest:
+            chosen[rows] = fallback
+            continue
+        best, winner = fastest[rows]
+        own = seconds.get((rows, main))
+        usable = rows != PREFILL or any_rows(main)
+        chosen[rows] = main if usable and own is not None and own <= best * (1 + margin) else winner
+    return chosen
+
+
+def _any_rows(backend: str) -> bool:
+    return PACKERS[backend].any_rows
+
+
+def _row_classes(policy: GemmPolicy) -> tuple[int, ...]:
+    return (*sorted(set(policy.batch_sizes)), PREFILL)
+
+
+def _fallback(names: Sequence[str]) -> str:
+    return next(b for b in FALLBACK_ORDER + ("mm",) if b in names)
+
+
+class _Packs:
+    """Packed forms of one shape's weights, made on demand and shared between
+    measuring and building (no matrix is packed twice for one backend)."""
+
+    def __init__(self, weights: list[torch.Tensor], pack_rows: int):
+        self.weights, self.pack_rows = weights, pack_rows
+        self.forms: dict[tuple[int, str], Packed] = {}
+
+    def get(self, i: int, backend: str) -> Packed:
+        key = (i, backend)
+        if key not in self.forms:
+            self.forms[key] = PACKERS[backend](self.weights[i], self.pack_rows)
+        return self.forms[key]
+
+    def get_or_mm(self, i: int, backend: str) -> Packed:
+        """As ``get``; a backend that fails on this matrix gives ``mm`` instead."""
+        try:
+            return self.get(i, backend)
+        except (RuntimeError, ValueError) as exc:
+            log.warning("gemm backend %s failed to pack matrix %d %s (%s); using mm",
+                        backend, i, tuple(self.weights[i].shape), exc)
+            return self.get(i, "mm")
+
+    def drop_unused(self, i: int, used: set[str]) -> None:
+        for key in [key for key in self.forms if key[0] == i and key[1] not in used]:
+            del self.forms[key]
+
+
+def _time_pass(forms: list[Packed], x: torch.Tensor) -> float:
+    start = time.perf_counter()
+    for form in forms:
+        form(x)
+    return (time.perf_counter() - start) / len(forms)
+
+
+def _measure(packs: _Packs, names: list[str], classes: Sequence[int], policy: GemmPolicy,
+             deadline: float, choice: ShapeChoice) -> None:
+    """Fill ``choice.seconds`` for each row class and usable backend; set
+    ``choice.complete`` unless the deadline cut it short."""
+    n, k = packs.weights[0].shape
+    sample = min(len(packs.weights), max(1, math.ceil(WORKING_SET / (n * k * 4))))
+    gen = torch.Generator().manual_seed(0)
+    for rows in classes:
+        m = policy.prefill_rows if rows == PREFILL else rows
+        usable = [b for b in names if rows != PREFILL or _any_rows(b)]
+        count = 1 if rows == PREFILL else sample
+        x = torch.randn(m, k, generator=gen)
+        forms = {b: [packs.get(i, b) for i in range(count)] for b in usable}
+        for b in usable:  # warm-up: oneDNN builds a primitive per row count
+            _time_pass(forms[b][:1], x)
+        runs: dict[str, list[float]] = {b: [] for b in usable}
+        for r in range(ROUNDS):
+            for b in usable[r % len(usable):] + usable[:r % len(usable)]:
+                runs[b].append(_time_pass(forms[b], x))
+        for b in usable:
+            choice.seconds[(rows, b)] = min(runs[b])
+        if time.perf_counter() > deadline and rows != classes[-1]:
+            log.warning("gemm measurement ran past its %.1f s budget; shape %s unfinished",
+                        policy.budget_s, (n, k))
+            return
+    choice.complete = True
+
+
+def _usable(packs: _Packs, names: Sequence[str], choice: ShapeChoice) -> list[str]:
+    """The backends that pack this shape; others are dropped with the reason."""
+    usable = []
+    for b in names:
+        try:
+            packs.get(0, b)
+        except (RuntimeError, ValueError) as exc:
+            choice.dropped[b] = f"{type(exc).__name__}: {exc}"
+            log.warning("gemm backend %s cannot pack %s matrices (%s); not used",
+                        b, tuple(packs.weights[0].shape), exc)
+            continue
+        usable.append(b)
+    return usable
+
+
+def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
+            deadline: float) -> ShapeChoice:
+    n, k = packs.weights[0].shape
+    classes = _row_classes(policy)
+    key = ((n, k), classes, policy.prefill_rows, torch.get_num_threads(), names)
+    if policy.mode == "auto" and key in _CACHE:
+        return _CACHE[key]
+    choice = ShapeChoice(backends={})
+    if policy.mode == "auto" and sum(w.numel() * 4 for w in packs.weights) < policy.min_measured_bytes:
+        # Matrices this small stay in cache and cost microseconds whatever
+        # multiplies them (tiny test models): not worth measuring or packing.
+        choice.backends = dict.fromkeys(classes, "mm")
+        return choice
+    if policy.mode == "auto":
+        usable = _usable(packs, names, choice)
+        if time.perf_counter() < deadline and len(usable) > 1:
+            _measure(packs, usable, classes, policy, deadline, choice)
+        choice.backends = pick(choice.seconds, classes, _any_rows, _fallback(usable))
+        if choice.complete:
+            _CACHE[key] = choice
+        return choice
+    usable = _usable(packs, (policy.mode,), choice) or ["mm"]
+    forced = usable[0]
+    choice.backends = {r: forced if r != PREFILL or _any_rows(forced) else "mm" for r in classes}
+    return choice
+
+
+def _build(packs: _Packs, choice: ShapeChoice, policy: GemmPolicy) -> list[Matrix]:
+    """One Matrix per weight with the chosen forms; a form that fails to pack
+    (memory, a later matrix) falls back to ``mm`` for that matrix."""
+    classes = sorted(r for r in choice.backends if r != PREFILL)
+    out = []
+    for i, weight in enumerate(packs.weights):
+        by_rows = {m: packs.get_or_mm(i, choice.backends[next(c for c in classes if c >= m)])
+                   for m in range(1, policy.pack_rows + 1)}
+        large = packs.get_or_mm(i, choice.backends[PREFILL])
+        matrix = Matrix((weight.shape[1], weight.shape[0]), by_rows, large)
+        out.append(matrix)
+        # Drop the packs measurement made that this matrix does not use.
+        packs.drop_unused(i, {f.backend for f in matrix.forms})
+    return out
+
+
+def prepare_matrices(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
+                     dtype: torch.dtype) -> tuple[list[Matrix], dict[tuple[int, int], ShapeChoice]]:
+    """``weights`` [N, K] (on ``device``, ``dtype``) -> Matrix objects in the same
+    order, and the choice made per shape (for the log table and the bench).
+
+    Raises ValueError for an unknown mode; ``int8`` off CPU is refused here too.
+    """
+    if policy.mode not in (*GEMM_MODES, "int8"):
+        raise ValueError(f"unknown cpu gemm mode {policy.mode!r} ({', '.join(GEMM_MODES)})")
+    if policy.mode == "int8":
+        if device.type != "cpu":
+            raise ValueError("int8 linears run on the CPU only")
+        return _prepare_int8(weights), {}
+    names = candidates(device, dtype)
+    if names == ("mm",) or (policy.mode != "auto" and policy.mode not in names):
+        if policy.mode not in ("auto", "mm"):
+            log.warning("cpu gemm %s is not available on %s %s; using mm", policy.mode, device, dtype)
+        return [cpu_gemm.plain(w) for w in weights], {}
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, w in enumerate(weights):
+        groups.setdefault((int(w.shape[0]), int(w.shape[1])), []).append(i)
+    deadline = time.perf_counter() + policy.budget_s
+    out: list[Matrix | None] = [None] * len(weights)
+    choices = {}
+    for shape, idx in groups.items():
+        packs = _Packs([weights[i] for i in idx], policy.pack_rows)
+        choices[shape] = _choose(packs, policy, names, deadline)
+        for i, matrix in zip(idx, _build(packs, choices[shape], policy)):
+            out[i] = matrix
+    matrices = [m for m in out if m is not None]
+    assert len(matrices) == len(weights), "a matrix left without a form"
+    return matrices, choices
+
+
+def _prepare_int8(weights: Sequence[torch.Tensor]) -> list[Matrix]:
+    mats = []
+    for w in weights:
+        form = cpu_int8.Int8Packed(w)
+        mats.append(Matrix((w.shape[1], w.shape[0]), {}, form))
+    return mats
+
+
+def table(choices: dict[tuple[int, int], ShapeChoice], policy: GemmPolicy) -> str:
+    """The measured times as a small table: one line per (shape, row class),
+    ms per matrix per backend, ``*`` on the chosen one."""
+    names = sorted({b for c in choices.values() for (_, b) in c.seconds}, key=FP32_BACKENDS.index)
+    lines = [f"{'matrix (in x out)':<18}{'rows':>14}" + "".join(f"{b:>10}" for b in names)]
+    for (n, k), c in choices.items():
+        for rows, chosen in c.backends.items():
+            label = f"{policy.prefill_rows} (prefill)" if rows == PREFILL else str(rows)
+            cells = []
+            for b in names:
+                s = c.seconds.get((rows, b))
+                cell = "-" if s is None else f"{s * 1e3:.3f}"
+                cells.append(f"{cell + ('*' if b == chosen else ' '):>10}")
+            lines.append(f"{f'{k}x{n}':<18}{label:>14}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def summary(matrices: Sequence[Matrix], rows: int) -> dict[str, int]:
+    """How many matrices run on each backend at ``rows`` rows."""
+    counts: dict[str, int] = {}
+    for m in matrices:
+        b = m.backend_for(rows)
+        counts[b] = counts.get(b, 0) + 1
+    return counts

@@ -1,0 +1,90 @@
+"""CPU thread settings: the OpenMP wait policy set before torch loads, intra-op threads, the CPU line."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from realtime.runtime import cpu_info, cpu_threads, omp_env
+
+
+@pytest.fixture
+def fresh_policy(monkeypatch):
+    monkeypatch.setattr(omp_env, "source", "unset")
+    monkeypatch.delenv(omp_env.WAIT_POLICY, raising=False)
+
+
+def test_passive_is_set_when_torch_is_not_loaded_yet(fresh_policy, monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch")
+    omp_env.apply_defaults()
+    assert os.environ[omp_env.WAIT_POLICY] == "PASSIVE" and omp_env.source == "set"
+    assert "set before torch loaded" in omp_env.describe()
+
+
+def test_the_environment_wins(fresh_policy, monkeypatch):
+    monkeypatch.setenv(omp_env.WAIT_POLICY, "ACTIVE")
+    monkeypatch.delitem(sys.modules, "torch")
+    omp_env.apply_defaults()
+    assert os.environ[omp_env.WAIT_POLICY] == "ACTIVE" and omp_env.source == "inherited"
+
+
+def test_too_late_once_torch_is_loaded_and_said_so(fresh_policy):
+    omp_env.apply_defaults()
+    assert omp_env.WAIT_POLICY not in os.environ and omp_env.source == "late"
+    assert "libgomp default" in omp_env.describe()
+
+
+def test_the_server_entry_point_sets_it_before_torch():
+    # What `python -m realtime` imports first reaches realtime.runtime before torch.
+    code = ("import sys, os, realtime.__main__; "
+            "print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'))")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["False", "PASSIVE"]
+
+
+def test_threads_requested_or_torch_count_capped_to_usable_cpus(monkeypatch, caplog):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 3)
+        torch.set_num_threads(1)  # what a host process (or a test fixture) chose stays
+        assert cpu_threads.configure_threads(0) == 1 and torch.get_num_threads() == 1
+        torch.set_num_threads(8)  # more than the CPUs: capped
+        with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu_threads"):
+            assert cpu_threads.configure_threads(0) == 3
+        assert torch.get_num_threads() == 3 and "capped to 3 usable CPUs" in caplog.text
+        assert cpu_threads.configure_threads(2) == 2 and torch.get_num_threads() == 2
+        with pytest.raises(ValueError):
+            cpu_threads.configure_threads(-1)
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("text, cpus", [("max 100000", None), ("200000 100000", 2),
+                                        ("150000 100000", 2), ("50000 100000", 1)])
+def test_cgroup_cpu_quota(tmp_path, text, cpus):
+    path = tmp_path / "cpu.max"
+    path.write_text(text + "\n")
+    assert cpu_threads.cpu_quota(str(path)) == cpus
+
+
+def test_usable_cpus_follows_the_affinity_mask_and_the_quota(monkeypatch):
+    assert cpu_threads.cpu_quota("/nonexistent/cpu.max") is None
+    monkeypatch.setattr(cpu_threads, "cpu_quota", lambda: None)
+    assert cpu_threads.usable_cpus() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(cpu_threads, "cpu_quota", lambda: 1)
+    assert cpu_threads.usable_cpus() == 1
+
+
+def test_cpu_line_names_kernel_level_and_limits(monkeypatch):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    line = cpu_info.describe()
+    assert f"torch kernels {torch.backends.cpu.get_cpu_capability()}" in line
+    assert "limited by ONEDNN_MAX_CPU_ISA=AVX2" in line
+    assert set(cpu_info.isa_flags()) <= set(cpu_info._FLAGS)
