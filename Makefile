@@ -49,8 +49,8 @@ MUTATE_ARGS ?=
 mutate: $(STAMP)
 	$(PY) -m tools.mutate $(MUTATE_ARGS)
 
-# On a GPU machine: venv/packages as needed, then tools.gpu_check
-# (JSON in $$OUT or here). See docs/runtime.md.
+# On a GPU machine with a CUDA torch: packages from .whl/ as needed, then
+# tools.gpu_check (JSON in $$OUT or here). See docs/runtime.md.
 gpu-check:
 	tools/gpu_check.sh
 

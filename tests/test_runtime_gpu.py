@@ -13,7 +13,7 @@ import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
 
 from realtime.runtime.api import RuntimeOptions
-from tools import gpu_check, strict_graphs
+from tools import gpu_check, gpu_sections, step_counts, strict_graphs
 from tools.strict_graphs import StrictGraphCache
 
 
@@ -21,19 +21,29 @@ def test_gpu_check_smoke_on_cpu(tmp_path, one_torch_thread):
     out = tmp_path / "report.json"
     assert gpu_check.main(["--out", str(out), "--device", "cpu", "--tiny"]) == 0
     report = json.loads(out.read_text())
-    assert report["complete"] is True
+    assert report["complete"] is True and report["running"] is None
     for name in ("assets",) + gpu_check.SECTIONS:
         assert "error" not in report[name] and "skipped" not in report[name], name
     fid = report["fidelity"]
     assert fid["steps"] == 12 and fid["precision"] == "bf16"
     assert fid["first_divergent_step"] is None or 0 <= fid["first_divergent_step"] < 12
     assert len(fid.get("hidden_rel_err_by_step", [])) == fid["steps_compared"]
-    assert {"batch_1", "batch_2"} <= set(report["graphs"])
+    graphs = report["graphs"]["batch_2"]
+    assert graphs["jobs_with_identical_codes"] == "2/2" and graphs["graph_shape"] == [2, 128]
     assert report["serving"]["decode_step_ms"]
     assert report["first_audio"]["first_audio_s"] > 0
     assert report["first_audio"]["cold_first_audio_s"] > 0
+    hot = report["hot_path"]["batch_4"]
+    # The EOS read at least; the counts come from the CPU stand-in.
+    assert hot["host_syncs_per_step"] >= 1 and hot["launches_per_step"] > 0
+    assert hot["plan_shape"] == [4, 256] and hot["longest"] <= 256
+    assert hot["kv_plan_shape"]["read_mib"] > hot["kv_real_rows"]["read_mib"] > 0
+    for n in (2, 4):
+        voc = report["vocoder"][f"streams_{n}"]
+        assert voc["audio_s_per_step"] > 0 and voc["vocoder_calls_per_step"] > 0
     tp = report["throughput"]
     assert [tp[k]["batch"] for k in ("batch_2", "batch_4")] == [2, 4]
+    assert tp["batch_4"]["distinct_texts"] == 4
     # 8 steps of 512 samples less the ISTFT's half step, per job.
     assert all(tp[k]["audio_s"] == pytest.approx(tp[k]["batch"] * (8 * 512 - 256) / 24000)
                for k in ("batch_2", "batch_4"))
@@ -43,14 +53,22 @@ def test_gpu_check_records_a_failing_section_and_goes_on(tmp_path, monkeypatch, 
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gpu_check, "fidelity", broken)
+    monkeypatch.setattr(gpu_sections, "fidelity", broken)
+    monkeypatch.setattr(gpu_sections, "graphs_vs_eager", lambda *args: {"skipped_here": True})
+    # The serving runner's capture failed: it runs eagerly, so the sections
+    # measured on it fail too (their numbers stay).
+    monkeypatch.setattr(gpu_sections, "graph_errors", lambda runner: ["decode 4x256: capture failed"])
     out = tmp_path / "report.json"
     assert gpu_check.main(["--out", str(out), "--device", "cpu", "--tiny"]) == 1
     report = json.loads(out.read_text())
     assert report["complete"] is False
     assert report["fidelity"]["error"] == "RuntimeError: boom"
     assert "boom" in report["fidelity"]["traceback"]
+    assert "capture failed" in report["serving"]["graph_error"]
+    for name in gpu_check.ON_SERVING_RUNNER:
+        assert "capture failed" in report[name]["graph_error"], name
     assert "error" not in report["throughput"]["batch_4"]
+    assert report["throughput"]["batch_4"]["audio_s"] > 0
 
 
 def test_gpu_check_budget_skips_sections_but_writes_json(tmp_path, one_torch_thread):
@@ -60,6 +78,37 @@ def test_gpu_check_budget_skips_sections_but_writes_json(tmp_path, one_torch_thr
     assert report["complete"] is False
     for name in ("assets",) + gpu_check.SECTIONS:
         assert "skipped" in report[name], name
+
+
+def test_a_failed_capture_fails_the_graph_section(monkeypatch, one_torch_thread):
+    def failing_install(runner):
+        runner.graphs = _FailingCapture(fail_at=1)
+        runner.graphs.bind(runner.model, runner.cache)
+        runner.pad_batches = True
+        runner.warmup()
+
+    monkeypatch.setattr(strict_graphs, "install", failing_install)
+    entry = gpu_sections.graphs_vs_eager(tiny_assets(), "cpu", (2,), (128,), 2, 2)
+    assert "capture failed" in entry["graph_error"]
+    assert entry["batch_2"]["jobs_with_identical_codes"] == "2/2"  # measured, eagerly
+    assert gpu_check._failed(entry)
+
+
+def test_graph_memory_is_what_private_pools_hold(monkeypatch):
+    segments = [{"segment_pool_id": (0, 0), "total_size": 8 << 20, "allocated_size": 1 << 20},
+                {"segment_pool_id": (1, 7), "total_size": 4 << 20, "allocated_size": 3 << 20},
+                {"segment_pool_id": (1, 7), "total_size": 2 << 20, "allocated_size": 0}]
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
+    assert gpu_sections.graph_pool_bytes() == {"graph_pool_mib": 6.0, "graph_pool_in_use_mib": 3.0,
+                                               "graph_pool_segments": 2}
+
+
+def test_kv_bytes_follow_the_shapes():
+    from realtime.runtime.shapes import FULL
+    # The figure: batch 64 over a 2048 bucket in bf16 reads 7.5 GiB
+    # once (the gather path moved about three times that).
+    assert step_counts.kv_bytes(FULL, 2, 64, 2048)["read_mib"] == 64 * 2048 * 2 * 20 * 768 * 2 / 2**20
+    assert step_counts.layer_weight_bytes(FULL, 2) / 2**20 == pytest.approx(360, rel=0.01)
 
 
 class _FailingCapture(StrictGraphCache):

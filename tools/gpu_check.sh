@@ -1,44 +1,58 @@
 #!/usr/bin/env bash
-# The GPU check in one command on a fresh GPU machine:
+# The GPU check in one command on a GPU machine (docs/runtime.md says what
+# must travel with the working tree):
 #
-#   tools/gpu_check.sh          # venv, packages, then tools.gpu_check
+#   tools/gpu_check.sh          # packages from ./.whl if missing, then tools.gpu_check
 #
 # writes gpu_check.json and gpu_check.log into $OUT (or the current directory).
-# A CUDA torch that $PYTHON already has is used as it is, with the runtime's
-# packages installed into $GPU_SITE, put first on PYTHONPATH; otherwise a venv
-# ($GPU_VENV) gets $TORCH_SPEC from $TORCH_INDEX (CUDA 12.8 wheels by default). The runtime's packages come from ./.whl when it
-# holds wheels (no network needed), else from the package index.
+# Whatever happens, gpu_check.json is there at the end: an EXIT trap writes
+# what is known (the step that failed, its exit status, the log's last lines),
+# or adds that to the partial report the check itself left.
 #
-# For a machine without network access, fill ./.whl first on one that has it:
+# Steps, each named in the JSON when it fails:
+#   cuda_torch     $PYTHON must already have a CUDA torch: this script installs
+#                  no torch and never asks a package index (it fails at once);
+#   packages       the runtime's other packages: used as they are when they
+#                  import, else installed from ./.whl (pip --no-index) into
+#                  $GPU_SITE, first on PYTHONPATH; no wheels there: fail at once;
+#   check_install  the installed stack can run the model;
+#   check          python -m tools.gpu_check under a hard time limit.
+#
+# Fill ./.whl on a machine where pip reaches the index, then carry it along:
 #
 #   tools/gpu_check.sh wheels   # wheels for CPython $WHEEL_PY (3.12), x86-64 Linux
 #
-# Variables: PYTHON (python3), GPU_SITE, GPU_VENV (under /tmp), WHEELS (.whl), TORCH_SPEC
-# (torch), TORCH_INDEX, WHEEL_PY (3.12), BUDGET (240 s for the check's
-# sections), LIMIT (290 s hard limit for the whole check).
-set -euo pipefail
+# Variables: PYTHON (python3), GPU_SITE (/tmp/realtime-gpu-site), WHEELS (.whl),
+# WHEEL_PY (3.12), BUDGET (240 s for the check's sections), LIMIT (290 s hard
+# limit for the check), OUT (report folder).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-VENV=${GPU_VENV:-/tmp/realtime-gpu-venv}
 SITE=${GPU_SITE:-/tmp/realtime-gpu-site}
 WHEELS=${WHEELS:-.whl}
-TORCH_SPEC=${TORCH_SPEC:-torch}
-TORCH_INDEX=${TORCH_INDEX:-https://download.pytorch.org/whl/cu128}
 WHEEL_PY=${WHEEL_PY:-3.12}
 BUDGET=${BUDGET:-240}
 LIMIT=${LIMIT:-290}
 OUT_DIR=${OUT:-.}
+REPORT="$OUT_DIR/gpu_check.json"
+LOG="$OUT_DIR/gpu_check.log"
+# pip must never reach for the network on the GPU machine (not even to check
+# its own version).
+export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# What the check imports beyond torch, numpy, scipy, pyyaml, tqdm, requests,
-# safetensors, sympy and numba (pinned to the versions the tests run with;
-# transformers < 5 as requirements/runtime.txt says).
+# What the check imports beyond the GPU machine's torch stack (torch, numpy,
+# scipy, pyyaml, tqdm, requests, safetensors, sympy, numba), pinned to the
+# versions the tests run with (transformers < 5, as requirements/runtime.txt says).
 PACKAGES=(ChatTTS==0.2.5 vocos==0.1.0 encodec==0.1.1 vector-quantize-pytorch==1.32.0
           einx==0.4.3 frozendict==2.5.1 loguru==0.7.3 torch-einops-utils==0.2.0
           pybase16384==0.3.9 cffi==2.1.1 pycparser==3.12 orjson==3.13.0
           transformers==4.57.6 tokenizers==0.22.2 huggingface-hub==0.36.2)
 
 if [[ "${1:-}" == "wheels" ]]; then
+    # The one place this script uses the index: run it where pip reaches one.
+    unset PIP_NO_INDEX
+    set -e
     mkdir -p "$WHEELS"
     plat=()
     for p in manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64; do
@@ -57,37 +71,85 @@ if [[ "${1:-}" == "wheels" ]]; then
 fi
 
 mkdir -p "$OUT_DIR"
-cuda_torch() { "$1" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; }
-if cuda_torch "$PYTHON"; then
-    # Keep the machine's CUDA torch; the packages go to a folder that comes
-    # first on sys.path (a venv made from a venv's python would not see it).
-    PY=$PYTHON
-    mkdir -p "$SITE"
-    export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-    target=(--target "$SITE" --upgrade)
-else
-    [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
-    PY="$VENV/bin/python"
-    cuda_torch "$PY" || "$PY" -m pip install -q "$TORCH_SPEC" --index-url "$TORCH_INDEX"
-    target=()
-fi
-if compgen -G "$WHEELS/*.whl" >/dev/null; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile "${target[@]}" "$WHEELS"/*.whl
-else
-    # Only what the check imports beyond the machine's torch stack (see PACKAGES).
-    "$PY" -m pip install -q "${target[@]}" numpy scipy pyyaml tqdm requests safetensors sympy numba
-    "$PY" -m pip install -q --no-deps "${target[@]}" "${PACKAGES[@]}"
-fi
-"$PY" -c "import realtime.runtime.compat as c; c.check_install()"
+rm -f "$REPORT" "$REPORT.tmp"
+: >"$LOG"
+step=start
+why=""
 
-set +e
-PYTHONUNBUFFERED=1 timeout "$LIMIT" "$PY" -m tools.gpu_check \
-    --out "$OUT_DIR/gpu_check.json" --budget "$BUDGET" 2>&1 | tee "$OUT_DIR/gpu_check.log"
-rc=${PIPESTATUS[0]}
-set -e
-if [[ ! -s "$OUT_DIR/gpu_check.json" ]]; then
-    echo "{\"complete\": false, \"error\": \"gpu_check exited $rc before writing a report\"}" \
-        > "$OUT_DIR/gpu_check.json"
+json_string() {  # $1 as a JSON string (control characters dropped)
+    local s=${1//\\/\\\\}
+    s=${s//\"/\\\"}
+    s=${s//$'\t'/ }
+    s=${s//$'\n'/\\n}
+    printf '"%s"' "$(printf '%s' "$s" | tr -d '\000-\010\013-\037')"
+}
+
+finish() {
+    local rc=$?
+    [[ $rc -eq 0 ]] && return
+    local note tail
+    tail=$(tail -n 20 "$LOG" 2>/dev/null)
+    note="{\"failed_step\": $(json_string "$step"), \"exit_status\": $rc, \"why\": $(json_string "$why"), \"log_tail\": $(json_string "$tail")}"
+    # Keep what the check measured; add where and why the script stopped.
+    if [[ -s "$REPORT" ]] && "$PYTHON" - "$REPORT" "$note" <<'EOF' 2>/dev/null
+import json, sys
+path, note = sys.argv[1], json.loads(sys.argv[2])
+with open(path) as f:
+    report = json.load(f)
+report.update(complete=False, script=note)
+with open(path, "w") as f:
+    json.dump(report, f, indent=1)
+EOF
+    then
+        :
+    else
+        printf '{"complete": false, "script": %s}\n' "$note" >"$REPORT"
+    fi
+    echo "gpu_check.sh: failed at step '$step' (status $rc): $why; report in $REPORT" >&2
+}
+trap finish EXIT
+
+fail() {  # fail STATUS WHY
+    why=$2
+    echo "gpu_check.sh: $why" | tee -a "$LOG" >&2
+    exit "$1"
+}
+
+logged() {  # run "$@", its output to the terminal and the log
+    "$@" 2>&1 | tee -a "$LOG"
+    return "${PIPESTATUS[0]}"
+}
+
+step=cuda_torch
+logged "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda); \
+assert torch.cuda.is_available(), 'torch.cuda.is_available() is False'" \
+    || fail 2 "$PYTHON has no CUDA torch; this script installs none: set PYTHON to a python with one"
+
+step=packages
+mkdir -p "$SITE"
+export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+if logged "$PYTHON" -c "import realtime.runtime.compat as c; c.check_install()"; then
+    echo "gpu_check.sh: the runtime's packages are already there" | tee -a "$LOG"
+elif compgen -G "$WHEELS/*.whl" >/dev/null; then
+    # The machine's torch stays; the packages go to a folder first on sys.path.
+    logged "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --upgrade \
+        --target "$SITE" "$WHEELS"/*.whl || fail 3 "pip could not install $WHEELS/*.whl into $SITE"
+else
+    fail 3 "the runtime's packages are missing and $WHEELS holds no wheels: run 'tools/gpu_check.sh wheels' where pip reaches the index and carry $WHEELS along (docs/runtime.md)"
 fi
-echo "gpu_check exit status $rc; report in $OUT_DIR/gpu_check.json"
+
+step=check_install
+logged "$PYTHON" -c "import realtime.runtime.compat as c; c.check_install()" \
+    || fail 3 "the installed packages cannot run the model (see the log)"
+
+step=check
+PYTHONUNBUFFERED=1 logged timeout -k 10 "$LIMIT" "$PYTHON" -m tools.gpu_check \
+    --out "$REPORT" --budget "$BUDGET"
+rc=$?
+case $rc in
+    0) echo "gpu_check: every section passed; report in $REPORT" ;;
+    1) why="a section failed or was skipped (see the report)" ;;
+    124|137) why="killed after the $LIMIT s limit" ;;
+    *) why="tools.gpu_check exited with status $rc" ;;
+esac
 exit "$rc"
