@@ -3,8 +3,11 @@
 A decode graph is captured per (batch size, KV length bucket), a prefill
 graph per (batch size, prompt bucket). Each owns static input tensors; a
 replay copies the step's inputs into them and returns the graph's static
-output, which the caller must consume before the next replay (the runner
-does: it stores hidden states and samples right away). Shapes not captured
+output, which the caller must consume before the next replay. A decode graph
+is the whole decode step (``step.DeviceStep.decode``: per-slot state in,
+model, sampling, codes stored, state advanced, EOS flags [B] out); its one
+input is the rows' slot ids. A prefill graph is the model's prefill (hidden
+states out; the runner samples the first codes right away). Shapes not captured
 return None and the runner runs the same code eagerly. All graphs share one
 memory pool. Capture happens at start-up (``capture_all``, from
 ``ModelRunner.warmup``) with progress logged; scratch-slot inputs make the
@@ -16,7 +19,7 @@ CUDA graph rules this relies on: the captured code reads no device value on
 the host and branches only on shapes (the model's decode/prefill, gather
 path); every input lives in a static tensor allocated outside the graph and
 every output is the graph's own tensor; no random numbers are drawn inside
-(sampling runs after the replay, eagerly, with counter-based noise). Graphs
+(sampling's noise is a hash of seed, step and index, computed on the device). Graphs
 share one pool, so one graph's replay may overwrite memory another graph's
 output lives in: an output is valid only until the next replay of any graph.
 
@@ -43,28 +46,35 @@ class _Captured:
     graph: torch.cuda.CUDAGraph
     inputs: tuple
     output: torch.Tensor
+    source: object = None  # the tensor last copied into ``inputs[0]`` (decode)
 
 
 class GraphCache:
     def __init__(self):
         self.decode_graphs: dict[tuple[int, int], _Captured] = {}
         self.prefill_graphs: dict[tuple[int, int], _Captured] = {}
-        self.model = self.cache = None
+        self.model = self.cache = self.step = None
         self.pool = None
         self.nbytes = 0
         self.errors: list[str] = []
 
-    def bind(self, model, cache) -> None:
+    def bind(self, model, cache, step=None) -> None:
+        """The model and KV cache to capture; ``step`` (a ``DeviceStep``),
+        for decode graphs, may come later from ``capture_all``'s runner."""
         self.model, self.cache = model, cache
+        self.step = step if step is not None else self.step
 
     # --- replay -----------------------------------------------------------------------
 
-    def decode(self, x, slots, pos, kv_len: int):
-        entry = self.decode_graphs.get((x.shape[0], kv_len))
+    def decode(self, slots, kv_len: int):
+        """Replay the decode step of rows ``slots`` [B] (a device tensor);
+        EOS flags [B], or None when (B, kv_len) was not captured."""
+        entry = self.decode_graphs.get((slots.shape[0], kv_len))
         if entry is None:
             return None
-        for dst, src in zip(entry.inputs, (x, slots, pos)):
-            dst.copy_(src)
+        if entry.source is not slots:  # the runner keeps one tensor per batch composition
+            entry.inputs[0].copy_(slots)
+            entry.source = slots
         entry.graph.replay()
         return entry.output
 
@@ -98,13 +108,9 @@ class GraphCache:
         return _Captured(graph, inputs, output)
 
     def capture_decode(self, batch: int, kv_len: int) -> None:
-        m, c = self.model, self.cache
-        dev = m.device
-        inputs = (torch.zeros(batch, m.shape.hidden, dtype=m.dtype, device=dev),
-                  torch.full((batch,), c.scratch, dtype=torch.int64, device=dev),
-                  torch.zeros(batch, dtype=torch.int64, device=dev))
-        self.decode_graphs[(batch, kv_len)] = self._capture(
-            lambda x, s, p: m.decode(x, s, p, c, kv_len), inputs)
+        step = self.step
+        inputs = (torch.full((batch,), self.cache.scratch, dtype=torch.int64, device=self.model.device),)
+        self.decode_graphs[(batch, kv_len)] = self._capture(lambda s: step.decode(s, kv_len), inputs)
 
     def capture_prefill(self, batch: int, length: int) -> None:
         m, c = self.model, self.cache
@@ -116,6 +122,7 @@ class GraphCache:
 
     def capture_all(self, runner) -> None:
         """Capture every configured shape of ``runner``; logs progress and memory."""
+        self.step = runner.step
         batches = [b for b in runner.batch_sizes if b <= runner.max_slots]
         buckets = [min(k, runner.max_len) for k in runner.kv_buckets]
         prompts = [p for p in runner.prompt_buckets if p < runner.max_len]
