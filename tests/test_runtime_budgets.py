@@ -18,8 +18,9 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_runner
 
+from realtime.runtime.shapes import FULL
 from tools import strict_graphs
-from tools.device_counts import DEVICE, DeviceCounter
+from tools.device_counts import DEVICE, DeviceCounter, kv_bytes_per_step
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ DECODE_STEP_BLOCKING = 1  # the EOS read
 DECODE_STEP_H2D = 0  # device-side step state; slot ids only when the batch changes
 DECODE_STEP_D2H = 1  # the EOS flags: the scheduler needs them
 GRAPH_STEP_LAUNCHES = 1  # the decode graph's replay, sampling included
+KV_IN_PLACE_SHARE = 0.35  # K/V bytes in place vs gathered at batch 64 of 64 slots (65/192)
 VOCODER_CALL_BLOCKING = 1  # the audio read back for the wire
 VOCODER_CALLS_PER_STEP_32_STREAMS = 32  # every stream renders alone; #12: 1
 
@@ -100,6 +102,22 @@ def test_a_change_of_batch_sends_slot_ids_without_blocking():
     assert prefill.h2d == 0 and prefill.h2d_async == 2
     assert joined.blocking == DECODE_STEP_BLOCKING and joined.h2d_async == 1
     d.run()
+
+
+def test_kv_bytes_per_step_on_the_graph_path():
+    # Full size, bf16, 64 slots: at batch 64 and a 2048 bucket, gathering
+    # moved ~24 GB per step; attending in place reads each K/V byte once.
+    gather = kv_bytes_per_step(FULL, 64, 64, 2048, in_place=False)
+    chosen = kv_bytes_per_step(FULL, 64, 64, 2048)
+    log.info("KV bytes per step, full size bf16, 64 slots, batch 64 x 2048: gather %.2f GB, "
+             "in place %.2f GB", gather["total"] / 1e9, chosen["total"] / 1e9)
+    assert chosen["in_place"] and chosen["total"] <= gather["total"] * KV_IN_PLACE_SHARE
+    small = kv_bytes_per_step(FULL, 64, 1, 2048)  # one row of 64 slots: gathering is cheaper
+    assert not small["in_place"] and small["total"] < chosen["total"] / 8
+    runner = tiny_runner(**SHAPES)
+    cache = strict_graphs.install(runner)
+    for b, _ in cache.decode_graphs:
+        assert runner.cache.reads_in_place(b) == bool(kv_bytes_per_step(runner.shape, 4, b, 64)["in_place"])
 
 
 def test_vocoder_call_transfers():

@@ -218,9 +218,10 @@ def test_rows_in_one_ascending_run_of_slots_read_the_cache_through_a_view(monkey
     seen = []
     real = r.model.decode
 
-    def spy(x, slots, pos, cache, kv_len, first_slot=None):
+    def spy(x, slots, pos, cache, kv_len, first_slot=None, in_place=False):
         seen.append(first_slot)
-        return real(x, slots, pos, cache, kv_len, first_slot)
+        assert not in_place  # eager decode never attends over every slot
+        return real(x, slots, pos, cache, kv_len, first_slot, in_place)
 
     monkeypatch.setattr(r.model, "decode", spy)
     work = [r.prepare(request(TEXTS[1], seed=i, min_new_tokens=9)).work for i in range(3)]

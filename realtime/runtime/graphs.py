@@ -6,7 +6,9 @@ replay copies the step's inputs into them and returns the graph's static
 output, which the caller must consume before the next replay. A decode graph
 is the whole decode step (``step.DeviceStep.decode``: per-slot state in,
 model, sampling, codes stored, state advanced, EOS flags [B] out); its one
-input is the rows' slot ids. A prefill graph is the model's prefill (hidden
+input is the rows' slot ids. Its attention reads K/V in place or gathers
+the rows, whichever moves fewer bytes at its batch size
+(``KVCache.reads_in_place``). A prefill graph is the model's prefill (hidden
 states out; the runner samples the first codes right away). Shapes not captured
 return None and the runner runs the same code eagerly. All graphs share one
 memory pool. Capture happens at start-up (``capture_all``, from
@@ -108,9 +110,10 @@ class GraphCache:
         return _Captured(graph, inputs, output)
 
     def capture_decode(self, batch: int, kv_len: int) -> None:
-        step = self.step
+        step, in_place = self.step, self.cache.reads_in_place(batch)
         inputs = (torch.full((batch,), self.cache.scratch, dtype=torch.int64, device=self.model.device),)
-        self.decode_graphs[(batch, kv_len)] = self._capture(lambda s: step.decode(s, kv_len), inputs)
+        self.decode_graphs[(batch, kv_len)] = self._capture(
+            lambda s: step.decode(s, kv_len, in_place=in_place), inputs)
 
     def capture_prefill(self, batch: int, length: int) -> None:
         m, c = self.model, self.cache

@@ -115,17 +115,20 @@ class DeviceStep:
         self.state.advance(slots, position, steps)
         return (codes == EOS_CODE).any(dim=1)
 
-    def decode(self, slots: torch.Tensor, kv_len: int, first_slot: int | None = None) -> torch.Tensor:
+    def decode(self, slots: torch.Tensor, kv_len: int, first_slot: int | None = None,
+               in_place: bool = False) -> torch.Tensor:
         """One decode step of the rows in ``slots`` [B] (padding rows: the
         scratch slot); attention over [0, kv_len). ``first_slot``: the rows
-        are the ascending run of slots from it (eager only). Returns EOS [B]."""
+        are the ascending run of slots from it (eager only); ``in_place``:
+        every slot attends over the cache as it lies (``StaticGPT.decode``).
+        Returns EOS [B]."""
         s = self.state
         position = s.position.index_select(0, slots)
         steps = s.steps.index_select(0, slots)
         # The scratch slot has 0 steps: its "previous code" is any stored one.
         prev = self.codes[slots, steps - 1]  # [B, Q]
         x = self.model.embed_codes(prev)
-        hidden = self.model.decode(x, slots, position, self.cache, kv_len, first_slot)
+        hidden = self.model.decode(x, slots, position, self.cache, kv_len, first_slot, in_place)
         return self.sample_and_store(hidden, slots, position, steps)
 
     def first_codes(self, final: torch.Tensor, slots: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
