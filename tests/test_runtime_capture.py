@@ -70,40 +70,61 @@ def test_graph_path_decodes_as_upstream(graph_runner, references):
     assert sum(e.graph.replays for e in cache.prefill_graphs.values()) > prefills_before
 
 
+def _device_state(runner) -> list[torch.Tensor]:
+    """Everything a decode step reads or writes on the device."""
+    st = runner.step.state
+    p = st.params
+    return [*runner.cache.k, *runner.cache.v, runner.codes, runner.hidden, st.position, st.steps,
+            p.temperature, p.top_p_cut, p.top_k, p.penalty, p.min_new, p.seed]
+
+
 def _clone_cache(cache):
     return [t.clone() for t in cache.k + cache.v]
 
 
-def _restore(cache, saved):
-    for t, s in zip(cache.k + cache.v, saved):
+def _restore(tensors, saved):
+    for t, s in zip(tensors, saved):
         t.copy_(s)
 
 
-def test_replay_at_other_slots_and_positions_matches_eager(graph_runner):
-    runner, cache = graph_runner, graph_runner.graphs
-    m, kv = runner.model, runner.cache
-    gen = torch.Generator().manual_seed(0)
-    for layer in kv.k + kv.v:  # a cache full of distinct values
+def _random_state(runner, gen) -> None:
+    """Distinct K/V and codes everywhere; slots 0-3 mid-stream at distinct
+    positions with distinct sampling parameters."""
+    for layer in runner.cache.k + runner.cache.v:
         layer.copy_(torch.randn(layer.shape, generator=gen))
-    saved = _clone_cache(kv)
+    runner.codes.copy_(torch.randint(0, runner.shape.num_audio_tokens - 1, runner.codes.shape, generator=gen))
+    st = runner.step.state
+    n = 4
+    st.set_rows(torch.arange(n), torch.tensor([40, 7, 63, 12]), torch.tensor([20, 3, 30, 17]))
+    ints = torch.tensor([[3, 0, 11], [20, 5, 12], [7, 0, 13], [626, 0, 14]])
+    floats = torch.tensor([[0.3, 0.3, 1.05], [1.0, 0.1, 1.2], [0.7, 0.5, 1.0], [1e-5, 0.3, 1.05]])
+    st.load(torch.arange(n), ints, floats)
+
+
+def test_replay_at_other_slots_and_positions_matches_eager(graph_runner):
+    # The whole decode step (state, model, sampling, stores, advance) as a
+    # graph, replayed at slots it was not captured with, equals the eager step.
+    runner, cache = graph_runner, graph_runner.graphs
+    gen = torch.Generator().manual_seed(0)
+    _random_state(runner, gen)
+    saved = [t.clone() for t in _device_state(runner)]
     other = cache.decode_graphs[(1, 64)]
-    other_out = cache.decode(torch.randn(1, m.shape.hidden, generator=gen),
-                             torch.tensor([2]), torch.tensor([5]), 64)
-    assert other_out is other.output and other_out.isfinite().all()
-    for slots, pos in (([3, 0], [40, 7]), ([1, 2], [63, 0]), ([0, 3], [12, 33])):
-        x = torch.randn(2, m.shape.hidden, generator=gen)
-        s, p = torch.tensor(slots), torch.tensor(pos)
-        _restore(kv, saved)
-        want = m.decode(x, s, p, kv, 64)
-        want_kv = _clone_cache(kv)
-        _restore(kv, saved)
-        got = cache.decode(x, s, p, 64)
+    other_out = cache.decode(torch.tensor([2]), 64)
+    assert other_out is other.output and other_out.dtype == torch.bool
+    for slots in ([3, 0], [1, 2], [0, 3]):
+        s = torch.tensor(slots)
+        _restore(_device_state(runner), saved)
+        want = runner.step.decode(s, 64).clone()
+        want_state = [t.clone() for t in _device_state(runner)]
+        _restore(_device_state(runner), saved)
+        got = cache.decode(s, 64)
         assert got is cache.decode_graphs[(2, 64)].output
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-        for a, b in zip(_clone_cache(kv), want_kv):
+        assert torch.equal(got, want)
+        for a, b in zip(_device_state(runner), want_state):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
         # One pool: the other graph's output did not survive this replay.
-        assert other.output.isnan().all()
+        assert other.output.all()
+    _restore(_device_state(runner), saved)
 
 
 def test_a_branch_frozen_at_capture_is_caught_by_replay(graph_runner):
@@ -121,7 +142,7 @@ def test_a_branch_frozen_at_capture_is_caught_by_replay(graph_runner):
     x, s, p = torch.randn(1, m.shape.hidden, generator=gen), torch.tensor([1]), torch.tensor([20])
     saved = _clone_cache(kv)
     want = m.decode(x, s, p, kv, 64)
-    _restore(kv, saved)
+    _restore(kv.k + kv.v, saved)
     for dst, src in zip(frozen.inputs, (x, s, p)):
         dst.copy_(src)
     frozen.graph.replay()
@@ -132,9 +153,9 @@ def test_a_new_graphs_output_is_poisoned_until_replayed(graph_runner):
     entry = graph_runner.graphs.prefill_graphs[(1, 32)]
     runner = graph_runner
     cache = StrictGraphCache()
-    cache.bind(runner.model, runner.cache)
+    cache.bind(runner.model, runner.cache, runner.step)
     cache.capture_decode(1, 64)
-    assert cache.decode_graphs[(1, 64)].output.isnan().all()
+    assert cache.decode_graphs[(1, 64)].output.all()  # every row "finished"
     del entry
 
 

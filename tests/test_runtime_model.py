@@ -66,3 +66,29 @@ def test_grouped_query_attention_is_refused():
     shape = dataclasses.replace(a.shape, kv_heads=a.shape.heads // 2)
     with pytest.raises(ValueError, match="grouped-query attention is not used by ChatTTS"):
         StaticGPT(shape, a.gpt_state, a.embed, torch.device("meta"), torch.bfloat16)
+
+
+def test_attention_in_place_equals_the_gathered_rows():
+    # Every slot attending over the cache as it lies, then the rows picked
+    # out, is the same attention as gathering the rows' slots: hidden states
+    # and the K/V written, at scattered slots and positions, with padding
+    # rows sharing the scratch slot.
+    a = fidelity_assets()
+    m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32)
+    cache = KVCache(a.shape, slots=6, max_len=64, dtype=torch.float32, device="cpu")
+    gen = torch.Generator().manual_seed(3)
+    for t in cache.k + cache.v:
+        t.copy_(torch.randn(t.shape, generator=gen))
+    saved = [t.clone() for t in cache.k + cache.v]
+    x = torch.randn(5, a.shape.hidden, generator=gen)
+    slots = torch.tensor([4, 0, 2, cache.scratch, cache.scratch])
+    pos = torch.tensor([40, 3, 63, 0, 0])
+    gathered = m.decode(x, slots, pos, cache, 64)
+    written = [t[:5].clone() for t in cache.k + cache.v]  # without the scratch slot
+    for t, s in zip(cache.k + cache.v, saved):
+        t.copy_(s)
+    in_place = m.decode(x, slots, pos, cache, 64, in_place=True)
+    torch.testing.assert_close(in_place[:3], gathered[:3], rtol=1e-5, atol=1e-5)
+    for t, w in zip(cache.k + cache.v, written):
+        torch.testing.assert_close(t[:5], w, rtol=1e-5, atol=1e-5)  # later layers: rounding
+    assert not cache.reads_in_place(2) and cache.reads_in_place(3)  # 7 slots: 3 x 2 < 7 <= 3 x 3

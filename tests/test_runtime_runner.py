@@ -9,6 +9,7 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_runner
 
+from realtime.runtime import runner as runner_module
 from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
 from realtime.runtime.runner import PUSH_EVERY, JobSpec, _Job
 from realtime.runtime.vocoder import audio_samples
@@ -217,9 +218,10 @@ def test_rows_in_one_ascending_run_of_slots_read_the_cache_through_a_view(monkey
     seen = []
     real = r.model.decode
 
-    def spy(x, slots, pos, cache, kv_len, first_slot=None):
+    def spy(x, slots, pos, cache, kv_len, first_slot=None, in_place=False):
         seen.append(first_slot)
-        return real(x, slots, pos, cache, kv_len, first_slot)
+        assert not in_place  # eager decode never attends over every slot
+        return real(x, slots, pos, cache, kv_len, first_slot, in_place)
 
     monkeypatch.setattr(r.model, "decode", spy)
     work = [r.prepare(request(TEXTS[1], seed=i, min_new_tokens=9)).work for i in range(3)]
@@ -243,24 +245,53 @@ def test_rows_in_one_ascending_run_of_slots_read_the_cache_through_a_view(monkey
     assert not r.jobs
 
 
-def test_sampling_parameters_are_built_once_per_batch(monkeypatch):
-    # Steady steps reuse the batch's device-side parameters (building them
-    # is host->device copies); a change of batch rebuilds them.
+def test_steady_steps_send_nothing_to_the_device(monkeypatch):
+    # Sampling parameters and positions live per slot on the device: a
+    # prefill sends its prompts and parameters (two copies), a decode batch
+    # its slot ids when its composition changes, a steady step nothing.
     r = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64,))
-    built = []
-    real = r._row_params
-    monkeypatch.setattr(r, "_row_params", lambda jobs: built.append(len(jobs)) or real(jobs))
+    sent = []
+    real = runner_module.upload
+    monkeypatch.setattr(runner_module, "upload", lambda t, dev: sent.append(t.numel()) or real(t, dev))
     d = Driver(r)
     d.add(1, request(TEXTS[0], seed=1, min_new_tokens=8, max_new_tokens=8))
     d.add(2, request(TEXTS[1], seed=2, min_new_tokens=8, max_new_tokens=8))
+    counts = []
+    for _ in range(4):
+        before = len(sent)
+        d.step()
+        counts.append(len(sent) - before)
+    assert counts == [2, 1, 0, 0]  # prefill; the batch's slots once; steady
+    d.add(3, request(TEXTS[2], seed=3, min_new_tokens=4, max_new_tokens=4))
+    before = len(sent)
+    d.step()  # a prefill and the old batch's decode
+    d.step()  # a new composition: 3 rows
+    assert len(sent) - before == 3
+    d.run()
+
+
+def test_a_failure_after_the_state_advanced_is_undone_on_retry(runner, monkeypatch):
+    # Out of memory after the device drew and stored codes: the jobs got
+    # nothing, so the next step must start from the host's record again.
+    d = Driver(runner)
+    d.add(21, request(TEXTS[1], seed=5, min_new_tokens=12, max_new_tokens=12))
     for _ in range(4):
         d.step()
-    assert built == [2, 2]  # the prefill's, then the decode batch's once
-    d.add(3, request(TEXTS[2], seed=3, min_new_tokens=4, max_new_tokens=4))
-    d.step()
-    d.step()
-    assert built == [2, 2, 1, 3]
+    ref = Driver(tiny_runner(max_slots=4))
+    ref.add(21, request(TEXTS[1], seed=5, min_new_tokens=12, max_new_tokens=12))
+    ref.run()
+    real = runner.step.sample_and_store
+
+    def late_boom(*a, **k):
+        real(*a, **k)
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated, after the draw)")
+
+    monkeypatch.setattr(runner.step, "sample_and_store", late_boom)
+    out = runner.execute(d.plan())
+    assert out.oom and not out.tokens
+    monkeypatch.setattr(runner.step, "sample_and_store", real)
     d.run()
+    assert torch.equal(d.codes[21], ref.codes[21])
 
 
 def test_prepare_bounds_the_prompt_and_the_codes_by_the_cache():

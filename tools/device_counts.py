@@ -247,3 +247,33 @@ def one_launch(what: str):
     finally:
         for counter in _active:
             counter.suspended -= 1
+
+
+def kv_bytes_per_step(shape, slots: int, batch: int, kv_len: int, element_size: int = 2,
+                      in_place: bool | None = None) -> dict[str, int]:
+    """K/V bytes a decode step moves through device memory, modelled from the
+    shapes (the counter above cannot see bytes).
+
+    ``shape``: a ``ModelShape``; ``slots``: KV slots (the scratch slot comes
+    on top); ``batch``, ``kv_len``: the step's padded shape; ``element_size``:
+    2 for bf16/fp16. ``in_place``: the graph path's choice, by default
+    ``KVCache.reads_in_place``'s rule. Per layer, K and V of a row at one
+    position are ``2 * H * Dh`` elements. Gathering reads the rows' K/V,
+    writes the copy and attention reads it again (3 x B rows); in place,
+    attention reads every slot once (S + 1 rows). Both write the step's new
+    K/V (B positions). Returns ``read``, ``written`` and ``total`` bytes per
+    step, and ``in_place`` (0 or 1).
+    """
+    from realtime.runtime.model import reads_in_place
+
+    row = 2 * shape.kv_heads * shape.head_dim * kv_len * element_size  # one slot, one layer
+    if in_place is None:
+        in_place = reads_in_place(slots, batch)
+    new = 2 * shape.kv_heads * shape.head_dim * element_size * batch
+    if in_place:
+        read, written = (slots + 1) * row, new
+    else:
+        read, written = 2 * batch * row, batch * row + new
+    layers = shape.layers
+    return {"read": read * layers, "written": written * layers,
+            "total": (read + written) * layers, "in_place": int(in_place)}

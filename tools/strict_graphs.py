@@ -20,9 +20,10 @@ replays that graph. What a real capture would break on fails here too:
   a replay at other slots and positions stops matching eager (the tests
   compare them);
 - outputs read after another replay: every replay, and every capture,
-  fills the outputs of all other graphs of the cache with NaN (one memory
-  pool: on CUDA the next replay may overwrite them), and a new graph's
-  output is NaN until its first replay (a capture runs nothing);
+  poisons the outputs of all other graphs of the cache (NaN; True for the
+  decode step's EOS flags; one memory pool: on CUDA the next replay may
+  overwrite them), and a new graph's output is poisoned until its first
+  replay (a capture runs nothing);
 - inputs not passed through the static input tensors: the trace holds the
   tensors it was captured with, as a CUDA graph holds their addresses.
 
@@ -162,6 +163,17 @@ class CaptureGuard(TorchDispatchMode):
         return out
 
 
+def poison(output: torch.Tensor) -> None:
+    """Fill a graph's output with what no step makes: NaN, or True for flags
+    (every row "finished"), or -1 for integers."""
+    if output.is_floating_point():
+        output.fill_(math.nan)
+    elif output.dtype == torch.bool:
+        output.fill_(True)
+    else:
+        output.fill_(-1)
+
+
 class StrictGraph:
     """Stands in for ``torch.cuda.CUDAGraph``: ``replay`` runs the traced
     graph on the static inputs and copies its result into the static output,
@@ -175,14 +187,14 @@ class StrictGraph:
 
     def poison_others(self) -> None:
         for other in self.pool:
-            if other is not self and other.output.is_floating_point():
-                other.output.fill_(math.nan)
+            if other is not self:
+                poison(other.output)
 
     @torch.no_grad()
     def replay(self) -> None:
-        self.poison_others()
         self.replays += 1
-        with device_counts.one_launch("graph replay"):
+        with device_counts.one_launch("graph replay"):  # the poisoning is the harness's own
+            self.poison_others()
             self.output.copy_(self.traced(*self.inputs))
 
 
@@ -203,8 +215,7 @@ class StrictGraphCache(GraphCache):
                 output = traced(*inputs)  # the graph's own output tensor
         graph = StrictGraph(traced, inputs, output, self.strict_pool)
         graph.poison_others()
-        if output.is_floating_point():
-            output.fill_(math.nan)  # a capture runs nothing: no valid output yet
+        poison(output)  # a capture runs nothing: no valid output yet
         log.debug("strict capture: %d aten ops", len(traced.graph.nodes))
         return _Captured(graph, inputs, output)  # type: ignore[arg-type]
 

@@ -13,9 +13,15 @@ bucket), masked per row by that row's position, so stale entries beyond a
 slot's length are never seen and a freed slot needs no clearing.
 
 Decode rows whose slots form one ascending run read the cache through a view;
-otherwise the rows' slots are gathered (the only path inside CUDA graphs,
-where shapes and code paths must not change). An extra scratch slot absorbs
-the writes of padding rows.
+otherwise the rows' slots are gathered, or (``in_place``, for CUDA graphs
+of batches large enough that it moves fewer bytes, see
+``KVCache.reads_in_place``) every slot attends in place: the rows' queries
+are scattered into a per-slot query tensor, attention runs over the whole
+cache as it lies (a strided view, no copy) masked by each slot's position,
+and the rows' outputs are picked back out. Each K/V byte is then read once
+instead of gathered (read, written) and read again. Inside a graph shapes
+and code paths must not change, so a graph uses one of the last two for all
+its replays. An extra scratch slot absorbs the writes of padding rows.
 
 Shapes: D hidden, H heads, Dh head dim, Q codebooks, V audio ids, S slots.
 Thread: the model thread; no method reads a device value back to the host.
@@ -27,6 +33,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +43,13 @@ from realtime.runtime.gemm_plan import GemmPolicy, prepare_matrices, summary, ta
 from realtime.runtime.shapes import ModelShape
 
 log = logging.getLogger(__name__)
+
+
+def reads_in_place(slots: int, batch: int) -> bool:
+    """Attending over all ``slots`` + 1 (scratch) slots in place reads S + 1
+    slots' K/V once; gathering ``batch`` rows reads, writes and reads again
+    B slots' worth. True when in place moves no more bytes."""
+    return slots + 1 <= 3 * batch
 
 
 class KVCache:
@@ -56,6 +70,13 @@ class KVCache:
         self.slots, self.max_len, self.scratch = slots, max_len, slots
         self.heads = shape.kv_heads
         self.nbytes = sum(t.numel() * t.element_size() for t in kv)
+
+    def reads_in_place(self, batch: int) -> bool:
+        """Whether a decode graph of ``batch`` rows attends over every slot in
+        place (reads all S + 1 slots once) rather than gathering its rows
+        (reads, writes and reads again B slots): the one that moves fewer
+        bytes."""
+        return reads_in_place(self.slots, batch)
 
     def decode_rows(self, slots: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """Row indices into ``rows[layer]`` of (K or V, slot, head, pos): [B, 2, H]."""
@@ -112,11 +133,14 @@ class StaticGPT:
                                       w_down=down))
         self.norm = w("norm.weight")
         with torch.no_grad():
-            self.emb_text = embed.emb_text.weight.detach().to(device=device, dtype=dtype)
-            self.emb_code = torch.stack([e.weight.detach() for e in embed.emb_code]).to(
+            emb_text = cast(torch.nn.Embedding, embed.emb_text)
+            emb_code = cast(torch.nn.ModuleList, embed.emb_code)
+            head_code = cast(torch.nn.ModuleList, embed.head_code)
+            self.emb_text = emb_text.weight.detach().to(device=device, dtype=dtype)
+            self.emb_code = torch.stack([cast(torch.nn.Embedding, e).weight.detach() for e in emb_code]).to(
                 device=device, dtype=dtype)  # [Q, V, D]
             # Weight norm folded once: reading .weight evaluates g * v / |v|.
-            heads = torch.cat([h.weight.detach() for h in embed.head_code], 0)  # [Q*V, D]
+            heads = torch.cat([cast(torch.nn.Linear, h).weight.detach() for h in head_code], 0)  # [Q*V, D]
         heads_gemm = dataclasses.replace(gemm, mode="auto") \
             if gemm.mode == "int8" else gemm  # logits stay fp32
         (self.heads,), head_choice = prepare_matrices([heads.to(device=device, dtype=torch.float32)],
@@ -219,12 +243,14 @@ class StaticGPT:
         return self._final(x)
 
     def decode(self, x: torch.Tensor, slots: torch.Tensor, pos: torch.Tensor, cache: KVCache,
-               kv_len: int, first_slot: int | None = None) -> torch.Tensor:
+               kv_len: int, first_slot: int | None = None, in_place: bool = False) -> torch.Tensor:
         """One position per row: ``x`` [B, D] at ``pos`` [B] of ``slots`` [B].
 
         Attends over cache positions [0, kv_len) masked to <= pos. With
         ``first_slot`` set, the rows are slots first_slot .. first_slot+B-1 and
-        the cache is read through a view instead of a gather.
+        the cache is read through a view instead of a gather; with
+        ``in_place``, every slot attends over the cache as it lies (real rows
+        must name distinct slots; padding rows share the scratch slot).
         Returns fp32 hidden [B, D] (a new tensor).
         """
         b, d = x.shape
@@ -236,10 +262,7 @@ class StaticGPT:
         sin[..., :half].neg_()  # rotate_half's sign folded in (a fresh gather)
         sin_lo, sin_hi = sin[..., :half], sin[..., half:]
         kv_rows = cache.decode_rows(slots, pos)  # [B, 2, H]
-        # An additive mask: SDPA would convert a boolean one per layer.
-        keep = torch.arange(kv_len, device=x.device).unsqueeze(0) <= pos.unsqueeze(1)
-        mask = torch.zeros(b, 1, 1, kv_len, dtype=x.dtype, device=x.device)
-        mask.masked_fill_(~keep.view(b, 1, 1, kv_len), -float("inf"))
+        mask = self._mask(slots, pos, cache, kv_len, in_place)
         rotated = torch.empty(b, 2, h, hd, dtype=x.dtype, device=x.device)
         rot_lo, rot_hi = rotated[..., :half], rotated[..., half:]
         x = x.clone()  # the residual stream, updated in place
@@ -252,6 +275,11 @@ class StaticGPT:
             qk.mul_(cos).add_(rotated)
             cache.rows[i].index_put_((kv_rows,), qkv[:, 1:])  # K and V at (slot, pos)
             kc, vc = cache.k[i], cache.v[i]
+            if in_place:
+                a = self._attend_in_place(qkv[:, 0], slots, kc, vc, mask, kv_len)
+                x.add_(matmul(a, layer.w_o))
+                x.add_(self._mlp(layer, self._rms(x, layer.ln2)))
+                continue
             if first_slot is not None:
                 keys = kc[first_slot:first_slot + b, :, :kv_len]
                 values = vc[first_slot:first_slot + b, :, :kv_len]
@@ -262,3 +290,27 @@ class StaticGPT:
             x.add_(matmul(a.reshape(b, d), layer.w_o))
             x.add_(self._mlp(layer, self._rms(x, layer.ln2)))
         return self._final(x)
+
+    @staticmethod
+    def _mask(slots: torch.Tensor, pos: torch.Tensor, cache: KVCache, kv_len: int,
+              in_place: bool) -> torch.Tensor:
+        """The additive attention mask (SDPA would convert a boolean one per
+        layer): [B, 1, 1, kv_len] per row, or [S + 1, 1, 1, kv_len] per slot
+        in place, where slots outside the batch see position 0 only (no
+        all-masked row, no NaN; their outputs are never read)."""
+        if in_place:
+            pos = torch.zeros(cache.slots + 1, dtype=pos.dtype, device=pos.device).index_copy_(0, slots, pos)
+        rows = pos.shape[0]
+        keep = torch.arange(kv_len, device=pos.device).unsqueeze(0) <= pos.unsqueeze(1)
+        mask = torch.zeros(rows, 1, 1, kv_len, dtype=cache.k[0].dtype, device=pos.device)
+        return mask.masked_fill_(~keep.view(rows, 1, 1, kv_len), -float("inf"))
+
+    @staticmethod
+    def _attend_in_place(q: torch.Tensor, slots: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+                         mask: torch.Tensor, kv_len: int) -> torch.Tensor:
+        """Attention of queries ``q`` [B, H, Dh] of ``slots`` over the cache as
+        it lies: [B, H * Dh]."""
+        b, h, hd = q.shape
+        per_slot = q.new_zeros(kc.shape[0], h, 1, hd).index_copy_(0, slots, q.unsqueeze(2))
+        a = F.scaled_dot_product_attention(per_slot, kc[:, :, :kv_len], vc[:, :, :kv_len], attn_mask=mask)
+        return a.index_select(0, slots).reshape(b, h * hd)

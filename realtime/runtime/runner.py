@@ -7,10 +7,19 @@ exactly as planned:
 
 1. release: the plan's released jobs are dropped;
 2. prefill: new jobs run their prompts in the KV slots the plan names
-   (batched, right padded) and draw their first code;
-3. decode: every decode job advances one code;
-4. one host read of the step's EOS flags (the scheduler needs to know who
-   finished before it can plan the next step; this is the only sync);
+   (batched, right padded) and draw their first code; their prompts and
+   sampling parameters cross to the device in two non-blocking copies;
+3. decode: every decode job advances one code, entirely on the device
+   (``step.DeviceStep``: per-slot positions, code counts and sampling
+   parameters live there); its only input, the rows' slot ids, crosses when
+   the batch's composition changes (one non-blocking copy), so a steady step
+   sends nothing;
+4. one blocking host read of the step's EOS flags, prefill and decode
+   together. It is read in the step that drew them, not after the next step
+   is launched: ``StepOutput`` reports who finished in this step, the
+   scheduler releases their slots and plans the next step from that, and a
+   job that drew EOS must not decode again (deferring the read would change
+   that contract and waste a step per finished job);
 5. audio: streaming jobs push new hidden states into their ``VocoderStream``
    every ``PUSH_EVERY`` codes; any finishing job gets the rest of its audio
    (streamed or one-shot) in this step's output and is dropped.
@@ -49,8 +58,8 @@ from realtime.runtime.api import (
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
 from realtime.runtime.gemm_plan import policy_for
 from realtime.runtime.model import KVCache, StaticGPT
-from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
-from realtime.runtime.shapes import EOS_CODE
+from realtime.runtime.sampling import MIN_KEEP
+from realtime.runtime.step import DeviceStep, upload
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
@@ -68,6 +77,10 @@ class JobSpec:
     seed: int
     streaming: bool
     max_new: int
+    # The prompt as plain host values (speaker: fp16 values, exact as
+    # floats), packed into the prefill's one upload without tensor work.
+    ids: tuple[int, ...] = ()
+    speaker: tuple[float, ...] = ()
 
 
 @dataclass
@@ -90,9 +103,12 @@ class _StepResult:
 
 
 @dataclass
-class _BatchParams:
+class _BatchSlots:
+    """The decode rows' slot ids on the device, kept while the batch's
+    composition (slots, padding) stays the same."""
+
     key: tuple = ()
-    params: RowParams | None = None
+    slots: torch.Tensor | None = None
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -129,13 +145,15 @@ class ModelRunner:
         q, d = assets.shape.num_vq, assets.shape.hidden
         self.codes = torch.zeros(slots, self.max_len, q, dtype=torch.int64, device=device)
         self.hidden = torch.zeros(slots, self.max_len, d, dtype=torch.float32, device=device)
+        self.step = DeviceStep(self.model, self.cache, self.codes, self.hidden)
         self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file))
         self.voices = self.front.speakers.names
         self.vocoder = vocoder
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
         self._seeds = random.Random(options.seed)
-        self._decode_params = _BatchParams()
+        self._decode_slots = _BatchSlots()
+        self._state_stale = False  # a failed step may have advanced the device state
         self.pad_batches = graphs is not None
         # Tests and benchmarks set this to keep each finished job's codes
         # ([n, Q] on the CPU) in ``finished_codes`` and the hidden states that
@@ -162,12 +180,13 @@ class ModelRunner:
         if seed is None:
             seed = self._seeds.getrandbits(32)
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
-        spec = JobSpec(prompt, request.params, seed, request.streaming, max_new)
+        spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
+                       tuple(prompt.ids.tolist()), tuple(prompt.speaker.tolist()))
         return PreparedJob(prompt_len=prompt.length, work=spec)
 
     def reset(self) -> None:
         self.jobs.clear()
-        self._decode_params = _BatchParams()
+        self._decode_slots = _BatchSlots()
 
     @torch.no_grad()
     def warmup(self) -> dict[tuple[int, int], float]:
@@ -196,8 +215,13 @@ class ModelRunner:
             if dec:
                 results.append(self._decode(dec, plan))
             jobs = [j for r in results for j in r.jobs]
-            eos = torch.cat([r.eos for r in results]).cpu().tolist() if results else []
+            # The step's one blocking read: every EOS flag at once.
+            eos = []
+            if results:
+                flags = results[0].eos if len(results) == 1 else torch.cat([r.eos for r in results])
+                eos = flags.cpu().tolist()
         except Exception as exc:  # mapped to failed/oom; only a lost device is raised
+            self._state_stale = True
             for job in pre:
                 del self.jobs[job.id]
             if _is_device_lost(exc):
@@ -264,85 +288,96 @@ class ModelRunner:
 
     # --- model steps ------------------------------------------------------------------
 
-    def _row_params(self, jobs: list[_Job]) -> RowParams:
-        return RowParams.build([j.spec.params for j in jobs], [j.spec.seed for j in jobs],
-                               self.shape.num_audio_tokens, self.torch_device)
-
-    def _history(self, slots: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
-        """The last PENALTY_WINDOW codes of each row: [B, Q, W], V where none."""
-        offsets = torch.arange(-PENALTY_WINDOW, 0, device=self.torch_device)
-        idx = steps.unsqueeze(1) + offsets  # [B, W]
-        hist = self.codes[slots.unsqueeze(1), idx.clamp(min=0)]  # [B, W, Q]
-        hist = hist.masked_fill((idx < 0).unsqueeze(2), self.shape.num_audio_tokens)
-        return hist.permute(0, 2, 1).contiguous()
-
-    def _sample_and_store(self, hidden: torch.Tensor, slots: torch.Tensor, steps: torch.Tensor,
-                          params: RowParams) -> torch.Tensor:
-        """Draw codes from fp32 ``hidden`` [B, D]; store codes and hidden; return EOS [B]."""
-        logits = self.model.logits(hidden)
-        codes = sample(logits, self._history(slots, steps), steps, params)
-        self.codes.index_put_((slots, steps), codes)
-        self.hidden.index_put_((slots, steps), hidden)
-        return (codes == EOS_CODE).any(dim=1)
-
     def _prefill(self, jobs: list[_Job], plan: StepPlan) -> _StepResult:
         lengths = [j.spec.prompt.length for j in jobs]
+        n = len(jobs)
         if self.pad_batches:
-            length, rows = min(plan.prompt_bucket, self.max_len), max(plan.prefill_batch, len(jobs))
+            length, rows = min(plan.prompt_bucket, self.max_len), max(plan.prefill_batch, n)
         else:
-            length, rows = max(lengths), len(jobs)
+            length, rows = max(lengths), n
+        ints, floats = self._prefill_upload(jobs, rows)
+        slots, last = ints[:rows], ints[rows:rows + n]
+        ids = ints[rows + n * 4:]
+        speakers = floats[n * 3:].view(n, self.shape.hidden)
         x = torch.zeros(rows, length, self.shape.hidden, dtype=self.dtype, device=self.torch_device)
+        offset = 0
         for i, job in enumerate(jobs):
             prompt = job.spec.prompt
-            x[i, :prompt.length] = self.model.embed_prompt(prompt.ids, prompt.speaker,
-                                                           self.front.spk_emb_id)
-        slot_list = [j.slot for j in jobs] + [self.cache.scratch] * (rows - len(jobs))
-        slots = torch.tensor(slot_list, device=self.torch_device)
+            x[i, :prompt.length] = self.model.embed_prompt(
+                ids[offset:offset + prompt.length], speakers[i].to(prompt.speaker.dtype),
+                self.front.spk_emb_id)
+            offset += prompt.length
         hidden = None
         if self.graphs is not None:
             hidden = self.graphs.prefill(x, slots)
         if hidden is None:
             hidden = self.model.prefill(x, slots, self.cache)
-        last = torch.tensor([n - 1 for n in lengths], device=self.torch_device)
-        n = len(jobs)
         final = hidden[torch.arange(n, device=self.torch_device), last]  # [P, D]
-        steps = torch.zeros(n, dtype=torch.int64, device=self.torch_device)
-        eos = self._sample_and_store(final, slots[:n], steps, self._row_params(jobs))
+        self.step.state.load(slots[:n], ints[rows + n:rows + n * 4].view(3, n).T,
+                             floats[:n * 3].view(3, n).T)
+        eos = self.step.first_codes(final, slots[:n], last + 1)
         return _StepResult(jobs, eos)
+
+    def _prefill_upload(self, jobs: list[_Job], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Everything a prefill needs from the host, in one int64 and one
+        float32 device tensor (two non-blocking copies). ints: slots [rows]
+        (padding: scratch), last prompt index [P], top_k, min_new, seed [P]
+        each, then every prompt's ids; floats: temperature, 1 - top_p,
+        penalty [P] each, then the speakers [P, D] (fp16 values, exact)."""
+        n_audio = self.shape.num_audio_tokens
+        specs = [j.spec for j in jobs]
+        head = [j.slot for j in jobs] + [self.cache.scratch] * (rows - len(jobs))
+        head += [s.prompt.length - 1 for s in specs]
+        head += [min(max(s.params.top_k, MIN_KEEP), n_audio) for s in specs]
+        head += [s.params.min_new_tokens for s in specs]
+        head += [s.seed & 0xFFFFFFFF for s in specs]
+        for s in specs:
+            head += s.ids
+        # 1 - top_p in double on the host, as upstream computes it.
+        floats = [s.params.temperature for s in specs] + [1.0 - s.params.top_p for s in specs]
+        floats += [s.params.repetition_penalty for s in specs]
+        for s in specs:
+            floats += s.speaker
+        return (upload(torch.tensor(head, dtype=torch.int64), self.torch_device),
+                upload(torch.tensor(floats, dtype=torch.float32), self.torch_device))
 
     def _decode(self, jobs: list[_Job], plan: StepPlan) -> _StepResult:
         n = len(jobs)
-        key = tuple((j.id, j.slot) for j in jobs)
-        if self._decode_params.key != key:
-            self._decode_params = _BatchParams(key, self._row_params(jobs))
-        params = self._decode_params.params
         positions = [j.spec.prompt.length + j.n_codes - 1 for j in jobs]
         slot_list = [j.slot for j in jobs]
-        needed = max(positions) + 1
-        rows = n
         if self.pad_batches:
             kv_len, rows = min(plan.kv_bucket, self.max_len), max(plan.batch_size, n)
         else:
             # Eager attention reads exactly the batch's longest length: the
             # cache read is memory-bound, so every position skipped is saved.
-            kv_len = min(needed, self.max_len)
-        pad = rows - n
-        slots = torch.tensor(slot_list + [self.cache.scratch] * pad, device=self.torch_device)
-        pos = torch.tensor(positions + [0] * pad, device=self.torch_device)
-        steps = torch.tensor([j.n_codes for j in jobs], device=self.torch_device)
-        prev = self.codes[slots[:n], steps - 1]  # [B, Q]
-        x = self.model.embed_codes(prev)
-        if pad:
-            x = torch.cat([x, x.new_zeros(pad, x.shape[1])])
-        hidden = None
+            kv_len, rows = min(max(positions) + 1, self.max_len), n
+        slot_list += [self.cache.scratch] * (rows - n)
+        slots = self._slots_on_device(tuple(slot_list))
+        if self._state_stale:
+            self._resync(jobs, slots[:n], positions)
+        eos = None
         if self.graphs is not None:
-            hidden = self.graphs.decode(x, slots, pos, kv_len)
-        if hidden is None:
+            eos = self.graphs.decode(slots, kv_len)
+        if eos is None:
             run = slot_list == list(range(slot_list[0], slot_list[0] + n))
-            first = slot_list[0] if run and not pad else None
-            hidden = self.model.decode(x, slots, pos, self.cache, kv_len, first)
-        eos = self._sample_and_store(hidden[:n], slots[:n], steps, params)
-        return _StepResult(jobs, eos)
+            first = slot_list[0] if run and rows == n else None
+            eos = self.step.decode(slots, kv_len, first)
+        return _StepResult(jobs, eos[:n])
+
+    def _slots_on_device(self, key: tuple) -> torch.Tensor:
+        if self._decode_slots.key != key:
+            slots = upload(torch.tensor(key, dtype=torch.int64), self.torch_device)
+            self._decode_slots = _BatchSlots(key, slots)
+        return self._decode_slots.slots
+
+    def _resync(self, jobs: list[_Job], slots: torch.Tensor, positions: list[int]) -> None:
+        """After a failed step (out of memory, say) the device state may have
+        advanced for codes the jobs never got: restore it from the host's
+        record (rare: one more copy)."""
+        host = torch.tensor([positions, [j.n_codes for j in jobs]], dtype=torch.int64)
+        state = upload(host, self.torch_device)
+        self.step.state.set_rows(slots, state[0], state[1])
+        self._state_stale = False
 
     # --- audio ------------------------------------------------------------------------
 
@@ -381,17 +416,16 @@ class ModelRunner:
     # --- timing -----------------------------------------------------------------------
 
     def _time_decode(self, batch: int, kv_len: int, repeats: int = 2) -> float:
-        """Seconds per decode step at (batch, kv_len) on scratch positions."""
+        """Seconds per decode step (sampling included) at (batch, kv_len), all
+        rows in the scratch slot."""
         slots = torch.full((batch,), self.cache.scratch, device=self.torch_device)
-        pos = torch.zeros(batch, dtype=torch.int64, device=self.torch_device)
-        x = torch.zeros(batch, self.shape.hidden, dtype=self.dtype, device=self.torch_device)
         best = float("inf")
         for _ in range(repeats):
             self._sync()
             t = time.perf_counter()
-            hidden = self.graphs.decode(x, slots, pos, kv_len) if self.graphs is not None else None
-            if hidden is None:
-                self.model.decode(x, slots, pos, self.cache, kv_len)
+            eos = self.graphs.decode(slots, kv_len) if self.graphs is not None else None
+            if eos is None:
+                self.step.decode(slots, kv_len)
             self._sync()
             best = min(best, time.perf_counter() - t)
         return best

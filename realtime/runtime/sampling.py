@@ -10,7 +10,10 @@ Every parameter is per row, so jobs with different settings share a batch.
 The draw is the Gumbel-max form of the same distribution, with noise that is
 a hash of (job seed, step, codebook, code id): a job's codes depend only on
 its own seed and logits, never on its batch mates or on how often other jobs
-drew. No step here reads a value back to the host.
+drew. No step here reads a value back to the host, and none takes a size
+from the host that depends on the rows (top-k reads the k-th value from the
+sort top-p already made), so the whole pipeline is captured in the decode
+graph.
 
 Thread: the model thread.
 """
@@ -72,7 +75,6 @@ class RowParams:
     penalty: torch.Tensor
     min_new: torch.Tensor
     seed: torch.Tensor
-    top_k_max: int  # host-side bound for torch.topk
 
     @classmethod
     def build(cls, params: list, seeds: list[int], n_codes: int, device) -> RowParams:
@@ -86,8 +88,13 @@ class RowParams:
             penalty=torch.tensor([p.repetition_penalty for p in params], **f32),
             min_new=torch.tensor([p.min_new_tokens for p in params], **i64),
             seed=torch.tensor([s & _MASK32 for s in seeds], **i64),
-            top_k_max=max(ks),
         )
+
+    def take(self, rows: torch.Tensor) -> RowParams:
+        """The parameters of ``rows`` [B] (int64 on the device): per-slot
+        tables in, per-row parameters out, without a host read."""
+        return RowParams(*(t.index_select(0, rows) for t in (
+            self.temperature, self.top_p_cut, self.top_k, self.penalty, self.min_new, self.seed)))
 
 
 def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tensor,
@@ -104,12 +111,16 @@ def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tens
     sorted_logits, order = torch.sort(logits, dim=-1)
     cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
     drop_sorted = cumulative <= p.top_p_cut.view(b, 1, 1)
-    drop_sorted[..., -MIN_KEEP:] = False
+    drop_sorted[..., -MIN_KEEP:].fill_(False)  # a fill, not a tensor from host data
     drop = drop_sorted.scatter(-1, order, drop_sorted)
     logits = logits.masked_fill(drop, -float("inf"))
-    # top-k: everything below the k-th largest value goes.
-    top = torch.topk(logits, p.top_k_max, dim=-1).values  # [B, Q, kmax]
-    kth = top.gather(-1, (p.top_k - 1).view(b, 1, 1).expand(b, q, 1))
+    # top-k: everything below the k-th largest value goes. The kept set of
+    # top-p is a suffix of the ascending sort (its cumulative sum only
+    # grows), so the k-th largest survivor is the sorted value at V - k, or
+    # -inf when fewer than k survived: exactly torch.topk's k-th value, read
+    # without a k from the host.
+    kept_sorted = sorted_logits.masked_fill(drop_sorted, -float("inf"))
+    kth = kept_sorted.gather(-1, (v - p.top_k).view(b, 1, 1).expand(b, q, 1))
     logits = logits.masked_fill(logits < kth, -float("inf"))
     early = (step < p.min_new).view(b, 1)
     logits[..., EOS_CODE] = logits[..., EOS_CODE].masked_fill(early, -float("inf"))
@@ -118,7 +129,7 @@ def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tens
 
 def draw(logits: torch.Tensor, seed: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
     """One code per row and codebook: argmax(logits + Gumbel noise) -> [B, Q]."""
-    u = counter_uniform(seed, step, tuple(logits.shape[1:]))
+    u = counter_uniform(seed, step, (logits.shape[1], logits.shape[2]))
     gumbel = -torch.log(-torch.log(u))
     return torch.argmax(logits + gumbel, dim=-1)
 
