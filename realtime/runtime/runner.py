@@ -12,8 +12,12 @@ exactly as planned:
 4. one host read of the step's EOS flags (the scheduler needs to know who
    finished before it can plan the next step; this is the only sync);
 5. audio: streaming jobs push new hidden states into their ``VocoderStream``
-   every ``PUSH_EVERY`` codes; any finishing job gets the rest of its audio
-   (streamed or one-shot) in this step's output and is dropped.
+   every ``PUSH_EVERY`` codes; the windows due across all streams and the
+   finishing jobs' audio run as one packed Decoder + Vocos call
+   (``vocoder_batch``), streams first, within ``vocoder_steps_per_call``. A
+   job whose last audio did not fit stays held (its slot keeps its hidden
+   states; planned decodes of it are skipped) and is reported finished in
+   the step that delivers its audio.
 
 With CUDA graphs the runner runs the plan's padded shapes (``batch_size`` and
 ``kv_bucket`` for decode, ``prefill_batch`` and ``prompt_bucket`` for
@@ -34,7 +38,6 @@ import random
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from realtime.runtime.api import (
@@ -50,6 +53,8 @@ from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_p
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
 from realtime.runtime.shapes import EOS_CODE
+from realtime.runtime.vocoder import VocoderStream, Window
+from realtime.runtime.vocoder_batch import STEPS_PER_CALL, Due, vocode_step
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
@@ -78,7 +83,7 @@ class _Job:
     slot: int
     n_codes: int = 0  # valid codes so far (an EOS step adds none)
     pushed: int = 0  # hidden states already in the vocoder stream
-    stream: object = None
+    stream: VocoderStream | None = None
     done: bool = False
 
 
@@ -132,6 +137,9 @@ class ModelRunner:
         self.vocoder = vocoder
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
+        # Jobs done decoding whose last audio is still to render, oldest first.
+        self._awaiting: dict[JobId, _Job] = {}
+        self.vocoder_steps_per_call = STEPS_PER_CALL
         self._seeds = random.Random(options.seed)
         self._decode_params = _BatchParams()
         self.pad_batches = graphs is not None
@@ -165,6 +173,7 @@ class ModelRunner:
 
     def reset(self) -> None:
         self.jobs.clear()
+        self._awaiting.clear()
         self._decode_params = _BatchParams()
 
     @torch.no_grad()
@@ -186,7 +195,12 @@ class ModelRunner:
         out = StepOutput()
         for job_id in plan.release:
             self.jobs.pop(job_id, None)
+            self._awaiting.pop(job_id, None)
         pre, dec = self._jobs_of(plan, out)
+        for job in dec:
+            if job.done:  # decoded to its end, its audio still queued
+                out.tokens[job.id] = job.n_codes
+        dec = [j for j in dec if not j.done]
         try:
             results = []
             if pre:
@@ -213,24 +227,21 @@ class ModelRunner:
                     self.jobs.pop(job.id, None)
             out.seconds = time.perf_counter() - start
             return out
-        finished = []
         for job, hit_eos in zip(jobs, eos):
             if not hit_eos:
                 job.n_codes += 1
             if hit_eos or job.n_codes >= job.spec.max_new:
                 job.done = True
-                finished.append(job.id)
             out.tokens[job.id] = job.n_codes
-        self._audio(jobs, out)
-        out.finished = tuple(j for j in finished if j not in out.failed)
+        ended = self._audio(jobs, out)
+        out.finished = tuple(j for j in ended if j not in out.failed)
         if self.record_codes:
             for job in jobs:
                 if job.done:
                     self.finished_codes[job.id] = self.codes[job.slot, :job.n_codes].cpu().clone()
                     self.finished_hidden[job.id] = self.hidden[job.slot, :job.n_codes].cpu().clone()
-        for job in jobs:
-            if job.done:
-                self.jobs.pop(job.id, None)
+        for job_id in ended:
+            self.jobs.pop(job_id, None)
         out.seconds = time.perf_counter() - start
         return out
 
@@ -344,37 +355,47 @@ class ModelRunner:
 
     # --- audio ------------------------------------------------------------------------
 
-    def _audio(self, jobs: list[_Job], out: StepOutput) -> None:
+    def _audio(self, jobs: list[_Job], out: StepOutput) -> list[JobId]:
+        """Vocode what is due (module docstring, step 5) into ``out``;
+        returns the jobs whose last audio went out."""
         for job in jobs:
-            try:
-                chunk = self._job_audio(job)
-            except Exception as exc:  # a vocoder failure fails this job only
-                if _is_device_lost(exc):
-                    raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
-                log.exception("vocoder failed for job %s", job.id)
-                out.failed[job.id] = f"vocoder failed: {type(exc).__name__}: {exc}"
-                job.done = True
-                continue
-            if chunk is not None:
-                out.audio[job.id] = chunk
+            self._feed(job)
+            if job.done:
+                self._awaiting[job.id] = job
+        running = [j for j in jobs if j.spec.streaming and not j.done]
+        due = [Due(j.id, self._due_windows(j), j.stream, j.done)
+               for j in running + list(self._awaiting.values())]
+        try:
+            done = vocode_step(self.vocoder, due, self.vocoder_steps_per_call, _is_device_lost)
+        except Exception as exc:  # only a lost device gets here
+            log.critical("the device failed in the vocoder: %s", exc)
+            raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
+        out.audio.update(done.audio)
+        out.failed.update(done.failed)
+        for job_id in done.failed:
+            self.jobs.pop(job_id, None)
+        for job_id in [*done.failed, *done.ended]:
+            self._awaiting.pop(job_id, None)
+        return done.ended
 
-    def _job_audio(self, job: _Job) -> np.ndarray | None:
+    def _feed(self, job: _Job) -> None:
+        """Push a streaming job's new hidden states into its stream, every
+        ``PUSH_EVERY`` codes and at its end."""
         if not job.spec.streaming:
-            if not job.done:
-                return None
-            return self.vocoder.one_shot(self.hidden[job.slot, :job.n_codes])
+            return
         if job.stream is None:
             job.stream = self.vocoder.start()
-        parts = []
         if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
-            parts.append(job.stream.push(self.hidden[job.slot, job.pushed:job.n_codes]))
+            job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
             job.pushed = job.n_codes
-        if job.done:
-            parts.append(job.stream.finish())
-        parts = [p for p in parts if p is not None and len(p)]
-        if not parts:
-            return np.zeros(0, dtype=np.float32) if job.done else None
-        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def _due_windows(self, job: _Job) -> list[Window]:
+        if job.stream is not None:
+            return job.stream.windows(final=job.done)
+        if job.spec.streaming or not job.done or job.n_codes == 0:
+            return []
+        # The slot keeps the hidden states until the job is reported finished.
+        return [Window(self.hidden[job.slot, :job.n_codes], 0, 0, None)]
 
     # --- timing -----------------------------------------------------------------------
 
