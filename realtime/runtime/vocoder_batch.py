@@ -210,26 +210,27 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
 
 def _decoder_masked(dvae, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """ChatTTS ``DVAE.forward`` (decode, no VQ) with every layer's output
-    masked: ``x [1, D, S]`` -> mel ``[1, 100, 2S]``."""
+    masked (in place: each is a fresh tensor): ``x [1, D, S]`` -> mel
+    ``[1, 100, 2S]``."""
     b, d, s = x.shape
     # [1, D, S] -> [1, D/2, 2S]: a step's two halves become two frames.
     y = x.view(b, 2, d // 2, s).permute(0, 2, 3, 1).flatten(2)
     body = dvae.decoder
     for layer in body.conv_in:
-        y = layer(y) * mask
+        y = layer(y).mul_(mask)
     for block in body.decoder_block:
-        y = block(y) * mask
-    y = body.conv_out(y) * mask
-    return dvae.out_conv(y) * dvae.coef * mask
+        y = block(y).mul_(mask)
+    y = body.conv_out(y).mul_(mask)
+    return dvae.out_conv(y).mul_(dvae.coef).mul_(mask)
 
 
 def _backbone_masked(backbone, mel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``VocosBackbone.forward`` (no AdaLN) with masked layer outputs:
     ``mel [1, 100, F]`` -> ``[1, F, C]``."""
-    y = backbone.embed(mel) * mask
-    y = backbone.norm(y.transpose(1, 2)).transpose(1, 2) * mask
+    y = backbone.embed(mel).mul_(mask)
+    y = backbone.norm(y.transpose(1, 2)).transpose(1, 2).mul_(mask)
     for block in backbone.convnext:
-        y = block(y) * mask
+        y = block(y).mul_(mask)
     return backbone.final_layer_norm(y.transpose(1, 2))
 
 
@@ -246,7 +247,8 @@ def _spectrum(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bo
         mag, phase = x.float().chunk(2, dim=1)
         return (torch.clip(torch.exp(mag), max=1e2) * frames) * torch.exp(1j * phase)
     mag, p = x.chunk(2, dim=1)
-    return torch.polar(torch.clip(torch.exp(mag), max=1e2) * frames, p)
+    # In place: x is this call's own; big temporaries cost more than the math.
+    return torch.polar(mag.exp_().clamp_(max=1e2).mul_(frames), p)
 
 
 def masked_istft(spec: torch.Tensor, frames: torch.Tensor, istft) -> torch.Tensor:
@@ -259,7 +261,7 @@ def masked_istft(spec: torch.Tensor, frames: torch.Tensor, istft) -> torch.Tenso
     window = istft.window.float()
     count = spec.shape[-1]
     size = (count - 1) * hop + n_fft
-    ifft = torch.fft.irfft(spec, n_fft, dim=1, norm="backward") * window[:, None]  # [1, n_fft, F]
+    ifft = torch.fft.irfft(spec, n_fft, dim=1, norm="backward").mul_(window[:, None])  # [1, n_fft, F]
     # Overlap-add as torch.istft does it (the backward of unfolding into frames).
     signal = torch.ops.aten.unfold_backward(ifft.transpose(1, 2), [1, size], 1, n_fft, hop)[0]
     # The envelope: each existing frame adds window^2 over its n_fft samples,
