@@ -4,8 +4,9 @@ vocoder call, counted on the CPU as the runner would make them on a GPU
 
 The hot-path issue (#12) sets the budgets: at most 1 blocking transfer per
 steady decode step and at most 1 vocoder call per step for 32 concurrent
-streams. Until it lands, the asserted bounds are today's counts, so that
-nothing gets worse; tightening one is changing its number below.
+streams. The vocoder's is met (one packed call per step); the decode step's
+bounds are still today's counts, so that nothing gets worse; tightening one
+is changing its number below.
 """
 
 from __future__ import annotations
