@@ -46,6 +46,9 @@ from realtime.runtime.vocoder import (
 
 log = logging.getLogger(__name__)
 
+# On the CPU the head and inverse FFT run in pieces of this many frames
+# (they stay in cache; one GPU kernel each runs them whole).
+CPU_PIECE_FRAMES = 512
 # Hidden steps through the models per step at most (more only when one unit
 # alone is larger): about 44 s of audio, a few ms of a GPU's time at bf16.
 STEPS_PER_CALL = 2048
@@ -201,8 +204,7 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
     mask = mask.to(device=mel.device, dtype=mel.dtype)
     feats = _backbone_masked(voc.backbone, mel, mask)  # [1, 2S, C]
     frames = mask.view(-1).float()
-    spec = _spectrum(voc.head, feats, frames, low_precision=vocoder._voc_dtype != torch.float32)
-    audio = masked_istft(spec, frames, voc.head.istft)  # [(2S - 1) * 256]
+    audio = _audio(voc.head, feats, frames, vocoder._voc_dtype != torch.float32)  # [(2S - 1) * 256]
     host = audio.to(device="cpu", dtype=torch.float32).numpy()  # the one copy back
     return [host[a * SAMPLES_PER_STEP:a * SAMPLES_PER_STEP + audio_samples(t)].copy()
             for a, t in zip(starts, lengths)]
@@ -234,36 +236,55 @@ def _backbone_masked(backbone, mel: torch.Tensor, mask: torch.Tensor) -> torch.T
     return backbone.final_layer_norm(y.transpose(1, 2))
 
 
+def _audio(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool) -> torch.Tensor:
+    """The head and the ISTFT over ``feats [1, F, C]``. On the CPU in pieces
+    of ``CPU_PIECE_FRAMES`` frames up to the overlap-add: the per-frame
+    spectra are the largest tensors of the call, and a piece of them stays
+    in cache through exp, polar, the inverse FFT and the window."""
+    istft = head.istft
+    count = feats.shape[1]
+    piece = CPU_PIECE_FRAMES if feats.device.type == "cpu" else count
+    window = istft.window.float()
+    # ifft: [1, F, n_fft], each frame's windowed inverse FFT.
+    ifft = torch.empty(1, count, istft.n_fft, device=feats.device, dtype=torch.float32)
+    for a in range(0, count, piece):
+        spec = _spectrum(head, feats[:, a:a + piece], frames[a:a + piece], low_precision)
+        torch.fft.irfft(spec, istft.n_fft, dim=2, norm="backward", out=ifft[:, a:a + piece])
+        ifft[:, a:a + piece].mul_(window)
+    return masked_istft(ifft, frames, istft)
+
+
 def _spectrum(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool) -> torch.Tensor:
-    """``ISTFTHead``'s complex spectrum ``[1, n_fft/2 + 1, F]`` as
-    ``StreamingVocoder.render`` computes it (in float32 for low precision),
-    zero outside the windows (``frames [F]``: 1 inside).
+    """``ISTFTHead``'s complex spectrum, frames first: ``[1, F, n_fft/2 + 1]``,
+    as ``StreamingVocoder.render`` computes it (in float32 for low
+    precision), zero outside the windows (``frames [F]``: 1 inside).
 
     ``torch.polar(mag, p)`` is ``mag * cos(p) + i mag * sin(p)``, the very
     values of vocos's ``mag * (cos(p) + 1j * sin(p))`` (the imaginary zero
     of the promoted ``mag`` adds exact zeros) in one pass instead of five."""
-    x = head.out(feats).transpose(1, 2)
+    x = head.out(feats)  # [1, F, n_fft + 2]
+    inside = frames[:, None]
     if low_precision:
-        mag, phase = x.float().chunk(2, dim=1)
-        return (torch.clip(torch.exp(mag), max=1e2) * frames) * torch.exp(1j * phase)
-    mag, p = x.chunk(2, dim=1)
+        mag, phase = x.float().chunk(2, dim=2)
+        return (torch.clip(torch.exp(mag), max=1e2) * inside) * torch.exp(1j * phase)
+    mag, p = x.chunk(2, dim=2)
     # In place: x is this call's own; big temporaries cost more than the math.
-    return torch.polar(mag.exp_().clamp_(max=1e2).mul_(frames), p)
+    return torch.polar(mag.exp_().clamp_(max=1e2).mul_(inside), p)
 
 
-def masked_istft(spec: torch.Tensor, frames: torch.Tensor, istft) -> torch.Tensor:
-    """``torch.istft(spec, center=True)`` of ``spec [1, N, F]`` where only the
-    frames with ``frames [F] == 1`` exist (``spec`` must be zero at the
-    others): they add no signal, and no window envelope, which is what
-    ``torch.istft`` divides by (samples covered by no frame come out 0).
-    Returns the ``(F - 1) * hop`` centred samples, as ``torch.istft`` does."""
+def masked_istft(ifft: torch.Tensor, frames: torch.Tensor, istft) -> torch.Tensor:
+    """The rest of ``torch.istft(center=True)`` after each frame's windowed
+    inverse FFT ``ifft [1, F, n_fft]``, where only the frames with
+    ``frames [F] == 1`` exist (``ifft`` must be zero at the others): they
+    add no signal, and no window envelope, which is what ``torch.istft``
+    divides by (samples covered by no frame come out 0). Returns the
+    ``(F - 1) * hop`` centred samples, as ``torch.istft`` does."""
     n_fft, hop = istft.n_fft, istft.hop_length
     window = istft.window.float()
-    count = spec.shape[-1]
+    count = ifft.shape[1]
     size = (count - 1) * hop + n_fft
-    ifft = torch.fft.irfft(spec, n_fft, dim=1, norm="backward").mul_(window[:, None])  # [1, n_fft, F]
     # Overlap-add as torch.istft does it (the backward of unfolding into frames).
-    signal = torch.ops.aten.unfold_backward(ifft.transpose(1, 2), [1, size], 1, n_fft, hop)[0]
+    signal = torch.ops.aten.unfold_backward(ifft, [1, size], 1, n_fft, hop)[0]
     # The envelope: each existing frame adds window^2 over its n_fft samples,
     # i.e. hop-long quarters of it (n_fft = r * hop) at frames f .. f + r - 1.
     r = n_fft // hop
