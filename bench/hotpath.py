@@ -8,6 +8,9 @@ tools/device_counts.py's method, tools/strict_graphs.py's capture stand-in):
   batch 8 (8 one-shot jobs running, none joining, leaving or streaming), on
   the graph path (a replay counts as one launch; what runs outside it counts
   op by op). ``eager_launches_per_decode_step`` is the same step without graphs;
+- ``kv_bytes_per_decode_step_64x2048``: K/V bytes a decode step moves at
+  full size in bf16, batch 64 of 64 slots, a 2048 bucket, from
+  tools/device_counts.py's model of the step (``None`` where it is absent);
 - ``vocoder_calls_per_step_32``: the most Decoder+Vocos calls in one step
   while 32 streams decode, joining in groups of 4 (so they are at different
   ages and their windows differ in length); ``vocoder_transfers_per_call``:
@@ -87,6 +90,20 @@ def decode_step_counts(graphs: bool) -> dict:
     c = counter.counts
     return {"blocking": c.blocking, "h2d": c.h2d, "d2h": c.d2h, "h2d_async": c.h2d_async,
             "launches": c.launches, "sites": dict(c.sites)}
+
+
+def kv_bytes() -> dict | None:
+    """K/V bytes per decode step at full size, bf16, batch 64 of 64 slots,
+    a 2048 bucket, from tools/device_counts.py's model of the step (absent
+    before the decode-path work of #12 landed: then None)."""
+    from tools import device_counts
+
+    model = getattr(device_counts, "kv_bytes_per_step", None)
+    if model is None:
+        return None
+    from realtime.runtime.shapes import FULL
+
+    return {"chosen": model(FULL, 64, 64, 2048), "gather": model(FULL, 64, 64, 2048, in_place=False)}
 
 
 def vocoder_calls_32() -> dict:
@@ -183,10 +200,11 @@ def measure(models: str, seconds: float, threads: int) -> dict:
     torch.set_num_threads(threads)
     graphs, eager = decode_step_counts(True), decode_step_counts(False)
     calls = vocoder_calls_32()
+    kv = kv_bytes()
     vocoder = StreamingVocoder(*random_models(tiny=models == "tiny", seed=0))
     ratios = {(n, staggered): vocoder_ratio(vocoder, n, seconds, staggered)
               for staggered in (False, True) for n in (8, 32)}
-    return {"graphs": graphs, "eager": eager, "calls": calls, "ratios": ratios,
+    return {"graphs": graphs, "eager": eager, "calls": calls, "ratios": ratios, "kv": kv,
             "models": models, "seconds": seconds, "threads": threads}
 
 
@@ -196,6 +214,7 @@ def headline(r: dict) -> dict:
         "launches_per_decode_step": r["graphs"]["launches"],
         "eager_transfers_per_decode_step": r["eager"]["blocking"],
         "eager_launches_per_decode_step": r["eager"]["launches"],
+        "kv_bytes_per_decode_step_64x2048": r["kv"]["chosen"]["total"] if r.get("kv") else None,
         "vocoder_calls_per_step_32": r["calls"]["max"],
         "vocoder_transfers_per_call": r["calls"]["packed_call_d2h"],
     }
@@ -213,6 +232,11 @@ def _table(r: dict) -> str:
              f"  {'':26}{'graphs':>10}{'eager':>10}"]
     for key in ("blocking", "h2d", "d2h", "h2d_async", "launches"):
         lines.append(f"  {key:26}{g[key]:>10}{e[key]:>10}")
+    if r.get("kv"):
+        kv = r["kv"]
+        chosen, gather = kv["chosen"]["total"] / 1e9, kv["gather"]["total"] / 1e9
+        lines.append(f"KV bytes per decode step, full size bf16, batch 64 of 64 slots x 2048: "
+                     f"{chosen:.2f} GB (gathering: {gather:.2f} GB)")
     lines += [f"  transfer sites (graphs): {g['sites']}",
               f"vocoder calls per step, 32 streams: max {r['calls']['max']}, "
               f"mean {r['calls']['mean']:.2f} over {r['calls']['steps']} steps; "
