@@ -12,11 +12,9 @@ exactly as planned:
 4. one host read of the step's EOS flags (the scheduler needs to know who
    finished before it can plan the next step; this is the only sync);
 5. audio: streaming jobs push new hidden states into their ``VocoderStream``
-   every ``PUSH_EVERY`` codes; the windows due across all streams and the
-   finishing jobs' audio run as one packed Decoder + Vocos call
-   (``vocoder_batch``), streams first, within ``vocoder_steps_per_call``. A
-   job whose last audio did not fit stays held (its slot keeps its hidden
-   states; planned decodes of it are skipped) and is reported finished in
+   every ``PUSH_EVERY`` codes; what is due across all jobs runs as one bounded
+   Decoder + Vocos call (``vocoder_batch``). A finished job whose audio must
+   wait keeps its slot, is skipped by decodes, and is reported finished in
    the step that delivers its audio.
 
 With CUDA graphs the runner runs the plan's padded shapes (``batch_size`` and
@@ -197,9 +195,8 @@ class ModelRunner:
             self.jobs.pop(job_id, None)
             self._awaiting.pop(job_id, None)
         pre, dec = self._jobs_of(plan, out)
-        for job in dec:
-            if job.done:  # decoded to its end, its audio still queued
-                out.tokens[job.id] = job.n_codes
+        # Jobs decoded to their end whose audio is still queued decode no more.
+        out.tokens.update((j.id, j.n_codes) for j in dec if j.done)
         dec = [j for j in dec if not j.done]
         try:
             results = []
@@ -233,7 +230,7 @@ class ModelRunner:
             if hit_eos or job.n_codes >= job.spec.max_new:
                 job.done = True
             out.tokens[job.id] = job.n_codes
-        ended = self._audio(jobs, out)
+        ended = self._audio(jobs, out)  # finished or failed
         out.finished = tuple(j for j in ended if j not in out.failed)
         if self.record_codes:
             for job in jobs:
@@ -357,26 +354,22 @@ class ModelRunner:
 
     def _audio(self, jobs: list[_Job], out: StepOutput) -> list[JobId]:
         """Vocode what is due (module docstring, step 5) into ``out``;
-        returns the jobs whose last audio went out."""
+        returns the jobs whose last audio went out, or that failed."""
         for job in jobs:
             self._feed(job)
             if job.done:
                 self._awaiting[job.id] = job
         running = [j for j in jobs if j.spec.streaming and not j.done]
-        due = [Due(j.id, self._due_windows(j), j.stream, j.done)
-               for j in running + list(self._awaiting.values())]
+        due = [self._due(j) for j in running + list(self._awaiting.values())]
         try:
             done = vocode_step(self.vocoder, due, self.vocoder_steps_per_call, _is_device_lost)
         except Exception as exc:  # only a lost device gets here
-            log.critical("the device failed in the vocoder: %s", exc)
             raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
         out.audio.update(done.audio)
         out.failed.update(done.failed)
-        for job_id in done.failed:
-            self.jobs.pop(job_id, None)
         for job_id in [*done.failed, *done.ended]:
             self._awaiting.pop(job_id, None)
-        return done.ended
+        return [*done.ended, *done.failed]
 
     def _feed(self, job: _Job) -> None:
         """Push a streaming job's new hidden states into its stream, every
@@ -389,13 +382,12 @@ class ModelRunner:
             job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
             job.pushed = job.n_codes
 
-    def _due_windows(self, job: _Job) -> list[Window]:
+    def _due(self, job: _Job) -> Due:
         if job.stream is not None:
-            return job.stream.windows(final=job.done)
-        if job.spec.streaming or not job.done or job.n_codes == 0:
-            return []
-        # The slot keeps the hidden states until the job is reported finished.
-        return [Window(self.hidden[job.slot, :job.n_codes], 0, 0, None)]
+            return Due(job.id, job.stream.windows(final=job.done), job.stream, job.done)
+        # A finished one-shot job's hidden states stay in its slot until it is reported finished.
+        windows = [Window(self.hidden[job.slot, :job.n_codes], 0, 0, None)] if job.n_codes else []
+        return Due(job.id, windows, None, True)
 
     # --- timing -----------------------------------------------------------------------
 
