@@ -39,6 +39,7 @@ test: $(STAMP) lint
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) -m bench runtime --quick

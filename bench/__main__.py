@@ -12,6 +12,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
     "int8": ("bench.int8", "int8 vs fp32 divergence: first differing greedy step, logit KL"),
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
+    "hotpath": ("bench.hotpath", "transfers and launches per decode step, batched vocoder vs per stream"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),
     "scheduler": ("bench.scheduler", "two-lane scheduler vs baselines, simulated"),
     "overload": ("bench.overload", "admission by capacity vs queue-only under overload, real server"),

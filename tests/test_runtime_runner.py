@@ -10,6 +10,7 @@ import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_runner
 
 from realtime.runtime import runner as runner_module
+from realtime.runtime import vocoder_batch
 from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
 from realtime.runtime.runner import PUSH_EVERY, JobSpec, _Job
 from realtime.runtime.vocoder import audio_samples
@@ -325,8 +326,11 @@ def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
     d.add(3, request(TEXTS[2], seed=3, min_new_tokens=6, max_new_tokens=6))
     for _ in range(5):
         d.step()
-    real = runner.vocoder.one_shot
+    real = runner.vocoder.render
     calls = []
+
+    def broken(vocoder, hiddens):
+        raise RuntimeError("packed call broke")
 
     def flaky(hidden):
         calls.append(len(calls))
@@ -334,7 +338,10 @@ def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
             raise RuntimeError("vocoder broke")
         return real(hidden)
 
-    monkeypatch.setattr(runner.vocoder, "one_shot", flaky)
+    # The three finish together: their packed call fails, then each is
+    # rendered alone and only the one whose render fails is lost.
+    monkeypatch.setattr(vocoder_batch, "_render_packed", broken)
+    monkeypatch.setattr(runner.vocoder, "render", flaky)
     out = d.step(check=False)
     assert len(calls) == 3  # the others were still vocoded
     (failed,) = out.failed

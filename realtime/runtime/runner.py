@@ -21,8 +21,10 @@ exactly as planned:
    job that drew EOS must not decode again (deferring the read would change
    that contract and waste a step per finished job);
 5. audio: streaming jobs push new hidden states into their ``VocoderStream``
-   every ``PUSH_EVERY`` codes; any finishing job gets the rest of its audio
-   (streamed or one-shot) in this step's output and is dropped.
+   every ``PUSH_EVERY`` codes; what is due across all jobs runs as one bounded
+   Decoder + Vocos call (``vocoder_batch``). A finished job whose audio must
+   wait keeps its slot, is skipped by decodes, and is reported finished in
+   the step that delivers its audio.
 
 With CUDA graphs the runner runs the plan's padded shapes (``batch_size`` and
 ``kv_bucket`` for decode, ``prefill_batch`` and ``prompt_bucket`` for
@@ -41,9 +43,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from realtime.runtime.api import (
@@ -60,6 +61,8 @@ from realtime.runtime.gemm_plan import policy_for
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
+from realtime.runtime.vocoder import VocoderStream, Window
+from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU, Due, vocode_step
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
@@ -92,7 +95,7 @@ class _Job:
     slot: int
     n_codes: int = 0  # valid codes so far (an EOS step adds none)
     pushed: int = 0  # hidden states already in the vocoder stream
-    stream: object = None
+    stream: VocoderStream | None = None
     done: bool = False
 
 
@@ -108,7 +111,7 @@ class _BatchSlots:
     composition (slots, padding) stays the same."""
 
     key: tuple = ()
-    slots: torch.Tensor | None = None
+    slots: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -151,6 +154,9 @@ class ModelRunner:
         self.vocoder = vocoder
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
+        # Jobs done decoding whose last audio is still to render, oldest first.
+        self._awaiting: dict[JobId, _Job] = {}
+        self.vocoder_steps_per_call = STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL
         self._seeds = random.Random(options.seed)
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
@@ -186,6 +192,7 @@ class ModelRunner:
 
     def reset(self) -> None:
         self.jobs.clear()
+        self._awaiting.clear()
         self._decode_slots = _BatchSlots()
 
     @torch.no_grad()
@@ -207,7 +214,11 @@ class ModelRunner:
         out = StepOutput()
         for job_id in plan.release:
             self.jobs.pop(job_id, None)
+            self._awaiting.pop(job_id, None)
         pre, dec = self._jobs_of(plan, out)
+        # Jobs decoded to their end whose audio is still queued decode no more.
+        out.tokens.update((j.id, j.n_codes) for j in dec if j.done)
+        dec = [j for j in dec if not j.done]
         try:
             results = []
             if pre:
@@ -239,24 +250,21 @@ class ModelRunner:
                     self.jobs.pop(job.id, None)
             out.seconds = time.perf_counter() - start
             return out
-        finished = []
         for job, hit_eos in zip(jobs, eos):
             if not hit_eos:
                 job.n_codes += 1
             if hit_eos or job.n_codes >= job.spec.max_new:
                 job.done = True
-                finished.append(job.id)
             out.tokens[job.id] = job.n_codes
-        self._audio(jobs, out)
-        out.finished = tuple(j for j in finished if j not in out.failed)
+        ended = self._audio(jobs, out)  # finished or failed
+        out.finished = tuple(j for j in ended if j not in out.failed)
         if self.record_codes:
             for job in jobs:
                 if job.done:
                     self.finished_codes[job.id] = self.codes[job.slot, :job.n_codes].cpu().clone()
                     self.finished_hidden[job.id] = self.hidden[job.slot, :job.n_codes].cpu().clone()
-        for job in jobs:
-            if job.done:
-                self.jobs.pop(job.id, None)
+        for job_id in ended:
+            self.jobs.pop(job_id, None)
         out.seconds = time.perf_counter() - start
         return out
 
@@ -274,12 +282,12 @@ class ModelRunner:
             job = self.jobs[job_id] = _Job(job_id, spec, slot)
             pre.append(job)
         for job_id, slot in zip(plan.decode, plan.decode_slots):
-            job = self.jobs.get(job_id)
-            if job is None or job.slot != slot:
+            held = self.jobs.get(job_id)
+            if held is None or held.slot != slot:
                 out.failed[job_id] = f"decode of a job not prefilled in slot {slot}"
                 self.jobs.pop(job_id, None)
                 continue
-            dec.append(job)
+            dec.append(held)
         return pre, dec
 
     def _empty_device_cache(self) -> None:
@@ -355,9 +363,7 @@ class ModelRunner:
         slots = self._slots_on_device(tuple(slot_list))
         if self._state_stale:
             self._resync(jobs, slots[:n], positions)
-        eos = None
-        if self.graphs is not None:
-            eos = self.graphs.decode(slots, kv_len)
+        eos = self.graphs.decode(slots, kv_len) if self.graphs is not None else None
         if eos is None:
             run = slot_list == list(range(slot_list[0], slot_list[0] + n))
             first = slot_list[0] if run and rows == n else None
@@ -381,37 +387,42 @@ class ModelRunner:
 
     # --- audio ------------------------------------------------------------------------
 
-    def _audio(self, jobs: list[_Job], out: StepOutput) -> None:
+    def _audio(self, jobs: list[_Job], out: StepOutput) -> list[JobId]:
+        """Vocode what is due (module docstring, step 5) into ``out``;
+        returns the jobs whose last audio went out, or that failed."""
         for job in jobs:
-            try:
-                chunk = self._job_audio(job)
-            except Exception as exc:  # a vocoder failure fails this job only
-                if _is_device_lost(exc):
-                    raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
-                log.exception("vocoder failed for job %s", job.id)
-                out.failed[job.id] = f"vocoder failed: {type(exc).__name__}: {exc}"
-                job.done = True
-                continue
-            if chunk is not None:
-                out.audio[job.id] = chunk
+            self._feed(job)
+            if job.done:
+                self._awaiting[job.id] = job
+        running = [j for j in jobs if j.spec.streaming and not j.done]
+        due = [self._due(j) for j in running + list(self._awaiting.values())]
+        try:
+            done = vocode_step(self.vocoder, due, self.vocoder_steps_per_call, _is_device_lost)
+        except Exception as exc:  # only a lost device gets here
+            raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
+        out.audio.update(done.audio)
+        out.failed.update(done.failed)
+        for job_id in [*done.failed, *done.ended]:
+            self._awaiting.pop(job_id, None)
+        return [*done.ended, *done.failed]
 
-    def _job_audio(self, job: _Job) -> np.ndarray | None:
+    def _feed(self, job: _Job) -> None:
+        """Push a streaming job's new hidden states into its stream, every
+        ``PUSH_EVERY`` codes and at its end."""
         if not job.spec.streaming:
-            if not job.done:
-                return None
-            return self.vocoder.one_shot(self.hidden[job.slot, :job.n_codes])
+            return
         if job.stream is None:
             job.stream = self.vocoder.start()
-        parts = []
         if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
-            parts.append(job.stream.push(self.hidden[job.slot, job.pushed:job.n_codes]))
+            job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
             job.pushed = job.n_codes
-        if job.done:
-            parts.append(job.stream.finish())
-        parts = [p for p in parts if p is not None and len(p)]
-        if not parts:
-            return np.zeros(0, dtype=np.float32) if job.done else None
-        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def _due(self, job: _Job) -> Due:
+        if job.stream is not None:
+            return Due(job.id, job.stream.windows(final=job.done), job.stream, job.done)
+        # A finished one-shot job's hidden states stay in its slot until it is reported finished.
+        windows = [Window(self.hidden[job.slot, :job.n_codes], 0, 0, None)] if job.n_codes else []
+        return Due(job.id, windows, None, True)
 
     # --- timing -----------------------------------------------------------------------
 

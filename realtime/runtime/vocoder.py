@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -186,6 +187,19 @@ def _check_hidden(hidden: torch.Tensor) -> None:
         raise ValueError("hidden must be a [steps, dim] tensor")
 
 
+@dataclass(frozen=True)
+class Window:
+    """Steps ``[first, first + len(hidden))`` of a stream to run through the
+    models, of which the audio of steps ``[start_step, end_step)`` becomes
+    final (``end_step`` ``None``: to the end of the stream, which closes it).
+    ``hidden [t, D]`` stays valid until the window is completed."""
+
+    hidden: torch.Tensor
+    first: int
+    start_step: int
+    end_step: int | None
+
+
 class VocoderStream:
     """The audio of one segment, emitted as its hidden states arrive.
 
@@ -196,6 +210,13 @@ class VocoderStream:
     returned so far. ``push`` copies ``hidden``, so the caller may reuse its
     buffer. Pushing after ``finish`` raises ``RuntimeError``; a tensor that is
     not 2-D raises ``ValueError``.
+
+    Batched use (``realtime.runtime.vocoder_batch``) splits ``push`` and
+    ``finish`` in two: ``append`` the steps, ask which ``windows`` are due
+    (nothing changes until they are completed, so a window left for a later
+    step is simply asked for again, grown), render them together with other
+    streams' windows, then ``complete`` each in order with its audio. That
+    gives exactly the windows, and so the audio, that ``push``/``finish`` give.
     """
 
     def __init__(self, vocoder: StreamingVocoder):
@@ -215,6 +236,20 @@ class VocoderStream:
         return self._steps
 
     def push(self, hidden: torch.Tensor) -> np.ndarray:
+        self.append(hidden)
+        return self._render_and_complete(self.windows(final=False))
+
+    def finish(self) -> np.ndarray:
+        """Everything not emitted yet; the stream is closed afterwards."""
+        if self._finished:
+            return np.zeros(0, dtype=np.float32)
+        if self._steps == 0:
+            self.close()
+            return np.zeros(0, dtype=np.float32)
+        return self._render_and_complete([self._window(self._final_steps, None)])
+
+    def append(self, hidden: torch.Tensor) -> None:
+        """Add the next steps' hidden states (copied) without rendering."""
         if self._finished:
             raise RuntimeError("push after finish")
         _check_hidden(hidden)
@@ -222,33 +257,32 @@ class VocoderStream:
             # A copy: callers pass views of buffers they reuse.
             self._parts.append(hidden.detach().clone())
             self._steps += hidden.shape[0]
+
+    def windows(self, final: bool) -> list[Window]:
+        """The windows due now, in completion order: the next chunk if one is
+        due, and with ``final`` the rest of the stream after it. Changes
+        nothing (``complete`` does)."""
+        out: list[Window] = []
+        start = self._final_steps
         # Final audio must stay inside the one-shot length (which ends half a
         # step early), so at least one step of lookahead is always kept.
         end = self._steps - max(self._vocoder.lookahead_steps, 1)
-        if end - self._final_steps < self._next_chunk:
-            return np.zeros(0, dtype=np.float32)
-        self._next_chunk = min(2 * self._next_chunk, self._vocoder.max_chunk_steps)
-        return self._emit(end)
+        if not self._finished and end - start >= self._next_chunk:
+            out.append(self._window(start, end))
+            start = end
+        if final and not self._finished and self._steps:
+            out.append(self._window(start, None))
+        return out
 
-    def finish(self) -> np.ndarray:
-        """Everything not emitted yet; the stream is closed afterwards."""
-        if self._finished:
-            return np.zeros(0, dtype=np.float32)
-        self._finished = True
-        if self._steps == 0:
-            return np.zeros(0, dtype=np.float32)
-        return self._emit(None)
-
-    def _emit(self, end_step: int | None) -> np.ndarray:
-        """Render the window for steps ``[_final_steps, end_step)`` (``None``:
-        to the end of the stream), crossfade and return its final audio."""
+    def complete(self, window: Window, audio: np.ndarray) -> np.ndarray:
+        """Take ``audio`` (``render(window.hidden)``'s samples) as the window's
+        render: crossfade, advance, return the audio that became final."""
         vocoder = self._vocoder
-        start_step = self._final_steps
-        first = max(0, start_step - vocoder.left_context_steps)
-        hidden = self._window(first)
-        audio = vocoder.render(hidden)
+        first, start_step, end_step = window.first, window.start_step, window.end_step
+        if start_step != self._final_steps or self._finished:
+            raise RuntimeError("windows must be completed once each, in order")
         log.debug("vocoded from step %d to %s over a %d-step window",
-                  start_step, "end" if end_step is None else end_step, hidden.shape[0])
+                  start_step, "end" if end_step is None else end_step, window.hidden.shape[0])
         lo = (start_step - first) * SAMPLES_PER_STEP
         hi = len(audio) if end_step is None else (end_step - first) * SAMPLES_PER_STEP
         out = audio[lo:hi].copy()
@@ -259,18 +293,32 @@ class VocoderStream:
         if end_step is not None:
             self._tail = audio[hi:hi + vocoder.crossfade_samples].copy()
             self._final_steps = end_step
+            self._next_chunk = min(2 * self._next_chunk, vocoder.max_chunk_steps)
             self._forget_before(end_step - vocoder.left_context_steps)
         else:
             self._tail = np.zeros(0, dtype=np.float32)
             self._parts = []
+            self._finished = True
         self.emitted_samples += len(out)
         return out
 
-    def _window(self, first: int) -> torch.Tensor:
-        """Hidden states of steps ``[first, _steps)`` as one tensor."""
+    def close(self) -> None:
+        """Close the stream without rendering (one that had no steps)."""
+        self._finished = True
+
+    def _render_and_complete(self, windows: list[Window]) -> np.ndarray:
+        outs = [self.complete(w, self._vocoder.render(w.hidden)) for w in windows]
+        if not outs:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(outs) if len(outs) > 1 else outs[0]
+
+    def _window(self, start_step: int, end_step: int | None) -> Window:
+        """The window rendering steps ``[start_step, end_step)`` (``None``: to
+        the end of the stream) with the left context before them."""
+        first = max(0, start_step - self._vocoder.left_context_steps)
         if len(self._parts) > 1:
             self._parts = [torch.cat(self._parts, dim=0)]
-        return self._parts[0][first - self._base:]
+        return Window(self._parts[0][first - self._base:], first, start_step, end_step)
 
     def _forget_before(self, step: int) -> None:
         # Keeps memory bounded by left context + one chunk + lookahead.
