@@ -42,10 +42,11 @@ def test_every_tensor_is_on_the_models_device_in_its_dtype():
     assert m.layers[0].w_gate_up.shape == (d, 2 * a.shape.intermediate)
 
 
-@pytest.mark.parametrize("mode", ["mm", "onednn"])
+@pytest.mark.parametrize("mode", [
+    pytest.param(b, marks=pytest.mark.skipif(not backend_available(b, torch.device("cpu"), torch.float32),
+                                             reason=f"this torch cannot run the {b} backend"))
+    for b in ("mm", "onednn")])
 def test_a_forced_backend_prepares_every_decoder_matrix_in_its_form(mode):
-    if not backend_available(mode, torch.device("cpu"), torch.float32):
-        pytest.skip(f"this torch cannot run {mode}")
     a = fidelity_assets()
     m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32, GemmPolicy(mode))
     assert {f.backend for x in _matrices(m) for f in x.forms} == {mode}
