@@ -2,7 +2,9 @@
 
 websockets calls ``HttpRoutes.process_request`` for every incoming request
 before any upgrade. It answers ``/healthz``, ``/readyz``, ``/metrics``,
-``/v1/voices``, ``/load`` (saturation, ``realtime.overload``) and static
+``/v1/voices``, ``/v1/models`` (OpenAI's model list, for the tools that read
+it before ``POST /v1/audio/speech``), ``/load`` (saturation,
+``realtime.overload``) and static
 files of the web demo itself, and for
 ``/v1/stream`` decides whether the WebSocket may open: token (401), Origin
 allow-list (403), readiness, draining and the connection limit (503).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import http
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,12 +29,17 @@ from websockets.http11 import Request, Response
 from realtime.accounting import Accounting
 from realtime.auth import bearer_token, origin_allowed, token_allowed
 from realtime.config import ServerConfig
+from realtime.openai_speech.errors import ApiError
 from realtime.state import ServiceState
 from realtime.static import StaticFiles
 
 log = logging.getLogger(__name__)
 
 STREAM_PATH = "/v1/stream"
+MODELS_PATH = "/v1/models"
+# The speech endpoint takes any model name (one model serves them all); these
+# are the names listed, ours first, then the ones OpenAI's clients default to.
+MODEL_IDS = ("chattts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 _TEXT = "text/plain; charset=utf-8"
 
 
@@ -62,6 +70,7 @@ class HttpRoutes:
         self.accounting = accounting
         self.static = static
         self.load_report = load_report
+        self._started = int(time.time())
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
@@ -76,12 +85,28 @@ class HttpRoutes:
             return respond(connection, http.HTTPStatus.OK, metrics.render(), metrics.content_type)
         if path == "/v1/voices":
             return _json(connection, http.HTTPStatus.OK, {"voices": list(self.state.voices)})
+        if path == MODELS_PATH or path.startswith(MODELS_PATH + "/"):
+            return self._models(connection, path)
         if path == "/load":
             return _json(connection, http.HTTPStatus.OK, self.load_report())
         found = self.static.read(path)
         if found is None:
             return respond(connection, http.HTTPStatus.NOT_FOUND, b"not found\n", _TEXT)
         return respond(connection, http.HTTPStatus.OK, *found)
+
+    def _models(self, connection: ServerConnection, path: str) -> Response:
+        """OpenAI's ``GET /v1/models`` (a list) and ``GET /v1/models/{id}``."""
+        models = {m: {"id": m, "object": "model", "created": self._started,
+                      "owned_by": "chattts-realtime"} for m in MODEL_IDS}
+        if path == MODELS_PATH:
+            return _json(connection, http.HTTPStatus.OK, {"object": "list", "data": list(models.values())})
+        name = path[len(MODELS_PATH) + 1:]
+        if name in models:
+            return _json(connection, http.HTTPStatus.OK, models[name])
+        error = ApiError(http.HTTPStatus.NOT_FOUND, "model_not_found",
+                         f"no model {name[:100]!r} here; any of {', '.join(MODEL_IDS)} speaks with ChatTTS",
+                         param="model")
+        return _json(connection, http.HTTPStatus.NOT_FOUND, error.body())
 
     def _readyz(self, connection: ServerConnection) -> Response:
         s = self.state

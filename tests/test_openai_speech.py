@@ -318,3 +318,20 @@ def test_the_real_runtime_answers_the_openai_client(model_server, tmp_path):
     with wave.open(str(path)) as w:
         assert w.getframerate() == 24000
     assert path.stat().st_size > 44 + 2 * 512  # the header and at least one step of audio
+
+
+async def test_the_openai_client_lists_and_retrieves_the_models(tone_server):
+    client = client_for(tone_server)
+    async with client:
+        listed = [m.id async for m in client.models.list()]
+        assert listed[0] == "chattts" and "tts-1" in listed
+        model = await client.models.retrieve("tts-1")
+        assert model.id == "tts-1" and model.owned_by == "chattts-realtime"
+        with pytest.raises(openai.NotFoundError) as refused:
+            await client.models.retrieve("whisper-1")
+    assert refused.value.code == "model_not_found"
+    # Every listed name is one the speech endpoint takes.
+    for name in listed:
+        status, _, _ = await raw_post(tone_server.port, json.dumps(
+            {"model": name, "input": "Hi.", "voice": "alice", "response_format": "pcm"}).encode())
+        assert status == 200, name
