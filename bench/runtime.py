@@ -171,6 +171,7 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
 
 def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     import realtime.runtime.compat  # noqa: F401
+    from realtime.runtime import omp_env
     from realtime.runtime.api import SegmentRequest
     from realtime.runtime.cpu_info import describe
     from realtime.runtime.shapes import FULL
@@ -183,8 +184,8 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     auto = runners["auto"]
     upstream = UpstreamGPT(assets)
     prompt = auto.prepare(SegmentRequest(PROMPT_TEXT)).work.prompt
-    result = {"cpu": describe(), "threads": threads, "prompt_tokens": prompt.length,
-              "cpu_gemm": _gemm_summary(auto)}
+    result = {"cpu": describe(), "threads": threads, "omp": omp_env.describe(),
+              "prompt_tokens": prompt.length, "cpu_gemm": _gemm_summary(auto)}
     result.update(_decode_rounds(runners, upstream, prompt, quick))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)

@@ -17,13 +17,34 @@ from realtime.runtime import cpu_info, cpu_threads, omp_env
 def fresh_policy(monkeypatch):
     monkeypatch.setattr(omp_env, "source", "unset")
     monkeypatch.delenv(omp_env.WAIT_POLICY, raising=False)
+    monkeypatch.delenv(omp_env.SPIN_COUNT, raising=False)
 
 
-def test_passive_is_set_when_torch_is_not_loaded_yet(fresh_policy, monkeypatch):
+@pytest.mark.parametrize(("load", "cpus", "expected"), [
+    (0.3, 2, {"GOMP_SPINCOUNT": "10000"}),
+    (0.99, 2, {"GOMP_SPINCOUNT": "10000"}),
+    (1.0, 2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    (2.8, 2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    (3.0, 8, {"GOMP_SPINCOUNT": "10000"}),
+    (None, 2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+])
+def test_workers_spin_briefly_on_an_idle_machine_and_sleep_on_a_busy_one(load, cpus, expected):
+    settings, why = omp_env.choose(load, cpus)
+    assert settings == expected
+    assert why.startswith("machine idle") == ("GOMP_SPINCOUNT" in expected)
+
+
+@pytest.mark.parametrize(("load", "variable", "value"), [
+    (5.0, "OMP_WAIT_POLICY", "PASSIVE"), (0.0, "GOMP_SPINCOUNT", "10000")])
+def test_the_choice_is_set_when_torch_is_not_loaded_yet(fresh_policy, monkeypatch, load, variable, value):
     monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(omp_env, "usable_cpus", lambda: 2)
     omp_env.apply_defaults()
-    assert os.environ[omp_env.WAIT_POLICY] == "PASSIVE" and omp_env.source == "set"
-    assert "set before torch loaded" in omp_env.describe()
+    assert os.environ[variable] == value and omp_env.source == "set"
+    other = ({"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} - {variable}).pop()
+    assert other not in os.environ
+    assert f"{variable}={value}" in omp_env.describe() and "set before torch loaded" in omp_env.describe()
 
 
 def test_the_environment_wins(fresh_policy, monkeypatch):
@@ -31,28 +52,40 @@ def test_the_environment_wins(fresh_policy, monkeypatch):
     monkeypatch.delitem(sys.modules, "torch")
     omp_env.apply_defaults()
     assert os.environ[omp_env.WAIT_POLICY] == "ACTIVE" and omp_env.source == "inherited"
+    assert omp_env.SPIN_COUNT not in os.environ
+
+
+def test_a_spin_count_from_the_environment_wins_too(fresh_policy, monkeypatch):
+    monkeypatch.setenv(omp_env.SPIN_COUNT, "500")
+    monkeypatch.delitem(sys.modules, "torch")
+    omp_env.apply_defaults()
+    assert omp_env.source == "inherited" and omp_env.WAIT_POLICY not in os.environ
+    assert omp_env.describe() == "GOMP_SPINCOUNT=500 (from the environment)"
 
 
 def test_too_late_once_torch_is_loaded_and_said_so(fresh_policy):
     omp_env.apply_defaults()
-    assert omp_env.WAIT_POLICY not in os.environ and omp_env.source == "late"
+    assert omp_env.WAIT_POLICY not in os.environ and omp_env.SPIN_COUNT not in os.environ
+    assert omp_env.source == "late"
     assert "libgomp default" in omp_env.describe()
 
 
 def test_the_server_entry_point_sets_it_before_torch():
     # What `python -m realtime` imports first reaches realtime.runtime before torch.
+    # Which of the two it sets depends on the machine's load right now.
     code = ("import sys, os, realtime.__main__; "
-            "print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'))")
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+            "print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'), "
+            "os.environ.get('GOMP_SPINCOUNT'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
-    assert out == ["False", "PASSIVE"]
+    assert out in (["False", "PASSIVE", "None"], ["False", "None", "10000"])
 
 
 def test_threads_requested_or_torch_count_capped_to_usable_cpus(monkeypatch, caplog):
     before = torch.get_num_threads()
     try:
-        monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 3)
+        monkeypatch.setattr(omp_env, "usable_cpus", lambda: 3)
         torch.set_num_threads(1)  # what a host process (or a test fixture) chose stays
         assert cpu_threads.configure_threads(0) == 1 and torch.get_num_threads() == 1
         torch.set_num_threads(8)  # more than the CPUs: capped
@@ -71,15 +104,15 @@ def test_threads_requested_or_torch_count_capped_to_usable_cpus(monkeypatch, cap
 def test_cgroup_cpu_quota(tmp_path, text, cpus):
     path = tmp_path / "cpu.max"
     path.write_text(text + "\n")
-    assert cpu_threads.cpu_quota(str(path)) == cpus
+    assert omp_env.cpu_quota(str(path)) == cpus
 
 
 def test_usable_cpus_follows_the_affinity_mask_and_the_quota(monkeypatch):
-    assert cpu_threads.cpu_quota("/nonexistent/cpu.max") is None
-    monkeypatch.setattr(cpu_threads, "cpu_quota", lambda: None)
-    assert cpu_threads.usable_cpus() == len(os.sched_getaffinity(0))
-    monkeypatch.setattr(cpu_threads, "cpu_quota", lambda: 1)
-    assert cpu_threads.usable_cpus() == 1
+    assert omp_env.cpu_quota("/nonexistent/cpu.max") is None
+    monkeypatch.setattr(omp_env, "cpu_quota", lambda: None)
+    assert omp_env.usable_cpus() == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(omp_env, "cpu_quota", lambda: 1)
+    assert omp_env.usable_cpus() == 1
 
 
 def test_cpu_line_names_kernel_level_and_limits(monkeypatch):

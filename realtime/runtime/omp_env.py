@@ -1,55 +1,113 @@
 """OpenMP settings that only take effect if set before torch is loaded.
 
 torch's CPU kernels (its own, oneDNN's, fbgemm's) run on libgomp's thread
-team, and libgomp reads its environment once, when torch loads it. By default
-a worker that waits for the next parallel region spins for ~300,000 rounds
-before it sleeps. On a machine with as many busy threads as cores that is
-fatal: the event loop, the client, another process or the hypervisor takes a
-core, the spinning worker keeps its own, and every parallel region of a
-decode step waits for the descheduled thread. Measured on 2 shared cores
-(load average ~5 from other work), 2 threads, full-size step in ms, int8 bs1
-/ bs8 / fp32 bs1 / bs8: spinning 53 / 622 / 674 / 363, sleeping (PASSIVE)
-45 / 124 / 93 / 108, one thread 75 / 121 / 152 / 251.
+team, and libgomp reads its environment once, when torch loads it. What an
+idle worker does between parallel regions decides a CPU decode step, which is
+~100 short parallel regions with a little Python between them:
 
-``apply_defaults()`` therefore sets ``OMP_WAIT_POLICY=PASSIVE`` when the
-environment does not choose, and records whether it was in time (torch not
-yet imported). ``realtime.runtime`` calls it on import, which the server
-reaches through its config before anything imports torch. No torch here.
+- spinning keeps the worker hot for the next region. On a machine the server
+  has to itself that halves a batch-1 step: full-size weights, 2 threads,
+  2 cores, ms per step int8 bs1 / bs8 / fp32 bs1 / bs8 (medians of 30 steps):
+  sleeping (``OMP_WAIT_POLICY=PASSIVE``) 30.6-32.1 / 46 / 59-64 / 72-79,
+  spinning 10,000 rounds (``GOMP_SPINCOUNT=10000``, ~0.2 ms) 16.5 / 30 / 55 /
+  57, spinning without end (``ACTIVE``) 15.4 / 25 / 47-52 / 53-61;
+- on a machine whose cores other work wants, a spinning worker keeps a core
+  that the event loop, the client, another process or the hypervisor needs,
+  and every region waits for whichever thread was descheduled: with two
+  CPU-bound processes beside it, int8 bs1 / bs8 took 27 / 46 ms sleeping, 40 /
+  76 spinning 10,000 rounds and 48 / 141 with libgomp's default (300,000); on
+  a shared machine at load ~5 the server's fp32 bs1 step went from 93 ms
+  (sleeping) to 674 ms (default spin).
+
+``apply_defaults()`` therefore chooses, when the environment does not
+(``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` set: they win): a short spin when
+the machine is otherwise idle as the process starts (1-minute load average
+below ``IDLE_LOAD_PER_CPU`` per usable CPU), else sleeping workers; it records
+the choice, the reason and whether it was in time (torch not yet imported).
+The choice holds for the life of the process: a server that started on an
+idle machine and then shares it loses up to 1.5x per step (figures above),
+one that started on a busy machine and then has it to itself up to 2x; set
+the variables to decide for a deployment. ``realtime.runtime`` calls it on
+import, which the server reaches through its config before anything imports
+torch. No torch here.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
 WAIT_POLICY = "OMP_WAIT_POLICY"
-DEFAULT_WAIT_POLICY = "PASSIVE"
+SPIN_COUNT = "GOMP_SPINCOUNT"
+QUIET_SPIN_COUNT = "10000"
+IDLE_LOAD_PER_CPU = 0.5
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" or "max <period>"
 
-# How the policy in effect came about, for the start-up log: "set", "inherited"
-# (the environment chose) or "late" (torch was loaded before we could set it).
+# How the settings in effect came about, for the start-up log: "set",
+# "inherited" (the environment chose) or "late" (torch was loaded first).
 source = "unset"
+_reason = ""
+
+
+def cpu_quota(path: str = CGROUP_CPU_MAX) -> int | None:
+    """CPUs a cgroup v2 CPU quota allows (rounded up), None without a quota."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    return max(1, math.ceil(int(quota) / int(period)))
+
+
+def usable_cpus() -> int:
+    """CPUs this process may use: its affinity mask (a container's cpuset),
+    capped by a cgroup CPU quota (a container's ``--cpus``)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    quota = cpu_quota()
+    return min(cpus, quota) if quota else cpus
+
+
+def choose(load: float | None, cpus: int) -> tuple[dict[str, str], str]:
+    """The libgomp variables for a machine at 1-minute ``load`` (None: not
+    known) with ``cpus`` usable CPUs, and why, in words. Pure."""
+    if load is not None and load < IDLE_LOAD_PER_CPU * cpus:
+        return ({SPIN_COUNT: QUIET_SPIN_COUNT},
+                f"machine idle (load {load:.2f} on {cpus} CPUs): idle workers spin briefly")
+    known = "load unknown" if load is None else f"load {load:.2f} on {cpus} CPUs"
+    return {WAIT_POLICY: "PASSIVE"}, f"machine busy ({known}): idle workers sleep"
 
 
 def apply_defaults() -> None:
-    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it; idempotent."""
-    global source
+    """Choose the wait policy unless the environment did; idempotent."""
+    global source, _reason
     if source != "unset":
         return
-    if os.environ.get(WAIT_POLICY):
+    if os.environ.get(WAIT_POLICY) or os.environ.get(SPIN_COUNT):
         source = "inherited"
     elif "torch" in sys.modules:
         source = "late"
     else:
-        os.environ[WAIT_POLICY] = DEFAULT_WAIT_POLICY
+        try:
+            load: float | None = os.getloadavg()[0]
+        except OSError:
+            load = None
+        settings, _reason = choose(load, usable_cpus())
+        os.environ.update(settings)
         source = "set"
 
 
 def describe() -> str:
     """The wait policy libgomp runs with, and why, in words."""
-    policy = os.environ.get(WAIT_POLICY)
+    chosen = ", ".join(f"{k}={os.environ[k]}" for k in (WAIT_POLICY, SPIN_COUNT) if os.environ.get(k))
     if source == "set":
-        return f"{WAIT_POLICY}={policy} (set before torch loaded: idle workers sleep)"
+        return f"{chosen} ({_reason}; set before torch loaded)"
     if source == "inherited":
-        return f"{WAIT_POLICY}={policy} (from the environment)"
-    return (f"{WAIT_POLICY} unset, libgomp default (workers spin; torch was loaded before "
-            "realtime.runtime could set PASSIVE)")
+        return f"{chosen} (from the environment)"
+    return ("OpenMP wait policy unset, libgomp default (workers spin; torch was loaded "
+            "before realtime.runtime could choose)")
