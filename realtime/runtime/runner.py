@@ -363,12 +363,15 @@ class ModelRunner:
         slots = self._slots_on_device(tuple(slot_list))
         if self._state_stale:
             self._resync(jobs, slots[:n], positions)
-        eos = self.graphs.decode(slots, kv_len) if self.graphs is not None else None
-        if eos is None:
-            run = slot_list == list(range(slot_list[0], slot_list[0] + n))
-            first = slot_list[0] if run and rows == n else None
-            eos = self.step.decode(slots, kv_len, first)
+        run = slot_list == list(range(slot_list[0], slot_list[0] + n))
+        eos = self._run_decode(slots, kv_len, slot_list[0] if run and rows == n else None)
         return _StepResult(jobs, eos[:n])
+
+    def _run_decode(self, slots: torch.Tensor, kv_len: int, first: int | None = None) -> torch.Tensor:
+        """One decode step of rows ``slots``: the captured graph when there is
+        one for the shape, else eagerly; the rows' EOS flags on the device."""
+        eos = self.graphs.decode(slots, kv_len) if self.graphs is not None else None
+        return eos if eos is not None else self.step.decode(slots, kv_len, first)
 
     def _slots_on_device(self, key: tuple) -> torch.Tensor:
         if self._decode_slots.key != key:
@@ -434,9 +437,7 @@ class ModelRunner:
         for _ in range(repeats):
             self._sync()
             t = time.perf_counter()
-            eos = self.graphs.decode(slots, kv_len) if self.graphs is not None else None
-            if eos is None:
-                self.step.decode(slots, kv_len)
+            self._run_decode(slots, kv_len)
             self._sync()
             best = min(best, time.perf_counter() - t)
         return best
