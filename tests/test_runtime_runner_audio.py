@@ -29,11 +29,16 @@ from runtime_fixtures import (
     request,
 )
 
+from realtime.runtime.cpu_gemm import backend_available
 from realtime.runtime.vocoder import audio_samples
+from realtime.runtime.vocoder_gemm import PackedLinear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 ONE_SHOT_ATOL = 1e-6  # measured: bit-identical (same modules, same float32 ops)
+# The vocoder's linears on oneDNN's packed weights (``vocoder_gemm``): other
+# float32 sums, measured within 4e-8 of a peak near 0.1.
+PACKED_ATOL = 1e-6
 # Measured (default lookahead 8, 17-48 steps per job): SNR 90-95 dB, seam
 # excess <= 1.3e-5 of a peak near 0.11. The bounds leave room for other CPUs'
 # rounding while still failing on a shifted hidden state or a broken fade.
@@ -87,18 +92,23 @@ def _scenario(runner) -> tuple[Driver, dict[int, bool]]:
     return d, {j: r.streaming for j, r in jobs.items()}
 
 
-@pytest.fixture(scope="module", params=["eager", "padded"])
+@pytest.fixture(scope="module", params=["eager", "padded", pytest.param("onednn", marks=pytest.mark.skipif(
+    not backend_available("onednn", torch.device("cpu"), torch.float32), reason="no oneDNN in this torch"))])
 def scenario(request):
-    runner = fidelity_runner(max_slots=6, batch_sizes=(1, 2, 4, 8), kv_buckets=(64, 128))
+    """``onednn``: every matrix forced onto oneDNN, the vocoder's linears too."""
+    gemm = dict(cpu_gemm="onednn") if request.param == "onednn" else {}
+    runner = fidelity_runner(max_slots=6, batch_sizes=(1, 2, 4, 8), kv_buckets=(64, 128), **gemm)
     runner.pad_batches = request.param == "padded"
+    packed = [m for m in runner.vocoder.decoder.modules() if isinstance(m, PackedLinear)]
+    assert bool(packed) == (request.param == "onednn")
     d, streaming = _scenario(runner)
     assert sorted(d.finished) == [1, 2, 3, 4, 5, 6]
     assert_distinct({j: d.codes[j] for j in d.finished})
-    return d, streaming
+    return d, streaming, PACKED_ATOL if packed else ONE_SHOT_ATOL
 
 
 def test_greedy_jobs_record_upstreams_hidden_states(scenario, references):
-    d, _ = scenario
+    d, _, _ = scenario
     for job, text in ((1, TEXTS[0]), (2, TEXTS[1]), (5, TEXTS[3])):
         ref = references[text]
         assert torch.equal(d.codes[job], ref.codes), job
@@ -106,7 +116,7 @@ def test_greedy_jobs_record_upstreams_hidden_states(scenario, references):
 
 
 def test_one_shot_audio_equals_upstream_decode(scenario):
-    d, streaming = scenario
+    d, streaming, atol = scenario
     one_shot = [j for j in d.finished if not streaming[j]]
     assert len(one_shot) == 3
     for job in one_shot:
@@ -115,11 +125,11 @@ def test_one_shot_audio_equals_upstream_decode(scenario):
         ref = upstream_wav(d.hidden[job])
         assert ours.dtype == np.float32 and ours.shape == ref.shape == (audio_samples(d.tokens[job]),)
         assert np.abs(ref).max() > 1e-3
-        np.testing.assert_allclose(ours, ref, atol=ONE_SHOT_ATOL, rtol=0, err_msg=str(job))
+        np.testing.assert_allclose(ours, ref, atol=atol, rtol=0, err_msg=str(job))
 
 
 def test_streamed_audio_meets_snr_and_seam_bounds(scenario):
-    d, streaming = scenario
+    d, streaming, _ = scenario
     streamed = [j for j in d.finished if streaming[j]]
     assert len(streamed) == 3
     for job in streamed:

@@ -4,7 +4,8 @@ Chooses the device (``auto``: CUDA when available) and the precision
 (``auto``: bf16 on GPUs that support it, else fp16, and fp32 on the CPU;
 ``int8``: CPU only, opt-in, never chosen by ``auto``; logits and sampling are
 always fp32), on the CPU the thread count (``cpu_threads``) and, through
-``gemm_plan``, the GEMM backend per matrix shape; loads or builds the weights
+``gemm_plan``, the GEMM backend per matrix shape (the vocoder's linears too,
+``vocoder_gemm``); loads or builds the weights
 (``weights.resolve_assets``), builds the streaming vocoder and, on CUDA with
 ``cuda_graphs``, a ``GraphCache`` that ``warmup`` fills.
 
@@ -23,7 +24,7 @@ import realtime.runtime.compat  # noqa: F401
 from realtime.runtime import cpu_int8
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.cpu_threads import configure_threads
-from realtime.runtime.gemm_plan import GEMM_MODES
+from realtime.runtime.gemm_plan import GEMM_MODES, policy_for
 from realtime.runtime.runner import ModelRunner
 from realtime.runtime.weights import ModelAssets, resolve_assets
 
@@ -83,6 +84,9 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     from realtime.runtime.vocoder import StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
+    if device.type == "cpu":
+        from realtime.runtime.vocoder_gemm import pack_linears
+        (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options), device, torch.float32)
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
     graphs = None
     if device.type == "cuda" and options.cuda_graphs:

@@ -43,8 +43,8 @@ class PlainMatrix:
         self.w_t = weight.t().contiguous()
         self.nbytes = self.w_t.numel() * self.w_t.element_size()
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.mm(x, self.w_t)
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.mm(x, self.w_t) if bias is None else torch.addmm(bias, x, self.w_t)
 
 
 class MklPacked:
@@ -64,14 +64,14 @@ class MklPacked:
         self._sizes = torch.zeros((), dtype=weight.dtype).expand(weight.shape)
         self.nbytes = self._packed.numel() * 4
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         m = x.shape[0]
         if m == self.rows:
-            return torch.ops.mkl._mkl_linear(x, self._packed, self._sizes, None, self.rows)
+            return torch.ops.mkl._mkl_linear(x, self._packed, self._sizes, bias, self.rows)
         if m > self.rows:
             raise ValueError(f"MKL weight packed for {self.rows} rows got {m}")
         padded = F.pad(x, (0, 0, 0, self.rows - m))
-        return torch.ops.mkl._mkl_linear(padded, self._packed, self._sizes, None, self.rows)[:m]
+        return torch.ops.mkl._mkl_linear(padded, self._packed, self._sizes, bias, self.rows)[:m]
 
 
 class OnednnPacked:
@@ -86,13 +86,13 @@ class OnednnPacked:
         self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), max(rows, 1))
         self.nbytes = weight.numel() * 4  # blocked, same element count
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self._packed, None, "none", [], "")
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self._packed, bias, "none", [], "")
 
 
 class Packed(Protocol):
-    """A weight in the form one backend multiplies by: ``x [M, K] -> [M, N]``
-    (``cpu_int8.Int8Packed`` is one too)."""
+    """A weight in the form one backend multiplies by: ``x [M, K] -> [M, N]``,
+    plus ``bias`` [N] when given (``cpu_int8.Int8Packed`` is one too)."""
 
     backend: str
     any_rows: bool  # False: only row counts up to the packing's run
@@ -100,7 +100,7 @@ class Packed(Protocol):
 
     def __init__(self, weight: torch.Tensor, rows: int) -> None: ...
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor: ...
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor: ...
 
 
 PACKERS: dict[str, type[Packed]] = {
@@ -145,8 +145,8 @@ class Matrix:
         forms = {id(p): p for p in (*by_rows.values(), large)}
         self.forms = tuple(forms.values())
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return self._by_rows.get(x.shape[0], self._large)(x)
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return self._by_rows.get(x.shape[0], self._large)(x, bias)
 
     @property
     def nbytes(self) -> int:

@@ -119,5 +119,6 @@ class Int8Packed:
         self._packed = _prepack(weight, weight_max)
         self.nbytes = weight.numel() + weight.shape[0] * 8  # int8 + per-channel scales
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.quantized.linear_dynamic(x, self._packed, self._reduce)
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        out = torch.ops.quantized.linear_dynamic(x, self._packed, self._reduce)
+        return out if bias is None else out.add_(bias)

@@ -1,0 +1,85 @@
+"""The vocoder's linears on a packed GEMM backend (``vocoder_gemm``).
+
+Replaced layers must compute what ``nn.Linear`` computes (bias included, any
+leading shape), only in a copy of the module (upstream's reference decodes
+from the same assets), and only where a packed backend was chosen: plain
+``mm``, tiny unmeasured shapes and devices other than the CPU keep the very
+modules, so the vocoder stays bit-identical to upstream there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from runtime_fixtures import tiny_assets
+
+from realtime.runtime.cpu_gemm import backend_available
+from realtime.runtime.gemm_plan import GemmPolicy
+from realtime.runtime.shapes import TINY
+from realtime.runtime.vocoder import StreamingVocoder
+from realtime.runtime.vocoder_gemm import PackedLinear, pack_linears
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+CPU = torch.device("cpu")
+needs_onednn = pytest.mark.skipif(not backend_available("onednn", CPU, torch.float32),
+                                  reason="no oneDNN in this torch")
+
+
+def _linears(module: torch.nn.Module) -> list[torch.nn.Module]:
+    return [m for m in module.modules() if isinstance(m, (torch.nn.Linear, PackedLinear))]
+
+
+def _modules():
+    a = tiny_assets(3)
+    return a.decoder.eval(), a.vocos.eval()
+
+
+@needs_onednn
+def test_forced_onednn_packs_every_linear_of_a_copy():
+    decoder, vocos = _modules()
+    before = [(type(m), m.weight.clone()) for m in _linears(decoder) + _linears(vocos)]
+    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("onednn"), CPU, torch.float32)
+    assert dec is not decoder and voc is not vocos
+    packed = _linears(dec) + _linears(voc)
+    assert len(packed) == len(before) >= 7  # tiny: 2 + 1 ConvNeXt blocks, 2 linears each, and the head
+    assert all(isinstance(m, PackedLinear) for m in packed)
+    # The originals are untouched: same classes, same weights.
+    after = _linears(decoder) + _linears(vocos)
+    assert all(type(m) is t and torch.equal(m.weight, w) for m, (t, w) in zip(after, before))
+
+
+@needs_onednn
+def test_a_packed_linear_is_the_linear_it_replaces():
+    lin = torch.nn.Linear(48, 80)
+    with torch.no_grad():
+        lin.bias.uniform_(-1, 1)  # a bias that shows if it went missing
+    holder = torch.nn.Sequential(lin)
+    (packed,), _ = pack_linears([holder], GemmPolicy("onednn"), CPU, torch.float32)
+    assert isinstance(packed[0], PackedLinear)
+    x = torch.randn(2, 7, 48)  # a leading batch and frame axis, as the vocoder's
+    with torch.no_grad():
+        torch.testing.assert_close(packed(x), lin(x), atol=1e-5, rtol=1e-5)
+        assert packed(x).shape == (2, 7, 80)
+
+
+@needs_onednn
+def test_packed_vocoder_renders_what_the_plain_one_renders():
+    decoder, vocos = _modules()
+    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("onednn"), CPU, torch.float32)
+    hidden = torch.randn(40, TINY.hidden, generator=torch.Generator().manual_seed(0))
+    ref = StreamingVocoder(decoder, vocos).one_shot(hidden)
+    out = StreamingVocoder(dec, voc).one_shot(hidden)
+    assert np.abs(ref).max() > 1e-3
+    np.testing.assert_allclose(out, ref, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("mode, device", [("auto", CPU), ("mm", CPU), ("int8", CPU),
+                                          ("onednn", torch.device("meta"))])
+def test_modules_stay_where_nothing_is_packed(mode, device):
+    # auto and int8 (which runs the vocoder as auto) on tiny shapes: unmeasured, mm.
+    decoder, vocos = _modules()
+    modules, _ = pack_linears([decoder, vocos], GemmPolicy(mode), device, torch.float32)
+    assert modules[0] is decoder and modules[1] is vocos
+    assert not any(isinstance(m, PackedLinear) for m in decoder.modules())
