@@ -13,9 +13,9 @@ Where plain ``mm`` wins, or the shapes are too small to measure (tiny test
 models), the ``nn.Linear`` stays, so the vocoder stays bit-identical to
 upstream there.
 
-AMD EPYC Zen 4, 2 threads, full size: a 12-step window 35 -> 21 ms, a
-123-step window 155 -> 118 ms (oneDNN packed); audio within 2e-7 of the
-``addmm`` render (peak ~0.1).
+AMD EPYC Zen 4, 2 threads, full size, side by side: a 12-step window 45.6 ->
+33.8 ms, a 123-step window 174 -> 148 ms (oneDNN packed, 40 of the 41);
+audio within 1e-7 of the ``addmm`` render (peak ~0.1).
 
 Thread: build time (the model thread).
 """
