@@ -26,6 +26,7 @@ import orjson
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request, Response
 
+from realtime import cors
 from realtime.accounting import Accounting
 from realtime.auth import bearer_token, origin_allowed, token_allowed
 from realtime.config import ServerConfig
@@ -84,15 +85,23 @@ class HttpRoutes:
             metrics = self.accounting.metrics
             return respond(connection, http.HTTPStatus.OK, metrics.render(), metrics.content_type)
         if path == "/v1/voices":
-            return _json(connection, http.HTTPStatus.OK, {"voices": list(self.state.voices)})
+            return self._readable(request, _json(connection, http.HTTPStatus.OK,
+                                                 {"voices": list(self.state.voices)}))
         if path == MODELS_PATH or path.startswith(MODELS_PATH + "/"):
-            return self._models(connection, path)
+            return self._readable(request, self._models(connection, path))
         if path == "/load":
             return _json(connection, http.HTTPStatus.OK, self.load_report())
         found = self.static.read(path)
         if found is None:
             return respond(connection, http.HTTPStatus.NOT_FOUND, b"not found\n", _TEXT)
         return respond(connection, http.HTTPStatus.OK, *found)
+
+    def _readable(self, request: Request, response: Response) -> Response:
+        """``response`` readable by a page on an allowed other origin (``cors``)."""
+        for name, value in cors.response_headers(request.headers.get("Origin"),
+                                                 self.config.allowed_origins):
+            response.headers[name] = value
+        return response
 
     def _models(self, connection: ServerConnection, path: str) -> Response:
         """OpenAI's ``GET /v1/models`` (a list) and ``GET /v1/models/{id}``."""

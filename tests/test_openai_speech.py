@@ -335,3 +335,52 @@ async def test_the_openai_client_lists_and_retrieves_the_models(tone_server):
         status, _, _ = await raw_post(tone_server.port, json.dumps(
             {"model": name, "input": "Hi.", "voice": "alice", "response_format": "pcm"}).encode())
         assert status == 200, name
+
+
+# -- pages on other origins (CORS) ---------------------------------------------------------------
+
+APP, EVIL = "https://app.example", "https://evil.example"
+PREFLIGHT = {"Access-Control-Request-Method": "POST",
+             "Access-Control-Request-Headers": "authorization, content-type"}
+
+
+async def test_a_browser_preflight_is_answered_for_allowed_origins(server_factory):
+    server = await server_factory(allowed_origins=(APP,))
+    status, headers, body = await raw_post(server.port, b"", method="OPTIONS",
+                                           headers={"Origin": APP, **PREFLIGHT})
+    assert status == 204 and body == b""
+    assert headers["access-control-allow-origin"] == APP and headers["vary"] == "Origin"
+    assert "POST" in headers["access-control-allow-methods"]
+    allowed = {h.strip() for h in headers["access-control-allow-headers"].split(",")}
+    assert {"authorization", "content-type"} <= allowed
+    assert int(headers["access-control-max-age"]) > 0
+    status, headers, body = await raw_post(server.port, b"", method="OPTIONS",
+                                           headers={"Origin": EVIL, **PREFLIGHT})
+    assert status == 403 and "access-control-allow-origin" not in headers
+    assert json.loads(body)["error"]["message"] == "origin not allowed"
+    status, headers, _ = await raw_post(server.port, b"", method="OPTIONS", path="/v1/models",
+                                        headers={"Origin": APP, **PREFLIGHT})
+    assert status == 204 and headers["access-control-allow-origin"] == APP
+
+
+async def test_responses_to_an_allowed_origin_name_it(server_factory):
+    server = await server_factory(allowed_origins=(APP,))
+    body = json.dumps({"model": "tts-1", "voice": "alice", "input": "Hi there.",
+                       "response_format": "pcm"}).encode()
+    status, headers, payload = await raw_post(server.port, body, headers={"Origin": APP})
+    assert status == 200 and len(payload) > 0
+    assert headers["access-control-allow-origin"] == APP
+    assert "retry-after" in headers["access-control-expose-headers"]
+    # An error is readable too: the page can show why.
+    status, headers, _ = await raw_post(server.port, b"{}", headers={"Origin": APP})
+    assert status == 400 and headers["access-control-allow-origin"] == APP
+    # No Origin (not a browser), or one off the list: no CORS headers.
+    status, headers, _ = await raw_post(server.port, body)
+    assert status == 200 and "access-control-allow-origin" not in headers
+    status, headers, _ = await raw_post(server.port, body, headers={"Origin": EVIL})
+    assert status == 403 and "access-control-allow-origin" not in headers
+    # The model list, fetched on a fresh connection (websockets' routes).
+    status, headers, payload = await raw_post(server.port, b"", method="GET", path="/v1/models",
+                                              headers={"Origin": APP})
+    assert status == 200 and headers["access-control-allow-origin"] == APP
+    assert json.loads(payload)["object"] == "list"

@@ -15,6 +15,8 @@ incomplete body (and the server logs why).
 
 A connection that began with a POST may go on with GETs (HTTP keep-alive):
 those are answered by the same ``HttpRoutes`` as on the WebSocket side.
+A browser's preflight (``OPTIONS``) and the CORS headers of every answer to a
+page on an allowed other origin come from ``realtime.cors``.
 
 Thread: event loop.
 """
@@ -25,6 +27,7 @@ import asyncio
 import base64
 import http
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -33,10 +36,11 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from protocol import ErrorCode
+from realtime import cors
 from realtime.accounting import Accounting
 from realtime.auth import bearer_token, origin_allowed, principal_of, token_allowed
 from realtime.config import ServerConfig
-from realtime.http import HttpRoutes
+from realtime.http import MODELS_PATH, HttpRoutes
 from realtime.openai_speech.encoders import available_formats
 from realtime.openai_speech.errors import INVALID_API_KEY, ApiError
 from realtime.openai_speech.job import SpeechJob, StreamFailed
@@ -50,8 +54,10 @@ log = logging.getLogger(__name__)
 
 SPEECH_PATH = "/v1/audio/speech"
 SSE_TYPE = b"text/event-stream"
+_READABLE = (MODELS_PATH, "/v1/voices")  # GETs a page on another origin may make
 
 Scope = dict[str, Any]
+AsgiHeaders = Sequence[tuple[bytes, bytes]]
 
 
 class SpeechApp:
@@ -75,17 +81,31 @@ class SpeechApp:
         if scope["type"] != "http":
             return  # lifespan is off; websockets never reach this app
         request = _handshake_request(scope)
-        if scope["path"] == SPEECH_PATH:
+        origin = request.headers.get("Origin")
+        access = cors.encoded(cors.response_headers(origin, self.config.allowed_origins))
+        if scope["method"] == "OPTIONS" and scope["path"] in (SPEECH_PATH, *_READABLE):
+            await self._preflight(send, origin)
+        elif scope["path"] == SPEECH_PATH:
             if scope["method"] != "POST":
                 await self._refuse(send, ApiError(405, ErrorCode.BAD_MESSAGE.value,
-                                                  f"{SPEECH_PATH} takes POST"))
+                                                  f"{SPEECH_PATH} takes POST"), access=access)
                 return
-            await self._speech(request, receive, send)
+            await self._speech(request, receive, send, access)
         elif scope["method"] in ("GET", "HEAD"):
             await _send_response(send, self._get(request), head=scope["method"] == "HEAD")
         else:
             await self._refuse(send, ApiError(404, ErrorCode.BAD_MESSAGE.value,
-                                              f"no route for {scope['method']} {scope['path']}"))
+                                              f"no route for {scope['method']} {scope['path']}"),
+                               access=access)
+
+    async def _preflight(self, send: Any, origin: str | None) -> None:
+        headers = cors.preflight_headers(origin, self.config.allowed_origins)
+        if headers is None:
+            await self._refuse(send, ApiError(403, ErrorCode.BAD_MESSAGE.value, "origin not allowed"))
+            return
+        await send({"type": "http.response.start", "status": 204,
+                    "headers": [*cors.encoded(headers), (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def shut_down(self, message: str) -> None:
         """End every request in flight with ``shutting_down`` (drain ran out of time)."""
@@ -94,7 +114,7 @@ class SpeechApp:
 
     # -- POST /v1/audio/speech ------------------------------------------------------------
 
-    async def _speech(self, request: Request, receive: Any, send: Any) -> None:
+    async def _speech(self, request: Request, receive: Any, send: Any, access: AsgiHeaders) -> None:
         token = bearer_token(request)
         try:
             self._gate(request, token)
@@ -102,7 +122,7 @@ class SpeechApp:
                                    self.state.voices, self.config.max_text_chars,
                                    available_formats())
         except ApiError as exc:
-            await self._refuse(send, exc)
+            await self._refuse(send, exc, access=access)
             return
         quota = self.quotas.open(principal_of(token) if self.config.auth_tokens else None)
         try:
@@ -110,9 +130,9 @@ class SpeechApp:
             if refusal is not None:
                 await self._refuse(send, ApiError.from_wire(
                     refusal.code.value, refusal.message, None,
-                    getattr(refusal, "retry_after_ms", None)))
+                    getattr(refusal, "retry_after_ms", None)), access=access)
                 return
-            await self._run(speech, quota, receive, send)
+            await self._run(speech, quota, receive, send, access)
         finally:
             quota.close()
 
@@ -130,7 +150,8 @@ class SpeechApp:
             raise ApiError(503, ErrorCode.OVERLOADED.value, "the model is not ready yet",
                            retry_after_ms=1000)
 
-    async def _run(self, speech: SpeechRequest, quota: Any, receive: Any, send: Any) -> None:
+    async def _run(self, speech: SpeechRequest, quota: Any, receive: Any, send: Any,
+                   access: AsgiHeaders) -> None:
         config = self.config
         job = SpeechJob(speech, self.worker, self.accounting, quota,
                         default_deadline_ms=config.default_deadline_ms,
@@ -142,21 +163,21 @@ class SpeechApp:
             try:
                 await job.admitted()
             except ApiError as exc:  # the job counted its error message already
-                await self._refuse(send, exc, count_error=False)
+                await self._refuse(send, exc, count_error=False, access=access)
                 return
-            await self._stream(job, send)
+            await self._stream(job, send, access)
         finally:
             watcher.cancel()
             self.jobs.discard(job)
             if not job.ended:  # the handler itself failed or was cancelled
                 job.abandon()
 
-    async def _stream(self, job: SpeechJob, send: Any) -> None:
+    async def _stream(self, job: SpeechJob, send: Any, access: AsgiHeaders) -> None:
         sse = job.request.stream_format == "sse"
         content_type = SSE_TYPE if sse else job.encoder.content_type.encode()
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", content_type), (b"cache-control", b"no-store"),
-                                (b"x-request-id", job.request_id.encode())]})
+                                (b"x-request-id", job.request_id.encode()), *access]})
         self.responses.labels("200").inc()
         try:
             async for chunk in job.chunks():
@@ -175,13 +196,16 @@ class SpeechApp:
         tail = _sse({"type": "speech.audio.done", "usage": _usage(job)}) if sse else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
-    async def _refuse(self, send: Any, error: ApiError, count_error: bool = True) -> None:
+    async def _refuse(self, send: Any, error: ApiError, count_error: bool = True,
+                      access: AsgiHeaders = ()) -> None:
+        """An OpenAI-style error; ``access``: the CORS headers that let a page
+        on another origin read it."""
         self.responses.labels(str(error.status)).inc()
         if count_error and error.code != INVALID_API_KEY:
             self.accounting.error_sent(error.code)
         body = error.encoded()
         await send({"type": "http.response.start", "status": error.status,
-                    "headers": [*error.headers(), (b"content-length", str(len(body)).encode())]})
+                    "headers": [*error.headers(), *access, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
     # -- GETs on a kept-alive connection -------------------------------------------------------
