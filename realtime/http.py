@@ -38,10 +38,16 @@ log = logging.getLogger(__name__)
 
 STREAM_PATH = "/v1/stream"
 MODELS_PATH = "/v1/models"
+VOICES_PATH = "/v1/voices"
 # The speech endpoint takes any model name (one model serves them all); these
 # are the names listed, ours first, then the ones OpenAI's clients default to.
 MODEL_IDS = ("chattts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 _TEXT = "text/plain; charset=utf-8"
+
+
+def cors_readable(path: str) -> bool:
+    """The GET routes a page on an allowed other origin may read (``cors``)."""
+    return path in (VOICES_PATH, MODELS_PATH) or path.startswith(MODELS_PATH + "/")
 
 
 def respond(connection: ServerConnection, status: http.HTTPStatus, body: bytes,
@@ -84,7 +90,7 @@ class HttpRoutes:
         if path == "/metrics":
             metrics = self.accounting.metrics
             return respond(connection, http.HTTPStatus.OK, metrics.render(), metrics.content_type)
-        if path == "/v1/voices":
+        if path == VOICES_PATH:
             return self._readable(request, _json(connection, http.HTTPStatus.OK,
                                                  {"voices": list(self.state.voices)}))
         if path == MODELS_PATH or path.startswith(MODELS_PATH + "/"):

@@ -361,6 +361,9 @@ async def test_a_browser_preflight_is_answered_for_allowed_origins(server_factor
     status, headers, _ = await raw_post(server.port, b"", method="OPTIONS", path="/v1/models",
                                         headers={"Origin": APP, **PREFLIGHT})
     assert status == 204 and headers["access-control-allow-origin"] == APP
+    status, headers, _ = await raw_post(server.port, b"", method="OPTIONS", path="/v1/models/tts-1",
+                                        headers={"Origin": APP, **PREFLIGHT})
+    assert status == 204 and headers["access-control-allow-origin"] == APP
 
 
 async def test_responses_to_an_allowed_origin_name_it(server_factory):

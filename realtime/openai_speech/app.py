@@ -40,7 +40,7 @@ from realtime import cors
 from realtime.accounting import Accounting
 from realtime.auth import bearer_token, origin_allowed, principal_of, token_allowed
 from realtime.config import ServerConfig
-from realtime.http import MODELS_PATH, HttpRoutes
+from realtime.http import HttpRoutes, cors_readable
 from realtime.openai_speech.encoders import available_formats
 from realtime.openai_speech.errors import INVALID_API_KEY, ApiError
 from realtime.openai_speech.job import SpeechJob, StreamFailed
@@ -54,7 +54,6 @@ log = logging.getLogger(__name__)
 
 SPEECH_PATH = "/v1/audio/speech"
 SSE_TYPE = b"text/event-stream"
-_READABLE = (MODELS_PATH, "/v1/voices")  # GETs a page on another origin may make
 
 Scope = dict[str, Any]
 AsgiHeaders = Sequence[tuple[bytes, bytes]]
@@ -83,7 +82,7 @@ class SpeechApp:
         request = _handshake_request(scope)
         origin = request.headers.get("Origin")
         access = cors.encoded(cors.response_headers(origin, self.config.allowed_origins))
-        if scope["method"] == "OPTIONS" and scope["path"] in (SPEECH_PATH, *_READABLE):
+        if scope["method"] == "OPTIONS" and (scope["path"] == SPEECH_PATH or cors_readable(scope["path"])):
             await self._preflight(send, origin)
         elif scope["path"] == SPEECH_PATH:
             if scope["method"] != "POST":
