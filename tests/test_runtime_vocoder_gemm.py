@@ -9,6 +9,8 @@ modules, so the vocoder stays bit-identical to upstream there.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -40,7 +42,7 @@ def _modules():
 def test_forced_onednn_packs_every_linear_of_a_copy():
     decoder, vocos = _modules()
     before = [(type(m), m.weight.clone()) for m in _linears(decoder) + _linears(vocos)]
-    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("onednn"), CPU, torch.float32)
+    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("onednn"))
     assert dec is not decoder and voc is not vocos
     packed = _linears(dec) + _linears(voc)
     assert len(packed) == len(before) >= 7  # tiny: 2 + 1 ConvNeXt blocks, 2 linears each, and the head
@@ -56,7 +58,7 @@ def test_a_packed_linear_is_the_linear_it_replaces():
     with torch.no_grad():
         lin.bias.uniform_(-1, 1)  # a bias that shows if it went missing
     holder = torch.nn.Sequential(lin)
-    (packed,), _ = pack_linears([holder], GemmPolicy("onednn"), CPU, torch.float32)
+    (packed,), _ = pack_linears([holder], GemmPolicy("onednn"))
     assert isinstance(packed[0], PackedLinear)
     x = torch.randn(2, 7, 48)  # a leading batch and frame axis, as the vocoder's
     with torch.no_grad():
@@ -67,7 +69,7 @@ def test_a_packed_linear_is_the_linear_it_replaces():
 @needs_onednn
 def test_packed_vocoder_renders_what_the_plain_one_renders():
     decoder, vocos = _modules()
-    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("onednn"), CPU, torch.float32)
+    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("onednn"))
     hidden = torch.randn(40, TINY.hidden, generator=torch.Generator().manual_seed(0))
     ref = StreamingVocoder(decoder, vocos).one_shot(hidden)
     out = StreamingVocoder(dec, voc).one_shot(hidden)
@@ -80,6 +82,8 @@ def test_packed_vocoder_renders_what_the_plain_one_renders():
 def test_modules_stay_where_nothing_is_packed(mode, device):
     # auto and int8 (which runs the vocoder as auto) on tiny shapes: unmeasured, mm.
     decoder, vocos = _modules()
-    modules, _ = pack_linears([decoder, vocos], GemmPolicy(mode), device, torch.float32)
+    if device != CPU:  # the modules say where the vocoder runs
+        decoder, vocos = copy.deepcopy(decoder).to(device), copy.deepcopy(vocos).to(device)
+    modules, _ = pack_linears([decoder, vocos], GemmPolicy(mode))
     assert modules[0] is decoder and modules[1] is vocos
     assert not any(isinstance(m, PackedLinear) for m in decoder.modules())

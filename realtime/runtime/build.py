@@ -86,7 +86,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     vocos = assets.vocos.to(device).eval()
     if device.type == "cpu":
         from realtime.runtime.vocoder_gemm import pack_linears
-        (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options), device, torch.float32)
+        (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
     graphs = None
     if device.type == "cuda" and options.cuda_graphs:

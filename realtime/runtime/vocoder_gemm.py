@@ -51,21 +51,23 @@ class PackedLinear(torch.nn.Module):
         return self.matrix(rows, self.bias).view(*x.shape[:-1], self.out_features)
 
 
-def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy, device: torch.device,
-                 dtype: torch.dtype) -> tuple[list[torch.nn.Module], dict[tuple[int, int], ShapeChoice]]:
+def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
+                 ) -> tuple[list[torch.nn.Module], dict[tuple[int, int], ShapeChoice]]:
     """``modules`` with their linears on the measured backends: copies where
     any layer changes, the modules themselves otherwise; and the choices
     (for the log). ``policy``: the decoder's, its mode forcing a backend
     (``int8`` runs the vocoder fp32 as ``auto`` would)."""
     mode = "auto" if policy.mode == "int8" else policy.mode
-    if device.type != "cpu" or dtype != torch.float32 or mode == "mm":
-        return modules, {}
     found = [entry for m in modules for entry in _linears(m)]
-    if not found:
+    if not found or mode == "mm":
+        return modules, {}
+    weight = found[0][2].weight
+    device, dtype = weight.device, weight.dtype  # the vocoder runs where and as it lies
+    if device.type != "cpu" or dtype != torch.float32:
         return modules, {}
     plan = replace(policy, mode=mode, batch_sizes=(1,), prefill_rows=ROWS)
     with torch.no_grad():
-        weights = [lin.weight.detach().to(device, dtype).contiguous() for _, _, lin in found]
+        weights = [lin.weight.detach().contiguous() for _, _, lin in found]
         matrices, choices = prepare_matrices(weights, plan, device, dtype)
     packed = {id(lin): m for (_, _, lin), m in zip(found, matrices) if m.backend_for(ROWS) != "mm"}
     if not packed:
