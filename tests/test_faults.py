@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import threading
 import time
 
@@ -293,15 +294,26 @@ async def test_an_overflow_never_drops_the_audio_of_a_finished_utterance(server_
     # A finished utterance's frames may still wait in the send queue, behind a
     # stuck stream, with its segment and done messages after them: dropping
     # them would send a segment without its last frame.
+    # The filler's audio comes in bursts (a segment's audio waits for the one
+    # before it), so a fixed limit could overflow before the socket is seen
+    # full: the queue starts roomy and is narrowed once "short" is queued behind
+    # the filler, and the filler (its input still open) is then given more text.
     server = await server_factory(runner=ToneRunner(step_seconds=0.001, max_codes=4096),
-                                  send_queue_bytes=1 << 20)
+                                  send_queue_bytes=256 << 20)
     client = await ws_connect(server, max_queue=1)
-    await client.send({"type": "speak", "id": "filler", "text": "x" * 4000, "chunking": "token",
-                       "format": "pcm_f32le"})
+    client.ws.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    await client.send({"type": "speak", "id": "filler", "text": "x" * 4000, "final": False,
+                       "chunking": "token", "format": "pcm_f32le"})
     session = next(iter(server.sessions))
-    await wait_until(lambda: session.outbox.audio_bytes > 100_000)  # the socket is full
+    # Full: the kernel takes no more (asyncio buffers the rest) and frames wait
+    # in the queue; the client reads nothing until collect.
+    await wait_until(lambda: session.ws.transport.get_write_buffer_size() > 0
+                     and session.outbox.audio_bytes > 100_000)
     await client.send({"type": "speak", "id": "short", "text": "Hi there.", "format": "pcm_f32le"})
-    await wait_until(lambda: "short" not in session.utterances)  # done, queued behind the filler
+    await wait_until(lambda: any(owner.id == "short" and owner.ended  # done, queued behind
+                                 for owner in session.outbox.owners_with_audio()), timeout=30)
+    session.outbox.limit_bytes = 1 << 20  # the filler's next frame overflows
+    await client.send({"type": "append", "id": "filler", "text": " More text.", "final": True})
     await wait_until(lambda: "filler" not in session.utterances)  # overflow: slow_consumer
     got = await client.collect(["filler", "short"], timeout=20)
     got["short"].check_done("pcm_f32le")

@@ -25,6 +25,7 @@ async def test_slow_consumer_is_stopped_and_memory_stays_bounded(server_factory,
     await client.send({"type": "speak", "id": "slow", "text": text, "format": "pcm_f32le",
                        "sample_rate": 48000, "frame_ms": 1000})
     session = next(iter(server.sessions))
+    await wait_until(lambda: "slow" in session.utterances)  # the server has read the speak
     await wait_until(lambda: "slow" not in session.utterances, timeout=20)
     assert session.outbox.audio_bytes <= limit
     # now read: frames that were already queued, then the terminal error
