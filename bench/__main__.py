@@ -16,6 +16,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),
     "scheduler": ("bench.scheduler", "two-lane scheduler vs baselines, simulated"),
     "overload": ("bench.overload", "admission by capacity vs queue-only under overload, real server"),
+    "turns": ("bench.turns", "bursts of streamed turns: a held place per accepted turn vs none"),
     "soak": ("bench.soak", "bounded loopback soak of the whole server"),
 }
 

@@ -51,13 +51,13 @@ from pathlib import Path
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
 
+from bench.arrivals import Audio, arrivals
 from bench.overload_servers import MODES, SETUPS, ServerProcess, cpu_name
 from bench.results import write_results
 from clients.playback import simulate_playback
 from clients.probe_report import percentile
-from protocol import Done, Error, Started, decode_server, unpack_frame
+from protocol import Done, Error, Started
 
 LOADS = (0.5, 1.0, 2.0, 4.0)
 GOODPUT_FIRST_AUDIO_S = 1.0  # audio that starts later than this is no use to a listener
@@ -124,35 +124,29 @@ class Connection:
         return rec
 
     async def read(self) -> None:
-        try:
-            async for raw in self.ws:
-                now = time.monotonic()
-                if isinstance(raw, bytes):
-                    header, payload = unpack_frame(raw)
-                    rec = self.by_stream.get(header.stream)
-                    if rec is not None:
-                        if rec.first_audio is None:
-                            rec.first_audio = now
-                        rec.frames.append((now, len(payload) / 2 / 24000))
-                    continue
-                msg = decode_server(raw)
-                rec = self.by_id.get(getattr(msg, "id", None) or "")
-                if rec is None:
-                    continue
-                if isinstance(msg, Started):
-                    rec.started = now
-                    self.by_stream[msg.stream] = rec
-                elif isinstance(msg, (Done, Error)):
-                    rec.end, rec.outcome = now, "done" if isinstance(msg, Done) else msg.code
-                    if isinstance(msg, Done):
-                        rec.audio_s = msg.audio_ms / 1000.0
-                        rec.server_first_audio_ms = msg.timing.first_audio_ms
-                    else:
-                        rec.retry_after_ms = msg.retry_after_ms
-                    self.active -= 1
-                    self.ended.set()
-        except ConnectionClosed:
-            pass
+        async for now, item in arrivals(self.ws):
+            if isinstance(item, Audio):
+                rec = self.by_stream.get(item.stream)
+                if rec is not None:
+                    if rec.first_audio is None:
+                        rec.first_audio = now
+                    rec.frames.append((now, item.seconds))
+                continue
+            rec = self.by_id.get(getattr(item, "id", None) or "")
+            if rec is None:
+                continue
+            if isinstance(item, Started):
+                rec.started = now
+                self.by_stream[item.stream] = rec
+            elif isinstance(item, (Done, Error)):
+                rec.end, rec.outcome = now, "done" if isinstance(item, Done) else item.code
+                if isinstance(item, Done):
+                    rec.audio_s = item.audio_ms / 1000.0
+                    rec.server_first_audio_ms = item.timing.first_audio_ms
+                else:
+                    rec.retry_after_ms = item.retry_after_ms
+                self.active -= 1
+                self.ended.set()
 
 
 async def open_pool(url: str, count: int) -> tuple[list[Connection], list[asyncio.Task]]:

@@ -76,6 +76,8 @@ class ServerConfig:
     # Admission under overload (docs/scheduler.md): "capacity" or "queue-only".
     admission: str = "capacity"
     interactive_first_audio_ms: float = 0.0  # 0: derived from the cost model
+    # A streamed utterance accepted before its first sentence holds capacity this long.
+    stream_reservation_s: float = 10.0
     tone_codes_per_char: float = 1.0  # --weights tone: segment length per character
 
     @property
@@ -208,6 +210,9 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
      "| queue-only (refuse only when a queue is full)"),
     ("--interactive-first-audio-ms", "interactive_first_audio_ms", _non_negative_float,
      "first-audio budget of an interactive utterance (0: derived from the cost model)"),
+    ("--stream-reservation-s", "stream_reservation_s", _non_negative_float,
+     "an interactive utterance accepted before its first sentence counts against capacity "
+     "until it comes, for at most this long (0: not until it comes)"),
     ("--tone-codes-per-char", "tone_codes_per_char", _non_negative_float,
      "codes per text character of the synthetic runner (--weights tone; benches)"),
 )

@@ -68,7 +68,8 @@ class Metrics:
         )
         self.interactive_streams = Gauge(
             "chattts_interactive_streams",
-            "Interactive utterances admitted and still being synthesized.", registry=r,
+            "Interactive utterances admitted and still being synthesized, or accepted and "
+            "awaiting their first sentence (they hold capacity).", registry=r,
         )
         self.interactive_capacity = Gauge(
             "chattts_interactive_capacity",

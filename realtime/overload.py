@@ -1,7 +1,8 @@
 """How the server behaves under overload: admission settings, retry hints, the load report.
 
 - ``scheduler_policy``: the scheduler fields the flags and the runner decide
-  (admission mode, first-audio budget, steps to a job's first audio).
+  (admission mode, first-audio budget, steps to a job's first audio, how
+  long a streamed utterance without a sentence holds capacity).
 - Retry hints for the refusals the session makes itself: ``too_many_active``
   (``active_retry_s``: when one of the connection's utterances is expected
   to end) and the text rate limits (the bucket's exact refill time, from
@@ -52,6 +53,7 @@ def scheduler_policy(config: ServerConfig, runner: object) -> dict[str, Any]:
         "admission": config.admission,
         "interactive_first_audio_s": budget_ms / 1000.0 if budget_ms > 0 else None,
         "first_audio_steps": first_audio_steps(runner),
+        "stream_reservation_s": config.stream_reservation_s,
     }
 
 
@@ -105,9 +107,10 @@ def publish_saturation(sched: Scheduler, now: float, stats: WorkerStats,
 def load_report(config: ServerConfig, state: ServiceState, accounting: Accounting,
                 worker: ModelWorker) -> dict[str, Any]:
     """``GET /load``: whether a new interactive utterance would be admitted
-    now, and the figures behind it. ``saturation`` is live interactive
-    streams over the capacity (1.0 and above: new interactive work is
-    refused); ``retry_after_ms`` is set while saturated."""
+    now, and the figures behind it. ``saturation`` is the interactive
+    streams (live, or accepted and awaiting their first sentence) over the
+    capacity (1.0 and above: new interactive work is refused);
+    ``retry_after_ms`` is set while saturated."""
     stats = worker.stats
     load = dict(stats.load)
     saturation = float(load.get("saturation", 0.0))

@@ -215,8 +215,8 @@ class Session:
     def submit(self, submission: Submission) -> None:
         self.worker.submit(submission)
 
-    def cancel_jobs(self, job_ids: tuple[int, ...]) -> None:
-        self.worker.cancel(job_ids)
+    def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:
+        self.worker.cancel(job_ids, utterance)
 
     def purge(self, utterance: ServerUtterance) -> None:
         self.outbox.purge(utterance)

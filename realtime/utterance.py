@@ -60,7 +60,8 @@ class UtteranceLink(Protocol):
         """``owner``: the message goes if the utterance's queued audio is purged."""
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
     def submit(self, submission: Submission) -> None: ...
-    def cancel_jobs(self, job_ids: tuple[int, ...]) -> None: ...
+    def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:
+        """``utterance`` ended: its live jobs stop, the capacity it held goes."""
     def purge(self, utterance: ServerUtterance) -> None: ...
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
     def next_job_id(self) -> int: ...
@@ -164,7 +165,7 @@ class ServerUtterance:
         """The connection is gone: stop the jobs, send nothing."""
         if not self._ended:
             self._ended = True
-            self.link.cancel_jobs(self._live_jobs())
+            self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
     # -- worker updates ------------------------------------------------------------
@@ -356,7 +357,7 @@ class ServerUtterance:
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.
-        self.link.cancel_jobs(self._live_jobs())
+        self.link.cancel_jobs(self._live_jobs(), self)
         self.link.send_message(message)
         self.link.utterance_ended(self, outcome, code)
 

@@ -70,6 +70,7 @@ _BATCH_FILL_WAIT = 0.005
 @dataclass(frozen=True, slots=True)
 class _Cancel:
     job_ids: tuple[int, ...]
+    sink: UpdateSink | None = None  # its utterance ended: free the place it held
 
 
 @dataclass(slots=True)
@@ -139,9 +140,11 @@ class ModelWorker:
     def submit(self, submission: Submission) -> None:
         self._post(submission)
 
-    def cancel(self, job_ids: tuple[int, ...]) -> None:
-        if job_ids:
-            self._post(_Cancel(tuple(job_ids)))
+    def cancel(self, job_ids: tuple[int, ...], sink: UpdateSink | None = None) -> None:
+        """Stop these jobs; with ``sink``, its utterance ended: the scheduler
+        also frees the capacity it held while it had no sentence yet."""
+        if job_ids or sink is not None:
+            self._post(_Cancel(tuple(job_ids), sink))
 
     async def stop(self) -> None:
         """Ask the thread to finish its current step and exit; wait for it."""
@@ -252,7 +255,7 @@ class ModelWorker:
                 return
             self._submit(command, updates)
         elif isinstance(command, _Cancel):
-            self._cancel(command.job_ids)
+            self._cancel(command.job_ids, command.sink)
 
     def _submit(self, sub: Submission, updates: list[WorkerUpdate]) -> None:
         """Prepare every segment of ``sub`` and queue them all, or refuse them all."""
@@ -282,11 +285,11 @@ class ModelWorker:
             ))
         refusal = self._enqueue(sub, jobs, now)
         self._observer.admission_changed()
+        if sched.idle:
+            self._observer.load(sched, now)  # no step follows to do it
         if refusal is not None:
             updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message,
                                     retry_after_ms=to_ms(refusal.retry_after_s)))
-            if sched.idle:
-                self._observer.load(sched, now)  # no step follows to do it
             return
         for job in jobs:
             self._jobs[job.id] = _Tracked(sub.sink)
@@ -309,13 +312,17 @@ class ModelWorker:
                 return refusal
         return None
 
-    def _cancel(self, job_ids: tuple[int, ...]) -> None:
+    def _cancel(self, job_ids: tuple[int, ...], sink: UpdateSink | None) -> None:
         sched = self.scheduler
         assert sched is not None
         now = time.monotonic()
         for job_id in job_ids:
             if self._jobs.pop(job_id, None) is not None:
                 sched.cancel(job_id, now)  # a running job is released in the next plan
+        if sink is not None:
+            sched.release(sink)
+            if sched.idle:
+                self._observer.load(sched, now)  # no step follows to do it
 
     def _step(self, plan: StepPlan, now: float, updates: list[WorkerUpdate]) -> None:
         sched, runner = self.scheduler, self.runner

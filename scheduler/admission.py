@@ -89,7 +89,7 @@ class Admission:
 
     def _no_capacity(self, jobs: Sequence[Job], now: float) -> Refusal | None:
         capacity = self.capacity
-        streams = len(capacity.streams())
+        streams = capacity.committed(now)
         bucket = capacity.bucket(jobs)
         if not capacity.keeps_rate(streams + 1, bucket):
             return self._overloaded(

@@ -22,7 +22,8 @@ class SlotBudget:
     ``early`` jobs (a stream's next segment started before its stream's
     current one ends) may take a slot only beyond ``reserve``, the slots the
     other waiting interactive jobs (new streams, streams between segments)
-    need now: a stream counts one slot in admission, so its head start must
+    need now and the accepted streams still waiting for their first sentence
+    will need: a stream counts one slot in admission, so its head start must
     not push an admitted stream out.
     """
 

@@ -42,6 +42,7 @@ from scheduler.cost import CostModel
 from scheduler.jobs import CODES_PER_SECOND, Job, JobState
 from scheduler.plan import Lane
 from scheduler.playout import ScheduledUtterance
+from scheduler.reservations import NOMINAL_CODES, StreamReservations
 
 # The step that carries a prefill costs about this many decode steps (the
 # cost model measures decode steps only; prompts are short).
@@ -62,12 +63,14 @@ class StartEstimate:
 
 
 class InteractiveCapacity:
-    """Reads the books and the cost model; keeps no state of its own."""
+    """Reads the books, the reservations and the cost model; keeps no state of its own."""
 
-    def __init__(self, config: SchedulerConfig, cost: CostModel, book: JobBook) -> None:
+    def __init__(self, config: SchedulerConfig, cost: CostModel, book: JobBook,
+                 reservations: StreamReservations) -> None:
         self.config = config
         self.cost = cost
         self.book = book
+        self.reservations = reservations
 
     # ---- the model of the lane -------------------------------------------------
 
@@ -167,15 +170,22 @@ class InteractiveCapacity:
             return []
         return self.book.live_utterances(Lane.INTERACTIVE)
 
+    def committed(self, now: float) -> int:
+        """Streams the lane has promised real time to: the live ones and the
+        accepted ones still waiting for their first sentence."""
+        return len(self.streams()) + self.reservations.count(now)
+
     def schedule_streams(self, streams: Sequence[ScheduledUtterance], now: float, interval: float,
-                         room: int) -> tuple[list[float], float]:
+                         room: int, held: int = 0) -> tuple[list[float], float]:
         """Expected end of each stream, soonest first, and when a slot frees
         for one more stream after them, by list scheduling on the ``room``
         slots at ``interval`` per code (a step more per prefill). A job that
         holds a slot keeps it for its remaining codes (a stream's next
         sentence started early holds a second one); a stream's waiting
         sentences follow on the slot of its latest job; a stream with no job
-        running waits for the next free slot, in admission order."""
+        running waits for the next free slot, in admission order, and the
+        ``held`` streams without a sentence yet after them, each with a
+        nominal first sentence."""
         lines: list[float] = []
         queued: list[tuple[int, float, int]] = []
         ends = [now] * len(streams)
@@ -196,10 +206,15 @@ class InteractiveCapacity:
                 queued.append((utt.seq, waiting, n))
         lines += [now] * max(room - len(lines), 0)
         heapq.heapify(lines)
-        for _, work, n in sorted(queued):
+        nominal = (NOMINAL_CODES + 1) * interval
+        in_line = [(work, n) for _, work, n in sorted(queued)] + [(nominal, -1)] * held
+        for work, n in in_line:
             start = heapq.heappop(lines) if lines else now
             heapq.heappush(lines, start + work)
-            ends[n] = start + work
+            if n < 0:
+                ends.append(start + work)
+            else:
+                ends[n] = start + work
         return sorted(ends), (lines[0] if lines else now)
 
     def start_estimate(self, jobs: Sequence[Job], now: float) -> StartEstimate:
@@ -210,9 +225,11 @@ class InteractiveCapacity:
         cfg = self.config
         bucket = self.bucket(jobs)
         streams = self.streams()
-        interval = self.interval(len(streams) + 1, bucket)
-        _, starts = self.schedule_streams(streams, now, interval, self.slot_room())
-        step = self.cost.step_time(cfg.padded_batch(min(len(streams) + 1, self.rows(bucket))), bucket)
+        held = self.reservations.count(now)
+        ahead = len(streams) + held
+        interval = self.interval(ahead + 1, bucket)
+        _, starts = self.schedule_streams(streams, now, interval, self.slot_room(), held)
+        step = self.cost.step_time(cfg.padded_batch(min(ahead + 1, self.rows(bucket))), bucket)
         first_audio = starts + (1.0 + PREFILL_STEPS) * step + cfg.first_audio_steps * interval
         alone = ((1.0 + PREFILL_STEPS) * self.cost.step_time(cfg.batch_sizes[0], bucket)
                  + cfg.first_audio_steps * self.interval(1, bucket))
@@ -236,7 +253,7 @@ class InteractiveCapacity:
 
     def saturation(self, now: float) -> Saturation:
         """The lane's load now (see ``Saturation``)."""
-        streams = len(self.streams())
+        streams = self.committed(now)
         capacity = self.capacity()
         retry = None
         if streams >= capacity:
@@ -244,12 +261,15 @@ class InteractiveCapacity:
         return Saturation(streams, capacity, retry)
 
     def earliest_end(self, now: float) -> float:
-        """When the first live stream is expected to end (``now`` if none)."""
+        """When the first stream is expected to end (``now`` if none): a live
+        one by its remaining codes, one holding a place by a nominal first
+        sentence (it will speak at least that)."""
         streams = self.streams()
-        if not streams:
+        held = self.reservations.count(now)
+        if not streams and not held:
             return now
-        interval = self.interval(len(streams), self.bucket())
-        return self.schedule_streams(streams, now, interval, self.slot_room())[0][0]
+        interval = self.interval(len(streams) + held, self.bucket())
+        return self.schedule_streams(streams, now, interval, self.slot_room(), held)[0][0]
 
 
 def clamp_retry(seconds: float, config: SchedulerConfig) -> float:

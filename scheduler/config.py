@@ -66,6 +66,10 @@ class SchedulerConfig:
       this long after the oldest waiting job's arrival for a fuller batch, and
       only while the earliest deadline's slack allows. 0 disables waiting
       (``schedule`` then never returns ``None`` while work is runnable).
+    - ``stream_reservation_s``: an interactive utterance accepted before its
+      first sentence (streamed text) holds a place in the lane's capacity
+      until that sentence is queued, the utterance ends, or this long has
+      passed (``scheduler.reservations``); 0 holds none.
     - ``admission_safety``: multiplies estimated step counts in admission.
     - ``load_window_s``: time constant of the interactive-load average.
     """
@@ -90,6 +94,7 @@ class SchedulerConfig:
     interactive_steps_per_background: int = 3
     background_fill_wait_s: float = 0.0
     admission_safety: float = 1.15
+    stream_reservation_s: float = 10.0
     load_window_s: float = 10.0
 
     def __post_init__(self) -> None:
@@ -109,6 +114,8 @@ class SchedulerConfig:
             raise ValueError("interactive_first_audio_s must be > 0 (or None: derived)")
         if self.first_audio_steps < 1 or self.realtime_headroom < 0:
             raise ValueError("first_audio_steps must be >= 1 and realtime_headroom >= 0")
+        if self.stream_reservation_s < 0:
+            raise ValueError("stream_reservation_s must be >= 0")
         if not 0 < self.retry_after_min_s <= self.retry_after_max_s:
             raise ValueError("need 0 < retry_after_min_s <= retry_after_max_s")
 

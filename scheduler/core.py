@@ -44,18 +44,15 @@ from scheduler import batching, invariants, ranking
 from scheduler.admission import Admission
 from scheduler.book import JobBook
 from scheduler.capacity import InteractiveCapacity, Saturation
-from scheduler.config import SchedulerConfig
+from scheduler.config import QUEUE_ONLY, SchedulerConfig
 from scheduler.cost import CostModel
 from scheduler.estimate import INF, BackgroundForecast
 from scheduler.jobs import Job, JobEvent, JobOutcome, JobState, Refusal
 from scheduler.load import InteractiveLoad
 from scheduler.plan import JobId, Lane, StepOutput, StepPlan
+from scheduler.reservations import NOMINAL_CODES, StreamReservations
 
 log = logging.getLogger(__name__)
-
-# The segment ``admit_empty`` judges a streamed utterance by: about two
-# seconds of speech, a typical first sentence.
-NOMINAL_CODES = 94
 
 
 class Scheduler:
@@ -67,7 +64,8 @@ class Scheduler:
         self.book = JobBook(config.max_slots)
         self.load = InteractiveLoad(config, cost)
         self.forecast = BackgroundForecast(config, cost, self.book, self.load)
-        self.capacity = InteractiveCapacity(config, cost, self.book)
+        self.reservations = StreamReservations(config.stream_reservation_s)
+        self.capacity = InteractiveCapacity(config, cost, self.book, self.reservations)
         # The first-audio budget: configured, or derived once from the
         # calibrated cost model (the worker builds the scheduler after warm-up).
         self.first_audio_s = (config.interactive_first_audio_s
@@ -134,16 +132,27 @@ class Scheduler:
     def admit_empty(self, key: Hashable, lane: Lane, arrival: float, now: float) -> Refusal | None:
         """May a new utterance with nothing to speak yet (streamed text, no
         sentence end so far) be accepted? Judged like ``admit`` with one
-        nominal segment (``NOMINAL_CODES``); nothing is queued or reserved:
-        its segments come with ``add``."""
+        nominal segment (``NOMINAL_CODES``). Nothing is queued: its segments
+        come with ``add``. An accepted interactive one holds a place in the
+        lane's capacity meanwhile (``scheduler.reservations``); ``release``
+        gives it back should the utterance end first."""
         nominal = Job(id=-1, utterance=key, index=0, lane=lane, prompt_len=self.config.prompt_buckets[0],
                       est_tokens=NOMINAL_CODES, arrival=arrival)
-        return self.admission.refusal(lane, [nominal], now, new=True)
+        refusal = self.admission.refusal(lane, [nominal], now, new=True)
+        if refusal is None and lane is Lane.INTERACTIVE and self.config.admission != QUEUE_ONLY:
+            self.reservations.hold(key, now)
+        return refusal
+
+    def release(self, key: Hashable) -> None:
+        """The utterance ``key`` ended: the place it held, if any, is free
+        (its jobs end with ``cancel``)."""
+        self.reservations.release(key)
 
     def add(self, job: Job, now: float) -> Refusal | None:
         """Queue a later segment of an admitted utterance (streamed text; the
         first segments of one admitted by ``admit_empty`` too). Never refused
         for interactive load in capacity mode: the utterance was accepted."""
+        self.reservations.release(job.utterance)  # from now on a stream of the books
         utt = self.book.utterance(job.utterance)
         if utt is None:
             self._check_new([job])
@@ -182,7 +191,7 @@ class Scheduler:
         cfg = self.config
         self._wakeup = None
         ranked = self._ranked_interactive()
-        slots = self._interactive_budget(ranked)
+        slots = self._interactive_budget(ranked, now)
         interactive = batching.pick_interactive(cfg, ranked, slots)
         bg_edf = self._runnable_background()
         starving = (bool(interactive) and bool(bg_edf)
@@ -276,12 +285,13 @@ class Scheduler:
                                           self.first_audio_s,
                                           self.config.interactive_start_lead_s)
 
-    def _interactive_budget(self, ranked: list[Job]) -> batching.SlotBudget:
-        """Free slots, the ones waiting streams need now kept from early starts."""
+    def _interactive_budget(self, ranked: list[Job], now: float) -> batching.SlotBudget:
+        """Free slots, the ones waiting streams need now (and the held ones
+        will need for their first sentence) kept from early starts."""
         if not ranked:
             return batching.SlotBudget(self.book.free_slots)
         early: set[int] = set()
-        reserve = 0
+        reserve = self.reservations.count(now)
         for job in ranked:
             if job.state is JobState.WAITING:
                 if self._stream_holds_a_slot(job):

@@ -1,7 +1,7 @@
 """Self-checks of the scheduler's state, for tests and simulations.
 
 ``check_state`` verifies the books after any call (lanes, utterances,
-segment order, slots, queue bounds, the last plan, the state counts);
+segment order, slots, queue bounds, held places, the last plan, the state counts);
 ``check_plan`` verifies a plan ``schedule`` just returned. Both raise
 AssertionError naming every problem found. Cheap enough to run after every
 step of a simulation.
@@ -35,6 +35,10 @@ def check_state(sched: Scheduler) -> None:
                   else queued_utterances(book.live_utterances(lane)))
         if queued > bound:
             problems.append(f"{lane.value} queue over its bound")
+    # A held place turns into the stream when its first segment is queued.
+    problems += [f"utterance {key!r} holds a place and has segments"
+                 for key in sched.reservations
+                 if (utt := book.utterance(key)) is not None and utt.segments]
     plan = sched.last_plan
     if plan is not None and plan.jobs:
         problems += _last_plan_problems(cfg, book, plan)

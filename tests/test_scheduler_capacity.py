@@ -21,8 +21,14 @@ STEEP = CostModel.from_table({(b, k): {1: 0.010, 2: 0.010, 4: 0.020, 8: 0.040}[b
 FLAT64 = SchedulerConfig(batch_sizes=SIZES, max_slots=64)
 
 
+OVERLOADED = "overloaded"
+
+
 def admit_streams(h, count, length, prefix="s"):
-    return [h.sched.admit(h.utterance(f"{prefix}{k}", I, 1, length=length), h.now) for k in range(count)]
+    """Each admission's answer: None, or the refusal's reason ("overloaded")."""
+    answers = [h.sched.admit(h.utterance(f"{prefix}{k}", I, 1, length=length), h.now)
+               for k in range(count)]
+    return [None if a is None else a.reason.value for a in answers]
 
 
 def run_counting_underruns(h):
@@ -214,16 +220,88 @@ def test_a_request_slow_on_an_idle_model_is_not_refused_for_its_own_time():
     assert h.sched.admit([job], 0.0) is None
 
 
-def test_a_streamed_utterance_is_judged_when_it_starts_and_its_text_is_never_refused_later():
+def test_a_streamed_utterance_holds_its_place_until_its_first_sentence():
     h = Harness(config=SchedulerConfig(batch_sizes=(1, 2, 4, 8)), cost=STEEP)
-    # Nothing to speak yet (no sentence end): judged with a nominal segment.
+    assert h.sched.saturation(h.now).capacity == 2
+    # Nothing to speak yet (no sentence end): judged with a nominal segment,
+    # nothing queued, but the place is held.
     assert h.sched.admit_empty("streamed", I, h.now, h.now) is None
-    assert h.sched.idle  # nothing queued, nothing reserved
-    admit_streams(h, 2, length=80)
-    assert h.sched.admit_empty("late", I, h.now, h.now).reason is RefusalReason.OVERLOADED
-    # The accepted one's first sentence arrives: queued, though the lane is full.
+    assert h.sched.idle and h.sched.saturation(h.now).streams == 1
+    assert admit_streams(h, 2, length=80) == [None, OVERLOADED]
+    late = h.sched.admit_empty("late", I, h.now, h.now)
+    assert late.reason is RefusalReason.OVERLOADED and late.retry_after_s > 0.5
+    # Its first sentence arrives: queued though the lane is full, and the held
+    # place became that stream (not one more).
+    assert h.sched.add(h.job("streamed", I, index=0, length=40), h.now) is None
+    assert len(h.sched.capacity.streams()) == 2
+    assert h.sched.saturation(h.now).streams == 2
+    assert "streamed" not in h.sched.reservations
+
+
+def test_a_burst_of_streamed_turns_is_admitted_only_up_to_capacity_and_ends_free_their_places():
+    h = Harness(config=SchedulerConfig(batch_sizes=(1, 2, 4, 8)), cost=STEEP)
+    answers = [h.sched.admit_empty(f"turn{k}", I, h.now, h.now) for k in range(4)]
+    assert answers[:2] == [None] * 2
+    assert all(a.reason is RefusalReason.OVERLOADED for a in answers[2:])
+    # Retry when a held turn is expected to have spoken its first sentence at least.
+    assert all(1.0 < a.retry_after_s < 5.0 for a in answers[2:])
+    load = h.sched.saturation(h.now)
+    assert (load.streams, load.capacity) == (2, 2) and load.retry_after_s > 1.0
+    h.sched.release("turn1")  # cancelled before its first sentence
+    h.sched.release("turn1")  # a second release is harmless
+    h.sched.release("never-held")
+    assert h.sched.saturation(h.now).streams == 1
+    assert h.sched.admit_empty("turn3", I, h.now, h.now) is None
+
+
+def test_held_places_count_against_the_kv_slots_they_will_need():
+    # Rate is no limit here (a flat step at any batch): the eight slots are.
+    h = Harness(config=SchedulerConfig(batch_sizes=SIZES, max_slots=8), cost=flat(0.010))
+    assert h.sched.saturation(h.now).capacity == 8
+    assert [h.sched.admit_empty(f"turn{k}", I, h.now, h.now) for k in range(8)] == [None] * 8
+    late = h.sched.admit_empty("late", I, h.now, h.now)
+    assert late.reason is RefusalReason.OVERLOADED and "first audio" in late.message
+    # A slot frees once a held turn has spoken its nominal sentence (~2 s at 10 ms a code).
+    assert 0.5 < late.retry_after_s < 2.0
+    whole = h.sched.admit(h.utterance("whole", I, 1), h.now)
+    assert whole is not None and whole.reason is RefusalReason.OVERLOADED
+
+
+def test_a_held_place_lapses_and_the_late_text_is_still_served():
+    h = Harness(config=SchedulerConfig(batch_sizes=(1, 2, 4, 8), stream_reservation_s=5.0),
+                cost=STEEP)
+    for k in range(2):
+        assert h.sched.admit_empty(f"silent{k}", I, h.now, h.now) is None
+    assert h.sched.admit_empty("next", I, h.now, h.now) is not None
+    h.now += 4.9
+    assert h.sched.admit_empty("next", I, h.now, h.now) is not None
+    h.now += 0.2  # past the hold: the silent ones no longer count
+    assert h.sched.saturation(h.now).streams == 0
+    assert h.sched.admit_empty("next", I, h.now, h.now) is None
+    # A lapsed one's sentence, when it comes at last, is not refused, and is served.
+    assert h.sched.add(h.job("silent0", I, index=0, length=40), h.now) is None
+    h.run()
+    assert h.sched.idle and len(h.finished()) == 1
+
+
+@pytest.mark.parametrize("config", [
+    SchedulerConfig(batch_sizes=(1, 2, 4, 8), stream_reservation_s=0.0),
+    SchedulerConfig(batch_sizes=(1, 2, 4, 8), admission="queue-only"),
+], ids=["no-hold", "queue-only"])
+def test_without_holding_a_streamed_utterance_counts_once_its_text_comes(config):
+    h = Harness(config=config, cost=STEEP)
+    assert h.sched.admit_empty("streamed", I, h.now, h.now) is None
+    assert h.sched.saturation(h.now).streams == 0
+    assert admit_streams(h, 2, length=80) == [None] * 2
     assert h.sched.add(h.job("streamed", I, index=0, length=40), h.now) is None
     assert len(h.sched.capacity.streams()) == 3
+
+
+def test_a_streamed_background_utterance_holds_nothing():
+    h = Harness(config=SchedulerConfig(batch_sizes=(1, 2, 4, 8)), cost=STEEP)
+    assert h.sched.admit_empty("narration", B, h.now, h.now) is None
+    assert "narration" not in h.sched.reservations
+    assert h.sched.saturation(h.now).streams == 0
 
 
 def test_streams_falling_behind_stop_admissions_whatever_the_cost_model_says():
@@ -264,6 +342,19 @@ def test_a_next_sentence_starts_early_only_on_a_slot_no_waiting_stream_needs():
         h.step()
     h.step()
     assert two[1].started  # on its own stream's slot
+
+
+def test_a_next_sentence_does_not_start_early_on_the_slot_a_held_turn_will_need():
+    h = Harness(config=SchedulerConfig(batch_sizes=SIZES, max_slots=2), cost=flat(0.010))
+    assert h.sched.admit_empty("held", I, h.now, h.now) is None
+    two = h.job("two", I, 0, length=40), h.job("two", I, 1, length=40)
+    assert h.sched.admit(list(two), h.now) is None
+    for _ in range(5):
+        h.step()
+    assert two[0].started and not two[1].started  # the free slot is the held turn's
+    h.sched.release("held")  # that turn ended before its first sentence
+    h.step()
+    assert two[1].started
 
 
 def test_admission_counts_the_slot_a_sentence_started_early_holds():

@@ -76,7 +76,7 @@ class _OverflowingLink:
     def submit(self, submission) -> None:
         self.submissions.append(submission)
 
-    def cancel_jobs(self, job_ids) -> None:
+    def cancel_jobs(self, job_ids, utterance) -> None:
         pass
 
     def purge(self, utterance) -> None:

@@ -8,6 +8,7 @@ import time
 
 import orjson
 import pytest
+from conftest import wait_until
 from websockets.asyncio.client import connect
 
 from protocol import Error, Started
@@ -72,6 +73,46 @@ async def server_metrics(port: int) -> bytes:
     return raw
 
 
+async def open_turn(client, msg_id: str, text: str = "Well"):
+    """A streamed turn's ``speak`` (no sentence yet); its answer: Started or Error."""
+    await client.send({"type": "speak", "id": msg_id, "text": text, "final": False})
+    while True:
+        item = await client.recv(timeout=5)
+        if isinstance(item, (Started, Error)) and item.id == msg_id:
+            return item
+
+
+async def test_turns_opened_before_their_first_sentence_hold_capacity(server_factory, ws_connect):
+    # A voice assistant opens each turn before the LLM has a sentence: a burst
+    # of such turns is accepted up to capacity only, and a turn that ends
+    # (cancel, done, disconnect) frees its place.
+    server = await server_factory(runner=four_slots(), max_active=8)
+    other, client = await ws_connect(server), await ws_connect(server)
+    assert isinstance(await open_turn(other, "elsewhere"), Started)
+    for k in range(1, 4):
+        assert isinstance(await open_turn(client, f"turn{k}"), Started)
+    late = await open_turn(client, "late")
+    assert isinstance(late, Error) and late.code == "overloaded"
+    assert late.retry_after_ms >= 1_000  # a held turn speaks two seconds at least
+    load = await http_json(server.port, "/load")
+    assert load["saturated"] and load["interactive"]["streams"] == 4
+    assert load["interactive"]["queued"] == 0  # held, nothing queued
+
+    await client.send({"type": "cancel", "id": "turn1"})
+    await client.collect(["turn1"])
+    assert isinstance(await open_turn(client, "next1"), Started)
+    assert isinstance(await open_turn(client, "late"), Error)
+    # Its sentence comes and is spoken: the place is the stream's, then free.
+    await client.send({"type": "append", "id": "turn2", "text": " is done.", "final": True})
+    (await client.collect(["turn2"]))["turn2"].check_done()
+    assert isinstance(await open_turn(client, "next2"), Started)
+    active = server.accounting.active_utterances
+    await other.close()
+    await wait_until(lambda: server.accounting.active_utterances == active - 1)
+    assert isinstance(await open_turn(client, "next3"), Started)
+    assert isinstance(await open_turn(client, "late"), Error)
+
+
 async def test_queue_only_admission_queues_the_same_speak(server_factory, ws_connect):
     server = await server_factory(runner=four_slots(), max_active=8, admission="queue-only")
     await fill(server, ws_connect, 4)
@@ -109,9 +150,11 @@ def test_scheduler_policy_follows_the_flags_and_the_runner():
     class Streaming:
         vocoder = Vocoder()
 
-    cfg = ServerConfig(admission="queue-only", interactive_first_audio_ms=250)
+    cfg = ServerConfig(admission="queue-only", interactive_first_audio_ms=250,
+                       stream_reservation_s=3.0)
     assert scheduler_policy(cfg, Streaming()) == {
-        "admission": "queue-only", "interactive_first_audio_s": 0.25, "first_audio_steps": 12}
+        "admission": "queue-only", "interactive_first_audio_s": 0.25, "first_audio_steps": 12,
+        "stream_reservation_s": 3.0}
     assert scheduler_policy(ServerConfig(), ToneRunner())["interactive_first_audio_s"] is None
     assert first_audio_steps(ToneRunner()) == 1
 

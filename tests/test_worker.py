@@ -208,7 +208,7 @@ def test_a_later_submission_refused_at_its_second_segment_is_rolled_back():
     sched = worker.scheduler
     assert sched.job(2) is None and sched.job(3) is None  # all or nothing
     assert sched.depth(Lane.BACKGROUND) == 1 and set(worker._jobs) == {1}
-    worker._cancel((1,))  # the session ends the refused utterance
+    worker._cancel((1,), sink)  # the session ends the refused utterance
     more, plans = _drive(worker)
     assert not any(2 in p.jobs or 3 in p.jobs for p in plans)
     assert sched.idle and runner.slots_in_use == 0 and not worker._jobs
