@@ -1,6 +1,9 @@
 """Interactive capacity: how many streams the model keeps in real time.
 
-A *stream* is an admitted interactive utterance that still has live jobs.
+A *stream* is an admitted interactive utterance that still has live jobs,
+or one accepted before its first sentence that holds its place meanwhile
+(``scheduler.reservations``: counted here as waiting for a slot, with a
+nominal first sentence).
 Every stream wants one code per step; the model serves them in steps that
 carry ``rows`` interactive jobs: the interactive batch plus the interactive
 riders, i.e. the largest graph batch that costs at most ``rider_overhead``

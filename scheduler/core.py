@@ -23,8 +23,9 @@ The plan carries every choice: the KV slot of each job (the scheduler owns
 the slots, ``scheduler.book``), the padded batch and the KV and prompt
 buckets. Admission (``scheduler.admission``) refuses ``overloaded`` with a
 retry hint when the interactive lane has no capacity for one more real-time
-stream (``scheduler.capacity``) or a queue is full and, for background
-work, ``deadline_unmeetable`` when the completion estimate
+stream (``scheduler.capacity``; streams accepted before their first sentence
+hold their place, ``scheduler.reservations``) or a queue is full and, for
+background work, ``deadline_unmeetable`` when the completion estimate
 (``scheduler.estimate``) misses a deadline.
 ``scheduler.invariants`` holds the self-checks.
 
