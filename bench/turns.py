@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,8 +172,6 @@ def summarize(turns: list[Turn]) -> dict:
 
 
 def capacity_of(port: int) -> int:
-    import urllib.request
-
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/load", timeout=5) as resp:
         return int(json.loads(resp.read())["interactive"]["capacity"])
 
