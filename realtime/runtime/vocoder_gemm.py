@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections import Counter
 from dataclasses import replace
 
 import torch
@@ -80,9 +81,7 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
             if id(child) in packed:
                 setattr(parent, name, PackedLinear(packed[id(child)], child.bias))
         out.append(clone)
-    backends: dict[str, int] = {}
-    for m in matrices:
-        backends[m.backend_for(ROWS)] = backends.get(m.backend_for(ROWS), 0) + 1
+    backends = Counter(m.backend_for(ROWS) for m in matrices)
     log.info("vocoder gemm (%s, timed at %d frames): %s", mode, ROWS,
              ", ".join(f"{b} {n}" for b, n in sorted(backends.items())))
     return out, choices
