@@ -45,7 +45,7 @@ from protocol import Cancelled, Done, Error
 from protocol.stream import ClientConnection, Kind, StreamViolation
 from realtime.config import ServerConfig
 from realtime.embedded import ServerThread
-from realtime.text import estimate_tokens
+from realtime.textfront.script import estimate_tokens
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ RETRY_MAX_S = 30.0
 # A connection at its limit with no utterance of its own to wait for (the
 # token's limit, reached on other connections): a second, then try again.
 UNKNOWN_END_S = 1.0
-# Codes per character of Latin text, as ``realtime.text.estimate_tokens`` counts.
+# Codes per character of Latin text, as ``realtime.textfront.script.estimate_tokens`` counts.
 _CODES_PER_CHAR = 3.4
 
 

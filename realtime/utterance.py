@@ -36,7 +36,8 @@ from protocol.stream import UtteranceSender
 from realtime.audio import SOURCE_RATE, framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.runtime.api import SamplingParams, SegmentRequest
-from realtime.text import SentenceSplitter, estimate_tokens, has_words
+from realtime.text import SentenceSplitter
+from realtime.textfront.script import estimate_tokens, has_words
 from scheduler import Lane
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,8 @@ UNSHIPPED = {"bench", "tools", "tests", "pytest", "hypothesis", "psutil", "conft
 FLOORS = {
     "protocol": set(),
     "scheduler": set(),
-    "realtime.runtime": {"protocol", "scheduler", "realtime.runtime", "realtime.text"},
+    "realtime.textfront": set(),
+    "realtime.runtime": {"protocol", "scheduler", "realtime.runtime", "realtime.textfront"},
     "realtime": {"protocol", "scheduler", "realtime"},
     "clients": {"protocol"},
 }

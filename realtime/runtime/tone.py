@@ -37,7 +37,7 @@ from realtime.runtime.api import (
     VoiceError,
     WeightsKind,
 )
-from realtime.text import has_words
+from realtime.textfront.script import has_words
 from scheduler import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_KV_BUCKETS,
