@@ -117,10 +117,11 @@ class Connection:
         self.active = 0
         self.ended = asyncio.Event()
 
-    async def speak(self, msg_id: str, text: str) -> Record:
+    async def speak(self, msg_id: str, text: str, **fields) -> Record:
+        """Send a ``speak`` (``SPEAK``'s fields, overridden by ``fields``)."""
         rec = self.by_id[msg_id] = Record(time.monotonic())
         self.active += 1
-        await self.ws.send(orjson.dumps({**SPEAK, "id": msg_id, "text": text}).decode())
+        await self.ws.send(orjson.dumps({**SPEAK, "id": msg_id, "text": text, **fields}).decode())
         return rec
 
     async def read(self) -> None:
@@ -211,15 +212,21 @@ async def open_loop(url: str, rate: float, seconds: float, grace: float, seed: i
             continue  # every connection at the server's max_active: not offered
         n += 1
         records.append(await conn.speak(f"o{n}", rng.choice(SENTENCES)))
-    deadline = time.monotonic() + grace
+    await wait_ended(records, time.monotonic() + grace)
+    await close_pool(conns, readers)  # the server cancels what is left
+    return records
+
+
+async def wait_ended(records: Sequence[Record], deadline: float) -> float:
+    """Until every record has an outcome or ``deadline`` (monotonic) passes;
+    the ones left are marked given up. Returns when it stopped waiting."""
     while any(r.outcome is None for r in records) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.02)
     now = time.monotonic()
     for rec in records:
         if rec.outcome is None:
             rec.given_up = now
-    await close_pool(conns, readers)  # the server cancels what is left
-    return records
+    return now
 
 
 def summarize(records: Sequence[Record], seconds: float, capacity_audio_s: float) -> dict:

@@ -112,3 +112,57 @@ def test_a_check_killed_at_the_limit_keeps_what_it_measured(tmp_path):
     assert report["complete"] is False
     assert report["script"]["failed_step"] == "check"
     assert "limit" in report["script"]["why"]
+
+
+@pytest.mark.timeout(420)
+def test_the_script_runs_every_section_on_the_cpu(tmp_path):
+    """The CI run: the real script and the check with ``--device cpu --tiny``,
+    the server section included, with this machine's python (packages
+    already there: no pip)."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHON=sys.executable, OUT=str(out), ARGS="--device cpu --tiny",
+               WHEELS=str(tmp_path / "no-wheels"), GPU_SITE=str(tmp_path / "site"),
+               OMP_NUM_THREADS="1")
+    proc = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=400)
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert proc.returncode == 0, (report, proc.stderr[-3000:])
+    from tools import gpu_check
+    assert report["complete"] is True and report["running"] is None
+    assert list(report)[:8] == ["complete", "running", "device", "torch", "python", "seconds",
+                                "sdpa_kernels", "server"]
+    for name in ("assets",) + gpu_check.SECTIONS:
+        assert "error" not in report[name] and "skipped" not in report[name], name
+    assert report["sdpa_kernels"]["decode"]["backend"] != "other"
+    server = report["server"]
+    assert server["cold_start_s"] > 0 and "ready in" in server["server_log_tail"]
+    for n in (1, 2):
+        row = server[f"interactive_{n}"]
+        # Every utterance ended (spoken or refused), the background lane full all along.
+        assert row["unfinished"] == 0 and row["admitted"] >= 1
+        assert row["ttfa_p99_ms"] >= row["ttfa_p50_ms"] > 0
+        assert all(q > 0 for q in row["background_queued"]), row
+    assert server["background"]["done"] >= 1 and not server["background"]["errors"]
+    serving = report["serving"]
+    assert serving["decode_step_ms"] and serving["cold_start_s"] >= serving["warmup_s"] > 0
+    streams = report["streams"]["kv_256"]
+    assert streams["max_realtime_streams"] == 4  # the CPU's limit is 10 s
+    assert streams["streams_4"]["plan_shape"] == [4, 256] and streams["streams_4"]["audio_kept"] >= 0.9
+    assert report["first_audio"]["first_audio_s"] > 0 and report["first_audio"]["cold_first_audio_s"] > 0
+    tp = report["throughput"]
+    # 8 codes of 512 samples less the ISTFT's half step, per job: every job ended.
+    assert all(tp[k]["audio_s"] == pytest.approx(tp[k]["batch"] * (8 * 512 - 256) / 24000)
+               for k in ("batch_2", "batch_4"))
+    assert tp["batch_4"]["distinct_texts"] == 4
+    for n in (2, 4):
+        voc = report["vocoder"][f"streams_{n}"]
+        assert voc["audio_s_per_step"] > 0 and voc["vocoder_calls_per_step"] > 0
+    hot = report["hot_path"]["batch_4"]
+    # The EOS read at least; the counts come from the CPU stand-in.
+    assert hot["host_syncs_per_step"] >= 1 and hot["launches_per_step"] > 0
+    assert hot["plan_shape"] == [4, 256] and hot["longest"] <= 256
+    assert hot["kv_plan_shape"]["read_mib"] > hot["kv_real_rows"]["read_mib"] > 0
+    fid = report["fidelity"]
+    assert fid["steps"] == 12 and fid["precision"] == "bf16"
+    assert len(fid.get("hidden_rel_err_by_step", [])) == fid["steps_compared"]
+    graphs = report["graphs"]["batch_2"]
+    assert graphs["jobs_with_identical_codes"] == "2/2" and graphs["graph_shape"] == [2, 128]

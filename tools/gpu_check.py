@@ -1,42 +1,44 @@
-"""GPU check: fidelity, CUDA graphs, the hot path's per-step costs, the
-streaming vocoder, first audio and throughput, on a GPU.
+"""GPU check: the mission's figures first, then fidelity, graphs, the
+vocoder and the hot path's per-step counts, on a GPU.
 
-``python -m tools.gpu_check --out FILE.json`` (a few minutes on an H200 with
-full-size random weights; ``--budget`` seconds, default 240, after which the
-remaining sections are skipped) measures, each section through the runner's
-public contract (``tools/gpu_sections.py``, ``tools/step_counts.py``):
+``python -m tools.gpu_check --out FILE.json`` (``--budget`` seconds, default
+420, after which the remaining sections are skipped) runs, in this order:
 
-1. ``fidelity``: fp32 vs mixed precision (bf16/fp16) greedy decoding of the
-   same prompt, both eager: the first step where codes diverge, and the
-   distribution of the hidden-state error over the steps before it;
-2. ``graphs``: whole decode steps with CUDA graphs vs eager at batch 1, 8 and
-   32 on distinct jobs, codes and hidden states compared;
-3. ``serving``: building the serving runner and its ``warmup`` (every graph
-   captured), graph count, and graph memory as the graph pool holds it;
-4. ``first_audio``: time to first audio for one streaming job on an idle GPU
-   (a cold run, the vocoder's first call included, then a warm one);
-5. ``hot_path``: host syncs (CUDA's sync debug mode), launches (the
-   profiler) and KV bytes (the model's shapes) per steady decode step at
-   batch 32 and 64;
-6. ``vocoder``: the streaming vocoder's cost per decode step with 32, 64 and
-   128 concurrent streams (streaming vs one-shot steps of the same jobs);
-7. ``throughput``: background throughput of distinct texts and seeds as a
-   realtime factor (audio seconds per wall second, vocoder included) at
-   batch 32, 64 and 128.
+1. ``server``: the real server (``python -m realtime serve``, full-size
+   random weights) with the background lane saturated: interactive first
+   audio p50/p99 on the client's clock with N = 1, 16, 64 interactive
+   streams; the server's cold start (process start to ``/readyz``) and the
+   GPU's busy fraction (``tools/gpu_server.py``);
+2. ``serving``: the serving runner (up to 512 slots, 1,024 and 2,048
+   positions) built and warmed: cold start and graph capture time, graph
+   count and memory;
+3. ``streams``: the largest number of concurrent streams that stays real
+   time (p99 step time <= 16 ms with the vocoder, and the audio keeps up)
+   at 1,024 and 2,048 positions, swept to 512 (``tools/gpu_streams.py``);
+4. ``first_audio``, ``throughput`` (every job run to its end), ``vocoder``
+   (streaming vs one-shot step cost), ``hot_path`` (host syncs, launches,
+   KV bytes per step), all on the serving runner, which each resets and
+   must leave empty;
+5. ``fidelity`` (fp32 vs bf16 greedy codes) and ``graphs`` (graphs vs eager).
 
 Each section runs in its own ``try``: a failure is recorded in that section
-(``error``, ``traceback``) and the next section still runs. A graph capture
-that failed fails its section and every later one that ran on the eagerly
-falling-back runner (``graph_error``): they would measure eager decoding.
+(``error``, ``traceback``) and the next section still runs, except after a
+CUDA error that breaks the context (``torch.AcceleratorError``, a device
+assert): the run then stops, the remaining sections say why, and the report
+keeps what was measured. A graph capture that failed fails its section and
+every later one that ran on the eagerly falling-back runner (``graph_error``).
 The JSON report is written before the first section and rewritten after
 every one (``running`` names the section under way), so a run killed from
 outside still leaves everything measured so far; the exit status is 0 only
-when no section failed or was skipped. ``tools/gpu_check.sh`` wraps this
-with the install steps and a trap that completes the JSON whatever happens.
+when no section failed or was skipped. The report's top level names the
+torch, CUDA and cuDNN versions, the SDPA backends enabled and the kernels
+the model's attention calls actually launched (``tools/gpu_env.py``).
+``tools/gpu_check.sh`` wraps this with the install steps and a trap that
+completes the JSON whatever happens.
 
 ``--device cpu --tiny`` runs the same code on tiny weights on the CPU (what
-the test suite does), with fewer steps and smaller batches; there the counts
-come from ``tools/device_counts.py``'s CPU stand-in.
+the test suite does), with fewer steps, smaller batches and counts; there
+the counts come from ``tools/device_counts.py``'s CPU stand-in.
 """
 
 from __future__ import annotations
@@ -56,23 +58,31 @@ import torch
 from realtime.runtime.shapes import FULL, TINY
 from realtime.runtime.weights import random_assets
 from tools import gpu_sections as sections
-from tools import step_counts
+from tools import gpu_streams, step_counts
+from tools.gpu_env import attention_kernels, environment
+from tools.gpu_server import ServerPlan, server_args, server_section
 
 log = logging.getLogger(__name__)
-SECTIONS = ("fidelity", "graphs", "serving", "first_audio", "hot_path", "vocoder", "throughput")
+SECTIONS = ("server", "serving", "streams", "first_audio", "throughput", "vocoder", "hot_path",
+            "fidelity", "graphs")
 # Sections that run on the serving runner: a capture failure there fails them too.
-ON_SERVING_RUNNER = ("first_audio", "hot_path", "vocoder", "throughput")
+ON_SERVING_RUNNER = ("streams", "first_audio", "throughput", "vocoder", "hot_path")
 
 
 @dataclass(frozen=True)
 class Sizes:
     """How much each section does: full on a GPU, small for the CPU smoke run."""
 
+    server: ServerPlan
     fidelity_steps: int = 200
     graph_batches: tuple[int, ...] = (1, 8, 32)
     graph_buckets: tuple[int, ...] = (128, 256, 512)
-    serving_batches: tuple[int, ...] = (32, 64, 128)
-    serving_kv: int = 512
+    serving_batches: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 192, 256, 384, 512)
+    serving_kv: tuple[int, ...] = (1024, 2048)
+    stream_counts: tuple[int, ...] = (16, 32, 64, 128, 192, 256, 384, 512)
+    stream_limit_ms: float = 16.0
+    stream_measured: int = 32
+    batches: tuple[int, ...] = (32, 64, 128)  # vocoder streams and throughput batches
     hot_path_batches: tuple[int, ...] = (32, 64)
     warm_steps: int = 8
     stream_warm_steps: int = 16  # a stream's first audio needs its right context (12 steps)
@@ -80,27 +90,36 @@ class Sizes:
     throughput_steps: int = 200
 
 
-GPU = Sizes()
-CPU_SMOKE = Sizes(fidelity_steps=12, graph_batches=(2,), graph_buckets=(128,),
-                  serving_batches=(2, 4), serving_kv=256, hot_path_batches=(4,), warm_steps=4,
-                  measured_steps=4, throughput_steps=8)
+# On the GPU the server's shapes are the hardware profile's (realtime.runtime.cuda_profile:
+# 512 slots, batches to 256 on an H200); the background lane gets more than its rows.
+GPU_SERVER = ServerPlan(server_args("cuda", tiny=False), interactive=(1, 16, 64), rounds=(8, 3, 2),
+                        background=272, settle_s=3.0, round_timeout_s=30.0, start_timeout_s=240.0)
+# On the CPU: few shapes to warm up, and background sentences that end within the run.
+CPU_SERVER = ServerPlan(server_args("cpu", tiny=True) + (
+    "--max-slots", "8", "--batch-sizes", "1,2,4", "--kv-buckets", "256,512"),
+    interactive=(1, 2), rounds=(2, 2), background=6, settle_s=1.0, round_timeout_s=60.0,
+    start_timeout_s=120.0, background_text="A small boat drifted slowly across the quiet lake.")
+GPU = Sizes(server=GPU_SERVER)
+CPU_SMOKE = Sizes(server=CPU_SERVER, fidelity_steps=12, graph_batches=(2,), graph_buckets=(128,),
+                  serving_batches=(1, 2, 4), serving_kv=(256,), stream_counts=(2, 4),
+                  stream_limit_ms=10_000.0, stream_measured=8, batches=(2, 4),
+                  hot_path_batches=(4,), warm_steps=4, measured_steps=4, throughput_steps=8)
 
 
-def _environment(device: str) -> dict:
-    env: dict[str, object] = {"device": "cpu", "torch": torch.__version__, "python": sys.version.split()[0]}
-    if device == "cuda":
-        env.update(device=torch.cuda.get_device_name(), cuda=torch.version.cuda,
-                   bf16_supported=torch.cuda.is_bf16_supported(),
-                   gpu_memory_gib=torch.cuda.get_device_properties(0).total_memory / 2**30,
-                   tf32_matmul=torch.backends.cuda.matmul.allow_tf32)
-    return env
+def _device_lost(exc: BaseException) -> bool:
+    """A CUDA error after which the context is unusable (not out of memory)."""
+    from realtime.runtime.api import DeviceFailure
+    return isinstance(exc, DeviceFailure) or (
+        isinstance(exc, torch.AcceleratorError) and not isinstance(exc, torch.OutOfMemoryError))
 
 
-def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None = None) -> dict:
+def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None = None,
+        sizes: Sizes | None = None) -> dict:
     """Run every section; never raises for a section's failure (see module doc)."""
     t0 = time.perf_counter()
-    sizes = CPU_SMOKE if tiny and device == "cpu" else GPU
-    report: dict = {"complete": False, "running": None, **_environment(device)}
+    s = sizes or (CPU_SMOKE if tiny and device == "cpu" else GPU)
+    report: dict = {"complete": False, "running": None, **environment(device)}
+    lost: list[str] = []
 
     def save():
         report["seconds"] = time.perf_counter() - t0
@@ -109,9 +128,10 @@ def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None =
 
     def section(name, fn):
         left = budget_s - (time.perf_counter() - t0)
-        if left <= 0:
-            report[name] = {"skipped": f"time budget of {budget_s:.0f} s spent"}
-            log.warning("gpu_check: %s skipped (budget spent)", name)
+        if lost or left <= 0:
+            why = f"the device was lost in {lost[0]}" if lost else f"time budget of {budget_s:.0f} s spent"
+            report[name] = {"skipped": why}
+            log.warning("gpu_check: %s skipped (%s)", name, why)
             save()
             return None
         log.info("gpu_check: %s (%.0f s of budget left)", name, left)
@@ -126,10 +146,14 @@ def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None =
             log.exception("gpu_check: %s failed", name)
             report[name] = {"error": f"{type(exc).__name__}: {exc}",
                             "traceback": traceback.format_exc(limit=8)}
-            try:
-                sections.free(device)
-            except Exception:  # a broken context: the next sections will say so
-                log.exception("gpu_check: device unusable after %s", name)
+            if _device_lost(exc):
+                lost.append(name)
+                report["device_lost"] = name
+            else:
+                try:
+                    sections.free(device)
+                except Exception:  # a broken context: the next sections will say so
+                    log.exception("gpu_check: device unusable after %s", name)
             report["running"] = None
             save()
             return None
@@ -143,55 +167,82 @@ def run(device: str, tiny: bool, budget_s: float = 240.0, out_path: str | None =
         save()
         return value
 
+    save()
+    try:
+        report["sdpa_kernels"] = attention_kernels(device)
+    except Exception as exc:  # reported; the sections say the rest
+        log.exception("gpu_check: attention kernel probe failed")
+        report["sdpa_kernels"] = {"error": f"{type(exc).__name__}: {exc}"}
+    section("server", lambda: server_section(s.server, device))
+
     def build_assets():
         assets = random_assets(TINY if tiny else FULL, seed=0)
         return assets, {"kind": assets.kind.value}
 
-    save()
     built = section("assets", build_assets)
     if built is None:
-        for name in SECTIONS:
-            report[name] = {"skipped": "no assets"}
+        for name in SECTIONS[1:]:
+            report[name] = report.get(name) or {"skipped": "no assets"}
         save()
-        return report
+        return _done(report, save)
     assets = built[0]
-    if device == "cuda":
-        mixed = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    else:
-        mixed = "bf16"
-    s = sizes
-    section("fidelity", lambda: sections.fidelity(assets, device, mixed, s.fidelity_steps))
-    section("graphs", lambda: sections.graphs_vs_eager(assets, device, s.graph_batches, s.graph_buckets,
-                                                       s.warm_steps, s.measured_steps))
+    mixed = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if device == "cuda" else "bf16"
     served = section("serving", lambda: sections.serving(assets, device, s.serving_batches, s.serving_kv))
     if served is None:
         for name in ON_SERVING_RUNNER:
-            report[name] = {"skipped": "no serving runner"}
+            report[name] = report.get(name) or {"skipped": "no serving runner"}
     else:
         _serve(served[0], s, section)
         errors = sections.graph_errors(served[0])
         for name in ON_SERVING_RUNNER:
             if errors and isinstance(report.get(name), dict):
                 report[name]["graph_error"] = "ran eagerly: " + "; ".join(errors)
+        del served
+        sections.free(device)
+    section("fidelity", lambda: sections.fidelity(assets, device, mixed, s.fidelity_steps))
+    section("graphs", lambda: sections.graphs_vs_eager(assets, device, s.graph_batches, s.graph_buckets,
+                                                       s.warm_steps, s.measured_steps))
+    return _done(report, save)
+
+
+def _done(report: dict, save) -> dict:
     report["complete"] = all(isinstance(report.get(n), dict) and not _failed(report[n])
-                             for n in SECTIONS)
+                             for n in ("assets",) + SECTIONS)
     save()
     return report
 
 
 def _serve(runner, s: Sizes, section) -> None:
-    """The sections that run on the serving runner."""
-    batches = s.serving_batches
-    section("first_audio", lambda: sections.first_audio(runner))
-    section("hot_path", lambda: {f"batch_{b}": _or_error(step_counts.hot_path, runner, b, s.warm_steps,
-                                                         s.measured_steps)
-                                 for b in s.hot_path_batches})
-    section("vocoder", lambda: {f"streams_{n}": _or_error(step_counts.streaming_vocoder, runner, n,
-                                                          s.stream_warm_steps, s.measured_steps)
-                                for n in batches})
-    section("throughput", lambda: {f"batch_{b}": _or_error(sections.throughput, runner, b,
-                                                           s.throughput_steps)
-                                   for b in batches})
+    """The sections that run on the serving runner, each starting and
+    ending with it empty (``_clean``)."""
+    section("streams", _clean(runner, lambda: gpu_streams.realtime_streams(
+        runner, s.stream_counts, s.serving_kv, s.stream_warm_steps, s.stream_measured,
+        s.stream_limit_ms)))
+    section("first_audio", _clean(runner, lambda: sections.first_audio(runner)))
+    section("throughput", _clean(runner, lambda: {
+        f"batch_{b}": _or_error(sections.throughput, runner, b, s.throughput_steps) for b in s.batches}))
+    section("vocoder", _clean(runner, lambda: {
+        f"streams_{n}": _or_error(step_counts.streaming_vocoder, runner, n, s.stream_warm_steps,
+                                  s.measured_steps) for n in s.batches}))
+    section("hot_path", _clean(runner, lambda: {
+        f"batch_{b}": _or_error(step_counts.hot_path, runner, b, s.warm_steps, s.measured_steps)
+        for b in s.hot_path_batches}))
+
+
+def _clean(runner, fn):
+    """``fn`` on an empty runner; an entry whose section left jobs in the
+    runner gets an ``error`` (the runner is reset either way)."""
+    def run_clean():
+        runner.reset()
+        try:
+            entry = fn()
+            left = sections.left_in(runner)
+        finally:
+            runner.reset()
+        if left:
+            entry["error"] = f"the section left {left} jobs in the runner"
+        return entry
+    return run_clean
 
 
 def _or_error(fn, *args):
@@ -226,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="JSON report file")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--tiny", action="store_true", help="tiny weights (smoke run)")
-    parser.add_argument("--budget", type=float, default=240.0,
-                        help="seconds after which remaining sections are skipped (default 240)")
+    parser.add_argument("--budget", type=float, default=420.0,
+                        help="seconds after which remaining sections are skipped (default 420)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.device == "cuda" and not torch.cuda.is_available():

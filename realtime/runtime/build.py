@@ -78,6 +78,9 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     if device.type == "cpu":
         configure_threads(options.cpu_threads)
         _log_cpu_choice(options)
+    else:
+        from realtime.runtime.sdpa import pin_attention
+        pin_attention()
     if assets is None:
         assets = resolve_assets(options.weights, options.model_dir, options.require_weights,
                                 options.seed)

@@ -1,0 +1,114 @@
+"""The GPU check's runner sections finish what they start: more jobs than the
+packed vocoder renders in one step all end, and the runner is left empty; a
+lost device ends the run with what was measured; the busy sampler and the
+attention pin (CPU, tiny weights, stand-ins for the GPU's readings)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from runtime_fixtures import tiny_runner
+
+from realtime.runtime import sdpa
+from realtime.runtime.api import DeviceFailure
+from tools import gpu_check, gpu_sections, gpu_streams
+from tools.gpu_busy import BusySampler
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _runner(budget: int):
+    runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(128, 256))
+    runner.vocoder_steps_per_call = budget  # the packed vocoder's hidden steps per step
+    return runner
+
+
+def test_throughput_runs_every_job_to_its_end_past_the_vocoder_budget():
+    runner = _runner(budget=8)  # 4 one-shot jobs of 8 codes: 32 hidden steps, 8 per step
+    entry = gpu_sections.throughput(runner, 4, 8)
+    assert entry["steps_run"] > 8  # the finishes took more steps than the decoding
+    assert entry["audio_s"] == pytest.approx(4 * (8 * 512 - 256) / 24000)
+    assert gpu_sections.left_in(runner) == 0
+    # The next batch runs on a clean runner.
+    assert gpu_sections.throughput(runner, 2, 8)["audio_s"] == pytest.approx(2 * (8 * 512 - 256) / 24000)
+
+
+def test_a_step_cap_too_small_says_how_many_jobs_were_left():
+    runner = _runner(budget=8)
+    driver = gpu_sections.Driver(runner)
+    gpu_sections.add_jobs(driver, 4, 8)
+    with pytest.raises(gpu_sections.CheckError, match="4 jobs unfinished after 3 steps"):
+        gpu_sections.finish_all(driver, 3)
+
+
+def test_stream_sweep_finishes_each_count_and_leaves_the_runner_empty():
+    runner = _runner(budget=16)  # 4 streams' windows do not fit one step
+    entry = gpu_streams.realtime_streams(runner, (2, 4), (256,), warm=16, measured=8, limit_ms=1e6)
+    kv = entry["kv_256"]
+    assert kv["max_realtime_streams"] == 4
+    assert kv["streams_4"]["plan_shape"] == [4, 256] and kv["streams_4"]["audio_kept"] >= 0.9
+    assert kv["streams_4"]["drain_steps"] >= 1
+    assert gpu_sections.left_in(runner) == 0 and not runner.jobs
+
+
+def test_stream_sweep_stops_at_the_first_count_over_the_limit():
+    runner = _runner(budget=2048)
+    entry = gpu_streams.realtime_streams(runner, (2, 4), (128,), warm=16, measured=4, limit_ms=1e-6)
+    kv = entry["kv_128"]
+    assert kv["max_realtime_streams"] == 0 and kv["streams_2"]["realtime"] is False
+    assert "streams_4" not in kv and gpu_sections.left_in(runner) == 0
+
+
+def test_a_section_that_leaves_jobs_behind_fails_and_the_runner_is_reset():
+    runner = _runner(budget=2048)
+
+    def leaky():
+        driver = gpu_sections.Driver(runner)
+        gpu_sections.add_jobs(driver, 2, 8)
+        gpu_sections.step(driver)
+        return {"measured": 1}
+
+    entry = gpu_check._clean(runner, leaky)()
+    assert entry["error"] == "the section left 2 jobs in the runner" and gpu_check._failed(entry)
+    assert gpu_sections.left_in(runner) == 0
+
+
+def test_a_lost_device_ends_the_run_with_what_was_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check, "server_section", lambda plan, device: {"first_audio_ms": 12.5})
+
+    def lost(*args):
+        raise DeviceFailure("AcceleratorError: CUDA error: an illegal memory access")
+
+    monkeypatch.setattr(gpu_sections, "serving", lost)
+    out = tmp_path / "report.json"
+    assert gpu_check.main(["--out", str(out), "--device", "cpu", "--tiny"]) == 1
+    report = json.loads(out.read_text())
+    assert report["server"]["first_audio_ms"] == 12.5  # kept
+    assert report["device_lost"] == "serving" and "illegal memory" in report["serving"]["error"]
+    for name in ("fidelity", "graphs"):
+        assert report[name] == {"skipped": "the device was lost in serving"}
+    assert all("skipped" in report[n] for n in gpu_check.ON_SERVING_RUNNER)
+
+
+def test_busy_sampler_reports_the_mean_fraction_or_none_on_the_cpu():
+    readings = iter([50.0, 100.0] + [100.0] * 1000)
+    with BusySampler("cuda", period_s=0.001, reader=lambda: next(readings)) as busy:
+        while len(busy.samples) < 2:
+            pass
+    report = busy.report()
+    assert report["busy_samples"] >= 2 and 0.5 <= report["gpu_busy_fraction"] <= 1.0
+    with BusySampler("cpu") as idle:
+        pass
+    assert idle.report() == {"gpu_busy_fraction": None, "busy_note": "not a GPU"}
+
+
+def test_pin_attention_turns_cudnn_attention_off():
+    before = sdpa.backends()
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        enabled = sdpa.pin_attention()
+        assert enabled == {"cudnn": False, "flash": True, "mem_efficient": True, "math": True}
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before["cudnn"])

@@ -1,0 +1,132 @@
+"""tools/gpu_wheels.txt covers what the server and the GPU check import
+beyond the GPU machine's torch stack, and ``tools/gpu_check.sh wheels`` asks
+for each of them as a CPython 3.12 wheel (offline: a stand-in python records
+the pip calls). ``GPU_WHEELS_ONLINE=1`` also fetches them for real (minutes;
+PyPI must be reachable)."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "gpu_check.sh"
+# The GPU machine's own packages (torch's stack), as tools/gpu_wheels.txt says.
+MACHINE = ("torch", "filelock", "typing_extensions", "sympy", "mpmath", "networkx", "jinja2",
+           "MarkupSafe", "fsspec", "numpy", "scipy", "PyYAML", "tqdm", "requests", "certifi",
+           "idna", "urllib3", "charset-normalizer", "safetensors", "numba", "llvmlite")
+# What the GPU machine must import: the server (every module it may load
+# lazily too), the check and its load driver, the model's stack.
+IMPORTS = """
+import pkgutil, importlib, realtime, realtime.runtime.compat as compat
+compat.check_install()
+for m in pkgutil.walk_packages(realtime.__path__, "realtime."):
+    importlib.import_module(m.name)
+import uvloop, tools.gpu_check, tools.gpu_server, bench.overload, ChatTTS, vocos
+print("imported")
+"""
+
+
+def wheel_specs() -> list[str]:
+    lines = (ROOT / "tools" / "gpu_wheels.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _name(spec: str) -> str:
+    return spec.split("==")[0]
+
+
+def test_every_spec_is_pinned_to_the_version_the_tests_run():
+    for spec in wheel_specs():
+        name, _, version = spec.partition("==")
+        assert version, spec
+        assert md.version(name) == version, spec
+
+
+def _machine_site(tmp_path: Path, names) -> Path:
+    """A folder holding only ``names``' installed files (links), as a GPU
+    machine with just those packages would have them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    for name in names:
+        dist = md.distribution(name)
+        for top in {Path(str(f)).parts[0] for f in dist.files or ()}:
+            target = Path(str(dist.locate_file(top)))
+            if top not in ("..", "bin") and target.exists() and not (site / top).exists():
+                (site / top).symlink_to(target)
+    return site
+
+
+def test_the_server_imports_with_the_wheels_on_top_of_the_machine_stack(tmp_path):
+    site = _machine_site(tmp_path, MACHINE + tuple(_name(s) for s in wheel_specs()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{ROOT}"
+    # -S: no site-packages of this machine, only the folder above.
+    proc = subprocess.run([sys.executable, "-S", "-c", IMPORTS], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "imported" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_the_stand_in_holds_only_the_packages_named(tmp_path):
+    # What makes the test above able to fail: a package left out is absent.
+    names = [_name(s) for s in wheel_specs() if _name(s) != "websockets"]
+    site = _machine_site(tmp_path, names)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(site)
+    probe = "import orjson\ntry:\n    import websockets\nexcept ImportError:\n    print('absent')"
+    proc = subprocess.run([sys.executable, "-S", "-c", probe], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "absent", proc.stderr
+
+
+STUB = r"""#!/usr/bin/env bash
+echo "$*" >> "$STUB_LOG"
+case "$*" in
+  "-m pip download"*ChatTTS*) exit 1 ;;
+  "-m pip "*) exit 0 ;;
+esac
+exec "$REAL_PYTHON" "$@"
+"""
+
+
+def test_wheels_asks_for_each_spec_as_a_cpython_312_binary(tmp_path):
+    stub = tmp_path / "python"
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = dict(os.environ, PYTHON=str(stub), REAL_PYTHON=sys.executable, STUB_LOG=str(log),
+               WHEELS=str(tmp_path / "whl"))
+    proc = subprocess.run(["bash", str(SCRIPT), "wheels"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    downloads = [c for c in calls if c.startswith("-m pip download")]
+    assert len(downloads) == len(wheel_specs())
+    for spec, call in zip(wheel_specs(), downloads):
+        assert call.endswith(" " + spec) and "--only-binary=:all:" in call and "--no-deps" in call
+        assert "--python-version 3.12" in call and "--platform manylinux_2_28_x86_64" in call
+    # Published as a source archive only: built here into a (pure Python) wheel.
+    (built,) = [c for c in calls if c.startswith("-m pip wheel")]
+    assert built.endswith("ChatTTS==0.2.5") and "--no-deps" in built
+
+
+@pytest.mark.skipif(os.environ.get("GPU_WHEELS_ONLINE") != "1", reason="set GPU_WHEELS_ONLINE=1 (PyPI)")
+@pytest.mark.timeout(900)
+def test_wheels_fetches_every_spec_from_the_index(tmp_path):
+    whl = tmp_path / "whl"
+    env = dict(os.environ, PYTHON=sys.executable, WHEELS=str(whl))
+    proc = subprocess.run(["bash", str(SCRIPT), "wheels"], env=env, capture_output=True, text=True,
+                          timeout=880)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = [p.name.lower() for p in whl.glob("*.whl")]
+    for spec in wheel_specs():
+        name, _, version = spec.partition("==")
+        stem = re.sub(r"[-_.]+", "_", name).lower() + "-" + version + "-"
+        (match,) = [f for f in files if f.startswith(stem)]
+        assert "py3-none" in match or "cp312" in match or "abi3" in match, match
