@@ -22,6 +22,7 @@ from realtime.runtime.api import RuntimeOptions
 from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
+SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.gemm_plan.GEMM_MODES (no torch here)
 
@@ -79,6 +80,8 @@ class ServerConfig:
     # A streamed utterance accepted before its first sentence holds capacity this long.
     stream_reservation_s: float = 10.0
     tone_codes_per_char: float = 1.0  # --weights tone: segment length per character
+    # Shape fields no flag or variable set: on CUDA the hardware profile picks them.
+    auto_shapes: tuple[str, ...] = SHAPE_FIELDS
 
     @property
     def auth_required(self) -> bool:
@@ -100,6 +103,7 @@ class ServerConfig:
             max_slots=self.max_slots,
             lookahead_steps=self.lookahead_steps,
             voices_file=self.voices_file,
+            auto_shapes=self.auto_shapes,
         )
 
     def summary(self) -> dict[str, object]:
@@ -283,6 +287,7 @@ def load_config(
     for dest in _REPEATABLE:
         if dest in values:
             values[dest] = tuple(v for v in values[dest] if v)  # type: ignore[attr-defined]
+    values["auto_shapes"] = tuple(f for f in SHAPE_FIELDS if f not in values)
     config = ServerConfig(**values)  # type: ignore[arg-type]
     validate(config)
     return args.command or "serve", config

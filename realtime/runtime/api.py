@@ -98,6 +98,9 @@ class RuntimeOptions:
     classes, tiny sizes, seeded, in memory in well under a second) or a path to
     a checkpoint directory. ``precision``: ``auto`` picks bf16/fp16 on CUDA and
     fp32 on CPU. ``lookahead_steps`` is the streaming vocoder's right context.
+    ``auto_shapes`` names the shape fields (``batch_sizes``, ``kv_buckets``,
+    ``max_slots``) left to the hardware: on CUDA they come from the GPU's
+    memory (``cuda_profile``); on the CPU the values here stand.
     """
 
     weights: str = "auto"
@@ -116,6 +119,7 @@ class RuntimeOptions:
     cpu_gemm: str = "auto"
     cpu_threads: int = 0
     record_steps: str | None = None
+    auto_shapes: tuple[str, ...] = ()
 
 
 class RequestError(ValueError):

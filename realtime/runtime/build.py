@@ -15,6 +15,7 @@ options) with one-line messages meant for a start-up error.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,8 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     if assets is None:
         assets = resolve_assets(options.weights, options.model_dir, options.require_weights,
                                 options.seed)
+    if device.type == "cuda" and options.auto_shapes:
+        options = _with_cuda_profile(options, device, assets, dtype)
     from realtime.runtime.vocoder import StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
@@ -103,6 +106,18 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
         log.info("recording every prepare and step plan to %s", options.record_steps)
         return StepRecorder(runner, options.record_steps)
     return runner
+
+
+def _with_cuda_profile(options: RuntimeOptions, device: torch.device, assets: ModelAssets,
+                       dtype: torch.dtype) -> RuntimeOptions:
+    """``options`` with the shapes it leaves to the hardware from the GPU's memory."""
+    from realtime.runtime.cuda_profile import cuda_profile
+    memory = torch.cuda.get_device_properties(device).total_memory
+    profile = cuda_profile(memory, assets.shape, torch.empty(0, dtype=dtype).element_size())
+    chosen = {f: getattr(profile, f) for f in options.auto_shapes}
+    log.info("cuda profile (%s): %s; from it: %s", torch.cuda.get_device_name(device),
+             profile.describe(), ", ".join(chosen) or "nothing (every shape set)")
+    return dataclasses.replace(options, **chosen)
 
 
 def _log_cpu_choice(options: RuntimeOptions) -> None:
