@@ -28,8 +28,8 @@ def has_words(text: str) -> bool:
 
 # Expected codes per character at speed level 5: ~4 Chinese characters or ~14
 # Latin characters per second of speech at 46.875 codes per second.
-_CODES_PER_CJK_CHAR = 11.0
-_CODES_PER_OTHER_CHAR = 3.4
+CODES_PER_CJK_CHAR = 11.0
+CODES_PER_OTHER_CHAR = 3.4
 
 
 def estimate_tokens(text: str, speed: int = DEFAULT_LEVEL) -> int:
@@ -37,5 +37,5 @@ def estimate_tokens(text: str, speed: int = DEFAULT_LEVEL) -> int:
     ``speed`` (the scheduler's planning figure; the per-character rates are
     for level 5, other levels scale by ``speed.duration_factor``)."""
     cjk = sum(1 for ch in text if ch.isalnum() and is_cjk(ch))
-    codes = cjk * _CODES_PER_CJK_CHAR + (len(text) - cjk) * _CODES_PER_OTHER_CHAR
+    codes = cjk * CODES_PER_CJK_CHAR + (len(text) - cjk) * CODES_PER_OTHER_CHAR
     return max(8, int(codes * duration_factor(speed)))
