@@ -15,7 +15,6 @@ from protocol.codec import (
     DEFAULT_SAMPLE_RATES,
     Offer,
     decode_client,
-    decode_server,
     encode,
     load_object,
 )
@@ -86,7 +85,9 @@ from protocol.params import (
     RefineLevels,
 )
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
+from protocol.server_codec import decode_server
 from protocol.voices import VoiceKind, is_embedding, seed_of, voice_kind
+from protocol.words import PING_DATA_MAX_CHARS, WORD_METHODS, Flushed, Ping, Pong, Words, WordTiming
 
 __all__ = [
     # messages
@@ -102,6 +103,8 @@ __all__ = [
     # params
     "SPEED_MIN", "SPEED_MAX", "DEFAULT_SPEED", "REFINE_LEVELS", "REFINE_PROMPT_MAX_CHARS",
     "REFERENCES", "RefineLevels",
+    # voice-agent additions
+    "Words", "WordTiming", "WORD_METHODS", "Flushed", "Ping", "Pong", "PING_DATA_MAX_CHARS",
     # errors
     "ErrorCode", "ProtocolError", "NON_TERMINAL_CODES",
     # codec
