@@ -350,6 +350,7 @@ def _segment(r: FieldReader) -> Segment:
         text=r.string("text"),
         offset_ms=r.number("offset_ms", 0.0, math.inf),
         audio_ms=r.number("audio_ms", 0.0, math.inf),
+        spoken=r.string("spoken", None),
     )
 
 
@@ -366,6 +367,7 @@ def _done(r: FieldReader) -> Done:
             rtf=timing.optional_number("rtf"),
         ),
         deadline_met=r.boolean("deadline_met", None),
+        unspoken=r.string_list("unspoken", ()),
     )
 
 
