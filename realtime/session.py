@@ -38,8 +38,8 @@ from realtime.auth import bearer_token, principal_of
 from realtime.config import ServerConfig
 from realtime.handoff import Submission
 from realtime.outbox import Outbox
-from realtime.overload import active_retry_s, to_ms
-from realtime.ratelimit import QuotaBook, QuotaRefusal
+from realtime.ratelimit import QuotaBook
+from realtime.retry import active_retry_s, quota_retry_ms, to_ms
 from realtime.state import ServiceState
 from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
 from realtime.worker import ModelWorker
@@ -160,7 +160,7 @@ class Session:
         refusal = self.quota.admit_speak(len(speak.text))
         if refusal is not None:
             self._error(speak.id, refusal.code, refusal.message,
-                        retry_after_ms=self._quota_retry_ms(refusal, received))
+                        retry_after_ms=quota_retry_ms(refusal, self.utterances.values(), received))
             return
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
@@ -245,13 +245,8 @@ class Session:
 
     def _active_retry_ms(self, now: float) -> int | None:
         """Retry hint of ``too_many_active``: when one of this connection's
-        utterances is expected to end (realtime.overload)."""
+        utterances is expected to end (realtime.retry)."""
         return to_ms(active_retry_s(self.utterances.values(), now))
-
-    def _quota_retry_ms(self, refusal: QuotaRefusal, now: float) -> int | None:
-        if refusal.code is ErrorCode.TOO_MANY_ACTIVE:  # the token's limit
-            return self._active_retry_ms(now)
-        return to_ms(refusal.retry_after_s)
 
     def _on_overflow(self) -> None:
         """The send queue is over its bound: stop the utterances whose audio is
