@@ -177,29 +177,40 @@ class SentenceSplitter:
         """``end``, moved past control tags that follow it when nothing but a
         line end, a terminator run or the text's end comes after them (a
         ``[laugh]`` after "Ha!"); tags followed by words lead the next sentence.
-        Raises _Wait while that is undecided."""
+        Looks no further than the first ``max_chars + 1`` characters (what a
+        cut would read: a longer sentence is cut anyway), so the decision is
+        the same for any chunking. Raises _Wait while that is undecided."""
         buf, n = self._buf, len(self._buf)
+        m = min(n, self.max_chars + 1)
+        complete = final or n > self.max_chars  # no later text changes buf[:m]
         k, tagged = end, end
         while True:
-            while k < n and buf[k].isspace():
+            while k < m and buf[k].isspace():
                 k += 1
-            tag = _TAG.match(buf, k)
-            if tag is None or tag.end() - end > self.max_chars:
+            tag = _TAG.match(buf, k, m)
+            if tag is None:
                 break
             k = tagged = tag.end()
-        if not final and (k == n or _PARTIAL_TAG.match(buf, k)):
+        at_edge = k == m or _PARTIAL_TAG.match(buf, k, m) is not None
+        if at_edge and not complete:
             raise _Wait  # a tag may still come ("[lau" may become one)
         if tagged == end:
             return end
-        if k == n or any(ch in _NEWLINES for ch in buf[tagged:k]):
+        if k == n:
+            return tagged  # the text ends with the tags
+        if at_edge:
+            return end  # undecided within the window: the tags lead the rest
+        if any(ch in _NEWLINES for ch in buf[tagged:k]):
             return tagged
-        if buf[k] in _RUN_CHARS:
-            while k < n and buf[k] in _RUN_CHARS:
-                k += 1
-            if k == n and not final:
-                raise _Wait  # the run may still grow
+        if buf[k] not in _RUN_CHARS:
+            return end
+        while k < m and buf[k] in _RUN_CHARS:
+            k += 1
+        if k < m:
             return k
-        return end
+        if not complete:
+            raise _Wait  # the run may still grow
+        return k if k == n else end
 
     def _run_ends_sentence(self, i: int, j: int, final: bool) -> bool:
         """Whether the terminator run buf[i:j] ends a sentence; raises _Wait."""
@@ -264,7 +275,7 @@ class SentenceSplitter:
         # pieces are not tiny; then any of them, nearest the limit.
         preferred = [c for c in (clause, space) if c >= floor]
         # Never right after a leading list marker or tag: it would stand alone.
-        lead = _LEAD.match(buf)
+        lead = _LEAD.match(buf, 0, limit + 1)  # reads no further than the rest
         lead_end = lead.end() if lead else 0
         for cut in (*preferred, clause, space, edge):
             if cut > lead_end:
