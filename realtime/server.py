@@ -32,8 +32,9 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from protocol import Hello, Limits, ModelInfo, Offer
 from realtime.accounting import Accounting
-from realtime.audio import SUPPORTED_RATES, offered_formats
+from realtime.audio import SUPPORTED_RATES
 from realtime.config import ServerConfig
+from realtime.formats import offered_formats
 from realtime.front import HttpFront
 from realtime.gate import Gate
 from realtime.http import HttpRoutes
