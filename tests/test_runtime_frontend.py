@@ -10,7 +10,6 @@ from runtime_fixtures import tiny_assets
 
 from realtime.runtime.api import RequestError, SamplingParams, VoiceError
 from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
-from realtime.runtime.numbers import chinese_integer, normalize_numbers_en, normalize_numbers_zh
 from realtime.runtime.shapes import FULL
 
 
@@ -20,14 +19,13 @@ def front():
     return TextFrontEnd(a.tokenizer, Speakers(a.shape.hidden, a.spk_stat))
 
 
-def test_numbers_are_spoken():
-    assert normalize_numbers_en("I have 3 cats and 1205 dogs") == \
+def test_numbers_are_spoken(front):
+    assert front.normalize("I have 3 cats and 1205 dogs") == \
         "I have three cats and one thousand two hundred five dogs"
-    assert normalize_numbers_en("pi is 3.14") == "pi is three point one four"
-    assert normalize_numbers_en("call 007") == "call zero zero seven"
-    assert normalize_numbers_zh("有3只") == "有三只"
-    assert chinese_integer(100005) == "十万零五"
-    assert chinese_integer(1205) == "一千二百零五"
+    assert front.normalize("pi is 3.14") == "pi is three point one four"
+    assert front.normalize("call 007") == "call zero zero seven"
+    assert front.normalize("有3只") == "有三只"
+    assert front.normalize("123", lang="zh") == "一百二十三"
 
 
 def test_digits_survive_normalization(front):
@@ -45,6 +43,34 @@ def test_prompt_matches_upstream_tokenizer(front):
     prompt = front.build("Hello world, this is a test.", "seed:1")
     assert torch.equal(ids[0, :, 0], prompt.ids)
     assert prompt.ids[1] == front.spk_emb_id
+
+
+@pytest.mark.parametrize("speed", range(10))
+def test_the_prompt_carries_the_speed_level_as_upstream_writes_it(front, speed):
+    from ChatTTS.core import Chat
+    from ChatTTS.model.speaker import Speaker
+    from ChatTTS.model.tokenizer import Tokenizer
+    up = Tokenizer.__new__(Tokenizer)
+    up._tokenizer = front.tokenizer
+    upstream_prompt = Chat.InferCodeParams(prompt=f"[speed_{speed}]").prompt
+    text = front.normalize("Speak at this pace, please.")
+    ids, _, _ = up.encode(Speaker.decorate_code_prompts([text], upstream_prompt, None, "spk"), 4)
+    prompt = front.build("Speak at this pace, please.", "seed:1", speed=speed)
+    assert torch.equal(ids[0, :, 0], prompt.ids)
+    assert prompt.ids[2] == front.tokenizer.convert_tokens_to_ids(f"[speed_{speed}]")
+
+
+def test_each_speed_level_is_its_own_token_and_five_is_the_default(front):
+    by_level = [int(front.build("Same words.", "seed:1", speed=n).ids[2]) for n in range(10)]
+    assert len(set(by_level)) == 10
+    assert torch.equal(front.build("Same words.", "seed:1").ids,
+                       front.build("Same words.", "seed:1", speed=5).ids)
+
+
+@pytest.mark.parametrize("speed", [-1, 10, 5.0])
+def test_a_speed_outside_the_levels_is_a_request_error(front, speed):
+    with pytest.raises(RequestError, match="speed"):
+        front.build("Hello.", "seed:1", speed=speed)
 
 
 def test_empty_text(front):
