@@ -112,3 +112,17 @@ def test_pin_attention_turns_cudnn_attention_off():
         assert enabled == {"cudnn": False, "flash": True, "mem_efficient": True, "math": True}
     finally:
         torch.backends.cuda.enable_cudnn_sdp(before["cudnn"])
+
+
+def test_attention_section_times_both_paths_and_they_agree():
+    from realtime.runtime import live_attention
+    from realtime.runtime.shapes import TINY
+    from tools.gpu_attention import attention_section
+
+    entry = attention_section(TINY, "cpu", torch.float32, 8, ((2, 128), (4, 256)), repeats=1)
+    gathered, in_place = entry["b2_kv128"], entry["b4_kv256"]
+    assert gathered["current_path"] == "gathered" and in_place["current_path"] == "in place"
+    for row in (gathered, in_place):
+        assert row["current_read_mib"] > row["live_read_mib"] > 0 and row["current_us"] > 0
+        if live_attention.available() is None:
+            assert row["max_abs_diff"] < 1e-4 and row["live_us"] > 0

@@ -19,7 +19,10 @@ vocoder and the hot path's per-step counts, on a GPU.
    (streaming vs one-shot step cost), ``hot_path`` (host syncs, launches,
    KV bytes per step), all on the serving runner, which each resets and
    must leave empty;
-5. ``fidelity`` (fp32 vs bf16 greedy codes) and ``graphs`` (graphs vs eager).
+5. ``attention``: the model's decode attention (SDPA over the bucket) vs the
+   live-length kernels (``realtime.runtime.live_attention``), timed and
+   compared on one layer's cache (``tools/gpu_attention.py``);
+6. ``fidelity`` (fp32 vs bf16 greedy codes) and ``graphs`` (graphs vs eager).
 
 Each section runs in its own ``try``: a failure is recorded in that section
 (``error``, ``traceback``) and the next section still runs, except after a
@@ -59,12 +62,13 @@ from realtime.runtime.shapes import FULL, TINY
 from realtime.runtime.weights import random_assets
 from tools import gpu_sections as sections
 from tools import gpu_streams, step_counts
+from tools.gpu_attention import attention_section
 from tools.gpu_env import attention_kernels, environment
 from tools.gpu_server import ServerPlan, server_args, server_section
 
 log = logging.getLogger(__name__)
 SECTIONS = ("server", "serving", "streams", "first_audio", "throughput", "vocoder", "hot_path",
-            "fidelity", "graphs")
+            "attention", "fidelity", "graphs")
 # Sections that run on the serving runner: a capture failure there fails them too.
 ON_SERVING_RUNNER = ("streams", "first_audio", "throughput", "vocoder", "hot_path")
 
@@ -88,6 +92,10 @@ class Sizes:
     stream_warm_steps: int = 16  # a stream's first audio needs its right context (12 steps)
     measured_steps: int = 16  # a multiple of the runner's push interval (4)
     throughput_steps: int = 200
+    attention_shapes: tuple[tuple[int, int], ...] = ((1, 2048), (8, 2048), (32, 2048), (64, 2048),
+                                                     (128, 2048), (256, 2048), (64, 1024), (256, 1024))
+    attention_slots: int = 512
+    attention_repeats: int = 20
 
 
 # On the GPU the server's shapes are the hardware profile's (realtime.runtime.cuda_profile:
@@ -103,7 +111,8 @@ GPU = Sizes(server=GPU_SERVER)
 CPU_SMOKE = Sizes(server=CPU_SERVER, fidelity_steps=12, graph_batches=(2,), graph_buckets=(128,),
                   serving_batches=(1, 2, 4), serving_kv=(256,), stream_counts=(2, 4),
                   stream_limit_ms=10_000.0, stream_measured=8, batches=(2, 4),
-                  hot_path_batches=(4,), warm_steps=4, measured_steps=4, throughput_steps=8)
+                  hot_path_batches=(4,), warm_steps=4, measured_steps=4, throughput_steps=8,
+                  attention_shapes=((2, 128), (4, 256)), attention_slots=8, attention_repeats=1)
 
 
 def _device_lost(exc: BaseException) -> bool:
@@ -199,6 +208,9 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
                 report[name]["graph_error"] = "ran eagerly: " + "; ".join(errors)
         del served
         sections.free(device)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[mixed] if device == "cuda" else torch.float32
+    section("attention", lambda: attention_section(assets.shape, device, dtype, s.attention_slots,
+                                                   s.attention_shapes, s.attention_repeats))
     section("fidelity", lambda: sections.fidelity(assets, device, mixed, s.fidelity_steps))
     section("graphs", lambda: sections.graphs_vs_eager(assets, device, s.graph_batches, s.graph_buckets,
                                                        s.warm_steps, s.measured_steps))
