@@ -61,6 +61,7 @@ from realtime.runtime.gemm_plan import policy_for
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
+from realtime.runtime.step_cost import with_step_overhead
 from realtime.runtime.vocoder import VocoderStream, Window
 from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU, Due, vocode_step
 from realtime.runtime.weights import ModelAssets
@@ -200,13 +201,9 @@ class ModelRunner:
         self.front.warmup()
         if self.graphs is not None:
             self.graphs.capture_all(self)
-        timings = {}
-        for b in self.batch_sizes:
-            if b > self.max_slots:
-                continue
-            for bucket in self.kv_buckets:
-                timings[(b, bucket)] = self._time_decode(b, min(bucket, self.max_len))
-        return timings
+        timings = {(b, k): self._time_decode(b, min(k, self.max_len))
+                   for b in self.batch_sizes if b <= self.max_slots for k in self.kv_buckets}
+        return with_step_overhead(self, timings)  # the cost model's seed: whole steps
 
     @torch.no_grad()
     def execute(self, plan: StepPlan) -> StepOutput:

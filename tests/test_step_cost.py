@@ -1,0 +1,44 @@
+"""The cost model's seed is whole ``execute`` steps: the warm-up's decode
+timings plus what a served step adds (the streaming vocoder, the EOS read,
+the host), measured at the smallest and largest batch and interpolated."""
+
+from __future__ import annotations
+
+import pytest
+from runtime_fixtures import tiny_runner
+
+from realtime.runtime import step_cost
+from scheduler import CostModel
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+DECODE_ONLY = 1e-6  # what the stubbed decode-only timing says: nothing
+
+
+def test_the_seed_adds_the_whole_steps_overhead_to_every_shape(monkeypatch):
+    runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(128, 256))
+    monkeypatch.setattr(runner, "_time_decode", lambda batch, kv_len: DECODE_ONLY)
+    calls = []
+    real = runner.vocoder.start
+    monkeypatch.setattr(runner.vocoder, "start", lambda: calls.append(1) or real())
+    table = runner.warmup()
+    assert set(table) == {(b, k) for b in (1, 2, 4) for k in (128, 256)}
+    # Every entry is a real step's cost now, far above the stub's.
+    assert all(t > 100 * DECODE_ONLY for t in table.values())
+    assert len(calls) == 1 + 4  # streaming jobs at batch 1 and 4: the vocoder took part
+    assert not runner.jobs and not runner._awaiting  # nothing left behind
+    assert CostModel.from_table(table).step_time(1, 128) > 100 * DECODE_ONLY
+
+
+def test_interpolation_is_linear_between_the_measured_batches_and_flat_beyond():
+    points = {1: 0.010, 9: 0.090}
+    assert step_cost.interpolate(points, 5) == pytest.approx(0.050)
+    assert step_cost.interpolate(points, 16) == 0.090 and step_cost.interpolate(points, 1) == 0.010
+    assert step_cost.interpolate({4: 0.02}, 64) == 0.02
+
+
+def test_a_cache_too_short_for_the_jobs_leaves_the_decode_timings(caplog):
+    runner = tiny_runner(max_slots=2, batch_sizes=(1,), kv_buckets=(16,))
+    with caplog.at_level("WARNING", logger="realtime.runtime.step_cost"):
+        table = step_cost.with_step_overhead(runner, {(1, 16): 0.004})
+    assert table == {(1, 16): 0.004} and "too long" in caplog.text
+    assert not runner.jobs
