@@ -49,7 +49,7 @@ from realtime.textfront.script import estimate_tokens
 
 log = logging.getLogger(__name__)
 
-CORPUS = Path(__file__).resolve().parent.parent / "clients" / "corpus.txt"
+CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus.txt"
 _FALLBACK_SENTENCES = (
     "Good morning, how can I help you today?",
     "Your order has shipped and should arrive on Thursday.",

@@ -28,11 +28,13 @@ from clients.errors import (
     error_for,
     from_message,
 )
+from clients.events import Flushed, Word, Words
 from clients.utterance import AudioChunk, Utterance
 
 __all__ = [
     "Backoff", "speak_admitted",
-    "DEFAULT_URL", "RealtimeClient", "Utterance", "AudioChunk", "TTSError", "error_for",
+    "DEFAULT_URL", "RealtimeClient", "Utterance", "AudioChunk", "Word", "Words", "Flushed",
+    "TTSError", "error_for",
     "from_message", "BadJson", "BadMessage", "BinaryNotAllowed", "ConnectionLost",
     "DeadlineUnmeetable", "DuplicateId", "HandshakeRefused", "InputClosed", "InternalError",
     "Overloaded", "ProtocolViolation", "ShuttingDown", "SlowConsumer", "TextTooLong",

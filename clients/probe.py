@@ -36,10 +36,23 @@ from clients.utterance import AudioChunk
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CORPUS = Path(__file__).with_name("corpus.txt")
+# The corpus is demo data: it lives in the checkout's examples/, not in the package.
+# An installed client without a checkout falls back to a few built-in lines.
+DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "examples" / "corpus.txt"
+_BUILTIN_CORPUS = (
+    "Good morning. Your order has shipped and should arrive on Thursday.",
+    "Please hold the line. An agent will be with you shortly.",
+    "Turn left at the next intersection, then keep right for about five hundred meters.",
+)
 
 
-def load_corpus(path: Path) -> list[str]:
+def load_corpus(path: Path | None) -> list[str]:
+    """Non-empty, non-comment lines of `path` (None: the default corpus, or the
+    built-in lines when the checkout's examples/ is absent)."""
+    if path is None:
+        if not DEFAULT_CORPUS.is_file():
+            return list(_BUILTIN_CORPUS)
+        path = DEFAULT_CORPUS
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
     texts = [line for line in lines if line and not line.startswith("#")]
     if not texts:
@@ -171,7 +184,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--background-share", type=float, default=0.25,
                    help="fraction of utterances on the background lane (0..1)")
     p.add_argument("--deadline-ms", type=int, default=None, help="background deadline")
-    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    p.add_argument("--corpus", type=Path, default=None,
+                   help="one text a line (default: examples/corpus.txt)")
     p.add_argument("--format", default="pcm_s16le")
     p.add_argument("--frame-ms", type=int, default=100)
     p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))

@@ -2,7 +2,9 @@
 
 Reads the text from the argument or, with none (or "-"), from stdin. Writes a WAV with
 `-o`, or raw PCM in the requested format to stdout with `--stream` (pipe it to a player,
-e.g. `| aplay -f S16_LE -r 24000 -c 1`). A timing summary goes to stderr.
+e.g. `| aplay -f S16_LE -r 24000 -c 1`). A timing summary goes to stderr, and with it the
+text as the model read it where that differs from the input (numbers, symbols) and the
+sentences it could not speak. `--timestamps` also prints each word's timing as it comes.
 Exit status: 0 done, 1 server error, 2 usage, 3 cancelled/connection lost.
 """
 
@@ -15,8 +17,10 @@ import sys
 
 from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import TTSError
+from clients.events import Words
 from clients.utterance import AudioChunk
 from clients.wav import to_s16, write_wav
+from protocol import Segment
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate", type=int, default=None, help="output sample rate (Hz)")
     p.add_argument("--frame-ms", type=int, default=100)
     p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))
+    p.add_argument("--timestamps", action="store_true",
+                   help="print each word's start and end (ms into the audio) on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     args = p.parse_args(argv)
     if not args.output and not args.stream:
@@ -51,10 +57,12 @@ async def run(args: argparse.Namespace, text: str) -> int:
             print(f"warning: {client.weights_warning}", file=sys.stderr)
         utt = await client.speak(text, voice=args.voice, lane=args.lane, format=args.format,
                                  sample_rate=args.rate, frame_ms=args.frame_ms,
-                                 chunking=args.chunking, deadline_ms=args.deadline_ms)
+                                 chunking=args.chunking, deadline_ms=args.deadline_ms,
+                                 timestamps=args.timestamps)
         try:
             async for item in utt:
                 if not isinstance(item, AudioChunk):
+                    report(item, args.quiet)
                     continue
                 if out is not None:
                     out.write(item.pcm)
@@ -68,6 +76,8 @@ async def run(args: argparse.Namespace, text: str) -> int:
     if args.output:
         write_wav(args.output, to_s16(b"".join(parts), utt.format), utt.sample_rate)
     if not args.quiet:
+        for sentence in utt.unspoken:
+            print(f"not spoken (nothing to read): {sentence}", file=sys.stderr)
         t = done.timing
         first = "-" if utt.first_audio_ms is None else f"{utt.first_audio_ms:.0f}"
         server_first = "-" if t.first_audio_ms is None else f"{t.first_audio_ms:.0f}"
@@ -77,6 +87,18 @@ async def run(args: argparse.Namespace, text: str) -> int:
               f"total {t.total_ms:.0f} ms, RTF {rtf}, connect {client.connect_ms:.0f} ms"
               + (f" -> {args.output}" if args.output else ""), file=sys.stderr)
     return 0
+
+
+def report(item: object, quiet: bool) -> None:
+    """Word timings (asked for with --timestamps) and a segment's spoken text."""
+    if isinstance(item, Words):
+        for w in item.words:
+            origin = f"  ({w.original})" if w.original is not None else ""
+            print(f"{w.start_ms:9.1f} {w.end_ms:9.1f}  {w.word}{origin}", file=sys.stderr)
+    elif isinstance(item, Segment) and not quiet:
+        spoken = getattr(item, "spoken", None)
+        if spoken is not None and spoken != item.text:
+            print(f"segment {item.index} read as: {spoken}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,9 +2,10 @@
 
 An `Utterance` is created by `RealtimeClient.speak`. The connection's reader task feeds
 it items that already passed the protocol's ordering checks (`_on_started`,
-`_on_audio`, `_on_segment`, `_on_refusal`, `_on_terminal`); the caller iterates it:
+`_on_audio`, `_on_segment`, `_on_words`, `_on_flushed`, `_on_refusal`, `_on_terminal`);
+the caller iterates it:
 
-    async for item in utterance:      # AudioChunk, protocol.Segment, then Done
+    async for item in utterance:      # AudioChunk, Segment, Words, Flushed, then Done
         ...
     done = await utterance.result()   # Done; raises TTSError subclasses
 
@@ -22,16 +23,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clients.errors import InputClosed, TTSError, UtteranceCancelled
+from clients.events import Flushed, Word, Words, words_started_before
 from clients.opus import OpusDecoder
 from protocol import (
     OPUS_FORMAT,
     Append,
     Cancel,
     Cancelled,
-    ClientMessage,
     Done,
     Flush,
     Segment,
+    Speak,
     Started,
 )
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
@@ -78,10 +80,13 @@ _END = object()  # queue sentinel: no more items after this one
 
 @dataclass(eq=False)
 class Utterance:
-    """A running utterance; async-iterate it for `AudioChunk`, `Segment`, and finally `Done`.
+    """A running utterance; async-iterate it for `AudioChunk`, `Segment`, `Words` (when
+    spoken with `timestamps=True`), `Flushed`, and finally `Done`.
 
     Iteration ends after `Done` or `Cancelled` (both yielded), and raises the `TTSError`
     subclass of an `error`. `result()` waits for the end without consuming the items.
+    `words` collects every word timing so far, `spoken` the text as the model read it,
+    `unspoken` (after `done`) the sentences it could not speak.
     """
 
     id: str
@@ -89,7 +94,8 @@ class Utterance:
     sample_rate: int
     lane: str
     final: bool
-    _send: Callable[[ClientMessage], Awaitable[None]] = field(repr=False)
+    # Sends a message, plus wire fields the message class may lack (None: left out).
+    _send: Callable[..., Awaitable[None]] = field(repr=False)
     stream: int | None = None
     sent_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
@@ -99,6 +105,14 @@ class Utterance:
     frames: int = 0
     segments: list[Segment] = field(default_factory=list)
     refusals: list[TTSError] = field(default_factory=list)
+    timestamps: bool = False
+    words: list[Word] = field(default_factory=list)
+    # What was sent, so a speak the server never saw can be sent again (RealtimeClient
+    # replays it on a new connection after an idle close).
+    speak_message: Speak | None = field(default=None, repr=False)
+    appended: list[str] = field(default_factory=list, repr=False)
+    replayed: bool = False  # its speak was sent again on a new connection
+    _flushes: dict[str, asyncio.Future[Flushed | None]] = field(default_factory=dict, repr=False)
     _queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue, repr=False)
     _terminal: asyncio.Future[Done | Cancelled | TTSError] = field(init=False, repr=False)
     _started: asyncio.Future[Started | None] = field(init=False, repr=False)
@@ -127,6 +141,23 @@ class Utterance:
     def audio_ms(self) -> float:
         return 1000.0 * self.audio_samples / self.sample_rate
 
+    @property
+    def spoken(self) -> str:
+        """The text as the model read it, segment by segment so far (a segment's
+        original text where the server does not report `spoken`)."""
+        return " ".join(getattr(s, "spoken", None) or s.text for s in self.segments)
+
+    @property
+    def unspoken(self) -> tuple[str, ...]:
+        """Sentences of the input the server could not speak (known at `done`)."""
+        outcome = self._terminal.result() if self._terminal.done() else None
+        return tuple(getattr(outcome, "unspoken", None) or ())
+
+    def heard_words(self, audio_ms: float | None = None) -> list[Word]:
+        """The words that had started by `audio_ms` of audio (default: all audio
+        received): what a listener stopped there has heard, within one word."""
+        return words_started_before(self.words, self.audio_ms if audio_ms is None else audio_ms)
+
     async def started(self) -> Started | None:
         """Wait for `started`; raises the utterance's error if it was refused."""
         return await asyncio.shield(self._started)
@@ -138,17 +169,37 @@ class Utterance:
         if self.finished:
             raise InputClosed("utterance already ended", id=self.id)
         self.final = final
+        self.appended.append(text)
         await self._send(Append(id=self.id, text=text, final=final))
 
     async def end_input(self) -> None:
         """End a streamed input: synthesize what is buffered and finish after it."""
         await self.append("", final=True)
 
-    async def flush(self) -> None:
-        """Ask the server to synthesize the text buffered so far, sentence end or not."""
+    async def flush(self, flush_id: str | None = None, *, wait: bool = False) -> Flushed | None:
+        """Ask the server to synthesize the text buffered so far, sentence end or not.
+
+        With a `flush_id` (1-64 id characters; `wait=True` makes one) the server answers
+        `flushed` once all audio of that text has been sent; `wait=True` waits for it
+        (see `flushed`). Returns the `Flushed`, or None without waiting.
+        """
         if self.final or self.finished:
             raise InputClosed("input already ended", id=self.id)
-        await self._send(Flush(id=self.id))
+        if flush_id is None and wait:
+            flush_id = f"f{len(self._flushes) + 1}"
+        if flush_id is not None:
+            self._flushes.setdefault(flush_id, asyncio.get_running_loop().create_future())
+        await self._send(Flush(id=self.id), flush_id=flush_id)
+        return await self.flushed(flush_id) if wait and flush_id is not None else None
+
+    async def flushed(self, flush_id: str) -> Flushed | None:
+        """Wait for the `flushed` answering `flush_id`. Returns it, or None when the
+        utterance completed first (its audio was then all sent); raises
+        `UtteranceCancelled` or the error when it ended otherwise."""
+        future = self._flushes.get(flush_id)
+        if future is None:
+            raise KeyError(f"no flush {flush_id!r} was sent on {self.id}")
+        return await asyncio.shield(future)
 
     async def cancel(self) -> None:
         """Barge-in: stop at once. Audio still in flight is dropped locally."""
@@ -225,6 +276,20 @@ class Utterance:
         self.segments.append(msg)
         self._queue.put_nowait(msg)
 
+    def _on_words(self, msg: Words) -> None:
+        if self._cancel_sent:
+            return
+        self.words.extend(msg.words)
+        self._queue.put_nowait(msg)
+
+    def _on_flushed(self, msg: Flushed) -> None:
+        future = self._flushes.get(msg.flush_id) if msg.flush_id is not None else None
+        if future is None:
+            future = self._flushes[msg.flush_id or ""] = asyncio.get_running_loop().create_future()
+        if not future.done():
+            future.set_result(msg)
+        self._queue.put_nowait(msg)
+
     def _on_refusal(self, exc: TTSError) -> None:
         """An error that refuses one message but leaves the utterance running."""
         log.warning("utterance %s: %s", self.id, exc)
@@ -242,6 +307,15 @@ class Utterance:
                 self._started.exception()  # mark retrieved: result() reports it too
             else:
                 self._started.set_result(None)
+        for future in self._flushes.values():
+            if future.done():
+                continue
+            if isinstance(outcome, Done):
+                future.set_result(None)  # all its audio was sent; no ack came first
+            else:
+                future.set_exception(outcome if isinstance(outcome, TTSError)
+                                     else UtteranceCancelled("utterance cancelled", id=self.id))
+                future.exception()  # retrieved: result() reports the outcome too
         # Iteration yields Done/Cancelled as the last item, or raises the error.
         self._queue.put_nowait(outcome)
         self._queue.put_nowait(_END)

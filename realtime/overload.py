@@ -1,12 +1,8 @@
-"""How the server behaves under overload: admission settings, retry hints, the load report.
+"""How the server behaves under overload: admission settings and the load report.
 
 - ``scheduler_policy``: the scheduler fields the flags and the runner decide
   (admission mode, first-audio budget, steps to a job's first audio, how
   long a streamed utterance without a sentence holds capacity).
-- Retry hints for the refusals the session makes itself: ``too_many_active``
-  (``active_retry_s``: when one of the connection's utterances is expected
-  to end) and the text rate limits (the bucket's exact refill time, from
-  ``realtime.ratelimit``). The scheduler's own refusals carry theirs.
 - ``publish_saturation`` (the worker, after steps) and ``load_report``: the
   body of ``GET /load``, the saturation signal a proxy or an autoscaler reads
   (the same figures are Prometheus gauges).
@@ -18,11 +14,9 @@ scheduler); the rest on the event loop.
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from scheduler import CODES_PER_SECOND
+from realtime.retry import to_ms
 
 if TYPE_CHECKING:
     from realtime.accounting import Accounting
@@ -30,21 +24,10 @@ if TYPE_CHECKING:
     from realtime.handoff import WorkerStats
     from realtime.metrics import Metrics
     from realtime.state import ServiceState
-    from realtime.utterance import ServerUtterance
     from realtime.worker import ModelWorker
     from scheduler import Scheduler
 
 log = logging.getLogger(__name__)
-
-# Bounds of every retry hint the server sends (the scheduler's defaults).
-RETRY_MIN_S = 0.05
-RETRY_MAX_S = 30.0
-# A connection at its limit with no utterance of its own to wait for (the
-# token's limit, reached on other connections): a second, then try again.
-UNKNOWN_END_S = 1.0
-# Codes per character of Latin text, as ``realtime.textfront.script.estimate_tokens`` counts.
-_CODES_PER_CHAR = 3.4
-
 
 def scheduler_policy(config: ServerConfig, runner: object) -> dict[str, Any]:
     """``SchedulerConfig`` fields from the flags and the runner."""
@@ -67,26 +50,6 @@ def first_audio_steps(runner: object) -> int:
     if isinstance(chunk, int) and isinstance(lookahead, int):
         return max(1, chunk + lookahead)
     return 1
-
-
-def clamp_s(seconds: float) -> float:
-    return min(max(seconds, RETRY_MIN_S), RETRY_MAX_S)
-
-
-def to_ms(seconds: float | None) -> int | None:
-    """A hint in seconds as the wire's whole milliseconds, rounded up (a
-    retry a fraction early would be refused again); None stays None."""
-    return None if seconds is None else max(0, math.ceil(seconds * 1000.0 - 1e-6))
-
-
-def active_retry_s(utterances: Iterable[ServerUtterance], now: float) -> float:
-    """When one of a connection's active utterances is expected to end: its
-    receipt plus the audio its text is expected to last (synthesis keeps up
-    with real time; a faster model frees the place sooner). Bounded."""
-    ends = [u.received + u.text_chars * _CODES_PER_CHAR / CODES_PER_SECOND for u in utterances]
-    if not ends:
-        return UNKNOWN_END_S
-    return clamp_s(min(ends) - now)
 
 
 def publish_saturation(sched: Scheduler, now: float, stats: WorkerStats,

@@ -26,6 +26,8 @@ from protocol import (
     Error,
     ErrorCode,
     Flush,
+    Ping,
+    Pong,
     ProtocolError,
     ServerMessage,
     Speak,
@@ -38,8 +40,8 @@ from realtime.auth import bearer_token, principal_of
 from realtime.config import ServerConfig
 from realtime.handoff import Submission
 from realtime.outbox import Outbox
-from realtime.overload import active_retry_s, to_ms
-from realtime.ratelimit import QuotaBook, QuotaRefusal
+from realtime.ratelimit import QuotaBook
+from realtime.retry import active_retry_s, quota_retry_ms, to_ms
 from realtime.state import ServiceState
 from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
 from realtime.worker import ModelWorker
@@ -62,6 +64,7 @@ class Session:
         self._streams = itertools.count(1)
         self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow)
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_activity = time.monotonic()  # a client message, or the last utterance's end
         token = bearer_token(ws.request) if config.auth_tokens and ws.request else None
         self.quota = quotas.open(principal_of(token))
 
@@ -112,7 +115,7 @@ class Session:
     # -- client messages --------------------------------------------------------------
 
     def _on_frame(self, frame: str | bytes) -> None:
-        self._arm_idle_timer()
+        received = self._last_activity = time.monotonic()  # the idle timer reads it
         if not isinstance(frame, str):
             self._error(None, ErrorCode.BINARY_NOT_ALLOWED, "send JSON text frames only")
             return
@@ -121,7 +124,6 @@ class Session:
         except ProtocolError as exc:
             self._refuse(frame, exc)
             return
-        received = time.monotonic()
         if isinstance(message, Speak):
             self._speak(message, received)
         elif isinstance(message, Append):
@@ -130,6 +132,8 @@ class Session:
             self._flush(message)
         elif isinstance(message, Cancel):
             self._cancel(message)
+        elif isinstance(message, Ping):
+            self._send(Pong(message.data))
 
     def _refuse(self, frame: str, exc: ProtocolError) -> None:
         """Refuse a message the protocol rejects. An error naming an active
@@ -160,7 +164,7 @@ class Session:
         refusal = self.quota.admit_speak(len(speak.text))
         if refusal is not None:
             self._error(speak.id, refusal.code, refusal.message,
-                        retry_after_ms=self._quota_retry_ms(refusal, received))
+                        retry_after_ms=quota_retry_ms(refusal, self.utterances.values(), received))
             return
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
@@ -229,6 +233,8 @@ class Session:
             del self.utterances[utterance.id]
             self.quota.utterance_ended()
             self.accounting.utterance_ended(utterance, outcome, code)
+            if not self.utterances:
+                self._last_activity = time.monotonic()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -245,13 +251,8 @@ class Session:
 
     def _active_retry_ms(self, now: float) -> int | None:
         """Retry hint of ``too_many_active``: when one of this connection's
-        utterances is expected to end (realtime.overload)."""
+        utterances is expected to end (realtime.retry)."""
         return to_ms(active_retry_s(self.utterances.values(), now))
-
-    def _quota_retry_ms(self, refusal: QuotaRefusal, now: float) -> int | None:
-        if refusal.code is ErrorCode.TOO_MANY_ACTIVE:  # the token's limit
-            return self._active_retry_ms(now)
-        return to_ms(refusal.retry_after_s)
 
     def _on_overflow(self) -> None:
         """The send queue is over its bound: stop the utterances whose audio is
@@ -263,18 +264,27 @@ class Session:
                 log.info("utterance %s: client is not reading; slow_consumer", owner.id)
                 owner.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
 
-    def _arm_idle_timer(self) -> None:
+    def _arm_idle_timer(self, delay: float | None = None) -> None:
+        """Close the connection once it has been idle for ``idle_timeout``: no
+        active utterance and no client message. The timer is not moved per
+        message (that would cost a timer per frame): when it fires it compares
+        the last activity with the clock and waits again for the rest."""
         timeout = self.config.idle_timeout
         if timeout <= 0:
             return
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-        self._idle_timer = asyncio.get_running_loop().call_later(timeout, self._idle_expired)
+        self._idle_timer = asyncio.get_running_loop().call_later(
+            timeout if delay is None else delay, self._idle_expired)
 
     def _idle_expired(self) -> None:
         self._idle_timer = None
+        timeout = self.config.idle_timeout
         if self.utterances:  # still speaking: idle means no client input *and* no work
-            self._arm_idle_timer()
+            self._arm_idle_timer()  # the last one's end counts as activity
             return
-        log.info("closing an idle connection")
-        asyncio.get_running_loop().create_task(self.ws.close(1000, "idle timeout"))
+        left = self._last_activity + timeout - time.monotonic()
+        if left > 0:
+            self._arm_idle_timer(left)
+            return
+        log.info("closing a connection idle for %.0f s", timeout)
+        asyncio.get_running_loop().create_task(
+            self.ws.close(1000, f"idle for {timeout:g} s (send ping to keep it open)"))

@@ -48,7 +48,7 @@ from realtime.handoff import (
 from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
 from realtime.observe import StepObserver
-from realtime.overload import to_ms
+from realtime.retry import to_ms
 from realtime.runtime.api import DeviceFailure, RequestError, Runner
 from scheduler import (
     CostModel,

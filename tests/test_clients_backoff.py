@@ -113,8 +113,8 @@ async def test_speak_admitted_does_not_retry_what_load_did_not_cause():
 
 async def test_pipecat_retries_a_refused_turn_with_all_its_text():
     pytest.importorskip("pipecat")
-    from clients.llm_script import REPLY
-    from clients.pipecat_example import run_pipeline
+    from examples.llm_script import REPLY
+    from examples.pipecat_example import run_pipeline
 
     peer_script = RefuseThenSpeak(refusals=1, retry_after_ms=30)
     async with Peer(peer_script) as peer:

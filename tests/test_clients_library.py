@@ -246,7 +246,7 @@ async def hang_up(ws, msg):
 
 
 async def test_connection_loss_ends_running_utterances():
-    async with Peer(hang_up) as peer, RealtimeClient(peer.url) as client:
+    async with Peer(hang_up) as peer, RealtimeClient(peer.url, reconnect=False) as client:
         utt = await client.speak("hi")
         with pytest.raises(ConnectionLost):
             await asyncio.wait_for(utt.result(), 5)

@@ -11,9 +11,9 @@ from conftest import wait_until
 from livekit.agents import APIConnectOptions, APIError, APIStatusError
 
 from clients.errors import UtteranceCancelled
-from clients.livekit_example import speak_turn
 from clients.livekit_tts import ChatTTSRealtimeTTS
-from clients.llm_script import REPLY
+from examples.livekit_example import speak_turn
+from examples.llm_script import REPLY
 from realtime.runtime.tone import ToneRunner
 
 NO_RETRY = APIConnectOptions(max_retry=0)
@@ -101,6 +101,6 @@ async def test_refusals_map_to_livekit_errors(server_factory):
 
 
 def test_example_writes_wav(server, tmp_path):
-    samples, rate = run_example("clients.livekit_example", server, tmp_path / "turn.wav",
+    samples, rate = run_example("examples.livekit_example", server, tmp_path / "turn.wav",
                                 "--token-delay-ms", "2")
     assert rate == 24000 and len(samples) / rate > 1.5

@@ -15,6 +15,7 @@ import numpy as np
 import openai
 import pytest
 from conftest import wait_until
+from raw_http import raw_post
 
 from protocol.pcm import decode_samples
 from realtime.openai_speech.encoders import available_formats
@@ -38,27 +39,6 @@ def decoded_seconds(path) -> float:
     with av.open(str(path)) as container:
         stream = container.streams.audio[0]
         return sum(frame.samples for frame in container.decode(stream)) / stream.rate
-
-
-async def raw_post(port: int, body: bytes, headers: dict[str, str] | None = None,
-                   path: str = "/v1/audio/speech", method: str = "POST"
-                   ) -> tuple[int, dict[str, str], bytes]:
-    """One request over a raw socket (the test sees exactly what the server sent)."""
-    head = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close",
-            f"Content-Length: {len(body)}", "Content-Type: application/json"]
-    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-    await writer.drain()
-    data = await asyncio.wait_for(reader.read(), 20)
-    writer.close()
-    if not data:
-        return 0, {}, b""  # closed without an answer
-    header, _, payload = data.partition(b"\r\n\r\n")
-    lines = header.decode().split("\r\n")
-    status = int(lines[0].split()[1])
-    fields = dict(line.split(": ", 1) for line in lines[1:])
-    return status, {k.lower(): v for k, v in fields.items()}, payload
 
 
 # -- the official client ------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from clients_fixtures import run_example
 
-from clients.llm_script import REPLY, llm_tokens
-from clients.pipecat_example import run_pipeline
+from examples.llm_script import REPLY, llm_tokens
+from examples.pipecat_example import run_pipeline
 
 
 def test_llm_tokens_rebuild_the_text():
@@ -41,6 +41,6 @@ async def test_interruption_cancels_the_turn(server):
 
 
 def test_example_writes_wav(server, tmp_path):
-    samples, rate = run_example("clients.pipecat_example", server, tmp_path / "turn.wav",
+    samples, rate = run_example("examples.pipecat_example", server, tmp_path / "turn.wav",
                                 "--token-delay-ms", "5")
     assert rate == 24000 and len(samples) / rate > 1.5

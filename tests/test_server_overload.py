@@ -13,12 +13,8 @@ from websockets.asyncio.client import connect
 
 from protocol import Error, Started
 from realtime.config import ServerConfig
-from realtime.overload import (
-    active_retry_s,
-    first_audio_steps,
-    scheduler_policy,
-    to_ms,
-)
+from realtime.overload import first_audio_steps, scheduler_policy
+from realtime.retry import active_retry_s, to_ms
 from realtime.runtime.tone import ToneRunner
 
 LONG = "A long sentence that keeps its stream busy for several seconds of audio. " * 2

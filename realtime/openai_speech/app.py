@@ -27,6 +27,7 @@ import asyncio
 import base64
 import http
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,7 @@ from realtime.openai_speech.errors import INVALID_API_KEY, ApiError
 from realtime.openai_speech.job import SpeechJob, StreamFailed
 from realtime.openai_speech.request import SpeechRequest, parse_request
 from realtime.ratelimit import QuotaBook
+from realtime.retry import quota_retry_ms
 from realtime.runtime.api import SAMPLES_PER_STEP
 from realtime.state import ServiceState
 from realtime.worker import ModelWorker
@@ -127,9 +129,9 @@ class SpeechApp:
         try:
             refusal = quota.admit_speak(len(speech.input))
             if refusal is not None:
+                hint = quota_retry_ms(refusal, (), time.monotonic())
                 await self._refuse(send, ApiError.from_wire(
-                    refusal.code.value, refusal.message, None,
-                    getattr(refusal, "retry_after_ms", None)), access=access)
+                    refusal.code.value, refusal.message, None, hint), access=access)
                 return
             await self._run(speech, quota, receive, send, access)
         finally:

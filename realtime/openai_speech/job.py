@@ -129,7 +129,7 @@ class SpeechJob:
         elif isinstance(message, Error):
             self.accounting.error_sent(message.code)
             refusal = ApiError.from_wire(message.code, message.message, message.field,
-                                         getattr(message, "retry_after_ms", None))
+                                         message.retry_after_ms)
             if not self._admitted.done():
                 self._admitted.set_exception(refusal)
             self._finish(StreamFailed(message.code, message.message))

@@ -83,7 +83,9 @@ class SegmentRequest:
     ``sample`` conditions the segment on a recording (``spk_smp``/``txt_smp``
     in upstream's prompt). ``streaming`` asks for audio while the segment is
     still decoding (``chunking: token``); otherwise the segment's audio comes
-    in one piece when it finishes.
+    in one piece when it finishes. ``lang`` ("en"/"zh") is the language for
+    text without letters of either script (its neighbours'); text with
+    letters decides for itself.
     """
 
     text: str
@@ -91,6 +93,7 @@ class SegmentRequest:
     params: SamplingParams = SamplingParams()
     streaming: bool = False
     sample: VoiceSample | None = None
+    lang: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

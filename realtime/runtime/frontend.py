@@ -1,8 +1,8 @@
 """The text front end: normalized text, a speaker, and the GPT prompt.
 
-Text goes through upstream's ``Normalizer`` (with our number readers
-registered, so digits are spoken instead of dropped) and is wrapped as
-upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
+Text goes through ``TextNormalizer`` (realtime/runtime/spoken.py: our
+English and Chinese normalization, then upstream's ``Normalizer``) and is
+wrapped as upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
 at ``[spk_emb]`` is later replaced by the speaker vector.
 
 A voice sample (``VoiceSample``: upstream's ``spk_smp``/``txt_smp``) goes
@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from dataclasses import dataclass
 
 import torch
@@ -37,7 +35,7 @@ import realtime.runtime.compat  # noqa: F401
 from protocol.voices import seed_of
 from realtime.runtime.api import RequestError, SamplingParams, VoiceError, VoiceSample
 from realtime.runtime.encoder import decode_codes
-from realtime.runtime.numbers import normalize_numbers_en, normalize_numbers_zh
+from realtime.runtime.spoken import TextNormalizer
 from realtime.runtime.weights import decode_spk_stat
 
 log = logging.getLogger(__name__)
@@ -45,9 +43,6 @@ log = logging.getLogger(__name__)
 SPEED_PROMPT = "[speed_5]"
 DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
                   "cedar": "seed:5", "dune": "seed:7"}
-_TAG = re.compile(r"\[[\w_]+\]")
-_UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
-_RESERVED = ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")
 
 
 @dataclass(frozen=True)
@@ -157,44 +152,36 @@ class TextFrontEnd:
     """Normalizer + tokenizer + speakers: text in, ``Prompt`` out."""
 
     def __init__(self, tokenizer, speakers: Speakers, num_vq: int = 4, num_audio_tokens: int = 626):
-        import ChatTTS
-        from ChatTTS.norm import Normalizer
         self.tokenizer = tokenizer
         self.speakers = speakers
-        res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")
-        self.normalizer = Normalizer(res, logging.getLogger(__name__ + ".normalizer"))
-        self.normalizer.register("en", normalize_numbers_en)
-        self.normalizer.register("zh", normalize_numbers_zh)
+        self.normalizer = TextNormalizer()
         self.spk_emb_id = tokenizer.convert_tokens_to_ids("[spk_emb]")
         self.num_vq, self.num_audio_tokens = num_vq, num_audio_tokens
         self._samples: dict[VoiceSample, tuple[torch.Tensor, str]] = {}  # oldest first
 
     def warmup(self) -> None:
         """Compile the normalizer's numba kernels (seconds) before serving."""
-        self.normalizer("Warm up 1, 2 and 3.")
-        self.normalizer("预热一下，123。")
+        self.normalizer.warm_up()
 
-    def normalize(self, text: str) -> str:
-        for tag in _RESERVED:
-            text = text.replace(tag, "")
-        return self.normalizer(text.strip()).strip()
+    def normalize(self, text: str, lang: str | None = None) -> str:
+        """The text the model reads ("" when nothing speakable is left)."""
+        return self.normalizer.spoken(text, lang).text
 
-    @staticmethod
-    def is_unspoken(text: str) -> bool:
-        return not _UNSPOKEN.sub("", _TAG.sub("", text))
-
-    def build(self, text: str, voice: str | None, sample: VoiceSample | None = None) -> Prompt | None:
+    def build(self, text: str, voice: str | None, lang: str | None = None,
+              sample: VoiceSample | None = None) -> Prompt | None:
         """The prompt for ``text``; None when it normalizes to nothing.
+        ``lang``: the language hint for text without letters of either script.
 
-        Raises VoiceError for an unknown voice or an unusable sample.
+        Raises VoiceError for an unknown voice or an unusable sample,
+        RequestError for text too long to normalize.
         """
         if voice is None and sample is None:
             raise VoiceError("a voice or a voice sample is needed")
         speaker = (self.speakers.resolve(voice) if voice is not None
                    else torch.zeros(self.speakers.hidden, dtype=self.speakers.std.dtype))
         codes, txt_smp = self.sample_codes(sample) if sample is not None else (None, "")
-        normed = self.normalize(text)
-        if self.is_unspoken(normed):
+        normed = self.normalize(text, lang)
+        if not normed:
             return None
         tag = "[spk_emb]" if voice is not None else "[empty_spk]"
         full = f"[Stts]{tag}{txt_smp}{SPEED_PROMPT}{normed}[Ptts]"

@@ -26,11 +26,11 @@ def has_words(text: str) -> bool:
 
 # Expected codes per character: ~4 Chinese characters or ~14 Latin
 # characters per second of speech at 46.875 codes per second.
-_CODES_PER_CJK_CHAR = 11.0
-_CODES_PER_OTHER_CHAR = 3.4
+CODES_PER_CJK_CHAR = 11.0
+CODES_PER_OTHER_CHAR = 3.4
 
 
 def estimate_tokens(text: str) -> int:
     """Expected number of codes for ``text`` (the scheduler's planning figure)."""
     cjk = sum(1 for ch in text if ch.isalnum() and is_cjk(ch))
-    return max(8, int(cjk * _CODES_PER_CJK_CHAR + (len(text) - cjk) * _CODES_PER_OTHER_CHAR))
+    return max(8, int(cjk * CODES_PER_CJK_CHAR + (len(text) - cjk) * CODES_PER_OTHER_CHAR))

@@ -1,4 +1,4 @@
-"""`python -m clients.livekit_example -o out.wav`: the LiveKit Agents plugin speaking a
+"""`python -m examples.livekit_example -o out.wav`: the LiveKit Agents plugin speaking a
 scripted LLM reply through the realtime server, no LiveKit server needed.
 
 The reply is pushed token by token into `ChatTTSRealtimeTTS.stream()`, as an agent's
@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 
 from clients.livekit_tts import ChatTTSRealtimeTTS
-from clients.llm_script import example_parser, llm_tokens
 from clients.wav import write_wav
+from examples.llm_script import example_parser, llm_tokens
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = example_parser("python -m clients.livekit_example", __doc__ or "", 10.0)
+    p = example_parser("python -m examples.livekit_example", __doc__ or "", 10.0)
     p.add_argument("--voice", default=None)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

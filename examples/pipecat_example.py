@@ -1,4 +1,4 @@
-"""`python -m clients.pipecat_example -o out.wav`: a Pipecat pipeline speaking a scripted
+"""`python -m examples.pipecat_example -o out.wav`: a Pipecat pipeline speaking a scripted
 LLM reply through the realtime server.
 
 The pipeline is [ChatTTSRealtimeTTSService -> AudioCollector]. A scripted "LLM" pushes
@@ -31,9 +31,9 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from clients.llm_script import example_parser, llm_tokens
 from clients.pipecat_tts import ChatTTSRealtimeTTSService
 from clients.wav import write_wav
+from examples.llm_script import example_parser, llm_tokens
 from protocol import DEFAULT_SAMPLE_RATE
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = example_parser("python -m clients.pipecat_example", __doc__.splitlines()[0], 20.0)
+    p = example_parser("python -m examples.pipecat_example", __doc__.splitlines()[0], 20.0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     t0 = time.monotonic()
