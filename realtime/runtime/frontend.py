@@ -2,8 +2,9 @@
 
 Text goes through ``TextNormalizer`` (realtime/runtime/spoken.py: our
 English and Chinese normalization, then upstream's ``Normalizer``) and is
-wrapped as upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
-at ``[spk_emb]`` is later replaced by the speaker vector.
+wrapped as upstream wraps it: ``[Stts][spk_emb][speed_N]{text}[Ptts]`` (N the
+request's speed level, upstream's default 5). The embedding at ``[spk_emb]``
+is later replaced by the speaker vector.
 
 A voice sample (``VoiceSample``: upstream's ``spk_smp``/``txt_smp``) goes
 where ``Chat._infer_code`` puts it: the transcript right after the speaker
@@ -40,7 +41,7 @@ from realtime.runtime.weights import decode_spk_stat
 
 log = logging.getLogger(__name__)
 
-SPEED_PROMPT = "[speed_5]"
+SPEED_LEVELS = range(10)  # [speed_0]..[speed_9], the levels ChatTTS was trained with
 DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
                   "cedar": "seed:5", "dune": "seed:7"}
 
@@ -168,13 +169,16 @@ class TextFrontEnd:
         return self.normalizer.spoken(text, lang).text
 
     def build(self, text: str, voice: str | None, lang: str | None = None,
-              sample: VoiceSample | None = None) -> Prompt | None:
-        """The prompt for ``text``; None when it normalizes to nothing.
-        ``lang``: the language hint for text without letters of either script.
+              speed: int = 5, sample: VoiceSample | None = None) -> Prompt | None:
+        """The prompt for ``text`` at speed level ``speed``; None when it
+        normalizes to nothing. ``lang``: the language hint for text without
+        letters of either script.
 
         Raises VoiceError for an unknown voice or an unusable sample,
-        RequestError for text too long to normalize.
+        RequestError for text too long to normalize or a speed outside 0..9.
         """
+        if type(speed) is not int or speed not in SPEED_LEVELS:
+            raise RequestError(f"speed must be a level from 0 to 9, not {speed!r}")
         if voice is None and sample is None:
             raise VoiceError("a voice or a voice sample is needed")
         speaker = (self.speakers.resolve(voice) if voice is not None
@@ -184,7 +188,7 @@ class TextFrontEnd:
         if not normed:
             return None
         tag = "[spk_emb]" if voice is not None else "[empty_spk]"
-        full = f"[Stts]{tag}{txt_smp}{SPEED_PROMPT}{normed}[Ptts]"
+        full = f"[Stts]{tag}{txt_smp}[speed_{speed}]{normed}[Ptts]"
         ids = self.tokenizer(full, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
         return Prompt(ids=ids, speaker=speaker, text=normed, codes=codes)
 

@@ -179,7 +179,7 @@ class ModelRunner:
 
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         validate_params(request.params)
-        prompt = self.front.build(request.text, request.voice, request.lang, request.sample)
+        prompt = self.front.build(request.text, request.voice, request.lang, request.speed, request.sample)
         if prompt is None:
             return PreparedJob(prompt_len=0, empty=True)
         if prompt.length >= self.max_len - 1:
