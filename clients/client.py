@@ -49,6 +49,10 @@ from protocol.stream import Audio, ClientConnection, Kind, Received, StreamViola
 
 log = logging.getLogger(__name__)
 
+# The second set's server messages (protocol.stream checks their order; this
+# client reads them with clients.events).
+_EVENT_KINDS = frozenset({Kind.WORDS, Kind.FLUSHED, Kind.PONG})
+
 DEFAULT_URL = "ws://127.0.0.1:8765/v1/stream"
 # A server's idle close: code 1000 with a reason (shutting down is 1001).
 IDLE_CLOSE_CODE = 1000
@@ -324,8 +328,9 @@ class RealtimeClient:
         except ProtocolError as exc:  # a malformed message: skip it, keep reading
             log.warning("server message skipped: %s", exc)
             return
-        if item.kind is Kind.UNKNOWN and item.message is None and isinstance(frame, str):
-            self._on_event(frame)
+        if isinstance(frame, str) and (item.kind in _EVENT_KINDS or (
+                item.kind is Kind.UNKNOWN and item.message is None)):
+            self._on_event(frame)  # protocol checked the ordering; events.py builds the item
             return
         if item.kind is Kind.CONNECTION_ERROR:
             assert isinstance(item.message, Error)

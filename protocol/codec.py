@@ -4,6 +4,7 @@
 or raises ``ProtocolError``; ``encode`` writes any message as the JSON bytes of
 a text frame; ``decode_server`` reads a server text frame (for clients).
 Nothing here touches a socket: the server and the clients move the bytes.
+(``decode_server`` lives in ``protocol.server_codec``.)
 
 Validation order of a client message, which decides the one error reported
 when several fields are wrong: the frame must be JSON (``bad_json``), an object
@@ -12,14 +13,15 @@ message (``unknown_type``); then ``id``, then the fields in the order of the
 protocol table: ``text``, ``final``, ``lane``, ``deadline_ms``, ``voice``,
 ``format``, ``sample_rate``, ``frame_ms``, ``chunking``, ``params`` (and in
 ``params``: ``temperature``, ``top_p``, ``top_k``, ``repetition_penalty``,
-``seed``).
+``seed``, ``speed``, ``refine``, ``reference``), then ``timestamps``;
+``flush`` checks ``flush_id``. A ``ping`` carries no id: its only field is
+``data``, and its errors have id null.
 
 Thread: pure functions, safe from any thread.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -43,34 +45,19 @@ from protocol.messages import (
     LANES,
     OPUS_FORMAT,
     OPUS_SAMPLE_RATES,
-    REPETITION_PENALTY_MAX,
-    REPETITION_PENALTY_MIN,
-    RETRY_AFTER_MS_MAX,
     SAMPLE_RATE_MAX,
-    SEED_MAX,
-    TEMPERATURE_MAX,
-    TOP_K_MAX,
-    TOP_P_MAX,
-    U32_MAX,
     Append,
     Cancel,
-    Cancelled,
     ClientMessage,
-    Done,
-    Error,
     Flush,
     Hello,
-    Limits,
-    ModelInfo,
-    Params,
-    Segment,
     ServerMessage,
     Speak,
-    Started,
-    Timing,
     is_valid_id,
 )
+from protocol.params_reader import parse_params
 from protocol.voices import voice_kind
+from protocol.words import PING_DATA_MAX_CHARS, Ping
 
 Frame = str | bytes | bytearray | memoryview
 P = TypeVar("P")  # a parser
@@ -81,7 +68,8 @@ class Offer:
     """What one server offers; the offer-dependent half of validation.
 
     A ``speak`` naming a format, sample rate, lane, chunking or voice outside
-    these is ``unsupported``; a ``speak`` or ``append`` whose own text is longer
+    these is ``unsupported``, and so is ``params.refine`` (anything but
+    ``false``) when ``refine`` is False; a ``speak`` or ``append`` whose own text is longer
     than ``max_text_chars`` characters (Unicode code points) is
     ``text_too_long`` (the session also bounds the running total).
     """
@@ -92,6 +80,7 @@ class Offer:
     max_text_chars: int
     lanes: tuple[str, ...] = LANES
     chunkings: tuple[str, ...] = CHUNKINGS
+    refine: bool = False
 
     def __post_init__(self) -> None:
         # Accept any iterables from callers; keep the value hashable.
@@ -100,7 +89,8 @@ class Offer:
 
     @classmethod
     def from_hello(cls, hello: Hello) -> Offer:
-        """The offer a server announced, for validating messages client-side."""
+        """The offer a server announced, for validating messages client-side.
+        ``hello`` does not announce a refine pass, so none is assumed."""
         return cls(
             formats=hello.formats,
             sample_rates=hello.sample_rates,
@@ -112,12 +102,14 @@ class Offer:
 DEFAULT_MAX_TEXT_CHARS = 5000
 DEFAULT_SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000, 44100, 48000)
 # The offer the published JSON Schema is written for: every format, common
-# sample rates, no named voices (a server lists its own in hello).
+# sample rates, no named voices (a server lists its own in hello), and every
+# form of params.refine the protocol defines.
 DEFAULT_OFFER = Offer(
     formats=FORMATS,
     sample_rates=DEFAULT_SAMPLE_RATES,
     voices=(),
     max_text_chars=DEFAULT_MAX_TEXT_CHARS,
+    refine=True,
 )
 
 
@@ -141,7 +133,7 @@ def load_object(frame: Frame) -> dict[str, Any]:
     return value
 
 
-def _dispatch(frame: Frame, parsers: Mapping[str, P], what: str) -> tuple[FieldReader, P]:
+def dispatch(frame: Frame, parsers: Mapping[str, P], what: str) -> tuple[FieldReader, P]:
     """The frame's JSON object as a ``FieldReader`` (carrying its id when that
     id is valid, for error messages) and the parser its ``type`` names."""
     obj = load_object(frame)
@@ -165,13 +157,15 @@ def decode_client(frame: Frame, offer: Offer | None = None) -> ClientMessage:
     a binary frame is the caller's ``binary_not_allowed``). With ``offer``
     None, only the protocol's own rules apply: any format, lane and chunking
     the protocol defines, any sample rate in range, any voice string, no text
-    limit.
+    limit, every form of ``params.refine``.
 
     Raises ``ProtocolError`` only (codes bad_json, bad_message, unknown_type,
     unsupported, text_too_long), with ``field`` set for field errors and ``id``
     set when the message carried a valid id.
     """
-    reader, parse = _dispatch(frame, _CLIENT_PARSERS, "message type")
+    reader, parse = dispatch(frame, _CLIENT_PARSERS, "message type")
+    if parse is _ping:  # connection-level: no utterance id
+        return _ping(reader, "", offer)
     msg_id = reader.string("id")
     if reader.msg_id is None:
         raise reader.fail("id", "id must be 1-64 characters of A-Za-z0-9 . _ : -")
@@ -194,7 +188,8 @@ def _voice(r: FieldReader, offer: Offer | None) -> str | None:
     if voice is not None and voice_kind(voice, offer.voices if offer else None) is None:
         raise r.fail(
             "voice",
-            "voice must be an offered name, 'seed:<n>' or an encoded speaker embedding",
+            "voice must be an offered name, 'seed:<n>', an encoded speaker embedding or a "
+            "sample voice ('sample:...', from POST /v1/voices)",
             ErrorCode.UNSUPPORTED,
         )
     return voice
@@ -207,21 +202,6 @@ def _sample_rate(r: FieldReader, offer: Offer | None) -> int:
         raise r.fail("sample_rate", f"sample_rate {rate} is not offered (one of: {offered})",
                      ErrorCode.UNSUPPORTED)
     return rate
-
-
-def _params(r: FieldReader) -> Params:
-    p = r.nested("params")
-    if p is None:
-        return Params()
-    return Params(
-        temperature=p.number("temperature", 0.0, TEMPERATURE_MAX, low_open=True, default=None),
-        top_p=p.number("top_p", 0.0, TOP_P_MAX, low_open=True, default=None),
-        top_k=p.integer("top_k", 1, TOP_K_MAX, None),
-        repetition_penalty=p.number(
-            "repetition_penalty", REPETITION_PENALTY_MIN, REPETITION_PENALTY_MAX, default=None
-        ),
-        seed=p.integer("seed", 0, SEED_MAX, None),
-    )
 
 
 def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
@@ -238,7 +218,8 @@ def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
                      ErrorCode.UNSUPPORTED)
     frame_ms = r.integer("frame_ms", FRAME_MS_MIN, FRAME_MS_MAX, DEFAULT_FRAME_MS)
     chunking = r.choice("chunking", offer.chunkings if offer else CHUNKINGS, DEFAULT_CHUNKING)
-    params = _params(r)
+    params = parse_params(r, offer.refine if offer else True)
+    timestamps = r.boolean("timestamps", False)
     return Speak(
         id=msg_id,
         text=text,
@@ -253,6 +234,7 @@ def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
         frame_ms=frame_ms,
         chunking=chunking,
         params=params,
+        timestamps=timestamps,
     )
 
 
@@ -261,11 +243,22 @@ def _append(r: FieldReader, msg_id: str, offer: Offer | None) -> Append:
 
 
 def _flush(r: FieldReader, msg_id: str, offer: Offer | None) -> Flush:
-    return Flush(id=msg_id)
+    flush_id = r.string("flush_id", None)
+    if flush_id is not None and not is_valid_id(flush_id):
+        raise r.fail("flush_id", "flush_id must be 1-64 characters of A-Za-z0-9 . _ : -")
+    return Flush(id=msg_id, flush_id=flush_id)
 
 
 def _cancel(r: FieldReader, msg_id: str, offer: Offer | None) -> Cancel:
     return Cancel(id=msg_id)
+
+
+def _ping(r: FieldReader, msg_id: str, offer: Offer | None) -> Ping:
+    r.msg_id = None  # a ping names no utterance: its errors are connection-level
+    data = r.string("data", None)
+    if data is not None and len(data) > PING_DATA_MAX_CHARS:
+        raise r.fail("data", f"data must be a string of at most {PING_DATA_MAX_CHARS} characters")
+    return Ping(data)
 
 
 _CLIENT_PARSERS: dict[str, Callable[[FieldReader, str, Offer | None], ClientMessage]] = {
@@ -273,6 +266,7 @@ _CLIENT_PARSERS: dict[str, Callable[[FieldReader, str, Offer | None], ClientMess
     Append.TYPE: _append,
     Flush.TYPE: _flush,
     Cancel.TYPE: _cancel,
+    Ping.TYPE: _ping,
 }
 
 
@@ -286,108 +280,3 @@ def encode(msg: ClientMessage | ServerMessage) -> bytes:
     float as null, so callers keep numbers finite.
     """
     return orjson.dumps(msg.to_wire())
-
-
-# --- server messages (for clients) ------------------------------------------
-
-
-def decode_server(frame: Frame) -> ServerMessage:
-    """Read one server text frame into its message (for clients).
-
-    Fields a newer server adds are ignored. Raises ``ProtocolError``: bad_json
-    (not a JSON object), bad_message (a missing or ill-typed field, ``field``
-    names it), unknown_type (a message type this version does not know; a
-    client may choose to skip it).
-    """
-    reader, parse = _dispatch(frame, _SERVER_PARSERS, "server message type")
-    return parse(reader)
-
-
-def _required(r: FieldReader, name: str) -> FieldReader:
-    nested = r.nested(name)
-    if nested is None:
-        raise r.fail(name, f"missing field {r.prefix + name!r}")
-    return nested
-
-
-def _hello(r: FieldReader) -> Hello:
-    limits = _required(r, "limits")
-    model = _required(r, "model")
-    return Hello(
-        protocol=r.integer("protocol", 0, U32_MAX),
-        sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
-        formats=r.string_list("formats"),
-        sample_rates=r.integer_list("sample_rates"),
-        voices=r.string_list("voices"),
-        limits=Limits(
-            max_text_chars=limits.integer("max_text_chars", 0, 2**63 - 1),
-            max_active=limits.integer("max_active", 0, 2**63 - 1),
-            max_message_bytes=limits.integer("max_message_bytes", 0, 2**63 - 1),
-        ),
-        model=ModelInfo(
-            name=model.string("name"),
-            weights=model.string("weights"),
-            device=model.string("device"),
-        ),
-    )
-
-
-def _started(r: FieldReader) -> Started:
-    return Started(
-        id=r.string("id"),
-        stream=r.integer("stream", 0, U32_MAX),
-        lane=r.string("lane"),
-        format=r.string("format"),
-        sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
-        pre_skip=r.integer("pre_skip", 0, 0xFFFF, None),
-    )
-
-
-def _segment(r: FieldReader) -> Segment:
-    return Segment(
-        id=r.string("id"),
-        index=r.integer("index", 0, 0xFFFF),
-        text=r.string("text"),
-        offset_ms=r.number("offset_ms", 0.0, math.inf),
-        audio_ms=r.number("audio_ms", 0.0, math.inf),
-    )
-
-
-def _done(r: FieldReader) -> Done:
-    timing = _required(r, "timing")
-    return Done(
-        id=r.string("id"),
-        audio_ms=r.number("audio_ms", 0.0, math.inf),
-        segments=r.integer("segments", 0, U32_MAX),
-        timing=Timing(
-            queued_ms=timing.number("queued_ms", 0.0, math.inf),
-            first_audio_ms=timing.optional_number("first_audio_ms"),
-            total_ms=timing.number("total_ms", 0.0, math.inf),
-            rtf=timing.optional_number("rtf"),
-        ),
-        deadline_met=r.boolean("deadline_met", None),
-    )
-
-
-def _cancelled(r: FieldReader) -> Cancelled:
-    return Cancelled(id=r.string("id"))
-
-
-def _error(r: FieldReader) -> Error:
-    return Error(
-        id=r.string("id", None),
-        code=r.string("code"),
-        message=r.string("message"),
-        field=r.string("field", None),
-        retry_after_ms=r.integer("retry_after_ms", 0, RETRY_AFTER_MS_MAX, None),
-    )
-
-
-_SERVER_PARSERS: dict[str, Callable[[FieldReader], ServerMessage]] = {
-    Hello.TYPE: _hello,
-    Started.TYPE: _started,
-    Segment.TYPE: _segment,
-    Done.TYPE: _done,
-    Cancelled.TYPE: _cancelled,
-    Error.TYPE: _error,
-}

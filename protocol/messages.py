@@ -17,6 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from protocol.params import Params
+from protocol.words import Flushed, Ping, Pong, Words
+
 PROTOCOL_VERSION = 1
 DEFAULT_SAMPLE_RATE = 24000
 
@@ -42,18 +45,13 @@ ID_MAX_CHARS = 64
 ID_PATTERN = r"[A-Za-z0-9._:-]{1,64}"
 _ID_RE = re.compile(ID_PATTERN)
 
-# Ranges the protocol document states, plus the ceilings it leaves open (an
-# unsigned 32-bit value is the ceiling every client language can hold).
+# Ranges the protocol document states (those of params: protocol.params), plus
+# the ceilings it leaves open (an unsigned 32-bit value is the ceiling every
+# client language can hold).
 U32_MAX = 2**32 - 1
 DEADLINE_MS_MAX = U32_MAX
-SEED_MAX = U32_MAX
 RETRY_AFTER_MS_MAX = U32_MAX
 SAMPLE_RATE_MAX = 384_000
-TEMPERATURE_MAX = 2.0  # > 0
-TOP_P_MAX = 1.0  # > 0
-TOP_K_MAX = 626  # the number of ids in one ChatTTS codebook
-REPETITION_PENALTY_MIN = 1.0
-REPETITION_PENALTY_MAX = 2.0
 
 
 def is_valid_id(value: object) -> bool:
@@ -66,28 +64,6 @@ def _without_none(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- client -> server -------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Params:
-    """Sampling overrides for one utterance; None keeps the server default."""
-
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-    seed: int | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return _without_none(
-            {
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "top_k": self.top_k,
-                "repetition_penalty": self.repetition_penalty,
-                "seed": self.seed,
-            }
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +84,7 @@ class Speak:
     frame_ms: int = DEFAULT_FRAME_MS
     chunking: str = DEFAULT_CHUNKING
     params: Params = Params()
+    timestamps: bool = False  # v1 addition: send ``words`` for each segment
 
     def to_wire(self) -> dict[str, Any]:
         return _without_none(
@@ -124,6 +101,7 @@ class Speak:
                 "frame_ms": self.frame_ms,
                 "chunking": self.chunking,
                 "params": self.params.to_wire() or None,
+                "timestamps": self.timestamps or None,
             }
         )
 
@@ -144,14 +122,16 @@ class Append:
 
 @dataclass(frozen=True, slots=True)
 class Flush:
-    """Synthesize the text buffered so far, even without a sentence end."""
+    """Synthesize the text buffered so far, even without a sentence end.
+    With ``flush_id`` (a v1 addition) the server answers ``Flushed``."""
 
     TYPE: ClassVar[str] = "flush"
 
     id: str
+    flush_id: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "id": self.id}
+        return _without_none({"type": self.TYPE, "id": self.id, "flush_id": self.flush_id})
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,16 +151,22 @@ class Cancel:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """``idle_timeout_s`` (a v1 addition; None from an older server): seconds
+    after which a connection with no active utterance and no client message
+    is closed; 0 means never."""
+
     max_text_chars: int
     max_active: int
     max_message_bytes: int
+    idle_timeout_s: float | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        return _without_none({
             "max_text_chars": self.max_text_chars,
             "max_active": self.max_active,
             "max_message_bytes": self.max_message_bytes,
-        }
+            "idle_timeout_s": self.idle_timeout_s,
+        })
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +240,9 @@ class Started:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """Sent after the last audio frame of segment ``index``."""
+    """Sent after the last audio frame of segment ``index``. ``text`` is the
+    client's text of the segment; ``spoken`` (a v1 addition, None from an
+    older server) the text as the model read it, after normalization."""
 
     TYPE: ClassVar[str] = "segment"
 
@@ -263,9 +251,10 @@ class Segment:
     text: str
     offset_ms: float
     audio_ms: float
+    spoken: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "type": self.TYPE,
             "id": self.id,
             "index": self.index,
@@ -273,6 +262,9 @@ class Segment:
             "offset_ms": self.offset_ms,
             "audio_ms": self.audio_ms,
         }
+        if self.spoken is not None:
+            wire["spoken"] = self.spoken
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +290,10 @@ class Timing:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """The utterance completed; ``deadline_met`` only on the background lane."""
+    """The utterance completed; ``deadline_met`` only on the background lane.
+    ``unspoken`` (a v1 addition; on the wire only when non-empty): the
+    client's sentences that normalized to nothing (an unsupported script,
+    symbols only) and so were not spoken, in input order."""
 
     TYPE: ClassVar[str] = "done"
 
@@ -307,9 +302,10 @@ class Done:
     segments: int
     timing: Timing
     deadline_met: bool | None = None
+    unspoken: tuple[str, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
-        return _without_none(
+        wire = _without_none(
             {
                 "type": self.TYPE,
                 "id": self.id,
@@ -319,6 +315,9 @@ class Done:
                 "deadline_met": self.deadline_met,
             }
         )
+        if self.unspoken:
+            wire["unspoken"] = list(self.unspoken)
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,10 +356,11 @@ class Error:
         return wire
 
 
-ClientMessage = Speak | Append | Flush | Cancel
-ServerMessage = Hello | Started | Segment | Done | Cancelled | Error
+ClientMessage = Speak | Append | Flush | Cancel | Ping
+ServerMessage = Hello | Started | Segment | Done | Cancelled | Error | Words | Flushed | Pong
 
-CLIENT_TYPES: tuple[str, ...] = (Speak.TYPE, Append.TYPE, Flush.TYPE, Cancel.TYPE)
+CLIENT_TYPES: tuple[str, ...] = (Speak.TYPE, Append.TYPE, Flush.TYPE, Cancel.TYPE, Ping.TYPE)
 SERVER_TYPES: tuple[str, ...] = (
     Hello.TYPE, Started.TYPE, Segment.TYPE, Done.TYPE, Cancelled.TYPE, Error.TYPE,
+    Words.TYPE, Flushed.TYPE, Pong.TYPE,
 )
