@@ -114,4 +114,37 @@ def words_started_before(words: list[Word], audio_ms: float) -> list[Word]:
     return [w for w in words if w.start_ms < audio_ms]
 
 
-__all__ = ["Flushed", "Pong", "Word", "Words", "decode_event", "words_started_before"]
+class WordCursor:
+    """Hands an utterance's timed words on as its audio goes out, for integrations that
+    attach words to the audio frame in which they start (Pipecat, LiveKit).
+
+    `add(words)` as `Words` arrive; before handing on an audio frame that ends at
+    `until_ms` of the utterance's audio, `take(until_ms)` returns the words that start
+    before it, in order. The words one input word became ("$20" -> "twenty",
+    "dollars") come back once, as the first of them: a transcript of the caller's text
+    wants "$20" at the moment "twenty" starts.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[Word] = []
+        self._last_original: str | None = None
+
+    def add(self, words: tuple[Word, ...] | list[Word]) -> None:
+        self._pending.extend(words)
+
+    def take(self, until_ms: float) -> list[Word]:
+        ready = 0
+        while ready < len(self._pending) and self._pending[ready].start_ms < until_ms:
+            ready += 1
+        taken, self._pending = self._pending[:ready], self._pending[ready:]
+        out: list[Word] = []
+        for word in taken:
+            if word.original is not None and word.original == self._last_original:
+                continue
+            self._last_original = word.original
+            out.append(word)
+        return out
+
+
+__all__ = ["Flushed", "Pong", "Word", "WordCursor", "Words", "decode_event",
+           "words_started_before"]
