@@ -15,7 +15,6 @@ from protocol.codec import (
     DEFAULT_SAMPLE_RATES,
     Offer,
     decode_client,
-    decode_server,
     encode,
     load_object,
 )
@@ -77,7 +76,9 @@ from protocol.messages import (
     is_valid_id,
 )
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
+from protocol.server_codec import decode_server
 from protocol.voices import VoiceKind, is_embedding, seed_of, voice_kind
+from protocol.words import PING_DATA_MAX_CHARS, WORD_METHODS, Flushed, Ping, Pong, Words, WordTiming
 
 __all__ = [
     # messages
@@ -90,6 +91,8 @@ __all__ = [
     "Hello", "Started", "Segment", "Timing", "Done", "Cancelled", "Error",
     "ClientMessage", "ServerMessage", "ALL_FORMATS", "OPUS_FORMAT", "OPUS_SAMPLE_RATES",
     "OPUS_PACKET_MS",
+    # voice-agent additions
+    "Words", "WordTiming", "WORD_METHODS", "Flushed", "Ping", "Pong", "PING_DATA_MAX_CHARS",
     # errors
     "ErrorCode", "ProtocolError", "NON_TERMINAL_CODES",
     # codec

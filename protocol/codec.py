@@ -4,6 +4,7 @@
 or raises ``ProtocolError``; ``encode`` writes any message as the JSON bytes of
 a text frame; ``decode_server`` reads a server text frame (for clients).
 Nothing here touches a socket: the server and the clients move the bytes.
+(``decode_server`` lives in ``protocol.server_codec``.)
 
 Validation order of a client message, which decides the one error reported
 when several fields are wrong: the frame must be JSON (``bad_json``), an object
@@ -12,14 +13,14 @@ message (``unknown_type``); then ``id``, then the fields in the order of the
 protocol table: ``text``, ``final``, ``lane``, ``deadline_ms``, ``voice``,
 ``format``, ``sample_rate``, ``frame_ms``, ``chunking``, ``params`` (and in
 ``params``: ``temperature``, ``top_p``, ``top_k``, ``repetition_penalty``,
-``seed``).
+``seed``), then ``timestamps``; ``flush`` checks ``flush_id``. A ``ping``
+carries no id: its only field is ``data``, and its errors have id null.
 
 Thread: pure functions, safe from any thread.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -45,32 +46,23 @@ from protocol.messages import (
     OPUS_SAMPLE_RATES,
     REPETITION_PENALTY_MAX,
     REPETITION_PENALTY_MIN,
-    RETRY_AFTER_MS_MAX,
     SAMPLE_RATE_MAX,
     SEED_MAX,
     TEMPERATURE_MAX,
     TOP_K_MAX,
     TOP_P_MAX,
-    U32_MAX,
     Append,
     Cancel,
-    Cancelled,
     ClientMessage,
-    Done,
-    Error,
     Flush,
     Hello,
-    Limits,
-    ModelInfo,
     Params,
-    Segment,
     ServerMessage,
     Speak,
-    Started,
-    Timing,
     is_valid_id,
 )
 from protocol.voices import voice_kind
+from protocol.words import PING_DATA_MAX_CHARS, Ping
 
 Frame = str | bytes | bytearray | memoryview
 P = TypeVar("P")  # a parser
@@ -141,7 +133,7 @@ def load_object(frame: Frame) -> dict[str, Any]:
     return value
 
 
-def _dispatch(frame: Frame, parsers: Mapping[str, P], what: str) -> tuple[FieldReader, P]:
+def dispatch(frame: Frame, parsers: Mapping[str, P], what: str) -> tuple[FieldReader, P]:
     """The frame's JSON object as a ``FieldReader`` (carrying its id when that
     id is valid, for error messages) and the parser its ``type`` names."""
     obj = load_object(frame)
@@ -171,7 +163,9 @@ def decode_client(frame: Frame, offer: Offer | None = None) -> ClientMessage:
     unsupported, text_too_long), with ``field`` set for field errors and ``id``
     set when the message carried a valid id.
     """
-    reader, parse = _dispatch(frame, _CLIENT_PARSERS, "message type")
+    reader, parse = dispatch(frame, _CLIENT_PARSERS, "message type")
+    if parse is _ping:  # connection-level: no utterance id
+        return _ping(reader, "", offer)
     msg_id = reader.string("id")
     if reader.msg_id is None:
         raise reader.fail("id", "id must be 1-64 characters of A-Za-z0-9 . _ : -")
@@ -239,6 +233,7 @@ def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
     frame_ms = r.integer("frame_ms", FRAME_MS_MIN, FRAME_MS_MAX, DEFAULT_FRAME_MS)
     chunking = r.choice("chunking", offer.chunkings if offer else CHUNKINGS, DEFAULT_CHUNKING)
     params = _params(r)
+    timestamps = r.boolean("timestamps", False)
     return Speak(
         id=msg_id,
         text=text,
@@ -253,6 +248,7 @@ def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
         frame_ms=frame_ms,
         chunking=chunking,
         params=params,
+        timestamps=timestamps,
     )
 
 
@@ -261,11 +257,22 @@ def _append(r: FieldReader, msg_id: str, offer: Offer | None) -> Append:
 
 
 def _flush(r: FieldReader, msg_id: str, offer: Offer | None) -> Flush:
-    return Flush(id=msg_id)
+    flush_id = r.string("flush_id", None)
+    if flush_id is not None and not is_valid_id(flush_id):
+        raise r.fail("flush_id", "flush_id must be 1-64 characters of A-Za-z0-9 . _ : -")
+    return Flush(id=msg_id, flush_id=flush_id)
 
 
 def _cancel(r: FieldReader, msg_id: str, offer: Offer | None) -> Cancel:
     return Cancel(id=msg_id)
+
+
+def _ping(r: FieldReader, msg_id: str, offer: Offer | None) -> Ping:
+    r.msg_id = None  # a ping names no utterance: its errors are connection-level
+    data = r.string("data", None)
+    if data is not None and len(data) > PING_DATA_MAX_CHARS:
+        raise r.fail("data", f"data must be a string of at most {PING_DATA_MAX_CHARS} characters")
+    return Ping(data)
 
 
 _CLIENT_PARSERS: dict[str, Callable[[FieldReader, str, Offer | None], ClientMessage]] = {
@@ -273,6 +280,7 @@ _CLIENT_PARSERS: dict[str, Callable[[FieldReader, str, Offer | None], ClientMess
     Append.TYPE: _append,
     Flush.TYPE: _flush,
     Cancel.TYPE: _cancel,
+    Ping.TYPE: _ping,
 }
 
 
@@ -286,108 +294,3 @@ def encode(msg: ClientMessage | ServerMessage) -> bytes:
     float as null, so callers keep numbers finite.
     """
     return orjson.dumps(msg.to_wire())
-
-
-# --- server messages (for clients) ------------------------------------------
-
-
-def decode_server(frame: Frame) -> ServerMessage:
-    """Read one server text frame into its message (for clients).
-
-    Fields a newer server adds are ignored. Raises ``ProtocolError``: bad_json
-    (not a JSON object), bad_message (a missing or ill-typed field, ``field``
-    names it), unknown_type (a message type this version does not know; a
-    client may choose to skip it).
-    """
-    reader, parse = _dispatch(frame, _SERVER_PARSERS, "server message type")
-    return parse(reader)
-
-
-def _required(r: FieldReader, name: str) -> FieldReader:
-    nested = r.nested(name)
-    if nested is None:
-        raise r.fail(name, f"missing field {r.prefix + name!r}")
-    return nested
-
-
-def _hello(r: FieldReader) -> Hello:
-    limits = _required(r, "limits")
-    model = _required(r, "model")
-    return Hello(
-        protocol=r.integer("protocol", 0, U32_MAX),
-        sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
-        formats=r.string_list("formats"),
-        sample_rates=r.integer_list("sample_rates"),
-        voices=r.string_list("voices"),
-        limits=Limits(
-            max_text_chars=limits.integer("max_text_chars", 0, 2**63 - 1),
-            max_active=limits.integer("max_active", 0, 2**63 - 1),
-            max_message_bytes=limits.integer("max_message_bytes", 0, 2**63 - 1),
-        ),
-        model=ModelInfo(
-            name=model.string("name"),
-            weights=model.string("weights"),
-            device=model.string("device"),
-        ),
-    )
-
-
-def _started(r: FieldReader) -> Started:
-    return Started(
-        id=r.string("id"),
-        stream=r.integer("stream", 0, U32_MAX),
-        lane=r.string("lane"),
-        format=r.string("format"),
-        sample_rate=r.integer("sample_rate", 1, SAMPLE_RATE_MAX),
-        pre_skip=r.integer("pre_skip", 0, 0xFFFF, None),
-    )
-
-
-def _segment(r: FieldReader) -> Segment:
-    return Segment(
-        id=r.string("id"),
-        index=r.integer("index", 0, 0xFFFF),
-        text=r.string("text"),
-        offset_ms=r.number("offset_ms", 0.0, math.inf),
-        audio_ms=r.number("audio_ms", 0.0, math.inf),
-    )
-
-
-def _done(r: FieldReader) -> Done:
-    timing = _required(r, "timing")
-    return Done(
-        id=r.string("id"),
-        audio_ms=r.number("audio_ms", 0.0, math.inf),
-        segments=r.integer("segments", 0, U32_MAX),
-        timing=Timing(
-            queued_ms=timing.number("queued_ms", 0.0, math.inf),
-            first_audio_ms=timing.optional_number("first_audio_ms"),
-            total_ms=timing.number("total_ms", 0.0, math.inf),
-            rtf=timing.optional_number("rtf"),
-        ),
-        deadline_met=r.boolean("deadline_met", None),
-    )
-
-
-def _cancelled(r: FieldReader) -> Cancelled:
-    return Cancelled(id=r.string("id"))
-
-
-def _error(r: FieldReader) -> Error:
-    return Error(
-        id=r.string("id", None),
-        code=r.string("code"),
-        message=r.string("message"),
-        field=r.string("field", None),
-        retry_after_ms=r.integer("retry_after_ms", 0, RETRY_AFTER_MS_MAX, None),
-    )
-
-
-_SERVER_PARSERS: dict[str, Callable[[FieldReader], ServerMessage]] = {
-    Hello.TYPE: _hello,
-    Started.TYPE: _started,
-    Segment.TYPE: _segment,
-    Done.TYPE: _done,
-    Cancelled.TYPE: _cancelled,
-    Error.TYPE: _error,
-}

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from protocol.words import Flushed, Ping, Pong, Words
+
 PROTOCOL_VERSION = 1
 DEFAULT_SAMPLE_RATE = 24000
 
@@ -108,6 +110,7 @@ class Speak:
     frame_ms: int = DEFAULT_FRAME_MS
     chunking: str = DEFAULT_CHUNKING
     params: Params = Params()
+    timestamps: bool = False  # v1 addition: send ``words`` for each segment
 
     def to_wire(self) -> dict[str, Any]:
         return _without_none(
@@ -124,6 +127,7 @@ class Speak:
                 "frame_ms": self.frame_ms,
                 "chunking": self.chunking,
                 "params": self.params.to_wire() or None,
+                "timestamps": self.timestamps or None,
             }
         )
 
@@ -144,14 +148,16 @@ class Append:
 
 @dataclass(frozen=True, slots=True)
 class Flush:
-    """Synthesize the text buffered so far, even without a sentence end."""
+    """Synthesize the text buffered so far, even without a sentence end.
+    With ``flush_id`` (a v1 addition) the server answers ``Flushed``."""
 
     TYPE: ClassVar[str] = "flush"
 
     id: str
+    flush_id: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "id": self.id}
+        return _without_none({"type": self.TYPE, "id": self.id, "flush_id": self.flush_id})
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,16 +177,22 @@ class Cancel:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """``idle_timeout_s`` (a v1 addition; None from an older server): seconds
+    after which a connection with no active utterance and no client message
+    is closed; 0 means never."""
+
     max_text_chars: int
     max_active: int
     max_message_bytes: int
+    idle_timeout_s: float | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        return _without_none({
             "max_text_chars": self.max_text_chars,
             "max_active": self.max_active,
             "max_message_bytes": self.max_message_bytes,
-        }
+            "idle_timeout_s": self.idle_timeout_s,
+        })
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,10 +369,11 @@ class Error:
         return wire
 
 
-ClientMessage = Speak | Append | Flush | Cancel
-ServerMessage = Hello | Started | Segment | Done | Cancelled | Error
+ClientMessage = Speak | Append | Flush | Cancel | Ping
+ServerMessage = Hello | Started | Segment | Done | Cancelled | Error | Words | Flushed | Pong
 
-CLIENT_TYPES: tuple[str, ...] = (Speak.TYPE, Append.TYPE, Flush.TYPE, Cancel.TYPE)
+CLIENT_TYPES: tuple[str, ...] = (Speak.TYPE, Append.TYPE, Flush.TYPE, Cancel.TYPE, Ping.TYPE)
 SERVER_TYPES: tuple[str, ...] = (
     Hello.TYPE, Started.TYPE, Segment.TYPE, Done.TYPE, Cancelled.TYPE, Error.TYPE,
+    Words.TYPE, Flushed.TYPE, Pong.TYPE,
 )

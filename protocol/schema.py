@@ -36,6 +36,7 @@ from protocol.messages import (
     TOP_P_MAX,
 )
 from protocol.voices import EMBEDDING_PATTERN
+from protocol.words import PING_DATA_MAX_CHARS
 
 SCHEMA_FILE = "client_messages.schema.json"
 
@@ -132,6 +133,8 @@ def client_schema(offer: Offer = DEFAULT_OFFER) -> dict[str, Any]:
                          "maximum": FRAME_MS_MAX},
             "chunking": _choice(offer.chunkings),
             "params": _params(),
+            "timestamps": {"type": _nullable("boolean"),
+                           "description": "v1 addition: send words messages (word timings)"},
         },
     )
     append = _message(
@@ -139,8 +142,15 @@ def client_schema(offer: Offer = DEFAULT_OFFER) -> dict[str, Any]:
         ["id", "text"],
         {"id": _id(), "text": _text(offer), "final": {"type": _nullable("boolean")}},
     )
-    flush = _message("flush", ["id"], {"id": _id()})
+    flush = _message("flush", ["id"], {
+        "id": _id(),
+        "flush_id": {"anyOf": [{"type": "null"}, _id()],
+                     "description": "v1 addition: answered by flushed with this flush_id"},
+    })
     cancel = _message("cancel", ["id"], {"id": _id()})
+    # A ping names no utterance: any id it carries is ignored like any extra field.
+    ping = _message("ping", [], {"data": {"type": _nullable("string"),
+                                          "maxLength": PING_DATA_MAX_CHARS}})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:chattts-realtime:protocol:1:client-message",
@@ -157,8 +167,10 @@ def client_schema(offer: Offer = DEFAULT_OFFER) -> dict[str, Any]:
             {"$ref": "#/$defs/append"},
             {"$ref": "#/$defs/flush"},
             {"$ref": "#/$defs/cancel"},
+            {"$ref": "#/$defs/ping"},
         ],
-        "$defs": {"speak": speak, "append": append, "flush": flush, "cancel": cancel},
+        "$defs": {"speak": speak, "append": append, "flush": flush, "cancel": cancel,
+                  "ping": ping},
     }
 
 

@@ -2,7 +2,8 @@
 
 ``server_schema()`` states what ``decode_server`` reads: ``hello``,
 ``started``, ``segment``, ``done``, ``cancelled`` and ``error``, with the
-v1 additions (``error.retry_after_ms``, ``started.pre_skip``). Clients in
+v1 additions (``error.retry_after_ms``, ``started.pre_skip``,
+``hello.limits.idle_timeout_s``, ``words``, ``flushed``, ``pong``). Clients in
 other languages can check what they receive against it. Extra fields are
 allowed: a newer server may add some, and a client ignores them.
 ``server_messages.schema.json`` next to this file is ``server_schema()``;
@@ -52,8 +53,11 @@ def server_schema() -> dict[str, Any]:
         "sample_rates": {"type": "array", "items": _integer(1, SAMPLE_RATE_MAX)},
         "voices": strings,
         "limits": {"type": "object", "required": ["max_text_chars", "max_active", "max_message_bytes"],
-                   "properties": {name: {"type": "integer", "minimum": 0} for name in
-                                  ("max_text_chars", "max_active", "max_message_bytes")}},
+                   "properties": {**{name: {"type": "integer", "minimum": 0} for name in
+                                     ("max_text_chars", "max_active", "max_message_bytes")},
+                                  "idle_timeout_s": {**_NUMBER_MS, "description": (
+                                      "v1 addition: an idle connection is closed after this "
+                                      "many seconds; 0: never")}}},
         "model": {"type": "object", "required": ["name", "weights", "device"],
                   "properties": {name: {"type": "string"} for name in ("name", "weights", "device")}},
     })
@@ -87,8 +91,18 @@ def server_schema() -> dict[str, Any]:
                                           "too_many_active, rate limits): the earliest time "
                                           "the same request is worth retrying"},
     }, optional=("field", "retry_after_ms"))
+    word = {"type": "object", "required": ["word", "start_ms", "end_ms"],
+            "properties": {"word": {"type": "string"}, "start_ms": _NUMBER_MS,
+                           "end_ms": _NUMBER_MS, "original": {"type": "string"}}}
+    words = _message("words", {
+        "id": _id(), "segment": _integer(0, 0xFFFF),
+        "words": {"type": "array", "items": word}, "method": {"type": "string"},
+    })
+    flushed = _message("flushed", {"id": _id(), "flush_id": _id()})
+    pong = _message("pong", {"data": {"type": "string"}}, optional=("data",))
     defs = {"hello": hello, "started": started, "segment": segment, "done": done,
-            "cancelled": cancelled, "error": error}
+            "cancelled": cancelled, "error": error, "words": words, "flushed": flushed,
+            "pong": pong}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:chattts-realtime:protocol:1:server-message",

@@ -9,7 +9,11 @@ PROTOCOL.md's rules for an utterance's messages, defined once:
 - no audio follows the frame flagged as the utterance's last;
 - exactly one terminal message (``done``, ``cancelled`` or a terminal
   ``error``) ends the utterance, and nothing of it follows;
-- the errors in ``NON_TERMINAL_CODES`` refuse one message and end nothing.
+- the errors in ``NON_TERMINAL_CODES`` refuse one message and end nothing;
+- ``words`` of segment k come after ``started`` and before segment k's last
+  frame, monotonic, and inside segment k's span (checked at its ``segment``);
+- ``flushed`` comes after ``started`` and before the terminal message;
+- ``pong`` names no utterance.
 
 ``UtteranceSender`` is the server's side: it builds the next message or
 frame and raises ``StreamStateError`` when the caller asks for something
@@ -26,7 +30,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from protocol.codec import decode_server
 from protocol.errors import NON_TERMINAL_CODES, ErrorCode, ProtocolError
 from protocol.frames import (
     FLAG_SEGMENT_END,
@@ -46,9 +49,13 @@ from protocol.messages import (
     Started,
     Timing,
 )
+from protocol.server_codec import decode_server
+from protocol.words import Flushed, Pong, Words, WordTiming
 
 _pack_header = HEADER.pack
 _U16 = 0xFFFF
+# Word times are rounded to the microsecond on the wire; a span check allows that.
+_MS_SLACK = 1e-3
 
 
 class StreamStateError(RuntimeError):
@@ -130,6 +137,19 @@ class UtteranceSender:
         self.seq += 1
         return head + payload
 
+    def words(self, words: tuple[WordTiming, ...], method: str = "estimated") -> Words:
+        """More words of the segment being spoken, before its last frame."""
+        if self.phase is not Phase.STREAMING or self._segment_closed:
+            raise StreamStateError(f"{self.id}: words in phase {self.phase.value}"
+                                   + (" after its segment's last frame" if self._segment_closed else ""))
+        return Words(self.id, self.segments, words, method)
+
+    def flushed(self, flush_id: str) -> Flushed:
+        """A flush acknowledgement: after ``started``, before the terminal."""
+        if self.phase not in (Phase.STREAMING, Phase.CLOSING):
+            raise StreamStateError(f"{self.id}: flushed in phase {self.phase.value}")
+        return Flushed(self.id, flush_id)
+
     def segment(self, text: str, offset_ms: float, audio_ms: float) -> Segment:
         """The ``segment`` message after the current segment's last frame."""
         if self.phase not in (Phase.STREAMING, Phase.CLOSING) or not self._segment_closed:
@@ -179,6 +199,9 @@ class Kind(enum.Enum):
     STARTED = "started"
     AUDIO = "audio"
     SEGMENT = "segment"
+    WORDS = "words"  # word timings of the segment being spoken
+    FLUSHED = "flushed"  # a flush acknowledgement
+    PONG = "pong"  # the answer to a ping (no utterance)
     NOTICE = "notice"  # a non-terminal error: one message was refused
     END = "end"  # done, cancelled or a terminal error
     CONNECTION_ERROR = "connection_error"  # an error with id null
@@ -202,7 +225,7 @@ class Received:
 
 
 class _Utterance:
-    __slots__ = ("id", "phase", "stream", "next_seq", "segments", "last_flags")
+    __slots__ = ("id", "phase", "stream", "next_seq", "segments", "last_flags", "word_span")
 
     def __init__(self, id: str) -> None:  # noqa: A002 - the wire name
         self.id = id
@@ -211,6 +234,7 @@ class _Utterance:
         self.next_seq = 0
         self.segments = 0
         self.last_flags = 0  # flags of the last frame (0: none yet in this segment)
+        self.word_span: tuple[float, float] | None = None  # the open segment's words: first start, last end
 
 
 class ClientConnection:
@@ -286,6 +310,8 @@ class ClientConnection:
             return Received(Kind.HELLO, None, message)
         if isinstance(message, Error) and message.id is None:
             return Received(Kind.CONNECTION_ERROR, None, message)
+        if isinstance(message, Pong):
+            return Received(Kind.PONG, None, message)
         utt = self._by_id.get(message.id) if message.id is not None else None
         if isinstance(message, Error) and not ends_utterance(message):
             # Also for an id with no open utterance: an unknown_id answers a
@@ -297,6 +323,12 @@ class ClientConnection:
             return self._started(utt, message)
         if isinstance(message, Segment):
             return self._segment(utt, message)
+        if isinstance(message, Words):
+            return self._words(utt, message)
+        if isinstance(message, Flushed):
+            if utt.phase is Phase.PENDING:
+                self._fail(utt, "flushed before started")
+            return Received(Kind.FLUSHED, utt.id, message)
         if isinstance(message, Done):
             self._done(utt, message)
         self._forget(utt)
@@ -316,9 +348,30 @@ class ClientConnection:
             self._fail(utt, "segment before its last frame")
         if message.index != utt.segments:
             self._fail(utt, f"segment {message.index}, expected {utt.segments}")
+        span = utt.word_span
+        if span is not None and (span[0] < message.offset_ms - _MS_SLACK or span[1]
+                                 > message.offset_ms + message.audio_ms + _MS_SLACK):
+            self._fail(utt, f"words {span} outside segment {message.index}")
         utt.segments += 1
         utt.last_flags = 0
+        utt.word_span = None
         return Received(Kind.SEGMENT, utt.id, message)
+
+    def _words(self, utt: _Utterance, message: Words) -> Received:
+        if utt.phase is not Phase.STREAMING or utt.last_flags & FLAG_SEGMENT_END:
+            self._fail(utt, "words after their segment's last frame")
+        if message.segment != utt.segments:
+            self._fail(utt, f"words of segment {message.segment} while {utt.segments} is open")
+        span = utt.word_span
+        last = span[1] if span is not None else 0.0
+        for word in message.words:
+            if word.start_ms < last - _MS_SLACK:
+                self._fail(utt, f"word {word.word!r} starts before the previous one ends")
+            last = word.end_ms
+        if message.words:
+            first = span[0] if span is not None else message.words[0].start_ms
+            utt.word_span = (first, last)
+        return Received(Kind.WORDS, utt.id, message)
 
     def _done(self, utt: _Utterance, message: Done) -> None:
         if utt.phase is Phase.PENDING:

@@ -65,7 +65,10 @@ class ServerConfig:
     default_deadline_ms: int = 60000
     drain_timeout: float = 30.0
     send_queue_bytes: int = 8 * 1024 * 1024
-    idle_timeout: float = 0.0
+    # Long enough for a voice agent's pauses between turns (a user thinking,
+    # a tool call, a hold) without keepalives; short enough that sockets of
+    # clients that vanished behind a NAT free their slot within minutes.
+    idle_timeout: float = 300.0
     log_level: str = "info"
     log_json: bool = False
     # Only for ``--weights tone``: seconds the synthetic runner spends per step.
@@ -195,7 +198,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--send-queue-bytes", "send_queue_bytes", _positive_int,
      "per-connection send queue bound before slow_consumer"),
     ("--idle-timeout", "idle_timeout", _non_negative_float,
-     "close connections idle this many seconds (0: never)"),
+     "close connections with no active utterance and no client message for this many "
+     "seconds, code 1000 (0: never; a ping message keeps one open)"),
     ("--log-level", "log_level", str, "debug | info | warning | error"),
     ("--log-json", "log_json", bool, "one JSON object per log line"),
     ("--tone-step-ms", "tone_step_ms", _non_negative_float,

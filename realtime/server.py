@@ -229,7 +229,7 @@ class Server:
         return Hello(
             sample_rate=SAMPLE_RATE, formats=offered_formats(), sample_rates=SUPPORTED_RATES,
             voices=tuple(runner.voices),
-            limits=Limits(c.max_text_chars, c.max_active, c.max_message_bytes),
+            limits=Limits(c.max_text_chars, c.max_active, c.max_message_bytes, c.idle_timeout),
             model=ModelInfo("chattts", runner.weights_kind.value, runner.device),
         )
 

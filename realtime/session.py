@@ -26,6 +26,8 @@ from protocol import (
     Error,
     ErrorCode,
     Flush,
+    Ping,
+    Pong,
     ProtocolError,
     ServerMessage,
     Speak,
@@ -62,6 +64,7 @@ class Session:
         self._streams = itertools.count(1)
         self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow)
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_activity = time.monotonic()  # a client message, or the last utterance's end
         token = bearer_token(ws.request) if config.auth_tokens and ws.request else None
         self.quota = quotas.open(principal_of(token))
 
@@ -112,7 +115,7 @@ class Session:
     # -- client messages --------------------------------------------------------------
 
     def _on_frame(self, frame: str | bytes) -> None:
-        self._arm_idle_timer()
+        received = self._last_activity = time.monotonic()  # the idle timer reads it
         if not isinstance(frame, str):
             self._error(None, ErrorCode.BINARY_NOT_ALLOWED, "send JSON text frames only")
             return
@@ -121,7 +124,6 @@ class Session:
         except ProtocolError as exc:
             self._refuse(frame, exc)
             return
-        received = time.monotonic()
         if isinstance(message, Speak):
             self._speak(message, received)
         elif isinstance(message, Append):
@@ -130,6 +132,8 @@ class Session:
             self._flush(message)
         elif isinstance(message, Cancel):
             self._cancel(message)
+        elif isinstance(message, Ping):
+            self._send(Pong(message.data))
 
     def _refuse(self, frame: str, exc: ProtocolError) -> None:
         """Refuse a message the protocol rejects. An error naming an active
@@ -229,6 +233,8 @@ class Session:
             del self.utterances[utterance.id]
             self.quota.utterance_ended()
             self.accounting.utterance_ended(utterance, outcome, code)
+            if not self.utterances:
+                self._last_activity = time.monotonic()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -258,18 +264,27 @@ class Session:
                 log.info("utterance %s: client is not reading; slow_consumer", owner.id)
                 owner.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
 
-    def _arm_idle_timer(self) -> None:
+    def _arm_idle_timer(self, delay: float | None = None) -> None:
+        """Close the connection once it has been idle for ``idle_timeout``: no
+        active utterance and no client message. The timer is not moved per
+        message (that would cost a timer per frame): when it fires it compares
+        the last activity with the clock and waits again for the rest."""
         timeout = self.config.idle_timeout
         if timeout <= 0:
             return
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-        self._idle_timer = asyncio.get_running_loop().call_later(timeout, self._idle_expired)
+        self._idle_timer = asyncio.get_running_loop().call_later(
+            timeout if delay is None else delay, self._idle_expired)
 
     def _idle_expired(self) -> None:
         self._idle_timer = None
+        timeout = self.config.idle_timeout
         if self.utterances:  # still speaking: idle means no client input *and* no work
-            self._arm_idle_timer()
+            self._arm_idle_timer()  # the last one's end counts as activity
             return
-        log.info("closing an idle connection")
-        asyncio.get_running_loop().create_task(self.ws.close(1000, "idle timeout"))
+        left = self._last_activity + timeout - time.monotonic()
+        if left > 0:
+            self._arm_idle_timer(left)
+            return
+        log.info("closing a connection idle for %.0f s", timeout)
+        asyncio.get_running_loop().create_task(
+            self.ws.close(1000, f"idle for {timeout:g} s (send ping to keep it open)"))

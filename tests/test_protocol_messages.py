@@ -91,7 +91,7 @@ def test_messages_are_frozen_values():
         msg.text = "changed"  # type: ignore[misc]
     assert msg == p.Speak("u1", "Hi.") and hash(msg) == hash(p.Speak("u1", "Hi."))
     assert {m.TYPE for m in (p.Speak("a", ""), p.Append("a", ""), p.Flush("a"),
-                             p.Cancel("a"))} == set(p.CLIENT_TYPES)
+                             p.Cancel("a"), p.Ping())} == set(p.CLIENT_TYPES)
 
 
 def test_protocol_error_carries_code_field_id_and_becomes_an_error_message():

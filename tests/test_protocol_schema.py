@@ -112,8 +112,8 @@ def field_cases(offer: p.Offer) -> dict[str, tuple[st.SearchStrategy, list]]:
     """Per field path: (valid values, edge cases)."""
     limit = offer.max_text_chars
     return {
-        "type": (st.sampled_from(["speak"] * 5 + ["append", "flush", "cancel"]),
-                 ["x", "Speak", "hello", 5, ["speak"]]),
+        "type": (st.sampled_from(["speak"] * 5 + ["append", "flush", "cancel", "ping"]),
+                 ["x", "Speak", "hello", "pong", 5, ["speak"]]),
         "id": (ids, ["", "a" * 64, "a" * 65, "a b", "abc\n", "é", "a/b", 5, True]),
         "text": (st.text(max_size=30) | st.just("é" * limit),
                  ["", "é" * (limit - 1), "é" * limit, "é" * (limit + 1), 5, ["a"]]),
@@ -133,6 +133,9 @@ def field_cases(offer: p.Offer) -> dict[str, tuple[st.SearchStrategy, list]]:
         "params.top_k": (st.integers(1, 626), NUMBER_EDGES),
         "params.repetition_penalty": (st.floats(1, 2), NUMBER_EDGES),
         "params.seed": (st.integers(0, 2**32 - 1), NUMBER_EDGES),
+        "timestamps": (st.booleans(), [0, 1, "true", True, False]),
+        "flush_id": (ids, ["", "f" * 64, "f" * 65, "a b", "f\n", "é", 5, True]),
+        "data": (st.text(max_size=20), ["", "é" * 256, "é" * 257, 5, {}]),
     }
 
 
@@ -180,7 +183,7 @@ OFFERS = pytest.mark.parametrize("offer", [p.DEFAULT_OFFER, SMALL_OFFER],
 
 
 @OFFERS
-@pytest.mark.parametrize("kind", ["speak", "append", "flush", "cancel"])
+@pytest.mark.parametrize("kind", ["speak", "append", "flush", "cancel", "ping"])
 def test_every_edge_of_every_field_agrees(offer, kind):
     """One field at a time set to each edge case, null or absent, on an
     otherwise valid message: the schema and the decoder agree each time."""

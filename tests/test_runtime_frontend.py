@@ -10,7 +10,6 @@ from runtime_fixtures import tiny_assets
 
 from realtime.runtime.api import RequestError, SamplingParams, VoiceError
 from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
-from realtime.runtime.numbers import chinese_integer, normalize_numbers_en, normalize_numbers_zh
 from realtime.runtime.shapes import FULL
 
 
@@ -20,14 +19,13 @@ def front():
     return TextFrontEnd(a.tokenizer, Speakers(a.shape.hidden, a.spk_stat))
 
 
-def test_numbers_are_spoken():
-    assert normalize_numbers_en("I have 3 cats and 1205 dogs") == \
+def test_numbers_are_spoken(front):
+    assert front.normalize("I have 3 cats and 1205 dogs") == \
         "I have three cats and one thousand two hundred five dogs"
-    assert normalize_numbers_en("pi is 3.14") == "pi is three point one four"
-    assert normalize_numbers_en("call 007") == "call zero zero seven"
-    assert normalize_numbers_zh("有3只") == "有三只"
-    assert chinese_integer(100005) == "十万零五"
-    assert chinese_integer(1205) == "一千二百零五"
+    assert front.normalize("pi is 3.14") == "pi is three point one four"
+    assert front.normalize("call 007") == "call zero zero seven"
+    assert front.normalize("有3只") == "有三只"
+    assert front.normalize("123", lang="zh") == "一百二十三"
 
 
 def test_digits_survive_normalization(front):

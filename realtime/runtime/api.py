@@ -67,13 +67,16 @@ class SegmentRequest:
     ``voice`` is a voice name from the registry, ``"seed:<int>"``, or an
     encoded ChatTTS speaker embedding. ``streaming`` asks for audio while the
     segment is still decoding (``chunking: token``); otherwise the segment's
-    audio comes in one piece when it finishes.
+    audio comes in one piece when it finishes. ``lang`` ("en"/"zh") is the
+    language for text without letters of either script (its neighbours');
+    text with letters decides for itself.
     """
 
     text: str
     voice: str = "seed:0"
     params: SamplingParams = SamplingParams()
     streaming: bool = False
+    lang: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """The text front end: normalized text, a speaker, and the GPT prompt.
 
-Text goes through upstream's ``Normalizer`` (with our number readers
-registered, so digits are spoken instead of dropped) and is wrapped as
-upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
+Text goes through ``TextNormalizer`` (realtime/runtime/spoken.py: our
+English and Chinese normalization, then upstream's ``Normalizer``) and is
+wrapped as upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
 at ``[spk_emb]`` is later replaced by the speaker vector.
 
 Speakers: ``seed:N`` samples from the checkpoint's speaker statistics with a
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from dataclasses import dataclass
 
 import torch
@@ -28,7 +26,7 @@ import torch
 import realtime.runtime.compat  # noqa: F401
 from protocol.voices import seed_of
 from realtime.runtime.api import RequestError, SamplingParams, VoiceError
-from realtime.runtime.numbers import normalize_numbers_en, normalize_numbers_zh
+from realtime.runtime.spoken import TextNormalizer
 from realtime.runtime.weights import decode_spk_stat
 
 log = logging.getLogger(__name__)
@@ -36,9 +34,6 @@ log = logging.getLogger(__name__)
 SPEED_PROMPT = "[speed_5]"
 DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
                   "cedar": "seed:5", "dune": "seed:7"}
-_TAG = re.compile(r"\[[\w_]+\]")
-_UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
-_RESERVED = ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")
 
 
 @dataclass(frozen=True)
@@ -142,38 +137,29 @@ class TextFrontEnd:
     """Normalizer + tokenizer + speakers: text in, ``Prompt`` out."""
 
     def __init__(self, tokenizer, speakers: Speakers):
-        import ChatTTS
-        from ChatTTS.norm import Normalizer
         self.tokenizer = tokenizer
         self.speakers = speakers
-        res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")
-        self.normalizer = Normalizer(res, logging.getLogger(__name__ + ".normalizer"))
-        self.normalizer.register("en", normalize_numbers_en)
-        self.normalizer.register("zh", normalize_numbers_zh)
+        self.normalizer = TextNormalizer()
         self.spk_emb_id = tokenizer.convert_tokens_to_ids("[spk_emb]")
 
     def warmup(self) -> None:
         """Compile the normalizer's numba kernels (seconds) before serving."""
-        self.normalizer("Warm up 1, 2 and 3.")
-        self.normalizer("预热一下，123。")
+        self.normalizer.warm_up()
 
-    def normalize(self, text: str) -> str:
-        for tag in _RESERVED:
-            text = text.replace(tag, "")
-        return self.normalizer(text.strip()).strip()
+    def normalize(self, text: str, lang: str | None = None) -> str:
+        """The text the model reads ("" when nothing speakable is left)."""
+        return self.normalizer.spoken(text, lang).text
 
-    @staticmethod
-    def is_unspoken(text: str) -> bool:
-        return not _UNSPOKEN.sub("", _TAG.sub("", text))
-
-    def build(self, text: str, voice: str) -> Prompt | None:
+    def build(self, text: str, voice: str, lang: str | None = None) -> Prompt | None:
         """The prompt for ``text``; None when it normalizes to nothing.
+        ``lang``: the language hint for text without letters of either script.
 
-        Raises VoiceError for an unknown voice.
+        Raises VoiceError for an unknown voice, RequestError for text too long
+        to normalize.
         """
         speaker = self.speakers.resolve(voice)
-        normed = self.normalize(text)
-        if self.is_unspoken(normed):
+        normed = self.normalize(text, lang)
+        if not normed:
             return None
         full = f"[Stts][spk_emb]{SPEED_PROMPT}{normed}[Ptts]"
         ids = self.tokenizer(full, add_special_tokens=False, return_tensors="pt")["input_ids"][0]

@@ -1,0 +1,134 @@
+"""A sentence as the model will read it: our rules, then upstream's clean-up.
+
+``TextNormalizer.spoken(sentence, lang)`` is the one place text becomes
+what the GPT reads. It composes
+
+1. clean-up of what no rule should see: control and format characters,
+   lone surrogates, the reserved prompt tags, a bracket that opens or closes
+   no ``[tag]`` (upstream's tag splitter would drop the rest of the text);
+2. our normalization (realtime/textfront): numbers, money, dates, times,
+   units, abbreviations, in English or Chinese, as ``(original, spoken)``
+   pieces; a sentence no rule could touch skips the rules entirely;
+3. upstream ChatTTS's ``Normalizer`` on each piece, with no normalizer of its
+   own registered: full-width punctuation for Chinese, its character map,
+   homophones and the removal of characters the model has no tokens for.
+
+Upstream's steps are per character, so applying them piece by piece gives
+exactly the text applying them to the whole would; plain text (one piece)
+is exactly what upstream's own normalizer makes of it.
+
+Thread: not thread-safe (upstream's normalizer keeps state); one owner, the
+thread that prepares segments.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
+from realtime.runtime.api import RequestError
+from realtime.textfront import lang as langs
+from realtime.textfront.normalize import TextTooLong, pieces
+
+log = logging.getLogger(__name__)
+
+RESERVED_TAGS = ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")
+_TAG = re.compile(r"\[[\w_]+\]")
+_BRACKET = re.compile(r"\[[\w_]+\]|[\[\]]")
+_UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
+_WARM_UP = ("Warm up 1, 2 and 3: $4.50 at 10:30 on 2024-05-06, 25°C.",
+            "预热一下，123，2024年5月6日10:30，6.3%。", "Plain words only.")
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """``text``: exactly what the model reads ("" when nothing speakable is
+    left); ``lang``: "en" or "zh"; ``pieces``: (original span, spoken text)
+    in order, covering the cleaned sentence, their spoken parts joined equal
+    to ``text``; an untouched span is ``(s, s)`` before upstream's clean-up."""
+
+    text: str
+    lang: str
+    pieces: tuple[tuple[str, str], ...]
+
+
+def _clean_char(ch: str) -> str:
+    cat = unicodedata.category(ch)
+    if cat == "Cs":
+        return ""  # a lone surrogate cannot even be encoded
+    if cat == "Cc" or cat == "Cf" or cat == "Zl" or cat == "Zp":
+        return " " if ch in "\t\n\r\x0b\x0c\u2028\u2029" else ""
+    return ch
+
+
+def clean(text: str) -> str:
+    """What no rule should see removed; unmatched brackets become commas."""
+    if not text.isprintable():
+        text = "".join(_clean_char(ch) for ch in text)
+    for tag in RESERVED_TAGS:
+        text = text.replace(tag, "")
+    if "[" in text or "]" in text:
+        text = _BRACKET.sub(lambda m: m.group(0) if len(m.group(0)) > 1 else ",", text)
+    return text.strip()
+
+
+def speakable(text: str) -> bool:
+    return bool(_UNSPOKEN.sub("", _TAG.sub("", text)))
+
+
+class TextNormalizer:
+    """Sentence in, ``Spoken`` out. Build once; ``warm_up`` before serving."""
+
+    def __init__(self) -> None:
+        import ChatTTS
+        from ChatTTS.norm import Normalizer
+        res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")
+        self.upstream = Normalizer(res, logging.getLogger(__name__ + ".upstream"))
+
+    def warm_up(self) -> None:
+        """Compile upstream's numba kernels (seconds) and touch every reader."""
+        for sentence in _WARM_UP:
+            self.spoken(sentence)
+
+    def spoken(self, sentence: str, lang: str | None = None) -> Spoken:
+        """The sentence as read. ``lang``: the hint for a sentence without
+        letters of either script (None: English); one with letters decides
+        for itself. Raises RequestError for text too long to normalize."""
+        text = clean(sentence)
+        chosen = langs.decide(text, lang)
+        try:
+            raw = pieces(text, chosen)
+        except TextTooLong as exc:
+            raise RequestError(str(exc)) from None
+        out = [(original, self._upstream(said, chosen)) for original, said in raw]
+        out = _trimmed(out)
+        said = "".join(s for _, s in out)
+        if not speakable(said):
+            return Spoken("", chosen, tuple((o, "") for o, _ in out))
+        return Spoken(said, chosen, tuple(out))
+
+    def _upstream(self, text: str, lang: str) -> str:
+        if not text:
+            return text
+        return self.upstream(text, lang=lang)
+
+
+def _trimmed(out: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Strip the spoken text's outer whitespace, inside its first and last pieces."""
+    nonempty = [i for i, (_, s) in enumerate(out) if s.strip()]
+    if not nonempty:
+        return [(o, "") for o, _ in out]
+    first, last = nonempty[0], nonempty[-1]
+    trimmed = []
+    for i, (o, s) in enumerate(out):
+        if i < first or i > last:
+            s = ""
+        else:
+            s = s.lstrip() if i == first else s
+            s = s.rstrip() if i == last else s
+        trimmed.append((o, s))
+    return trimmed

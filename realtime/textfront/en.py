@@ -1,0 +1,230 @@
+"""English readings: the rules, in priority order.
+
+Numbers come last: every rule that gives a number its meaning (a date, a
+price, a unit, an ordinal) runs before the plain reading. What no rule
+reads is left for upstream (which drops characters the model cannot say).
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.textfront import en_time
+from realtime.textfront.en_words import cardinal, digits, number, ordinal, year
+from realtime.textfront.rewrite import TAG_RULE, Rule, rule
+from realtime.textfront.units import (
+    CURRENCIES,
+    CURRENCY_CODE_RE,
+    CURRENCY_SYMBOL_RE,
+    MAGNITUDE_RE,
+    MAGNITUDE_WORDS,
+    MAGNITUDES,
+    NUM,
+    UNIT_RE,
+    UNITS,
+    UNSIGNED,
+    en_unit,
+)
+
+_LONG_RUN = 7  # a digit run this long without separators is an id or phone number
+
+
+def _final(m: re.Match[str], spoken: str) -> str:
+    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
+
+
+# --- money --------------------------------------------------------------------------
+
+
+def _money(currency: str, amount: str, magnitude: str | None, sign: str | None) -> str:
+    major, minor, _ = CURRENCIES[currency]
+    minus = "minus " if sign else ""
+    if magnitude:
+        scale = MAGNITUDES[magnitude]
+        return f"{minus}{number(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
+    whole, _, frac = amount.replace(",", "").partition(".")
+    if frac and minor and len(frac) <= 2:
+        cents, units = int(frac.ljust(2, "0")), int(whole or "0")
+        parts = []
+        if units or not cents:
+            parts.append(f"{cardinal(units)} {en_unit(major, str(units))}")
+        if cents:
+            parts.append(f"{cardinal(cents)} {en_unit(minor, str(cents))}")
+        return minus + " and ".join(parts)
+    return f"{minus}{number(amount)} {en_unit(major, amount)}"
+
+
+def _money_after(m: re.Match[str]) -> str:
+    amount = m.group(1)
+    sign = amount[0] if amount[0] in "-−" else None
+    return _money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
+
+
+# --- numbers with a meaning ---------------------------------------------------------
+
+
+def _range(first: str, second: str | None) -> str:
+    return number(first) + (" to " + number(second) if second else "")
+
+
+def _percent(m: re.Match[str]) -> str:
+    word = " per mille" if m.group(3) == "‰" else " percent"
+    return _range(m.group(1), m.group(2)) + word
+
+
+def _temperature(m: re.Match[str]) -> str:
+    scale = (m.group(2) or "").upper() or ("C" if m.group(3) else "F" if m.group(4) else "")
+    name = {"C": "degree Celsius", "F": "degree Fahrenheit"}.get(scale, "degree")
+    return number(m.group(1)) + " " + en_unit(name, m.group(1))
+
+
+def _unit(m: re.Match[str]) -> str:
+    count = m.group(2) or m.group(1)
+    return _range(m.group(1), m.group(2)) + " " + en_unit(UNITS[m.group(3)][0], count)
+
+
+def _plural_word(words: str) -> str:
+    head, _, last = words.rpartition(" ")
+    last = last[:-1] + "ies" if last.endswith("y") else last + ("es" if last.endswith("x") else "s")
+    return (head + " " if head else "") + last
+
+
+def _decade(m: re.Match[str]) -> str:
+    n = int(m.group(1))
+    if n < 100:
+        return _plural_word(cardinal(n))
+    return _plural_word(year(n) if n >= 1000 else cardinal(n))
+
+
+def _ordinal(m: re.Match[str]) -> str:
+    return ordinal(int(m.group(1)))
+
+
+_FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+_UNICODE_FRACTIONS = {"½": (1, 2), "¼": (1, 4), "¾": (3, 4), "⅓": (1, 3), "⅔": (2, 3)}
+
+
+def _fraction_words(num: int, den: int, mixed: bool) -> str:
+    singular, plural = _FRACTION_NAMES.get(den, (ordinal(den), ordinal(den) + "s"))
+    if num == 1:
+        return ("a " if mixed else "one ") + singular
+    return cardinal(num) + " " + plural
+
+
+def _fraction(m: re.Match[str]) -> str | None:
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if den == 0 or num == 0:
+        return None
+    if (num, den) == (24, 7) or num == den or den > 100:
+        spoken = cardinal(num) + (" over " if den > 100 else " ") + cardinal(den)
+    else:
+        spoken = _fraction_words(num, den, bool(whole))
+    return cardinal(int(whole)) + " and " + spoken if whole else spoken
+
+
+def _unicode_fraction(m: re.Match[str]) -> str:
+    num, den = _UNICODE_FRACTIONS[m.group(2)]
+    whole = m.group(1)
+    spoken = _fraction_words(num, den, bool(whole))
+    return cardinal(int(whole)) + " and " + spoken if whole else spoken
+
+
+def _year_after_word(m: re.Match[str]) -> str | None:
+    n = int(m.group(2))
+    return f"{m.group(1)} {year(n)}" if 1100 <= n <= 2099 else None
+
+
+def _era(m: re.Match[str]) -> str:
+    return year(int(m.group(1))) + " " + " ".join(m.group(2).upper())
+
+
+def _number(m: re.Match[str]) -> str:
+    text = m.group(0)
+    bare = text.lstrip("-−+")
+    if "," not in bare and "." not in bare and len(bare) >= _LONG_RUN and bare.rstrip("0")[2:]:
+        return digits(bare)  # 5551234567, 4111111111111111: an id, not a quantity
+    return number(text)
+
+
+# --- symbols and abbreviations ------------------------------------------------------
+
+_OPERATORS = {"+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
+              "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
+              "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
+              "±": "plus or minus", "≈": "is about"}
+_ANYWHERE = {"=": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
+             "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
+             "√": "square root of", "²": "squared", "³": "cubed", "~": "about"}
+
+
+def _operator(m: re.Match[str]) -> str:
+    op = m.group(2)
+    if op in "-−–":
+        return " minus " if (m.group(1) and m.group(3)) else " to "
+    return f" {_OPERATORS[op]} "
+
+
+def _symbol(m: re.Match[str]) -> str:
+    return f" {_ANYWHERE[m.group(0)]} "
+
+
+_ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Missus", "ms": "Miz", "prof": "Professor",
+                  "jr": "Junior", "sr": "Senior", "mt": "Mount", "ave": "Avenue", "vs": "versus",
+                  "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is"}
+_PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
+
+
+def _abbreviation(m: re.Match[str]) -> str:
+    word = m.group(1)
+    key = word.lower()
+    if key in ("st", "dr"):
+        before = m.string[:m.start()]
+        is_place = _PLACE_BEFORE.search(before) is not None or before.strip() == ""
+        capital_next = re.match(r"\s+[A-Z]", m.string[m.end():]) is not None
+        if key == "st":
+            spoken = "Saint" if capital_next and not _PLACE_BEFORE.search(before) else "Street"
+        else:
+            spoken = "Drive" if is_place and before.strip() and not capital_next else "Doctor"
+    else:
+        spoken = _ABBREVIATIONS[key]
+    return _final(m, spoken)
+
+
+_UNIT_END = r"(?![A-Za-z0-9²³/])"
+RULES: tuple[Rule, ...] = (
+    TAG_RULE,
+    rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
+         lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
+    *en_time.RULES[:5],
+    rule("phone", r"(?<![\w+])(?:(\+\d{1,3})[\s.-]?)?(?:\((\d{3})\)\s?|(\d{3})[\s.-])"
+         r"(\d{3})[\s.-](\d{4})(?!\d)",
+         lambda m: ", ".join(digits(g) for g in m.groups() if g)),
+    rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
+         + digits(m.group(2))),
+    *en_time.RULES[5:],
+    rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
+         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
+         lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
+    rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
+         + r"|€|£)(?![A-Za-z])", _money_after),
+    rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
+    rule("temperature", "(" + NUM + r")\s?(?:°\s?([CcFf])\b|(℃)|(℉)|°)", _temperature),
+    rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b", _decade),
+    rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
+         _unit),
+    rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", _ordinal),
+    rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
+    rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,3})/(\d{1,3})(?![\w/])", _fraction),
+    rule("era", r"(?<![\d.])(\d{3,4})\s?(AD|BC|BCE|CE)\b", _era),
+    rule("year", r"\b(in|since|by|until|till|during|circa|year|around|before|after)\s(\d{4})"
+         r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + _UNIT_END + ")", _year_after_word),
+    rule("operator", r"(?<=\d)(\s?)([-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " times"),
+    rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number "),
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|vs|etc|approx|e\.g|i\.e)\.", _abbreviation),
+    rule("versus", r"\bvs\b", lambda m: "versus"),
+    rule("symbol", r"[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
+    rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
+    rule("number", NUM, _number),
+)
+

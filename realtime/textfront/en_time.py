@@ -1,0 +1,111 @@
+"""English readings of dates and clock times.
+
+Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
+(month first, unless the first number cannot be a month), and month names
+("May 6, 2024", "6 May 2024", "May 2024"); years are read as years
+("twenty twenty-four"). Times: "10:30", "10:05", "14:00", "10:30:15",
+"5pm", "5:30 p.m."; afternoon hours of a 24-hour time are read on the
+12-hour clock with "p m" ("14:30" -> "two thirty p m").
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.textfront.en_words import cardinal, ordinal, year
+from realtime.textfront.rewrite import Rule, rule
+from realtime.textfront.units import MONTH_RE, MONTHS, month_number, valid_date
+
+
+def _final(m: re.Match[str], spoken: str) -> str:
+    """Keep a sentence's final period that the match swallowed ("5 p.m.")."""
+    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
+
+
+def _date(y: int | None, month: int, day: int | None) -> str:
+    out = MONTHS[month - 1]
+    if day is not None:
+        out += " " + ordinal(day)
+    if y is not None:
+        out += (", " if day is not None else " ") + year(y)
+    return out
+
+
+def _iso(m: re.Match[str]) -> str | None:
+    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return _date(y, mo, d) if valid_date(mo, d) else None
+
+
+def _slash(m: re.Match[str]) -> str | None:
+    a, b, y = int(m.group(1)), int(m.group(2)), m.group(3)
+    full = int(y) if len(y) == 4 else 2000 + int(y)
+    if valid_date(a, b):
+        return _date(full, a, b)
+    if valid_date(b, a):
+        return _date(full, b, a)
+    return None
+
+
+def _month_day(m: re.Match[str]) -> str | None:
+    mo, d = month_number(m.group(1)), int(m.group(2))
+    if not valid_date(mo, d):
+        return None
+    y = int(m.group(3)) if m.group(3) else None
+    return _date(y, mo, d)
+
+
+def _day_month(m: re.Match[str]) -> str | None:
+    d, mo = int(m.group(1)), month_number(m.group(2))
+    if not valid_date(mo, d):
+        return None
+    out = f"the {ordinal(d)} of {MONTHS[mo - 1]}"
+    return out + (", " + year(int(m.group(3))) if m.group(3) else "")
+
+
+def _month_year(m: re.Match[str]) -> str:
+    return MONTHS[month_number(m.group(1)) - 1] + " " + year(int(m.group(2)))
+
+
+def _minutes(mm: int) -> str:
+    return "oh " + cardinal(mm) if mm < 10 else cardinal(mm)
+
+
+def _clock(m: re.Match[str]) -> str | None:
+    h, mm = int(m.group(1)), int(m.group(2))
+    ss = int(m.group(3)) if m.group(3) else None
+    half = (m.group(4) or "").lower()
+    if half and not 1 <= h <= 12:
+        return None
+    if not half and 13 <= h <= 23:
+        h, half = h - 12, "p"
+    if not half and h == 0:
+        h, half = 12, "a"
+    if mm == 0 and ss is None:
+        spoken = cardinal(h) + (" o'clock" if not half else "")
+    else:
+        spoken = cardinal(h) + " " + _minutes(mm)
+    if ss is not None:
+        spoken += " and " + cardinal(ss) + (" second" if ss == 1 else " seconds")
+    if half:
+        spoken += " a m" if half == "a" else " p m"
+    return _final(m, spoken)
+
+
+def _hour_half(m: re.Match[str]) -> str:
+    half = " a m" if m.group(2).lower() == "a" else " p m"
+    return _final(m, cardinal(int(m.group(1))) + half)
+
+
+_HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
+RULES: tuple[Rule, ...] = (
+    rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
+    rule("slash date", r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])", _slash),
+    rule("month day", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])",
+         _month_day),
+    rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
+         + r")\b(?:,?\s(\d{4})(?!\d))?", _day_month),
+    rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
+    rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
+         _clock),
+    rule("hour am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?", _hour_half),
+)

@@ -1,0 +1,41 @@
+"""Which language reads a sentence, and whether it needs the rules at all.
+
+The decision is upstream ChatTTS's own (``Normalizer._detect_language``):
+Chinese when the sentence holds more Han characters than English words.
+Keeping that rule keeps plain text on exactly upstream's path. A sentence
+with neither (digits, symbols, another script) follows the caller's hint:
+its neighbours' language.
+"""
+
+from __future__ import annotations
+
+import re
+
+Lang = str  # "en" | "zh"
+LANGS = ("en", "zh")
+
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_ENGLISH_WORD = re.compile(r"\b[A-Za-z]+\b")
+
+# What any rule could rewrite: digits (ASCII and full-width), the symbols
+# the rules read, and the abbreviations they expand. A sentence without any
+# of these goes to upstream untouched (most sentences of an LLM answer).
+_TRIGGER = re.compile(
+    r"[0-9０-９$€£¥￥%％‰°℃℉+＋×÷=＝<>≤≥≠±~～@&#＃½¼¾⅓⅔²³√^]"
+    r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\.",
+)
+
+
+def decide(sentence: str, hint: Lang | None = None) -> Lang:
+    """The language that reads ``sentence``: upstream's rule when it has
+    letters of either script, else ``hint`` (default English)."""
+    han = len(_HAN.findall(sentence))
+    words = len(_ENGLISH_WORD.findall(sentence))
+    if han or words:
+        return "zh" if han > words else "en"
+    return hint if hint in LANGS else "en"
+
+
+def needs_rules(sentence: str) -> bool:
+    """Whether any normalization rule could apply (the fast pre-check)."""
+    return _TRIGGER.search(sentence) is not None

@@ -1,0 +1,97 @@
+"""Rule passes over a sentence that keep track of what became what.
+
+A sentence is a list of ``Span`` s. Each rule (a regex and a reader) runs
+over the spans no earlier rule rewrote; a match the reader accepts becomes
+its own span, rewritten and closed to later rules. So rules run in priority
+order (money before plain numbers) and the sentence's pieces, original text
+and spoken text, stay aligned for word timing.
+
+Every pattern here must be linear: no nested quantifiers that could
+backtrack, since the input is anything a client sends.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# A reader returns the spoken text for a match, or None to leave it alone.
+Reader = Callable[[re.Match[str]], "str | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    read: Reader
+
+
+def rule(name: str, pattern: str, read: Reader, flags: int = re.ASCII) -> Rule:
+    """A rule; ``\\w``, ``\\d`` and ``\\b`` are ASCII: a Han character next to a
+    number is no letter ("花了$100", "1/5的人")."""
+    return Rule(name, re.compile(pattern, flags), read)
+
+
+# Upstream's control tags ([uv_break], [laugh_0]) pass through every rule untouched.
+TAG_RULE = Rule("tag", re.compile(r"\[[\w_]+\]"), lambda m: m.group(0))
+
+
+@dataclass
+class Span:
+    original: str
+    spoken: str
+    done: bool = False
+
+
+def _apply(spans: list[Span], r: Rule) -> list[Span]:
+    out: list[Span] = []
+    for span in spans:
+        if span.done:
+            out.append(span)
+            continue
+        text, pos = span.original, 0
+        for m in r.pattern.finditer(text):
+            if m.end() == m.start():
+                continue
+            spoken = r.read(m)
+            if spoken is None:
+                continue
+            if m.start() > pos:
+                out.append(Span(text[pos:m.start()], text[pos:m.start()]))
+            out.append(Span(m.group(0), spoken, done=True))
+            pos = m.end()
+        if pos == 0:
+            out.append(span)
+        elif pos < len(text):
+            out.append(Span(text[pos:], text[pos:]))
+    return out
+
+
+def run(sentence: str, rules: Sequence[Rule]) -> list[Span]:
+    """The sentence's spans after every rule, in order."""
+    spans = [Span(sentence, sentence)]
+    for r in rules:
+        spans = _apply(spans, r)
+    return spans
+
+
+def spaced(spans: list[Span]) -> list[tuple[str, str]]:
+    """Pieces for a spaced script: a rewritten span touching a letter or
+    digit of its neighbour gets a space there ("5km" -> "five kilometers")."""
+    pieces: list[tuple[str, str]] = []
+    for i, span in enumerate(spans):
+        spoken = span.spoken
+        if span.done and spoken:
+            before = spans[i - 1].spoken if i else ""
+            after = spans[i + 1].spoken if i + 1 < len(spans) else ""
+            if before and before[-1].isalnum() and spoken[0].isalnum():
+                spoken = " " + spoken
+            if after and after[0].isalnum() and spoken[-1].isalnum():
+                spoken = spoken + " "
+        pieces.append((span.original, spoken))
+    return pieces
+
+
+def joined(spans: list[Span]) -> list[tuple[str, str]]:
+    return [(s.original, s.spoken) for s in spans]

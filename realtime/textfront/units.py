@@ -1,0 +1,116 @@
+"""Shared tables and number patterns: units, currencies, magnitudes, months.
+
+Units are case-sensitive (``m`` metre, ``M`` mega; ``mm`` millimetre). A
+unit is read only right after a number ("5 km", "2.5kg"); a word that is
+also English ("in", "a", "t") is left out on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A written number: optional sign (not after a letter or digit: "5-3" is a
+# range), digits with or without thousands commas, optional decimals. The
+# lookbehind starts matches only at the head of a digit run and the
+# possessive quantifiers never backtrack, so a 5,000-digit run is linear.
+SIGN = r"(?:(?<![\w)\].])[-−+])?"
+UNSIGNED = r"(?<![\d.,])(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?"
+NUM = SIGN + UNSIGNED
+
+
+
+def read_number(text: str, cardinal, digits, words: dict[str, str]) -> str:
+    """A written number (sign, digits with thousands commas, decimals) read
+    with a language's ``cardinal`` and ``digits``; ``words`` names "-", "+",
+    "zero" and "point". A leading zero reads digit by digit ("007")."""
+    sign = ""
+    if text[:1] in "-−+":
+        sign, text = words["+" if text[0] == "+" else "-"], text[1:]
+    whole, _, frac = text.replace(",", "").partition(".")
+    if not whole:
+        spoken = words["zero"]
+    elif len(whole) > 1 and whole[0] == "0":
+        spoken = digits(whole)
+    else:
+        spoken = cardinal(int(whole))
+    return sign + spoken + (words["point"] + digits(frac) if frac else "")
+
+
+# symbol/name -> (English singular, Chinese)
+UNITS: dict[str, tuple[str, str]] = {
+    "km/h": ("kilometer per hour", "公里每小时"), "kph": ("kilometer per hour", "公里每小时"),
+    "m/s": ("meter per second", "米每秒"), "mph": ("mile per hour", "英里每小时"),
+    "km²": ("square kilometer", "平方公里"), "km2": ("square kilometer", "平方公里"),
+    "m²": ("square meter", "平方米"), "m2": ("square meter", "平方米"), "㎡": ("square meter", "平方米"),
+    "cm²": ("square centimeter", "平方厘米"), "m³": ("cubic meter", "立方米"),
+    "sq ft": ("square foot", "平方英尺"), "sq mi": ("square mile", "平方英里"),
+    "ha": ("hectare", "公顷"), "acres": ("acre", "英亩"), "acre": ("acre", "英亩"),
+    "km": ("kilometer", "公里"), "cm": ("centimeter", "厘米"), "mm": ("millimeter", "毫米"),
+    "nm": ("nanometer", "纳米"), "μm": ("micrometer", "微米"), "m": ("meter", "米"),
+    "kg": ("kilogram", "千克"), "mg": ("milligram", "毫克"), "g": ("gram", "克"),
+    "lbs": ("pound", "磅"), "lb": ("pound", "磅"), "oz": ("ounce", "盎司"),
+    "ft": ("foot", "英尺"), "mi": ("mile", "英里"), "yd": ("yard", "码"),
+    "ml": ("milliliter", "毫升"), "mL": ("milliliter", "毫升"), "L": ("liter", "升"),
+    "l": ("liter", "升"), "gal": ("gallon", "加仑"),
+    "kWh": ("kilowatt hour", "千瓦时"), "kW": ("kilowatt", "千瓦"), "MW": ("megawatt", "兆瓦"),
+    "W": ("watt", "瓦"), "V": ("volt", "伏"), "mAh": ("milliamp hour", "毫安时"),
+    "GHz": ("gigahertz", "吉赫兹"), "MHz": ("megahertz", "兆赫兹"), "kHz": ("kilohertz", "千赫兹"),
+    "Hz": ("hertz", "赫兹"),
+    "TB": ("terabyte", "TB"), "GB": ("gigabyte", "GB"), "MB": ("megabyte", "MB"),
+    "KB": ("kilobyte", "KB"), "kB": ("kilobyte", "KB"), "Mbps": ("megabit per second", "兆比特每秒"),
+    "ms": ("millisecond", "毫秒"), "sec": ("second", "秒"), "s": ("second", "秒"),
+    "min": ("minute", "分钟"), "hrs": ("hour", "小时"), "hr": ("hour", "小时"), "h": ("hour", "小时"),
+}
+_EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per second": "meters per second",
+                    "mile per hour": "miles per hour", "square foot": "square feet",
+                    "megabit per second": "megabits per second", "foot": "feet", "hertz": "hertz",
+                    "gigahertz": "gigahertz", "megahertz": "megahertz", "kilohertz": "kilohertz",
+                    "kilowatt hour": "kilowatt hours", "milliamp hour": "milliamp hours",
+                    "penny": "pence", "yen": "yen", "yuan": "yuan", "degree Celsius": "degrees Celsius",
+                    "degree Fahrenheit": "degrees Fahrenheit"}
+
+
+def en_unit(name: str, count: str) -> str:
+    """The English unit for a written count ("1" singular, else plural)."""
+    if count.lstrip("+") in ("1", "1.0"):
+        return name
+    return _EN_PLURAL_EXTRA.get(name, name + "s")
+
+
+def _alternation(names) -> str:
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+
+
+UNIT_RE = _alternation(UNITS)
+
+# code or symbol -> (English major, English minor or "", Chinese)
+CURRENCIES: dict[str, tuple[str, str, str]] = {
+    "US$": ("dollar", "cent", "美元"), "$": ("dollar", "cent", "美元"), "USD": ("dollar", "cent", "美元"),
+    "HK$": ("Hong Kong dollar", "cent", "港元"), "HKD": ("Hong Kong dollar", "cent", "港元"),
+    "€": ("euro", "cent", "欧元"), "EUR": ("euro", "cent", "欧元"),
+    "£": ("pound", "penny", "英镑"), "GBP": ("pound", "penny", "英镑"),
+    "¥": ("yen", "", "元"), "￥": ("yuan", "", "元"), "JPY": ("yen", "", "日元"),
+    "CNY": ("yuan", "", "元"), "RMB": ("yuan", "", "元"),
+}
+CURRENCY_SYMBOL_RE = _alternation(k for k in CURRENCIES if not k.isalpha())
+CURRENCY_CODE_RE = _alternation(k for k in CURRENCIES if k.isalpha())
+
+MAGNITUDES: dict[str, int] = {"thousand": 10**3, "million": 10**6, "billion": 10**9,
+                              "trillion": 10**12, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6,
+                              "mn": 10**6, "bn": 10**9, "b": 10**9, "B": 10**9, "tn": 10**12}
+MAGNITUDE_RE = _alternation(MAGNITUDES)
+MAGNITUDE_WORDS = {10**3: "thousand", 10**6: "million", 10**9: "billion", 10**12: "trillion"}
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+MONTH_BY_PREFIX = {m[:3].lower(): i + 1 for i, m in enumerate(MONTHS)}
+MONTH_RE = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+            r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+
+
+def month_number(name: str) -> int:
+    return MONTH_BY_PREFIX[name[:3].lower()]
+
+
+def valid_date(month: int, day: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= 31

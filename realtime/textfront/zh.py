@@ -1,0 +1,172 @@
+"""Chinese readings: the rules, in priority order (readings as WeTextProcessing's).
+
+Phone and service numbers are read digit by digit with 幺 for 1 (报警请拨
+110 -> 幺幺零, 12306 -> 幺二三零六); years digit by digit (2024年 ->
+二零二四年); dates and times in Chinese order (2002-01-28 ->
+二零零二年一月二十八日, 10:30 -> 十点三十分); money with the unit after the
+amount ($100 -> 一百美元); percentages first (6.3% -> 百分之六点三).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from realtime.textfront.rewrite import TAG_RULE, Rule, rule
+from realtime.textfront.units import (
+    CURRENCIES,
+    CURRENCY_CODE_RE,
+    CURRENCY_SYMBOL_RE,
+    MAGNITUDE_RE,
+    MAGNITUDES,
+    NUM,
+    UNIT_RE,
+    UNITS,
+    UNSIGNED,
+    valid_date,
+)
+from realtime.textfront.zh_words import cardinal, digits, number
+
+_LONG_RUN = 7
+_SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|10010|10000|"
+             "95588|95533|95599|95566|95555|95528|96110")
+# After these a number counts something ("110米", "120个"): not a service number.
+_COUNTED = r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种%％℃°.]"
+_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门"
+
+
+def _phone(m: re.Match[str]) -> str:
+    return digits("".join(g for g in m.groups() if g), phone=True)
+
+
+def _date(m: re.Match[str]) -> str | None:
+    y, mo, d = m.group(1), int(m.group(2)), int(m.group(3))
+    if not valid_date(mo, d):
+        return None
+    return f"{digits(y)}年{cardinal(mo)}月{cardinal(d)}日"
+
+
+def _clock(m: re.Match[str]) -> str | None:
+    h, mm = int(m.group(1)), int(m.group(2))
+    half = (m.group(4) or "").lower()
+    prefix = "上午" if half == "a" else "下午" if half == "p" else ""
+    if half and h > 12:
+        return None
+    spoken = prefix + cardinal(h) + "点"
+    if mm or m.group(3):
+        spoken += ("零" if mm < 10 else "") + cardinal(mm) + "分" if mm else "零分"
+    if m.group(3):
+        spoken += cardinal(int(m.group(3))) + "秒"
+    return spoken
+
+
+def _scaled(amount: str, magnitude: str | None) -> str:
+    """ "2.5" "million" -> 两百五十万; a Chinese 万/亿 written after stays."""
+    if not magnitude:
+        return number(amount)
+    if magnitude in "万亿千":
+        return number(amount) + magnitude
+    try:
+        value = Decimal(amount.replace(",", "")) * MAGNITUDES[magnitude]
+    except InvalidOperation:
+        return number(amount)
+    if value == value.to_integral_value():
+        return cardinal(int(value))
+    return number(amount) + {10**3: "千", 10**6: "百万", 10**9: "十亿", 10**12: "万亿"}[MAGNITUDES[magnitude]]
+
+
+def _money(m: re.Match[str]) -> str:
+    sign = "负" if m.group(1) else ""
+    return sign + _scaled(m.group(3), m.group(4)) + CURRENCIES[m.group(2).strip()][2]
+
+
+def _money_after(m: re.Match[str]) -> str:
+    return _scaled(m.group(1), m.group(2)) + CURRENCIES[m.group(3)][2]
+
+
+def _range(first: str, second: str | None, unit: str = "") -> str:
+    return number(first) + unit + ("到" + number(second) + unit if second else "")
+
+
+def _percent(m: re.Match[str]) -> str:
+    head = "千分之" if m.group(3) == "‰" else "百分之"
+    spoken = head + number(m.group(1))
+    return spoken + ("到" + head + number(m.group(2)) if m.group(2) else "")
+
+
+def _temperature(m: re.Match[str]) -> str:
+    value = m.group(1)
+    scale = m.group(2).replace(" ", "").upper()
+    unit = "华氏度" if scale in ("°F", "℉") else "度" if scale == "°" else "摄氏度"
+    if value[:1] in "-−":
+        return "零下" + number(value[1:]) + unit
+    return number(value) + unit
+
+
+def _unit(m: re.Match[str]) -> str:
+    return _range(m.group(1), m.group(2)) + UNITS[m.group(3)][1]
+
+
+def _fraction(m: re.Match[str]) -> str | None:
+    num, den = int(m.group(1)), int(m.group(2))
+    if den == 0:
+        return None
+    return cardinal(den) + "分之" + cardinal(num)
+
+
+_UNICODE_FRACTIONS = {"½": "二分之一", "¼": "四分之一", "¾": "四分之三", "⅓": "三分之一", "⅔": "三分之二"}
+_OPERATORS = {"+": "加", "×": "乘", "*": "乘", "x": "乘", "X": "乘", "÷": "除以", "/": "除以",
+              "=": "等于", "<": "小于", ">": "大于", "≤": "小于等于", "≥": "大于等于", "≠": "不等于",
+              "±": "正负", "≈": "约等于"}
+_ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正负", "≤": "小于等于", "≥": "大于等于",
+             "×": "乘", "÷": "除以", "&": "和", "√": "根号", "²": "的平方", "³": "的立方"}
+
+
+def _operator(m: re.Match[str]) -> str:
+    op = m.group(2)
+    if op in "-−–":
+        return "减" if (m.group(1) and m.group(3)) else "到"
+    return "到" if op in "~～" else _OPERATORS[op]
+
+
+def _number(m: re.Match[str]) -> str:
+    text = m.group(0)
+    bare = text.lstrip("-−+")
+    if "," not in bare and "." not in bare and len(bare) >= _LONG_RUN and bare.rstrip("0")[2:]:
+        return digits(bare)
+    return number(text)
+
+
+_UNIT_END = r"(?![A-Za-z0-9²³/])"
+RULES: tuple[Rule, ...] = (
+    TAG_RULE,
+    rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
+    rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
+    rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
+    rule("service", r"(?<![\d.,])(" + _SERVICES + r")(?![\d,]|\s?[A-Za-z]|" + _COUNTED + ")", _phone),
+    rule("date", r"(?<![\d.])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d.]\d|\d)", _date),
+    rule("year", r"(?<![\d.])(\d{4})(?=\s?年)", lambda m: digits(m.group(1))),
+    rule("decade", r"(?<![\d.])(\d{3}0)'?s\b", lambda m: digits(m.group(1)) + "年代"),
+    rule("clock", r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])(?:\s?([AaPp])\.?[Mm]\b\.?)?",
+         _clock),
+    rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?![\d:])",
+         lambda m: cardinal(int(m.group(1))) + "比" + cardinal(int(m.group(2)))),
+    rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
+         + r")\s?)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿|千)(?![A-Za-z]))?", _money),
+    rule("money after", "(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿)(?![A-Za-z]))?\s?("
+         + CURRENCY_CODE_RE + r"|€|£)(?![A-Za-z])", _money_after),
+    rule("percent", "(" + NUM + r")(?:%|％)?\s?(?:[-~～到]|-|–)\s?(" + UNSIGNED + r")\s?(%|％|‰)", _percent),
+    rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
+    rule("temperature", "(" + NUM + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature),
+    rule("unit", "(" + NUM + r")(?:\s?[-~～到]\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
+         _unit),
+    rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", lambda m: "第" + cardinal(int(m.group(1)))),
+    rule("unicode fraction", r"[½¼¾⅓⅔]", lambda m: _UNICODE_FRACTIONS[m.group(0)]),
+    rule("fraction", r"(?<![\w/.])(\d{1,6})/(\d{1,6})(?![\w/])", _fraction),
+    rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
+         lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
+    rule("operator", r"(?<=\d)(\s?)([-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
+    rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "])", lambda m: "两"),
+    rule("number", NUM, _number),
+)

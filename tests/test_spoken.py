@@ -1,0 +1,140 @@
+"""TextNormalizer: plain text stays upstream's, pieces cover the sentence,
+bad input is cleaned or refused, never crashes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from runtime_fixtures import tiny_assets
+
+import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
+from realtime.runtime.api import RequestError
+from realtime.runtime.frontend import Speakers, TextFrontEnd
+from realtime.runtime.spoken import Spoken, TextNormalizer
+from realtime.textfront.lang import needs_rules
+
+# No digits, symbols or abbreviations: upstream's own normalizer must decide all of it.
+PLAIN = [
+    "Hello world, this is a test.",
+    "Well-known facts don't change; they're just forgotten!",
+    "What time is it? I'd like to know (roughly).",
+    "She said: \"never again\" and left.",
+    "A list: apples, pears, plums and so on...",
+    "Hello [uv_break] there [laugh] friend.",
+    "It was the best of times — it was the worst of times.",
+    "你好，世界！",
+    "这是一个测试。",
+    "我喜欢用Python编程，也喜欢读书。",
+    "今天天气怎么样？我们去公园散步吧！",
+    "他说：“明天见。”然后就走了。",
+    "《红楼梦》是一部伟大的小说；值得一读。",
+    "东西南北中，发白",
+    "  leading and trailing spaces  ",
+    "UPPER case and MiXeD case words",
+    "Ünïcödé accents café naïve",
+    "こんにちは、世界",
+    "Привет, мир!",
+    "Hello 你好 mixed",
+]
+
+
+@pytest.fixture(scope="module")
+def normalizer():
+    return TextNormalizer()
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    import ChatTTS
+    from ChatTTS.norm import Normalizer
+    res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")
+    return Normalizer(res)
+
+
+@pytest.mark.parametrize("sentence", PLAIN)
+def test_plain_text_is_exactly_upstreams(normalizer, upstream, sentence):
+    assert not needs_rules(sentence)
+    expected = upstream(sentence.strip()).strip()
+    got = normalizer.spoken(sentence).text
+    assert got == (expected if any(ch.isalnum() for ch in expected) else "")
+
+
+def test_plain_prompt_ids_are_upstreams(upstream):
+    from ChatTTS.model.speaker import Speaker
+    from ChatTTS.model.tokenizer import Tokenizer
+    a = tiny_assets()
+    front = TextFrontEnd(a.tokenizer, Speakers(a.shape.hidden, a.spk_stat))
+    up = Tokenizer.__new__(Tokenizer)
+    up._tokenizer = a.tokenizer
+    for sentence in PLAIN[:14]:
+        decorated = Speaker.decorate_code_prompts([upstream(sentence.strip()).strip()], "[speed_5]",
+                                                  None, "spk")
+        ids, _, _ = up.encode(decorated, 4)
+        prompt = front.build(sentence, "seed:1")
+        assert torch.equal(ids[0, :, 0], prompt.ids), sentence
+
+
+@pytest.mark.parametrize("sentence,lang", [
+    ("It costs $20 today.", "en"), ("价格是$20。", "zh"), ("Call 555-123-4567 now", "en"),
+    ("[laugh] 3 cats [uv_break] and 2 dogs", "en"), ("2024年3月5日", "zh"), ("plain", "en"),
+])
+def test_pieces_cover_the_sentence_and_join_to_the_text(normalizer, sentence, lang):
+    s = normalizer.spoken(sentence)
+    assert isinstance(s, Spoken) and s.lang == lang
+    assert "".join(o for o, _ in s.pieces).strip() == sentence.strip()
+    assert "".join(t for _, t in s.pieces) == s.text
+
+
+def test_pieces_say_what_became_what(normalizer):
+    s = normalizer.spoken("It costs $20 today.")
+    assert ("$20", "twenty dollars") in s.pieces
+    assert ("It costs ", "It costs ") in s.pieces
+
+
+def test_tags_pass_untouched_even_with_digits(normalizer):
+    assert normalizer.spoken("One [laugh_0] 2 [uv_break]").text == "One [laugh_0] two [uv_break]"
+
+
+def test_a_sentence_without_letters_follows_the_hint(normalizer):
+    assert normalizer.spoken("123.", "zh").text == "一百二十三。"
+    assert normalizer.spoken("123.", "en").text == "one hundred twenty three."
+    assert normalizer.spoken("123.").text == "one hundred twenty three."
+    # letters decide for themselves
+    assert normalizer.spoken("有3只", "en").text == "有三只"
+    assert normalizer.spoken("I have 3", "zh").text == "I have three"
+
+
+def test_unspeakable_is_empty(normalizer):
+    for text in ("", "   ", "...", "[uv_break]", "!!! ???", "Привет", "こんにちは", "😀😀", "\x00\x01"):
+        s = normalizer.spoken(text)
+        assert s.text == "", text
+        assert all(said == "" for _, said in s.pieces)
+
+
+def test_unmatched_bracket_keeps_the_rest(normalizer):
+    assert normalizer.spoken("Hello [world of text.").text == "Hello ,world of text."
+    assert normalizer.spoken("a ] b [c] d").text == "a , b [c] d"
+
+
+def test_control_characters_and_lone_surrogates_are_cleaned(normalizer):
+    assert normalizer.spoken("Hello\x00 wor\u200bld\ud800!").text == "Hello world."
+    assert normalizer.spoken("line one\nline two").text == "line one line two"
+    assert normalizer.spoken("[Stts]hi[Ptts][spk_emb]").text == "hi"
+
+
+def test_full_width_digits_read(normalizer):
+    assert normalizer.spoken("我有１２３个").text == "我有一百二十三个"
+
+
+def test_too_long_is_refused_as_a_request_error(normalizer):
+    with pytest.raises(RequestError, match="at most"):
+        normalizer.spoken("a" * 20_001)
+
+
+def test_normalizing_the_spoken_text_again_changes_nothing(normalizer):
+    for sentence in ("It costs $1,299.99 on 2024-05-06 at 10:30.", "价格是1,299.99元，6.3%。",
+                     "Dr. Smith, 5 km, 25°C, 1/2, 3rd, 1990s."):
+        once = normalizer.spoken(sentence)
+        assert normalizer.spoken(once.text, once.lang).text == once.text
