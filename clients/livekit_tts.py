@@ -52,7 +52,7 @@ from clients.errors import (
     TooManyActive,
     TTSError,
 )
-from clients.events import Word, WordCursor, Words
+from clients.events import Word, WordCursor, Words, caller_word
 from clients.utterance import AudioChunk, Utterance
 from protocol import Segment
 
@@ -68,17 +68,20 @@ class ChatTTSRealtimeTTS(tts.TTS):
     `seed:<int>` or an encoded speaker), `lane` ("interactive" for conversation),
     `chunking` ("token": audio while a sentence is still decoding), `frame_ms` (audio
     per frame), `sample_rate` (one the server offers; 24000 is the model's own),
-    `timestamps` (word-aligned transcripts; on by default).
+    `timestamps` (word-aligned transcripts; on by default), `keepalive` (ping between
+    turns so the server does not close the socket as idle).
     """
 
     def __init__(self, *, url: str = DEFAULT_URL, token: str | None = None,
                  voice: str | None = None, lane: str = "interactive",
                  chunking: str = "sentence", frame_ms: int = 40,
-                 sample_rate: int = SAMPLE_RATE, timestamps: bool = True) -> None:
+                 sample_rate: int = SAMPLE_RATE, timestamps: bool = True,
+                 keepalive: bool = True) -> None:
         super().__init__(capabilities=tts.TTSCapabilities(streaming=True,
                                                           aligned_transcript=timestamps),
                          sample_rate=sample_rate, num_channels=1)
         self.timestamps = timestamps
+        self.keepalive = keepalive
         self.url = url
         self.token = token
         self.voice = voice
@@ -101,7 +104,7 @@ class ChatTTSRealtimeTTS(tts.TTS):
         it alive between turns and its next speak reconnects after an idle close."""
         async with self._connect_lock:
             if self._client is None:
-                client = RealtimeClient(self.url, token=self.token)
+                client = RealtimeClient(self.url, token=self.token, keepalive=self.keepalive)
                 try:
                     await client.connect()
                 except (TTSError, OSError, TimeoutError) as exc:
@@ -239,7 +242,7 @@ async def _pump(utt: Utterance, output_emitter: tts.AudioEmitter) -> None:
 def timed_string(word: Word) -> TimedString:
     """A word as LiveKit's transcript wants it: the caller's word, with the space that
     follows it (none after a CJK character), times in seconds."""
-    text = word.text
+    text = caller_word(word)
     if text and not _is_cjk(text[-1]):
         text += " "
     return TimedString(text, start_time=word.start_ms / 1000.0, end_time=word.end_ms / 1000.0)

@@ -51,7 +51,7 @@ from pipecat.services.tts_service import TextAggregationMode, TTSService
 from clients.backoff import Backoff
 from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import TTSError, UtteranceCancelled
-from clients.events import WordCursor, Words
+from clients.events import WordCursor, Words, caller_word
 from clients.utterance import AudioChunk, Utterance
 from protocol import Segment
 
@@ -93,7 +93,8 @@ class ChatTTSRealtimeTTSService(TTSService):
     server does the sentence splitting), `stop_frame_timeout_s` (how long a turn may
     go without audio before Pipecat closes its audio context), `backoff` (how a turn
     refused for load is retried; None: not at all), `timestamps` (word timings for
-    Pipecat's context: on by default), plus TTSService kwargs.
+    Pipecat's context: on by default), `keepalive` (ping between turns so the server
+    does not close the socket as idle), plus TTSService kwargs.
     """
 
     def __init__(self, *, url: str = DEFAULT_URL, token: str | None = None,
@@ -101,7 +102,7 @@ class ChatTTSRealtimeTTSService(TTSService):
                  chunking: str = "sentence", frame_ms: int = 40,
                  text_aggregation_mode: TextAggregationMode = TextAggregationMode.TOKEN,
                  stop_frame_timeout_s: float = 15.0, backoff: Backoff | None = TURN_BACKOFF,
-                 timestamps: bool = True, **kwargs) -> None:
+                 timestamps: bool = True, keepalive: bool = True, **kwargs) -> None:
         kwargs.setdefault("settings", TTSSettings(model="chattts", voice=voice, language=None))
         # With word timings Pipecat builds the turn's text frames from them; without,
         # it pushes the text it sent as it goes.
@@ -109,6 +110,7 @@ class ChatTTSRealtimeTTSService(TTSService):
                          pause_frame_processing=False, push_text_frames=not timestamps,
                          stop_frame_timeout_s=stop_frame_timeout_s, **kwargs)
         self._timestamps = timestamps
+        self._keepalive = keepalive
         self._url = url
         self._token = token
         self._voice = voice
@@ -117,6 +119,9 @@ class ChatTTSRealtimeTTSService(TTSService):
         self._frame_ms = frame_ms
         self._backoff = backoff
         self._client: RealtimeClient | None = None
+        # The connection last opened (kept after the pipeline closes it): its `pings`
+        # and `reconnects` say how it was kept alive.
+        self.last_client: RealtimeClient | None = None
         self._turns: dict[str, _Turn] = {}
         self._readers: dict[str, asyncio.Task] = {}
         self._connect_lock = asyncio.Lock()
@@ -148,9 +153,9 @@ class ChatTTSRealtimeTTSService(TTSService):
         # speak reconnects after an idle close; a new client only after _close().
         async with self._connect_lock:
             if self._client is None:
-                client = RealtimeClient(self._url, token=self._token)
+                client = RealtimeClient(self._url, token=self._token, keepalive=self._keepalive)
                 await client.connect()
-                self._client = client
+                self._client = self.last_client = client
                 await self._call_event_handler("on_connected")
             return self._client
 
@@ -292,7 +297,7 @@ class ChatTTSRealtimeTTSService(TTSService):
     async def _hand_on_words(self, turn: _Turn, until_ms: float) -> None:
         """Give Pipecat the turn's timed words that start before `until_ms` of audio, as
         the LLM wrote them (Pipecat matches them against its text), in seconds."""
-        times = [(w.text, w.start_ms / 1000.0) for w in turn.words.take(until_ms)]
+        times = [(caller_word(w), w.start_ms / 1000.0) for w in turn.words.take(until_ms)]
         if times:
             await self.add_word_timestamps(times, turn.context_id)
 

@@ -104,10 +104,12 @@ async def speak_turn(worker: PipelineWorker, text: str, token_delay_s: float) ->
     await worker.queue_frame(LLMFullResponseEndFrame())
 
 
-async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s: float = 0.02,
-                       interrupt_after_s: float | None = None, settle_s: float = 0.5,
+async def run_pipeline(url: str, token: str | None, text: str | list[str], *,
+                       token_delay_s: float = 0.02, interrupt_after_s: float | None = None,
+                       settle_s: float = 0.5, pause_s: float = 0.0,
                        **tts_kwargs) -> AudioCollector:
-    """Run [TTS -> collector] on one scripted turn; returns the collector.
+    """Run [TTS -> collector -> assistant aggregator] on scripted turns (one text, or a
+    list of them `pause_s` apart); returns the collector.
 
     Without an interruption the pipeline ends once the turn's audio has played out
     (EndFrame waits for the audio contexts). With `interrupt_after_s`, the user "barges
@@ -125,7 +127,11 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
     await runner.add_workers(worker)
 
     async def script() -> None:
-        turn = asyncio.create_task(speak_turn(worker, text, token_delay_s))
+        *earlier, last = [text] if isinstance(text, str) else text
+        for reply in earlier:
+            await speak_turn(worker, reply, token_delay_s)
+            await asyncio.sleep(pause_s)
+        turn = asyncio.create_task(speak_turn(worker, last, token_delay_s))
         if interrupt_after_s is not None:
             await asyncio.wait_for(collector.first_audio.wait(), 60)
             await asyncio.sleep(interrupt_after_s)
