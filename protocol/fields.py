@@ -152,8 +152,12 @@ class FieldReader:
             )
         return value
 
-    def string_list(self, name: str) -> tuple[str, ...]:
-        value = self._get(name, required=True)
+    def string_list(self, name: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """A list of strings; ``default`` when absent (required without one)."""
+        value = self._get(name, required=default is None)
+        if value is _MISSING:
+            assert default is not None
+            return default
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(name, f"{self.prefix + name} must be a list of strings")
         return tuple(value)

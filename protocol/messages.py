@@ -266,7 +266,9 @@ class Started:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """Sent after the last audio frame of segment ``index``."""
+    """Sent after the last audio frame of segment ``index``. ``text`` is the
+    client's text of the segment; ``spoken`` (a v1 addition, None from an
+    older server) the text as the model read it, after normalization."""
 
     TYPE: ClassVar[str] = "segment"
 
@@ -275,9 +277,10 @@ class Segment:
     text: str
     offset_ms: float
     audio_ms: float
+    spoken: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "type": self.TYPE,
             "id": self.id,
             "index": self.index,
@@ -285,6 +288,9 @@ class Segment:
             "offset_ms": self.offset_ms,
             "audio_ms": self.audio_ms,
         }
+        if self.spoken is not None:
+            wire["spoken"] = self.spoken
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +316,10 @@ class Timing:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """The utterance completed; ``deadline_met`` only on the background lane."""
+    """The utterance completed; ``deadline_met`` only on the background lane.
+    ``unspoken`` (a v1 addition; on the wire only when non-empty): the
+    client's sentences that normalized to nothing (an unsupported script,
+    symbols only) and so were not spoken, in input order."""
 
     TYPE: ClassVar[str] = "done"
 
@@ -319,9 +328,10 @@ class Done:
     segments: int
     timing: Timing
     deadline_met: bool | None = None
+    unspoken: tuple[str, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
-        return _without_none(
+        wire = _without_none(
             {
                 "type": self.TYPE,
                 "id": self.id,
@@ -331,6 +341,9 @@ class Done:
                 "deadline_met": self.deadline_met,
             }
         )
+        if self.unspoken:
+            wire["unspoken"] = list(self.unspoken)
+        return wire
 
 
 @dataclass(frozen=True, slots=True)

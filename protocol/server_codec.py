@@ -93,6 +93,7 @@ def _segment(r: FieldReader) -> Segment:
         text=r.string("text"),
         offset_ms=r.number("offset_ms", 0.0, math.inf),
         audio_ms=r.number("audio_ms", 0.0, math.inf),
+        spoken=r.string("spoken", None),
     )
 
 
@@ -109,6 +110,7 @@ def _done(r: FieldReader) -> Done:
             rtf=timing.optional_number("rtf"),
         ),
         deadline_met=r.boolean("deadline_met", None),
+        unspoken=r.string_list("unspoken", ()),
     )
 
 

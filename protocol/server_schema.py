@@ -3,7 +3,8 @@
 ``server_schema()`` states what ``decode_server`` reads: ``hello``,
 ``started``, ``segment``, ``done``, ``cancelled`` and ``error``, with the
 v1 additions (``error.retry_after_ms``, ``started.pre_skip``,
-``hello.limits.idle_timeout_s``, ``words``, ``flushed``, ``pong``). Clients in
+``hello.limits.idle_timeout_s``, ``words``, ``flushed``, ``pong``,
+``segment.spoken``, ``done.unspoken``). Clients in
 other languages can check what they receive against it. Extra fields are
 allowed: a newer server may add some, and a client ignores them.
 ``server_messages.schema.json`` next to this file is ``server_schema()``;
@@ -69,7 +70,10 @@ def server_schema() -> dict[str, Any]:
     segment = _message("segment", {
         "id": _id(), "index": _integer(0, 0xFFFF), "text": {"type": "string"},
         "offset_ms": _NUMBER_MS, "audio_ms": _NUMBER_MS,
-    })
+        "spoken": {"type": "string",
+                   "description": "the text as the model read it (after normalization); "
+                                  "text stays the client's original"},
+    }, optional=("spoken",))
     timing = {
         "type": "object",
         "required": ["queued_ms", "first_audio_ms", "total_ms", "rtf"],
@@ -79,7 +83,10 @@ def server_schema() -> dict[str, Any]:
     done = _message("done", {
         "id": _id(), "audio_ms": _NUMBER_MS, "segments": _integer(0, U32_MAX), "timing": timing,
         "deadline_met": {"type": "boolean"},
-    }, optional=("deadline_met",))
+        "unspoken": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                     "description": "sentences that normalized to nothing and were not "
+                                    "spoken; present only when non-empty"},
+    }, optional=("deadline_met", "unspoken"))
     cancelled = _message("cancelled", {"id": _id()})
     error = _message("error", {
         "id": {"type": ["string", "null"]},

@@ -150,21 +150,25 @@ class UtteranceSender:
             raise StreamStateError(f"{self.id}: flushed in phase {self.phase.value}")
         return Flushed(self.id, flush_id)
 
-    def segment(self, text: str, offset_ms: float, audio_ms: float) -> Segment:
-        """The ``segment`` message after the current segment's last frame."""
+    def segment(self, text: str, offset_ms: float, audio_ms: float,
+                spoken: str | None = None) -> Segment:
+        """The ``segment`` message after the current segment's last frame;
+        ``spoken``: the text as the model read it."""
         if self.phase not in (Phase.STREAMING, Phase.CLOSING) or not self._segment_closed:
             raise StreamStateError(f"{self.id}: segment before its last frame")
-        message = Segment(self.id, self.segments, text, offset_ms, audio_ms)
+        message = Segment(self.id, self.segments, text, offset_ms, audio_ms, spoken)
         self.segments += 1
         self._segment_open = self._segment_closed = False
         return message
 
-    def done(self, audio_ms: float, timing: Timing, deadline_met: bool | None = None) -> Done:
+    def done(self, audio_ms: float, timing: Timing, deadline_met: bool | None = None,
+             unspoken: tuple[str, ...] = ()) -> Done:
+        """``unspoken``: the input's sentences that normalized to nothing."""
         if self.phase not in (Phase.STREAMING, Phase.CLOSING) or self._segment_open:
             raise StreamStateError(f"{self.id}: done in phase {self.phase.value}"
                                    + (" inside a segment" if self._segment_open else ""))
         self.phase = Phase.ENDED
-        return Done(self.id, audio_ms, self.segments, timing, deadline_met)
+        return Done(self.id, audio_ms, self.segments, timing, deadline_met, tuple(unspoken))
 
     def cancelled(self) -> Cancelled:
         """After ``started`` (a cancel during admission waits for it)."""

@@ -36,8 +36,8 @@ from protocol import (
     load_object,
 )
 from realtime.accounting import Accounting
-from realtime.auth import bearer_token, principal_of
 from realtime.config import ServerConfig
+from realtime.gate import quota_for
 from realtime.handoff import Submission
 from realtime.outbox import Outbox
 from realtime.ratelimit import QuotaBook
@@ -65,8 +65,7 @@ class Session:
         self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_activity = time.monotonic()  # a client message, or the last utterance's end
-        token = bearer_token(ws.request) if config.auth_tokens and ws.request else None
-        self.quota = quotas.open(principal_of(token))
+        self.quota = quota_for(quotas, config, ws.request)
 
     # -- lifecycle -----------------------------------------------------------------
 

@@ -19,7 +19,12 @@ Rules, in order of the scan:
   ``vs.``); after ``etc.``, ``No.``, acronyms (``U.S.``, ``a.m.``) and
   ellipses the sentence continues when the next word starts lowercase or
   with a digit.
-* A sentence shorter than ``min_chars`` joins the next one.
+* A list marker ("1.", "2)", "a.", "一、", "（1）") is read with its item: the
+  dot of a marker that starts a sentence (or follows a colon) ends nothing.
+* A sentence shorter than ``min_chars``, or holding nothing but a list marker
+  and control tags (``[laugh]``, ``[uv_break]``), joins the next one; tags
+  after a sentence end that are followed by a line end, a terminator or the
+  text's end stay with the sentence before them.
 * A sentence longer than ``max_chars`` is cut at its last clause punctuation
   (``，,、;：:—``), else at whitespace, else between two characters that are not
   both Latin letters or digits, else hard at ``max_chars``.
@@ -56,9 +61,22 @@ _ASCII_CLAUSE = frozenset(",;:")
 # Titles and Latin abbreviations that never end a sentence ("Dr. Smith").
 _NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e"})
 # Abbreviations that end a sentence unless the next word is lowercase or a digit.
-_MAYBE_FINAL = frozenset({"etc", "no"})
+_MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "corp", "approx",
+                          "fig", "vol", "dept", "ft", "mt"})
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
+
+# A list marker's label: "1", "12", "a", "B", "十二" (before "." or ")" or "、").
+_LABEL = r"(?:\d{1,3}|[A-Za-z]|[一二三四五六七八九十]{1,3})"
+# The text before a marker's dot: the label, alone or after a colon.
+_MARKER_BEFORE_DOT = re.compile(rf"(?:^|[:：])\s*{_LABEL}$")
+_MARKER = rf"(?:{_LABEL}[.)．、]|[(（]{_LABEL}[)）]|[\u2460-\u2473])"
+# ChatTTS's control tags, as the runtime's front end strips them.
+_TAG = re.compile(r"\[\w+\]")
+_PARTIAL_TAG = re.compile(r"\[\w*\Z")
+# A sentence that says nothing by itself: a list marker and/or tags.
+_LEAD_ONLY = re.compile(rf"(?:{_MARKER})?(?:\s*\[\w+\])*")
+_LEAD = re.compile(rf"{_LEAD_ONLY.pattern}\s*")  # ... and the space after it
 
 
 def _is_latin_alnum(ch: str) -> bool:
@@ -132,7 +150,10 @@ class SentenceSplitter:
             if ch in _NEWLINES:
                 i += 1
                 if self._long_enough(i):
-                    return i
+                    try:
+                        return self._with_trailing_tags(i, final)
+                    except _Wait:
+                        return None
                 continue
             if ch not in _TERMINATORS:
                 i += 1
@@ -141,16 +162,55 @@ class SentenceSplitter:
             while j < n and buf[j] in _RUN_CHARS:
                 j += 1
             try:
-                ends = self._run_ends_sentence(i, j, final)
+                if self._run_ends_sentence(i, j, final) and self._long_enough(j):
+                    return self._with_trailing_tags(j, final)
             except _Wait:
                 return None
-            if ends and self._long_enough(j):
-                return j
             i = j
         return None
 
     def _long_enough(self, end: int) -> bool:
-        return len(self._buf[:end].strip()) >= self.min_chars
+        sentence = self._buf[:end].strip()
+        return len(sentence) >= self.min_chars and not _LEAD_ONLY.fullmatch(sentence)
+
+    def _with_trailing_tags(self, end: int, final: bool) -> int:
+        """``end``, moved past control tags that follow it when nothing but a
+        line end, a terminator run or the text's end comes after them (a
+        ``[laugh]`` after "Ha!"); tags followed by words lead the next sentence.
+        Looks no further than the first ``max_chars + 1`` characters (what a
+        cut would read: a longer sentence is cut anyway), so the decision is
+        the same for any chunking. Raises _Wait while that is undecided."""
+        buf, n = self._buf, len(self._buf)
+        m = min(n, self.max_chars + 1)
+        complete = final or n > self.max_chars  # no later text changes buf[:m]
+        k, tagged = end, end
+        while True:
+            while k < m and buf[k].isspace():
+                k += 1
+            tag = _TAG.match(buf, k, m)
+            if tag is None:
+                break
+            k = tagged = tag.end()
+        at_edge = k == m or _PARTIAL_TAG.match(buf, k, m) is not None
+        if at_edge and not complete:
+            raise _Wait  # a tag may still come ("[lau" may become one)
+        if tagged == end:
+            return end
+        if k == n:
+            return tagged  # the text ends with the tags
+        if at_edge:
+            return end  # undecided within the window: the tags lead the rest
+        if any(ch in _NEWLINES for ch in buf[tagged:k]):
+            return tagged
+        if buf[k] not in _RUN_CHARS:
+            return end
+        while k < m and buf[k] in _RUN_CHARS:
+            k += 1
+        if k < m:
+            return k
+        if not complete:
+            raise _Wait  # the run may still grow
+        return k if k == n else end
 
     def _run_ends_sentence(self, i: int, j: int, final: bool) -> bool:
         """Whether the terminator run buf[i:j] ends a sentence; raises _Wait."""
@@ -161,6 +221,8 @@ class SentenceSplitter:
                 return True
             raise _Wait
         run = buf[i:j]
+        if run == "." and _MARKER_BEFORE_DOT.search(buf, 0, i):
+            return False  # "1. Open the app": the marker is read with its item
         if any(ch in _CJK_TERMINATORS for ch in run):
             return True
         after = buf[j]
@@ -212,8 +274,11 @@ class SentenceSplitter:
         # A clause or word boundary in the last two thirds first, so that
         # pieces are not tiny; then any of them, nearest the limit.
         preferred = [c for c in (clause, space) if c >= floor]
+        # Never right after a leading list marker or tag: it would stand alone.
+        lead = _LEAD.match(buf, 0, limit + 1)  # reads no further than the rest
+        lead_end = lead.end() if lead else 0
         for cut in (*preferred, clause, space, edge):
-            if cut:
+            if cut > lead_end:
                 return cut
         log.debug("hard cut of a %d+ char word", limit)
         return limit

@@ -33,7 +33,8 @@ import numpy as np
 from protocol import ErrorCode, Speak, Timing
 from protocol.messages import Cancelled, Done, Error, Segment, Started
 from protocol.stream import UtteranceSender
-from realtime.audio import SOURCE_RATE, framer_for
+from realtime.audio import SOURCE_RATE
+from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.runtime.api import SamplingParams, SegmentRequest
 from realtime.text import SentenceSplitter

@@ -246,8 +246,7 @@ async def test_a_kept_alive_connection_goes_on_with_gets(tone_server):
 
 
 async def test_a_connection_that_says_nothing_is_closed(server_factory):
-    server = await server_factory()
-    server.shared_port._timeout = 0.2
+    server = await server_factory(handshake_timeout=0.2)
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         sock.settimeout(5)
         assert await asyncio.to_thread(sock.recv, 10) == b""

@@ -118,6 +118,29 @@ def test_receiver_classifies_a_whole_utterance():
     assert wire.receive(text(Error(None, "bad_json", "x"))).kind is Kind.CONNECTION_ERROR
 
 
+def test_spoken_and_unspoken_reach_the_client_side():
+    wire = connection("u")
+    s = UtteranceSender("u", 3)
+    wire.receive(text(s.started("interactive", "pcm_s16le", 24000)))
+    wire.receive(s.frame(b"ab", segment_end=True))
+    segment = wire.receive(text(s.segment("It costs $5.", 0, 1, spoken="It costs five dollars.")))
+    done = wire.receive(text(s.done(1, TIMING, unspoken=("Привет.", "!!!"))))
+    assert segment.kind is Kind.SEGMENT and done.kind is Kind.END
+    assert (segment.message.text, segment.message.spoken) == ("It costs $5.", "It costs five dollars.")
+    assert done.message.unspoken == ("Привет.", "!!!")
+
+
+def test_an_older_server_without_spoken_and_unspoken_still_reads():
+    wire = connection("u")
+    s = UtteranceSender("u", 3)
+    wire.receive(text(s.started("interactive", "pcm_s16le", 24000)))
+    wire.receive(s.frame(b"ab", segment_end=True))
+    segment = wire.receive(text(s.segment("One.", 0, 1)))
+    done = wire.receive(text(s.done(1, TIMING)))
+    assert segment.message.spoken is None and done.message.unspoken == ()
+    assert "unspoken" not in encode(done.message).decode()
+
+
 def _started(wire: ClientConnection, uid: str = "u", stream: int = 3) -> UtteranceSender:
     s = UtteranceSender(uid, stream)
     wire.receive(text(s.started("interactive", "pcm_s16le", 24000)))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from realtime.text import SentenceSplitter, split_sentences
+from realtime.text import _LEAD_ONLY, SentenceSplitter, split_sentences
 
 
 def feed_chunks(chunks: list[str], **kw) -> list[str]:
@@ -92,6 +92,89 @@ def test_empty_and_whitespace_give_nothing():
     splitter = SentenceSplitter()
     assert splitter.feed("   ") == []
     assert splitter.flush() == []
+
+
+# --- lists, numbers, brackets and tags ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1. Open the app.\n2. Tap start.", ["1. Open the app.", "2. Tap start."]),
+        ("1. Open the app. 2. Tap start.", ["1. Open the app.", "2. Tap start."]),
+        ("1) Open the app.\n2) Tap start.", ["1) Open the app.", "2) Tap start."]),
+        ("a. Open it.\nb. Close it.", ["a. Open it.", "b. Close it."]),
+        ("(1) Open it. (2) Close it.", ["(1) Open it.", "(2) Close it."]),
+        ("Do this: 1. Open it. 2. Close it.", ["Do this: 1. Open it.", "2. Close it."]),
+        ("Steps:\n10. Open it.\n11. Close it.", ["Steps:", "10. Open it.", "11. Close it."]),
+        ("1.\nOpen it.\n2.\nClose it.", ["1.\nOpen it.", "2.\nClose it."]),
+        ("1.打开应用。\n2.点击开始。", ["1.打开应用。", "2.点击开始。"]),
+        ("1. 打开应用。2. 点击开始。", ["1. 打开应用。", "2. 点击开始。"]),
+        ("一、打开应用。\n二、点击开始。", ["一、打开应用。", "二、点击开始。"]),
+        ("（1）打开应用；（2）点击开始。", ["（1）打开应用；", "（2）点击开始。"]),
+        ("步骤：\n1）打开应用。\n2）点击开始。", ["步骤：", "1）打开应用。", "2）点击开始。"]),
+        ("① 打开应用。② 点击开始。", ["① 打开应用。", "② 点击开始。"]),
+    ],
+)
+def test_list_marker_is_read_with_its_item(text, expected):
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("I counted to 3. Then I stopped.", ["I counted to 3.", "Then I stopped."]),
+        ("It costs $1,299.99 today. Buy it.", ["It costs $1,299.99 today.", "Buy it."]),
+        ("Meet at 10:30 or 10.30 p.m. today.", ["Meet at 10:30 or 10.30 p.m. today."]),
+        ("Growth was 3.5% in Q2. Good.", ["Growth was 3.5% in Q2.", "Good."]),
+        ("Room No. 5 is free.", ["Room No. 5 is free."]),
+        ("Smith Jr. was here. Acme Inc. makes it.", ["Smith Jr. was here.", "Acme Inc. makes it."]),
+        ("See Fig. 3 now. It is approx. 5 km away.", ["See Fig. 3 now.", "It is approx. 5 km away."]),
+        ("我有3.5元。好", ["我有3.5元。", "好"]),
+    ],
+)
+def test_numbers_and_abbreviations_do_not_split(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_unmatched_bracket_keeps_the_rest_of_the_text():
+    assert split_sentences("Hello [world of text.") == ["Hello [world of text."]
+    assert split_sentences("Hello [world. Bye (now") == ["Hello [world.", "Bye (now"]
+    assert split_sentences("你好【世界。再见") == ["你好【世界。", "再见"]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Ha! [laugh]", ["Ha! [laugh]"]),
+        ("Ha! [laugh] That was funny.", ["Ha!", "[laugh] That was funny."]),
+        ("[laugh]\nHello.", ["[laugh]\nHello."]),
+        ("Hi.\n[laugh]\nBye.", ["Hi.\n[laugh]", "Bye."]),
+        ("Hi. [uv_break][laugh]. Bye.", ["Hi. [uv_break][laugh].", "Bye."]),
+        ("好的。哈哈！[laugh]", ["好的。", "哈哈！[laugh]"]),
+        ("哈哈！[laugh]好的。", ["哈哈！", "[laugh]好的。"]),
+        ("[laugh]", ["[laugh]"]),
+    ],
+)
+def test_tag_only_sentence_stays_with_a_neighbour(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_trailing_tag_waits_for_what_follows():
+    splitter = SentenceSplitter()
+    assert splitter.feed("Ha! [lau") == []
+    assert splitter.feed("gh]") == []
+    assert splitter.feed(" Next") == ["Ha!"]  # the tag leads the next sentence
+    assert splitter.flush() == ["[laugh] Next"]
+    splitter = SentenceSplitter()
+    assert splitter.feed("Ha! [laugh]") == []
+    assert splitter.feed("\nNext") == ["Ha! [laugh]"]
+
+
+def test_long_item_is_not_cut_after_its_marker():
+    pieces = split_sentences("1. " + "x" * 30, max_chars=10)
+    assert pieces[0] == "1. xxxxxxx"
+    assert split_sentences("一、" + "我" * 12, max_chars=10)[0] == "一、" + "我" * 8
 
 
 # --- streaming ----------------------------------------------------------------
@@ -207,10 +290,12 @@ _TOKENS = [
     *["...", "…", "……", ".", "!", "?", "?!", ",", ";", ":", "—", "。", "！", "？", "；", "，", "、", "：",
       "”", "“", "」", "「", ")", "(", "你好", "我们", "中文"],
     '"', "'", " ", " ", " ", "  ", "\n", "\t", "\u3000",
+    *["1.", "2)", "a.", "一、", "（1）", "(2)", "①", "[laugh]", "[uv_break]", "[", "]", "[lau", "gh]",
+      "10:30", "$1,299.99", "No. 5", ":"],
 ]
 _texts = st.one_of(
     st.lists(st.sampled_from(_TOKENS), max_size=60).map("".join),
-    st.text(alphabet=st.sampled_from(list("ab A1.,!?。，…」” \n我")), max_size=80),
+    st.text(alphabet=st.sampled_from(list("ab A1.,!?。，…」” \n我[]:、（）")), max_size=80),
 )
 
 
@@ -261,3 +346,11 @@ def test_pending_is_what_flush_releases(text):
     rest = splitter.flush()
     assert _is_whitespace_separated_cover(pending, rest)
     assert _is_whitespace_separated_cover(text, released + rest)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_texts)
+def test_no_segment_but_the_last_is_a_lone_marker_or_tag(text):
+    segments = split_sentences(text)
+    for seg in segments[:-1]:
+        assert not _LEAD_ONLY.fullmatch(seg), (text, segments)

@@ -30,9 +30,9 @@ import numpy as np
 
 from protocol import HEADER_SIZE, Cancelled, Done, Error, ErrorCode, Speak, Started
 from realtime.accounting import Accounting
+from realtime.api_error import ApiError
 from realtime.handoff import Submission
 from realtime.openai_speech.encoders import encoder_for
-from realtime.openai_speech.errors import ApiError
 from realtime.openai_speech.request import SpeechRequest
 from realtime.ratelimit import ConnectionQuota
 from realtime.runtime.api import SAMPLE_RATE

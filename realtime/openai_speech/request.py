@@ -32,7 +32,7 @@ from protocol import CHUNKINGS, DEFAULT_CHUNKING, DEFAULT_LANE, LANES, ErrorCode
 from protocol.codec import load_object
 from protocol.fields import FieldReader
 from protocol.voices import voice_kind
-from realtime.openai_speech.errors import ApiError
+from realtime.api_error import ApiError
 
 RESPONSE_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 DEFAULT_RESPONSE_FORMAT = "mp3"
