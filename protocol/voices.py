@@ -19,7 +19,7 @@ import re
 from collections.abc import Collection
 from enum import StrEnum
 
-from protocol.messages import SEED_MAX
+from protocol.params import SEED_MAX
 
 SEED_PREFIX = "seed:"
 _SEED_RE = re.compile(r"seed:(0|[1-9][0-9]{0,9})")

@@ -61,6 +61,11 @@ params = st.builds(
     repetition_penalty=st.none()
     | st.floats(p.REPETITION_PENALTY_MIN, p.REPETITION_PENALTY_MAX),
     seed=st.none() | u32,
+    speed=st.none() | st.integers(p.SPEED_MIN, p.SPEED_MAX),
+    refine=st.none() | st.booleans() | st.text(max_size=p.REFINE_PROMPT_MAX_CHARS)
+    | st.builds(p.RefineLevels, *(st.none() | st.integers(low, high)
+                                  for low, high in p.REFINE_LEVELS.values())),
+    reference=st.none() | st.sampled_from(p.REFERENCES),
 )
 
 

@@ -323,7 +323,8 @@ def _fits(msg, offer: p.Offer) -> bool:
         return len(msg.text) <= offer.max_text_chars
     return (msg.format in offer.formats and msg.sample_rate in offer.sample_rates
             and (msg.voice is None or p.voice_kind(msg.voice, offer.voices) is not None)
-            and len(msg.text) <= offer.max_text_chars)
+            and len(msg.text) <= offer.max_text_chars
+            and (offer.refine or not msg.params.wants_refine))
 
 
 @settings(max_examples=300, deadline=None)

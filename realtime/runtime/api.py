@@ -69,7 +69,10 @@ class SegmentRequest:
     segment is still decoding (``chunking: token``); otherwise the segment's
     audio comes in one piece when it finishes. ``lang`` ("en"/"zh") is the
     language for text without letters of either script (its neighbours');
-    text with letters decides for itself.
+    text with letters decides for itself. ``speed`` is ChatTTS's prompt
+    level ``[speed_N]`` (0-9, upstream's default 5). ``reference`` is the
+    utterance's choice for sentences 2..n: ``"first"`` (conditioned on
+    sentence 1's audio and text) or ``"none"``.
     """
 
     text: str
@@ -77,6 +80,8 @@ class SegmentRequest:
     params: SamplingParams = SamplingParams()
     streaming: bool = False
     lang: str | None = None
+    speed: int = 5
+    reference: str = "none"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,9 @@
 
 Text goes through ``TextNormalizer`` (realtime/runtime/spoken.py: our
 English and Chinese normalization, then upstream's ``Normalizer``) and is
-wrapped as upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
-at ``[spk_emb]`` is later replaced by the speaker vector.
+wrapped as upstream wraps it: ``[Stts][spk_emb][speed_N]{text}[Ptts]`` (N the
+request's speed level, upstream's default 5). The embedding at ``[spk_emb]``
+is later replaced by the speaker vector.
 
 Speakers: ``seed:N`` samples from the checkpoint's speaker statistics with a
 generator seeded N (what upstream's ``sample_random_speaker`` gives after
@@ -31,7 +32,7 @@ from realtime.runtime.weights import decode_spk_stat
 
 log = logging.getLogger(__name__)
 
-SPEED_PROMPT = "[speed_5]"
+SPEED_LEVELS = range(10)  # [speed_0]..[speed_9], the levels ChatTTS was trained with
 DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
                   "cedar": "seed:5", "dune": "seed:7"}
 
@@ -150,17 +151,21 @@ class TextFrontEnd:
         """The text the model reads ("" when nothing speakable is left)."""
         return self.normalizer.spoken(text, lang).text
 
-    def build(self, text: str, voice: str, lang: str | None = None) -> Prompt | None:
-        """The prompt for ``text``; None when it normalizes to nothing.
-        ``lang``: the language hint for text without letters of either script.
+    def build(self, text: str, voice: str, lang: str | None = None,
+              speed: int = 5) -> Prompt | None:
+        """The prompt for ``text`` at speed level ``speed``; None when it
+        normalizes to nothing. ``lang``: the language hint for text without
+        letters of either script.
 
         Raises VoiceError for an unknown voice, RequestError for text too long
-        to normalize.
+        to normalize or a speed outside 0..9.
         """
+        if type(speed) is not int or speed not in SPEED_LEVELS:
+            raise RequestError(f"speed must be a level from 0 to 9, not {speed!r}")
         speaker = self.speakers.resolve(voice)
         normed = self.normalize(text, lang)
         if not normed:
             return None
-        full = f"[Stts][spk_emb]{SPEED_PROMPT}{normed}[Ptts]"
+        full = f"[Stts][spk_emb][speed_{speed}]{normed}[Ptts]"
         ids = self.tokenizer(full, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
         return Prompt(ids=ids, speaker=speaker, text=normed)
