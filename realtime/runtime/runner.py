@@ -152,6 +152,8 @@ class ModelRunner:
         self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file))
         self.voices = self.front.speakers.names
         self.vocoder = vocoder
+        self.first_audio_steps = 1 if vocoder is None else max(  # a chunk and its right context
+            1, vocoder.min_chunk_steps + vocoder.lookahead_steps)
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
         # Jobs done decoding whose last audio is still to render, oldest first.
