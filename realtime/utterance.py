@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -36,7 +36,7 @@ from protocol.stream import UtteranceSender
 from realtime.audio import SOURCE_RATE
 from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
-from realtime.runtime.api import SamplingParams, SegmentRequest
+from realtime.segment_request import segment_request
 from realtime.text import SentenceSplitter
 from realtime.textfront.script import estimate_tokens, has_words
 from scheduler import Lane
@@ -105,9 +105,7 @@ class ServerUtterance:
             self.deadline_ms = None
         self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
-        self._voice = speak.voice or "seed:0"
-        self._params = _sampling(speak)
-        self._streaming = speak.chunking == "token"
+        self._request = segment_request(speak)  # each segment's, but for its text
         self._segments: list[_Seg] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
@@ -226,9 +224,9 @@ class ServerUtterance:
             index = len(self._segments)
             self._by_job[job_id] = index
             self._segments.append(_Seg(sentence, job_id))
-            request = SegmentRequest(text=sentence, voice=self._voice, params=self._params,
-                                     streaming=self._streaming)
-            self._unsubmitted.append(SegmentWork(job_id, index, request, estimate_tokens(sentence)))
+            request = replace(self._request, text=sentence)
+            estimate = estimate_tokens(sentence, request.speed)
+            self._unsubmitted.append(SegmentWork(job_id, index, request, estimate))
 
     def _submit(self, first: bool) -> None:
         if not first and (not self.admitted or not self._unsubmitted):
@@ -377,20 +375,3 @@ class ServerUtterance:
     @property
     def audio_seconds(self) -> float:
         return self._framer.samples_sent / self._framer.sample_rate
-
-
-def _sampling(speak: Speak) -> SamplingParams:
-    p = speak.params
-    base = SamplingParams()
-    return SamplingParams(
-        temperature=base.temperature if p.temperature is None else p.temperature,
-        top_p=base.top_p if p.top_p is None else p.top_p,
-        top_k=base.top_k if p.top_k is None else p.top_k,
-        repetition_penalty=(base.repetition_penalty if p.repetition_penalty is None
-                            else p.repetition_penalty),
-        seed=p.seed,
-        # A segment the model runs always yields audio (EOS is masked at step 0),
-        # so only segments whose text normalizes to nothing — known when they are
-        # prepared — are silent, and the utterance's last frame can be flagged.
-        min_new_tokens=1,
-    )
