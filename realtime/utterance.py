@@ -26,6 +26,7 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -39,11 +40,25 @@ from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.segment_request import segment_request
 from realtime.text import SentenceSplitter
 from realtime.textfront.script import estimate_tokens, has_words
-from realtime.utterance_link import Outcome, UtteranceLink, UtteranceMessage
+from realtime.utterance_link import Outcome, UtteranceMessage
 from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
+
+class UtteranceLink(Protocol):
+    """What an utterance needs from its connection (the session)."""
+
+    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
+        """``owner``: the message goes if the utterance's queued audio is purged."""
+    def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
+    def submit(self, submission: Submission) -> None: ...
+    def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:
+        """``utterance`` ended: its live jobs stop, the capacity it held goes."""
+    def purge(self, utterance: ServerUtterance) -> None: ...
+    def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
+    def next_job_id(self) -> int: ...
+
 
 class _SegStatus(enum.Enum):
     SUBMITTED = "submitted"
