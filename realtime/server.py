@@ -46,10 +46,11 @@ from realtime.lifecycle import (
     EXIT_STARTUP_FAILED,
     ShutdownSignals,
 )
+from realtime.load import load_report
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
 from realtime.openai_speech.app import SpeechEndpoint
-from realtime.overload import load_report, scheduler_policy
+from realtime.policy import scheduler_policy
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
