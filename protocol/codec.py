@@ -188,7 +188,8 @@ def _voice(r: FieldReader, offer: Offer | None) -> str | None:
     if voice is not None and voice_kind(voice, offer.voices if offer else None) is None:
         raise r.fail(
             "voice",
-            "voice must be an offered name, 'seed:<n>' or an encoded speaker embedding",
+            "voice must be an offered name, 'seed:<n>', an encoded speaker embedding or a "
+            "sample voice ('sample:...', from POST /v1/voices)",
             ErrorCode.UNSUPPORTED,
         )
     return voice

@@ -42,7 +42,7 @@ from protocol.params import (
     TOP_K_MAX,
     TOP_P_MAX,
 )
-from protocol.voices import EMBEDDING_PATTERN
+from protocol.voices import EMBEDDING_PATTERN, SAMPLE_PATTERN
 from protocol.words import PING_DATA_MAX_CHARS
 
 SCHEMA_FILE = "client_messages.schema.json"
@@ -84,6 +84,7 @@ def _voice(offer: Offer) -> dict[str, Any]:
         {"type": "null"},
         {"type": "string", "pattern": SEED_VOICE_PATTERN, **_NO_LINE_FEED},
         {"type": "string", "pattern": f"^{EMBEDDING_PATTERN}$", **_NO_LINE_FEED},
+        {"type": "string", "pattern": f"^{SAMPLE_PATTERN}$"},
     ]
     if offer.voices:
         kinds.insert(1, {"enum": list(offer.voices)})
