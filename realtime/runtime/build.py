@@ -94,6 +94,10 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
         from realtime.runtime.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
+    if device.type == "cuda":
+        from realtime.runtime.vocoder_batch import PACKED_STEPS, warm_packed
+        vocoder.pad_steps = PACKED_STEPS
+        warm_packed(vocoder)
     graphs = None
     if device.type == "cuda" and options.cuda_graphs:
         from realtime.runtime.graphs import GraphCache

@@ -135,6 +135,9 @@ class StreamingVocoder:
         self.first_audio_steps = min_chunk_steps + lookahead_steps
         self.calls = 0
         self.steps_rendered = 0
+        # Packed calls' rows padded to these step counts (CUDA: few shapes, warmed;
+        # vocoder_batch.PACKED_STEPS); empty: each call its own length.
+        self.pad_steps: tuple[int, ...] = ()
         first = next(decoder.parameters())
         self._dec_device, self._dec_dtype = first.device, first.dtype
         first = next(vocos.parameters())

@@ -56,6 +56,12 @@ STEPS_PER_CALL = 2048
 # fp32), and packing saves nothing there (matrix-bound): about one longest
 # stream window per step keeps a burst from stalling interactive steps.
 STEPS_PER_CALL_CPU = 128
+# On CUDA a packed call's row is padded with zero steps (masked like the
+# gaps, so every window's audio is unchanged) to the first of these that
+# holds it: the convolutions and FFTs then see a few shapes, planned and
+# warmed at start-up (``warm_packed``), not a new one almost every call.
+# Longer rows (one unit alone over the budget) run at their own length.
+PACKED_STEPS = (64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096)
 
 
 @dataclass
@@ -174,7 +180,7 @@ def render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) ->
     """The audio of each ``hidden [t_i, D]`` (t_i >= 1), as ``vocoder.render``
     gives it alone, from one call over all of them. A single window runs
     through ``vocoder.render`` itself (bit-identical to upstream's decode)."""
-    if len(hiddens) == 1:
+    if len(hiddens) == 1 and not vocoder.pad_steps:
         return [vocoder.render(hiddens[0])]
     if not hiddens:
         return []
@@ -195,14 +201,18 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
         pieces += [h, zeros]
         starts.append(at)
         at += h.shape[0] + gap
-    # x: [S, D], the windows end to end with `gap` zero steps after each.
-    x = torch.cat(pieces[:-1]).to(device=dec_device, dtype=dec_dtype)
+    # x: [S, D], the windows end to end with `gap` zero steps after each,
+    # then zero steps up to the padded size (pad_steps).
+    pad = padded_steps(at - gap, vocoder.pad_steps) - (at - gap)
+    pieces[-1] = zeros.new_zeros(pad, zeros.shape[1])
+    x = torch.cat(pieces).to(device=dec_device, dtype=dec_dtype)
     ones = x.new_ones(FRAMES_PER_STEP * max(lengths))
     off = x.new_zeros(FRAMES_PER_STEP * gap)
     marks = []
     for t in lengths:
         marks += [ones[:FRAMES_PER_STEP * t], off]
-    mask = torch.cat(marks[:-1]).view(1, 1, -1)  # [1, 1, 2S]: 1 inside a window
+    marks[-1] = x.new_zeros(FRAMES_PER_STEP * pad)
+    mask = torch.cat(marks).view(1, 1, -1)  # [1, 1, 2S]: 1 inside a window
     mel = _decoder_masked(dec, x.transpose(0, 1).unsqueeze(0), mask)  # [1, 100, 2S]
     mel = mel.to(device=vocoder._voc_device, dtype=vocoder._voc_dtype)
     mask = mask.to(device=mel.device, dtype=mel.dtype)
@@ -212,6 +222,20 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
     host = audio.to(device="cpu", dtype=torch.float32).numpy()  # the one copy back
     return [host[a * SAMPLES_PER_STEP:a * SAMPLES_PER_STEP + audio_samples(t)].copy()
             for a, t in zip(starts, lengths)]
+
+
+def padded_steps(steps: int, sizes: Sequence[int]) -> int:
+    """The first of ``sizes`` that holds ``steps``; ``steps`` itself when none does."""
+    return next((size for size in sizes if size >= steps), steps)
+
+
+def warm_packed(vocoder: StreamingVocoder) -> None:
+    """One packed call per size in ``vocoder.pad_steps`` (plans, kernels)."""
+    dim = vocoder.decoder.decoder.conv_in[0].in_channels * 2
+    for size in vocoder.pad_steps:
+        render_packed(vocoder, [torch.zeros(size, dim)])
+    log.info("vocoder: packed rows padded to %s steps, each shape warmed",
+             ",".join(map(str, vocoder.pad_steps)))
 
 
 def _decoder_masked(dvae, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
