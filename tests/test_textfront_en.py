@@ -124,6 +124,11 @@ CASES = [
     ('Between 1990 and 2000.', 'Between nineteen ninety and two thousand.'),
     ('It costs $12.50 at 5:30 p.m. on Jan. 3.',
      'It costs twelve dollars and fifty cents at five thirty p m on January third.'),
+    ('1. Open the app.', 'one, Open the app.'),
+    ('2) Tap start.', 'two, Tap start.'),
+    ('(3) Done.', 'three, Done.'),
+    ('1.5 liters is enough.', 'one point five liters is enough.'),
+    ('10. Final step', 'ten, Final step'),
 ]
 
 

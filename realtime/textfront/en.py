@@ -16,6 +16,7 @@ from realtime.textfront.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDE_WORDS,
     MAGNITUDES,
@@ -196,6 +197,7 @@ def _abbreviation(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
     *en_time.RULES[:5],
