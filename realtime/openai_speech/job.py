@@ -68,7 +68,7 @@ class SpeechJob:
         self.request_id = "speech-" + uuid.uuid4().hex  # x-request-id, as OpenAI's responses carry
         speak = Speak(id=UTTERANCE_ID, text=request.input, final=True, lane=request.lane,
                       voice=request.voice, format="pcm_f32le", sample_rate=SAMPLE_RATE,
-                      frame_ms=FRAME_MS, chunking=request.chunking)
+                      frame_ms=FRAME_MS, chunking=request.chunking, params=request.params)
         self.utterance = ServerUtterance(speak, 1, self, time.monotonic(),
                                          default_deadline_ms=default_deadline_ms,
                                          max_text_chars=max_text_chars)

@@ -175,6 +175,9 @@ class Runner(Protocol):
     weights_kind: WeightsKind  # hello.model.weights
     device: str  # "cuda" | "cpu" (hello.model.device)
     voices: tuple[str, ...]  # named voices (hello.voices, /v1/voices)
+    # Decode steps from a job's first code to its first audio: a streaming
+    # vocoder's first chunk plus its lookahead (1: every code sounds).
+    first_audio_steps: int
     # The DVAE encoder (``encoder.SampleEncoder``: audio -> spk_smp), None when
     # the weights have none; it runs off the model thread.
     sample_encoder: SampleEncoder | None

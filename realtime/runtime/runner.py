@@ -154,7 +154,7 @@ class ModelRunner:
                                   q, assets.shape.num_audio_tokens)
         self.voices = self.front.speakers.names
         self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
-        self.vocoder = vocoder
+        self.vocoder, self.first_audio_steps = vocoder, 1 if vocoder is None else vocoder.first_audio_steps
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
         # Jobs done decoding whose last audio is still to render, oldest first.
