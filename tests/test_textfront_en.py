@@ -124,6 +124,21 @@ CASES = [
     ('Between 1990 and 2000.', 'Between nineteen ninety and two thousand.'),
     ('It costs $12.50 at 5:30 p.m. on Jan. 3.',
      'It costs twelve dollars and fifty cents at five thirty p m on January third.'),
+    ('1. Open the app.', 'one, Open the app.'),
+    ('2) Tap start.', 'two, Tap start.'),
+    ('(3) Done.', 'three, Done.'),
+    ('1.5 liters is enough.', 'one point five liters is enough.'),
+    ('10. Final step', 'ten, Final step'),
+    ('It was $1.5 each.', 'It was one dollar and fifty cents each.'),
+    ('A fee of $0.05.', 'A fee of five cents.'),
+    ('It costs $12.345 per unit.', 'It costs twelve point three four five dollars per unit.'),
+    ('It is -$5 now.', 'It is minus five dollars now.'),
+    ('Only 1 cup.', 'Only one cup.'),
+    ('Rated 8/10 points.', 'Rated eight out of ten points.'),
+    ("It's 1 km and 1 mile.", "It's one kilometer and one mile."),
+    ('At 12:00 noon.', "At twelve o'clock noon."),
+    ('The 3rd of March, 2021.', 'The third of March, twenty twenty one.'),
+    ('Rated 4.5/5 stars.', 'Rated four point five out of five stars.'),
 ]
 
 

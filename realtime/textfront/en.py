@@ -16,6 +16,7 @@ from realtime.textfront.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDE_WORDS,
     MAGNITUDES,
@@ -196,6 +197,7 @@ def _abbreviation(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
     *en_time.RULES[:5],
@@ -216,6 +218,9 @@ RULES: tuple[Rule, ...] = (
     rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
          _unit),
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", _ordinal),
+    rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
+         r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
+         lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
     rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
     rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,3})/(\d{1,3})(?![\w/])", _fraction),
     rule("era", r"(?<![\d.])(\d{1,4})\s?(AD|BC|BCE|CE)\b", _era),

@@ -17,6 +17,7 @@ from realtime.textfront.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
@@ -145,6 +146,7 @@ def _number(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + "，"),
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
