@@ -29,8 +29,13 @@ All clients are closed after the test.
 
 from __future__ import annotations
 
-import asyncio
 import os
+
+# Triton's CPU interpreter must be on before anything imports triton (torch
+# may, early): tests/test_live_attention.py runs the kernels in it.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import asyncio
 import socket
 import subprocess
 import sys

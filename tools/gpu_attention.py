@@ -18,7 +18,6 @@ Thread: the caller's.
 from __future__ import annotations
 
 import dataclasses
-import os
 import statistics
 import time
 
@@ -45,9 +44,7 @@ def _timed(fn, device: str, repeats: int) -> tuple[torch.Tensor, float]:
 def attention_section(shape: ModelShape, device: str, dtype: torch.dtype, slots: int,
                       shapes, repeats: int) -> dict:
     from realtime.runtime import live_attention as la
-    if device == "cpu":
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # the kernels in Triton's interpreter
-    why = la.available()
+    why = la.available(device)  # on the CPU: Triton's interpreter (TRITON_INTERPRET=1)
     one_layer = dataclasses.replace(shape, layers=1)
     max_len = max(kv for _, kv in shapes)
     cache = KVCache(one_layer, slots, max_len, dtype, torch.device(device))
