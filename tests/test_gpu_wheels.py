@@ -20,13 +20,16 @@ SCRIPT = ROOT / "tools" / "gpu_check.sh"
 # The GPU machine's own packages (torch's stack), as tools/gpu_wheels.txt says.
 MACHINE = ("torch", "filelock", "typing_extensions", "sympy", "mpmath", "networkx", "jinja2",
            "MarkupSafe", "fsspec", "numpy", "scipy", "PyYAML", "tqdm", "requests", "certifi",
-           "idna", "urllib3", "charset-normalizer", "safetensors", "numba", "llvmlite")
+           "idna", "urllib3", "charset-normalizer", "safetensors", "numba", "llvmlite", "triton")
 # What the GPU machine must import: the server (every module it may load
 # lazily too), the check and its load driver, the model's stack.
 IMPORTS = """
-import pkgutil, importlib, realtime, realtime.runtime.compat as compat
+import pkgutil, importlib, importlib.util, realtime, realtime.runtime.compat as compat
 compat.check_install()
 for m in pkgutil.walk_packages(realtime.__path__, "realtime."):
+    # The Triton kernels need torch's triton (the GPU machine has it; CPUs may not).
+    if m.name.endswith("live_attention_kernels") and importlib.util.find_spec("triton") is None:
+        continue
     importlib.import_module(m.name)
 import uvloop, tools.gpu_check, tools.gpu_server, bench.overload, ChatTTS, vocos
 print("imported")
@@ -55,7 +58,10 @@ def _machine_site(tmp_path: Path, names) -> Path:
     site = tmp_path / "site"
     site.mkdir()
     for name in names:
-        dist = md.distribution(name)
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:  # triton where this machine has none
+            continue
         for top in {Path(str(f)).parts[0] for f in dist.files or ()}:
             target = Path(str(dist.locate_file(top)))
             if top not in ("..", "bin") and target.exists() and not (site / top).exists():
