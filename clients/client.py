@@ -344,7 +344,7 @@ class RealtimeClient:
             utt._on_segment(message)  # type: ignore[arg-type]
         elif item.kind is Kind.WORDS:
             assert isinstance(message, Words)
-            utt._on_words(message)
+            utt._on_words(message, now)
         elif item.kind is Kind.FLUSHED:
             assert isinstance(message, Flushed)
             utt._on_flushed(message)
