@@ -106,6 +106,7 @@ class Utterance:
     segments: list[Segment] = field(default_factory=list)
     refusals: list[TTSError] = field(default_factory=list)
     words: list[Word] = field(default_factory=list)
+    words_received_at: list[float] = field(default_factory=list)  # monotonic, per word
     # What was sent, so a speak the server never saw can be sent again (RealtimeClient
     # replays it on a new connection after an idle close).
     speak_message: Speak | None = field(default=None, repr=False)
@@ -275,10 +276,11 @@ class Utterance:
         self.segments.append(msg)
         self._queue.put_nowait(msg)
 
-    def _on_words(self, msg: Words) -> None:
+    def _on_words(self, msg: Words, now: float) -> None:
         if self._cancel_sent:
             return
         self.words.extend(msg.words)
+        self.words_received_at.extend(now for _ in msg.words)
         self._queue.put_nowait(msg)
 
     def _on_flushed(self, msg: Flushed) -> None:

@@ -39,8 +39,13 @@ def parse_params(r: FieldReader, refine_offered: bool = True) -> Params:
     wrong type or range, ``unsupported`` for a well-formed ``refine`` other
     than ``false`` when ``refine_offered`` is False."""
     p = r.nested("params")
-    if p is None:
-        return Params()
+    return Params() if p is None else read_params(p, refine_offered)
+
+
+def read_params(p: FieldReader, refine_offered: bool = True) -> Params:
+    """``Params`` from the fields ``p`` reads (the members of a ``params``
+    object, or another body's fields of the same names), with the rules of
+    ``parse_params``; absent fields are None."""
     return Params(
         temperature=p.number("temperature", 0.0, TEMPERATURE_MAX, low_open=True, default=None),
         top_p=p.number("top_p", 0.0, TOP_P_MAX, low_open=True, default=None),

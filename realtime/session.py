@@ -168,7 +168,7 @@ class Session:
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,
-            max_text_chars=self.config.max_text_chars,
+            max_text_chars=self.config.max_text_chars, samples=self.state.samples,
         )
         self.utterances[speak.id] = utterance
         self.accounting.utterance_started()
@@ -200,7 +200,7 @@ class Session:
         if utterance.input_final:
             self._error(flush.id, ErrorCode.INPUT_CLOSED, "this utterance's input already ended")
             return
-        utterance.flush()
+        utterance.flush(flush.flush_id)
 
     def _cancel(self, cancel: Cancel) -> None:
         utterance = self._known(cancel.id)

@@ -31,29 +31,22 @@ from typing import Protocol
 import numpy as np
 
 from protocol import ErrorCode, Speak, Timing
-from protocol.messages import Cancelled, Done, Error, Segment, Started
 from protocol.stream import UtteranceSender
+from protocol.words import WordTiming
 from realtime.audio import SOURCE_RATE
+from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
+from realtime.reference import first_reference
+from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
 from realtime.text import SentenceSplitter
 from realtime.textfront.script import estimate_tokens, has_words
+from realtime.utterance_link import Outcome, UtteranceMessage
+from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
-
-UtteranceMessage = Started | Segment | Done | Cancelled | Error
-
-
-class Outcome(enum.Enum):
-    """How an utterance ended, for accounting (the wire says it with its terminal)."""
-
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"  # an error message; the code says why
-    DISCONNECTED = "disconnected"  # the connection went away first
-
 
 class UtteranceLink(Protocol):
     """What an utterance needs from its connection (the session)."""
@@ -88,7 +81,8 @@ class ServerUtterance:
     (``time.monotonic()``); ``stream`` the connection-unique stream number."""
 
     def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
-                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150):
+                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150,
+                 samples: SampleVoices | None = None):
         self.speak = speak
         self.id = speak.id
         self.lane = Lane(speak.lane)
@@ -105,7 +99,11 @@ class ServerUtterance:
             self.deadline_ms = None
         self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
-        self._request = segment_request(speak)  # each segment's, but for its text
+        self._request = segment_request(speak, samples)  # each segment's, but for its text
+        self._reference = first_reference(self._request, samples, self._release_held)
+        self._words = (WordTimer(self._framer, self._request.streaming) if speak.timestamps
+                       else None)
+        self._flushes = FlushAcks()  # flushed answers owed
         self._segments: list[_Seg] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
@@ -139,8 +137,11 @@ class ServerUtterance:
         self._submit(first=False)
         self._maybe_done()
 
-    def flush(self) -> None:
+    def flush(self, flush_id: str | None = None) -> None:
         self._add_segments(self._splitter.flush())
+        if flush_id is not None:  # answered once the segments made so far are out
+            self._flushes.add(flush_id, len(self._segments))
+            self._answer_flushes()
         self._submit(first=False)
         self._maybe_done()
 
@@ -165,6 +166,8 @@ class ServerUtterance:
         """The connection is gone: stop the jobs, send nothing."""
         if not self._ended:
             self._ended = True
+            if self._reference is not None:
+                self._reference.close()
             self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
@@ -235,6 +238,10 @@ class ServerUtterance:
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
         work, self._unsubmitted = tuple(self._unsubmitted), []
+        if self._reference is not None:
+            work = self._reference.admit(work)  # sentences 2..n wait for sentence 1's audio
+            if not work and not first:
+                return
         self.link.submit(Submission(self, self.lane, self.received, deadline, work, first))
 
     # -- audio -> frames -------------------------------------------------------------
@@ -243,6 +250,8 @@ class ServerUtterance:
         index = self._by_job.get(job_id) if job_id is not None else None
         if index is None:
             return
+        if self._reference is not None:
+            self._reference.on_audio(job_id, samples)
         if index != self._cursor:
             self._segments[index].buffered.append(samples)
             return
@@ -252,6 +261,9 @@ class ServerUtterance:
         self._cursor_open = True
         self._cursor_pushed += len(samples)
         payloads = self._framer.push(samples)
+        if self._words is not None:  # timing goes before the audio it times
+            first = self._cursor_pushed == len(samples)
+            self._send_words(self._words.pushed(first, len(samples), self._segments[self._cursor].text))
         if not payloads:
             return
         if self._held is not None:
@@ -271,11 +283,19 @@ class ServerUtterance:
         seg = self._segments[index]
         seg.status = _SegStatus.EMPTY if kind is UpdateKind.EMPTY else _SegStatus.FINISHED
         self._advance()
+        if self._reference is not None and not self._ended:
+            self._reference.on_resolved(job_id, kind is UpdateKind.FINISHED)
+
+    def _release_held(self, works: list[SegmentWork]) -> None:
+        """The reference let held sentences go (``realtime.reference``)."""
+        self._unsubmitted[:0] = works
+        self._submit(first=False)
 
     def _advance(self) -> None:
         """Close every finished segment at the cursor, in order; then maybe done."""
         if not self.admitted or self._ended:
             return
+        self._answer_flushes()
         while self._cursor < len(self._segments):
             if self._ended:
                 return  # a send overflowed the outbox and ended the utterance
@@ -290,6 +310,7 @@ class ServerUtterance:
             self._cursor += 1
             self._cursor_open = False
             self._cursor_pushed = 0
+            self._answer_flushes()
         self._maybe_done()
 
     def _close_segment(self, seg: _Seg) -> None:
@@ -299,6 +320,8 @@ class ServerUtterance:
             self._held = None
         if not payloads:
             return  # nothing spoken: no segment on the wire
+        if self._words is not None:  # the rest of its words, before its last frame
+            self._send_words(self._words.ended())
         for payload in payloads[:-1]:
             self._send_frame(payload)
         self._send_frame(payloads[-1], segment_end=True,
@@ -310,6 +333,15 @@ class ServerUtterance:
         # Purged with the audio it follows if the utterance stops before both are out.
         self.link.send_message(self.wire.segment(seg.text, self._framer.ms(offset),
                                                  self._framer.ms(samples)), self)
+
+    def _send_words(self, words: tuple[WordTiming, ...]) -> None:
+        if words and not self._ended:  # purged with the audio if the utterance stops
+            self.link.send_message(self.wire.words(words), self)
+
+    def _answer_flushes(self) -> None:
+        if self._flushes and self.admitted and not self._ended:  # flushed comes after started
+            for flush_id in self._flushes.due(self._cursor):
+                self.link.send_message(self.wire.flushed(flush_id), self)
 
     def _is_last_audio_segment(self) -> bool:
         if not self.input_final or self._splitter.pending:
@@ -354,6 +386,8 @@ class ServerUtterance:
         if self._ended:
             return
         self._ended = True
+        if self._reference is not None:
+            self._reference.close()
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.

@@ -17,9 +17,9 @@ transcript, the only kind upstream's own reference makes, that is the same).
 Speakers: ``seed:N`` samples from the checkpoint's speaker statistics with a
 generator seeded N (what upstream's ``sample_random_speaker`` gives after
 ``torch.manual_seed(N)``); a long string is decoded as upstream's encoded
-embedding; any other name is looked up in the voice registry (defaults
-below, or ``RuntimeOptions.voices_file``: a JSON object mapping names to
-``"seed:N"``, ``{"seed": N}`` or an encoded embedding).
+embedding; any other name is looked up in the voice registry (the names of
+``voice_table.py``, then ``RuntimeOptions.voices_file``: a JSON object
+mapping names to ``"seed:N"``, ``{"seed": N}`` or an encoded embedding).
 
 Thread: the model thread (the normalizer is not thread-safe).
 """
@@ -37,13 +37,12 @@ from protocol.voices import seed_of
 from realtime.runtime.api import RequestError, SamplingParams, VoiceError, VoiceSample
 from realtime.runtime.encoder import decode_codes
 from realtime.runtime.spoken import TextNormalizer
+from realtime.runtime.voice_table import DEFAULT_VOICES
 from realtime.runtime.weights import decode_spk_stat
 
 log = logging.getLogger(__name__)
 
 SPEED_LEVELS = range(10)  # [speed_0]..[speed_9], the levels ChatTTS was trained with
-DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
-                  "cedar": "seed:5", "dune": "seed:7"}
 
 
 @dataclass(frozen=True)
