@@ -56,6 +56,7 @@ from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
 from realtime.state import ServiceState
 from realtime.static import StaticFiles
+from realtime.textfront.timing import warm as word_timing_warm
 from realtime.worker import ModelWorker
 from scheduler import SchedulerConfig
 
@@ -216,7 +217,8 @@ class Server:
         started = time.perf_counter()
         log_hardware(self.config)
         try:
-            await self.worker.start()
+            # The word-timing dictionary loads beside the model (a second, once).
+            await asyncio.gather(self.worker.start(), asyncio.to_thread(word_timing_warm))
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
             self.state.failure = type(exc).__name__

@@ -200,7 +200,7 @@ class Session:
         if utterance.input_final:
             self._error(flush.id, ErrorCode.INPUT_CLOSED, "this utterance's input already ended")
             return
-        utterance.flush()
+        utterance.flush(flush.flush_id)
 
     def _cancel(self, cancel: Cancel) -> None:
         utterance = self._known(cancel.id)

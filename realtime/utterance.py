@@ -31,29 +31,20 @@ from typing import Protocol
 import numpy as np
 
 from protocol import ErrorCode, Speak, Timing
-from protocol.messages import Cancelled, Done, Error, Segment, Started
 from protocol.stream import UtteranceSender
+from protocol.words import WordTiming
 from realtime.audio import SOURCE_RATE
+from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.segment_request import segment_request
 from realtime.text import SentenceSplitter
 from realtime.textfront.script import estimate_tokens, has_words
+from realtime.utterance_link import Outcome, UtteranceMessage
+from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
-
-UtteranceMessage = Started | Segment | Done | Cancelled | Error
-
-
-class Outcome(enum.Enum):
-    """How an utterance ended, for accounting (the wire says it with its terminal)."""
-
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"  # an error message; the code says why
-    DISCONNECTED = "disconnected"  # the connection went away first
-
 
 class UtteranceLink(Protocol):
     """What an utterance needs from its connection (the session)."""
@@ -106,6 +97,9 @@ class ServerUtterance:
         self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
         self._request = segment_request(speak)  # each segment's, but for its text
+        self._words = (WordTimer(self._framer, self._request.streaming) if speak.timestamps
+                       else None)
+        self._flushes = FlushAcks()  # flushed answers owed
         self._segments: list[_Seg] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
@@ -139,8 +133,11 @@ class ServerUtterance:
         self._submit(first=False)
         self._maybe_done()
 
-    def flush(self) -> None:
+    def flush(self, flush_id: str | None = None) -> None:
         self._add_segments(self._splitter.flush())
+        if flush_id is not None:  # answered once the segments made so far are out
+            self._flushes.add(flush_id, len(self._segments))
+            self._answer_flushes()
         self._submit(first=False)
         self._maybe_done()
 
@@ -252,6 +249,9 @@ class ServerUtterance:
         self._cursor_open = True
         self._cursor_pushed += len(samples)
         payloads = self._framer.push(samples)
+        if self._words is not None:  # timing goes before the audio it times
+            first = self._cursor_pushed == len(samples)
+            self._send_words(self._words.pushed(first, len(samples), self._segments[self._cursor].text))
         if not payloads:
             return
         if self._held is not None:
@@ -276,6 +276,7 @@ class ServerUtterance:
         """Close every finished segment at the cursor, in order; then maybe done."""
         if not self.admitted or self._ended:
             return
+        self._answer_flushes()
         while self._cursor < len(self._segments):
             if self._ended:
                 return  # a send overflowed the outbox and ended the utterance
@@ -290,6 +291,7 @@ class ServerUtterance:
             self._cursor += 1
             self._cursor_open = False
             self._cursor_pushed = 0
+            self._answer_flushes()
         self._maybe_done()
 
     def _close_segment(self, seg: _Seg) -> None:
@@ -299,6 +301,8 @@ class ServerUtterance:
             self._held = None
         if not payloads:
             return  # nothing spoken: no segment on the wire
+        if self._words is not None:  # the rest of its words, before its last frame
+            self._send_words(self._words.ended())
         for payload in payloads[:-1]:
             self._send_frame(payload)
         self._send_frame(payloads[-1], segment_end=True,
@@ -310,6 +314,15 @@ class ServerUtterance:
         # Purged with the audio it follows if the utterance stops before both are out.
         self.link.send_message(self.wire.segment(seg.text, self._framer.ms(offset),
                                                  self._framer.ms(samples)), self)
+
+    def _send_words(self, words: tuple[WordTiming, ...]) -> None:
+        if words and not self._ended:  # purged with the audio if the utterance stops
+            self.link.send_message(self.wire.words(words), self)
+
+    def _answer_flushes(self) -> None:
+        if self._flushes and self.admitted and not self._ended:  # flushed comes after started
+            for flush_id in self._flushes.due(self._cursor):
+                self.link.send_message(self.wire.flushed(flush_id), self)
 
     def _is_last_audio_segment(self) -> bool:
         if not self.input_final or self._splitter.pending:
