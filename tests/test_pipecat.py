@@ -57,8 +57,10 @@ def words_of(text: str) -> list[str]:
 
 async def test_an_interrupted_turn_keeps_only_the_words_spoken(server):
     """The assistant's message in the context is the spoken prefix, within one word."""
-    collector = await run_pipeline(server.ws, None, REPLY * 3, token_delay_s=0.01,
-                                   interrupt_after_s=0.15, settle_s=0.5)
+    # The collector plays the audio in real time, as a transport does: the interruption
+    # falls inside a sentence whose words (and audio) all came before it started.
+    collector = await run_pipeline(server.ws, None, REPLY * 3, token_delay_s=0.002,
+                                   interrupt_after_s=0.1, settle_s=0.5, realtime=True)
     tts = collector.tts
     assert tts.turns_cancelled == tts.turns_opened, "the turn was cut short"
     [utt] = tts.utterances
