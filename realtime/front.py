@@ -35,7 +35,7 @@ from realtime import exchange
 from realtime.api_error import ApiError
 from realtime.exchange import HttpRequest, HttpResponse
 from realtime.gate import Gate
-from realtime.http import SPEECH_PATH, HttpRoutes, cors_readable
+from realtime.http import SPEECH_PATH, VOICES_PATH, HttpRoutes, cors_readable
 from realtime.http1 import Exchange, Handler, Http1Connection, HttpLimits
 
 log = logging.getLogger(__name__)
@@ -100,10 +100,11 @@ class HttpFront:
     (None: the endpoint is off, and websockets alone serves the port)."""
 
     def __init__(self, gate: Gate, routes: HttpRoutes, speech: Handler | None,
-                 limits: HttpLimits) -> None:
+                 limits: HttpLimits, uploads: Handler | None = None) -> None:
         self.gate = gate
         self.routes = routes
         self.speech = speech
+        self.uploads = uploads  # POST /v1/voices (realtime.voice_upload)
         self.limits = limits
         self._http: set[Http1Connection] = set()
         self._undecided: set[FirstRequestLine] = set()
@@ -149,6 +150,8 @@ class HttpFront:
             await ex.respond(self.gate.preflight(request))
         elif path == SPEECH_PATH and request.method == "POST" and self.speech is not None:
             await self.speech(ex)
+        elif path == VOICES_PATH and request.method == "POST" and self.uploads is not None:
+            await self.uploads(ex)
         elif request.method in ("GET", "HEAD"):
             await ex.respond(self._get(request))
         else:

@@ -44,6 +44,8 @@ class HttpLimits:
     keep_alive_s: float = 5.0
     max_head_bytes: int = 16 * 1024
     max_body: int = 1 << 20
+    # Routes whose bodies may be larger (uploads): (path, limit) pairs.
+    large_bodies: tuple[tuple[str, int], ...] = ()
 
 
 class Exchange:
@@ -60,10 +62,12 @@ class Exchange:
         self._body = bytearray()
         self._complete = asyncio.Event()
         self._too_large = False
+        limits = connection.limits
+        self.max_body = dict(limits.large_bodies).get(request.route, limits.max_body)
 
     async def body(self) -> bytes:
         """The whole body; ``ApiError`` 413 past the limit, 400 if cut short."""
-        limit = self._connection.limits.max_body
+        limit = self.max_body
         declared = self.request.headers.get("Content-Length", "0")
         if self._too_large or (declared.isdigit() and int(declared) > limit):
             raise ApiError(http.HTTPStatus.REQUEST_ENTITY_TOO_LARGE, ErrorCode.BAD_MESSAGE.value,
@@ -100,7 +104,7 @@ class Exchange:
         self._connection.send(h11.EndOfMessage())
 
     def feed(self, data: bytes) -> None:
-        if len(self._body) + len(data) > self._connection.limits.max_body:
+        if len(self._body) + len(data) > self.max_body:
             self._too_large = True
             self._complete.set()
         elif not self._too_large:

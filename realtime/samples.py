@@ -27,9 +27,9 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from protocol.voices import sample_of
 from realtime.runtime.api import VoiceSample
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 DEFAULT_VOICE = "seed:0"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -90,15 +91,22 @@ class SampleVoices:
     async def encode(self, wav: np.ndarray) -> str:
         """24 kHz mono float32 -> upstream's ``spk_smp`` string, on the
         encoder's thread; raises ``EncoderBusy`` when the queue is full."""
-        if self.encoder is None:
+        encoder = self.encoder
+        if encoder is None:
             raise RuntimeError("these weights have no DVAE encoder")
+        return await self.run(lambda: encoder.encode(wav))
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """``work()`` on the encoder's thread (decoding and encoding an upload,
+        say), after the encodes queued before it; ``EncoderBusy`` when
+        ``max_waiting`` are queued behind the running one."""
         if self._busy > self.max_waiting:
             raise EncoderBusy(f"{self._busy} voice samples are being encoded")
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="dvae-encode")
         self._busy += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, self.encoder.encode, wav)
+            return await asyncio.get_running_loop().run_in_executor(self._pool, work)
         finally:
             self._busy -= 1
 

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 from protocol import Speak
 from realtime.runtime.api import SamplingParams, SegmentRequest
+from realtime.samples import SampleVoices, resolve
 from realtime.textfront.speed import DEFAULT_LEVEL
 
 # params.reference when a speak leaves it out: today's behaviour, each sentence
 # on its own, until the cost of "first" is measured (issue 22).
 DEFAULT_REFERENCE = "none"
-DEFAULT_VOICE = "seed:0"
 
 
-def segment_request(speak: Speak) -> SegmentRequest:
-    """The runtime request of every segment of ``speak`` (text left empty)."""
+def segment_request(speak: Speak, samples: SampleVoices | None = None) -> SegmentRequest:
+    """The runtime request of every segment of ``speak`` (text left empty);
+    ``samples`` resolves named uploads and sample voices (``realtime.samples``)."""
     p = speak.params
-    return SegmentRequest(text="", voice=speak.voice or DEFAULT_VOICE, params=_sampling(speak),
+    voice, sample = resolve(speak.voice, samples.named if samples is not None else {})
+    return SegmentRequest(text="", voice=voice, sample=sample, params=_sampling(speak),
                           streaming=speak.chunking == "token",
                           speed=DEFAULT_LEVEL if p.speed is None else p.speed,
                           reference=p.reference or DEFAULT_REFERENCE)

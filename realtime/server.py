@@ -37,7 +37,7 @@ from realtime.config import ServerConfig
 from realtime.formats import offered_formats
 from realtime.front import HttpFront
 from realtime.gate import Gate
-from realtime.http import HttpRoutes
+from realtime.http import VOICES_PATH, HttpRoutes
 from realtime.http1 import HttpLimits
 from realtime.lifecycle import (
     EXIT_DEVICE_LOST,
@@ -57,6 +57,7 @@ from realtime.session import Session
 from realtime.state import ServiceState
 from realtime.static import StaticFiles
 from realtime.textfront.timing import warm as word_timing_warm
+from realtime.voice_upload import MAX_UPLOAD_BYTES, VoiceUploads
 from realtime.worker import ModelWorker
 from scheduler import SchedulerConfig
 
@@ -113,8 +114,10 @@ class Server:
         if not config.disable_speech_api:
             self.speech = SpeechEndpoint(config, self.state, self.accounting, self.worker,
                                          self.quotas, self.gate)
+        uploads = None if self.speech is None else VoiceUploads(self.state, self.quotas, self.gate, config)
         self.front = HttpFront(self.gate, self.http, self.speech, HttpLimits(
-            request_timeout=config.handshake_timeout, max_body=config.max_message_bytes))
+            request_timeout=config.handshake_timeout, max_body=config.max_message_bytes,
+            large_bodies=((VOICES_PATH, MAX_UPLOAD_BYTES),)), uploads)
         self.sessions: set[Session] = set()
         self.startup_error: str | None = None  # for the log only: may name local paths
         self._ws: WsServer | None = None
@@ -225,6 +228,7 @@ class Server:
             raise
         runner = self.worker.runner
         assert runner is not None
+        self.state.samples.encoder = runner.sample_encoder  # off the model thread: realtime.samples
         self.state.serve(self._hello(runner), Offer(
             formats=offered_formats(), sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
             max_text_chars=self.config.max_text_chars))
@@ -297,6 +301,7 @@ class Server:
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         await self.worker.stop()
+        self.state.samples.close()
         self._closed.set()
         log.info("server closed")
 

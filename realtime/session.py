@@ -168,7 +168,7 @@ class Session:
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,
-            max_text_chars=self.config.max_text_chars,
+            max_text_chars=self.config.max_text_chars, samples=self.state.samples,
         )
         self.utterances[speak.id] = utterance
         self.accounting.utterance_started()

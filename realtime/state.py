@@ -51,6 +51,11 @@ class ServiceState:
         self.hello, self.offer, self.ready = hello, offer, True
         self._model_voices = hello.voices
 
+    @property
+    def model_voices(self) -> tuple[str, ...]:
+        """The runner's own named voices (an upload may not take their names)."""
+        return self._model_voices
+
     def name_voice(self, name: str, voice: str) -> None:
         """An upload named a voice: from now on ``hello.voices`` (new
         connections), the ``Offer`` (every message) and ``/v1/voices`` list it."""

@@ -37,6 +37,8 @@ from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
+from realtime.reference import first_reference
+from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
 from realtime.text import SentenceSplitter
 from realtime.textfront.script import estimate_tokens, has_words
@@ -79,7 +81,8 @@ class ServerUtterance:
     (``time.monotonic()``); ``stream`` the connection-unique stream number."""
 
     def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
-                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150):
+                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150,
+                 samples: SampleVoices | None = None):
         self.speak = speak
         self.id = speak.id
         self.lane = Lane(speak.lane)
@@ -96,7 +99,8 @@ class ServerUtterance:
             self.deadline_ms = None
         self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
-        self._request = segment_request(speak)  # each segment's, but for its text
+        self._request = segment_request(speak, samples)  # each segment's, but for its text
+        self._reference = first_reference(self._request, samples, self._release_held)
         self._words = (WordTimer(self._framer, self._request.streaming) if speak.timestamps
                        else None)
         self._flushes = FlushAcks()  # flushed answers owed
@@ -162,6 +166,8 @@ class ServerUtterance:
         """The connection is gone: stop the jobs, send nothing."""
         if not self._ended:
             self._ended = True
+            if self._reference is not None:
+                self._reference.close()
             self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
@@ -232,6 +238,10 @@ class ServerUtterance:
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
         work, self._unsubmitted = tuple(self._unsubmitted), []
+        if self._reference is not None:
+            work = self._reference.admit(work)  # sentences 2..n wait for sentence 1's audio
+            if not work and not first:
+                return
         self.link.submit(Submission(self, self.lane, self.received, deadline, work, first))
 
     # -- audio -> frames -------------------------------------------------------------
@@ -240,6 +250,8 @@ class ServerUtterance:
         index = self._by_job.get(job_id) if job_id is not None else None
         if index is None:
             return
+        if self._reference is not None:
+            self._reference.on_audio(job_id, samples)
         if index != self._cursor:
             self._segments[index].buffered.append(samples)
             return
@@ -271,6 +283,13 @@ class ServerUtterance:
         seg = self._segments[index]
         seg.status = _SegStatus.EMPTY if kind is UpdateKind.EMPTY else _SegStatus.FINISHED
         self._advance()
+        if self._reference is not None and not self._ended:
+            self._reference.on_resolved(job_id, kind is UpdateKind.FINISHED)
+
+    def _release_held(self, works: list[SegmentWork]) -> None:
+        """The reference let held sentences go (``realtime.reference``)."""
+        self._unsubmitted[:0] = works
+        self._submit(first=False)
 
     def _advance(self) -> None:
         """Close every finished segment at the cursor, in order; then maybe done."""
@@ -367,6 +386,8 @@ class ServerUtterance:
         if self._ended:
             return
         self._ended = True
+        if self._reference is not None:
+            self._reference.close()
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.

@@ -39,6 +39,7 @@ PLAIN = [
     "こんにちは、世界",
     "Привет, мир!",
     "Hello 你好 mixed",
+    "Hi 你好, ok!",  # a tie of Han characters and English words is English, as upstream decides
 ]
 
 

@@ -107,6 +107,9 @@ def test_any_text_normalizes_or_is_refused(normalizer, text, hint):
     assert spoken.lang in ("en", "zh")
     assert "".join(s for _, s in spoken.pieces) == spoken.text
     assert spoken.text == spoken.text.strip()
-    assert "\x00" not in spoken.text and not any(0xD800 <= ord(c) <= 0xDFFF for c in spoken.text)
+    # the pieces go on the wire (word timing): no NUL, no lone surrogate JSON cannot encode
+    for original, said in spoken.pieces:
+        assert "\x00" not in original + said
+        assert not any(0xD800 <= ord(c) <= 0xDFFF for c in original + said)
     # a few milliseconds of slack for the first call's caches and tiny inputs
     assert cost <= 5 + BUDGET_MS_PER_100_CHARS * len(text) / 100

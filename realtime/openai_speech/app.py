@@ -102,7 +102,8 @@ class SpeechEndpoint:
         config = self.config
         job = SpeechJob(speech, self.worker, self.accounting, quota,
                         default_deadline_ms=config.default_deadline_ms,
-                        max_text_chars=config.max_text_chars, limit_bytes=config.send_queue_bytes)
+                        max_text_chars=config.max_text_chars, limit_bytes=config.send_queue_bytes,
+                        samples=self.state.samples)
         self.jobs.add(job)
         watcher = asyncio.create_task(_watch_disconnect(ex, job), name="speech-disconnect")
         try:

@@ -36,6 +36,7 @@ from realtime.openai_speech.encoders import encoder_for
 from realtime.openai_speech.request import SpeechRequest
 from realtime.ratelimit import ConnectionQuota
 from realtime.runtime.api import SAMPLE_RATE
+from realtime.samples import SampleVoices
 from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
 from realtime.worker import ModelWorker
 
@@ -57,7 +58,7 @@ class StreamFailed(Exception):
 class SpeechJob:
     def __init__(self, request: SpeechRequest, worker: ModelWorker, accounting: Accounting,
                  quota: ConnectionQuota, *, default_deadline_ms: int, max_text_chars: int,
-                 limit_bytes: int) -> None:
+                 limit_bytes: int, samples: SampleVoices | None = None) -> None:
         self.request = request
         self.worker = worker
         self.accounting = accounting
@@ -71,7 +72,7 @@ class SpeechJob:
                       frame_ms=FRAME_MS, chunking=request.chunking, params=request.params)
         self.utterance = ServerUtterance(speak, 1, self, time.monotonic(),
                                          default_deadline_ms=default_deadline_ms,
-                                         max_text_chars=max_text_chars)
+                                         max_text_chars=max_text_chars, samples=samples)
         loop = asyncio.get_running_loop()
         self._admitted: asyncio.Future[None] = loop.create_future()
         self._chunks: collections.deque[bytes] = collections.deque()

@@ -116,7 +116,7 @@ class SampleEncoder:
         """Mono float32 24 kHz samples -> [num_vq, T] int64 codes, as
         upstream's ``DVAE.sample_audio`` gives them; one call at a time."""
         with self._lock:
-            out = self.dvae.sample_audio(np.ascontiguousarray(wav, dtype=np.float32))
+            out = self.dvae.sample_audio(np.require(wav, np.float32, ["C", "W"]))
         return out.to(torch.int64)
 
     def encode(self, wav: np.ndarray) -> str:

@@ -13,6 +13,8 @@ import re
 # range), digits with or without thousands commas, optional decimals. The
 # lookbehind starts matches only at the head of a digit run and the
 # possessive quantifiers never backtrack, so a 5,000-digit run is linear.
+# A list marker opening a sentence: "1. ", "2) ", "(3) ", "（4）", "5、" (not "1.5").
+LIST_MARKER = r"^\s*(?:[(（](\d{1,3})[)）]|(\d{1,3})(?:[)、]|\.(?!\d)))\s*(?=\S)"
 SIGN = r"(?:(?<![\w)\].])[-−+])?"
 UNSIGNED = r"(?<![\d.])(?<!\d,)(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?"
 NUM = SIGN + UNSIGNED

@@ -17,6 +17,7 @@ from realtime.textfront.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
@@ -145,6 +146,7 @@ def _number(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + "，"),
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
@@ -171,6 +173,8 @@ RULES: tuple[Rule, ...] = (
     rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
     rule("operator", r"(?<=\d)(\s?)([-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
+    rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
     rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "])", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
