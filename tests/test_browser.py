@@ -120,6 +120,29 @@ def test_stop_cancels(page):
     assert demo(page, "bufferedSamples") == 0
 
 
+def test_speed_control_sends_the_level_and_voices_list_openai_names(page):
+    options = page.evaluate("[...document.querySelectorAll('#voice option')].map(o => o.value)")
+    assert "alloy" in options and "cedar" in options
+    page.evaluate("""() => {
+        window.sentSpeaks = [];
+        const send = WebSocket.prototype.send;
+        WebSocket.prototype.send = function (data) {
+            if (typeof data === "string" && JSON.parse(data).type === "speak") {
+                window.sentSpeaks.push(JSON.parse(data));
+            }
+            return send.call(this, data);
+        };
+    }""")
+    page.fill("#speed", "2")
+    page.dispatch_event("#speed", "input")
+    assert page.locator("#speed-value").inner_text() == "2"
+    page.fill("#text", "Slowly now.")
+    page.click("#speak")
+    page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
+    sent = page.evaluate("window.sentSpeaks")
+    assert len(sent) == 1 and sent[0]["params"]["speed"] == 2
+
+
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
 
 

@@ -173,6 +173,8 @@ RULES: tuple[Rule, ...] = (
     rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
     rule("operator", r"(?<=\d)(\s?)([-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
+    rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
     rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "])", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
