@@ -53,7 +53,7 @@ from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import TTSError, UtteranceCancelled
 from clients.events import WordCursor, Words, caller_word
 from clients.utterance import AudioChunk, Utterance
-from protocol import Segment
+from protocol import Done, Segment
 
 log = logging.getLogger(__name__)
 
@@ -288,10 +288,10 @@ class ChatTTSRealtimeTTSService(TTSService):
         if isinstance(item, Words):
             turn.words.add(item.words)
         elif isinstance(item, Segment):
-            spoken = getattr(item, "spoken", None)
+            spoken = item.spoken
             if spoken is not None and spoken != item.text:
                 log.info("turn %s: segment %d read as %r", turn.context_id, item.index, spoken)
-        for sentence in getattr(item, "unspoken", None) or ():
+        for sentence in item.unspoken if isinstance(item, Done) else ():
             log.warning("turn %s: not spoken (nothing to read): %r", turn.context_id, sentence)
 
     async def _hand_on_words(self, turn: _Turn, until_ms: float) -> None:
