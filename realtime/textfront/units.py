@@ -8,6 +8,7 @@ also English ("in", "a", "t") is left out on purpose.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 
 # A written number: optional sign (not after a letter or digit: "5-3" is a
 # range), digits with or without thousands commas, optional decimals. The
@@ -24,7 +25,8 @@ NUM = SIGN + UNSIGNED
 MAX_SPOKEN_DIGITS = 15  # longer integers are read digit by digit, never converted
 
 
-def read_number(text: str, cardinal, digits, words: dict[str, str]) -> str:
+def read_number(text: str, cardinal: Callable[[int], str], digits: Callable[[str], str],
+                words: dict[str, str]) -> str:
     """A written number (sign, digits with thousands commas, decimals) read
     with a language's ``cardinal`` and ``digits``; ``words`` names "-", "+",
     "zero" and "point". A leading zero reads digit by digit ("007")."""
@@ -84,7 +86,7 @@ def en_unit(name: str, count: str) -> str:
     return _EN_PLURAL_EXTRA.get(name, name + "s")
 
 
-def _alternation(names) -> str:
+def _alternation(names: Iterable[str]) -> str:
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
 
