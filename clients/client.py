@@ -193,10 +193,11 @@ class RealtimeClient:
                     format: str = "pcm_s16le", sample_rate: int | None = None,
                     frame_ms: int = 100, chunking: str = "sentence",
                     deadline_ms: int | None = None, params: Params | None = None,
-                    timestamps: bool = False) -> Utterance:
+                    timestamps: bool = False, speed: int | None = None) -> Utterance:
         """Start an utterance and return its handle at once (before `started`).
 
-        `timestamps=True` asks for word timings (`Words` items). Refusals (overloaded,
+        `timestamps=True` asks for word timings (`Words` items). `speed` (ChatTTS's
+        level 0-9, the server's default 5) overrides `params.speed`. Refusals (overloaded,
         unsupported, ...) surface when the handle is iterated or `result()`/`started()`
         is awaited. Raises `DuplicateId` for an id still active here and
         `ConnectionLost` if the connection is gone and cannot be opened again.
@@ -209,7 +210,8 @@ class RealtimeClient:
         rate = sample_rate or self.hello.sample_rate
         msg = Speak(id=uid, text=text, final=final, lane=lane, deadline_ms=deadline_ms,
                     voice=voice, format=format, sample_rate=rate, frame_ms=frame_ms,
-                    chunking=chunking, params=params or Params(), timestamps=timestamps)
+                    chunking=chunking, params=_with_speed(params or Params(), speed),
+                    timestamps=timestamps)
         try:
             self._wire.opened(uid)
         except ValueError:
@@ -365,3 +367,7 @@ class RealtimeClient:
 
 
 __all__ = ["DEFAULT_URL", "IDLE_CLOSE_CODE", "RealtimeClient"]
+
+
+def _with_speed(params: Params, speed: int | None) -> Params:
+    return params if speed is None else dataclasses.replace(params, speed=speed)

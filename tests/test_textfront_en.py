@@ -139,6 +139,22 @@ CASES = [
     ('At 12:00 noon.', "At twelve o'clock noon."),
     ('The 3rd of March, 2021.', 'The third of March, twenty twenty one.'),
     ('Rated 4.5/5 stars.', 'Rated four point five out of five stars.'),
+    ('My 5-year-old son loves it.', 'My five year-old son loves it.'),
+    ("It's a 3-step process with 24-hour support.",
+     "It's a three step process with twenty four hour support."),
+    ('The COVID-19 pandemic began in 2019.', 'The COVID nineteen pandemic began in twenty nineteen.'),
+    ('Use a 1:1 ratio.', 'Use a one to one ratio.'),
+    ('The ratio is 16:9.', 'The ratio is sixteen to nine.'),
+    ('I scored 98/100 on the test.', 'I scored ninety eight out of one hundred on the test.'),
+    ('3/10 of people agree.', 'three tenths of people agree.'),
+    ('Top 10 tips for 2024!', 'Top ten tips for twenty twenty four!'),
+    ('Call 911 now.', 'Call nine one one now.'),
+    ('The price is $19.99/month.', 'The price is nineteen dollars and ninety nine cents per month.'),
+    ('GPT-4 was released in March 2023.', 'GPT four was released in March twenty twenty three.'),
+    ('He was born on 07/04/1990.', 'He was born on July fourth, nineteen ninety.'),
+    ('Save 20% off orders over $50!', 'Save twenty percent off orders over fifty dollars!'),
+    ("That's 1.5x the speed.", "That's one point five times the speed."),
+    ('Room 101 at 3 PM.', 'Room one hundred one at three p m.'),
 ]
 
 

@@ -310,7 +310,10 @@ async function speak() {
     sample_rate: demo.sampleRate, timestamps: $("timestamps").checked,
   };
   if ($("voice").value) msg.voice = $("voice").value;
-  if ($("seed").value !== "") msg.params = {seed: parseInt($("seed").value, 10)};
+  const params = {};
+  if ($("seed").value !== "") params.seed = parseInt($("seed").value, 10);
+  if ($("speed").value !== "5") params.speed = parseInt($("speed").value, 10);
+  if (Object.keys(params).length) msg.params = params;
   player.port.postMessage({type: "start", prebuffer: Math.round(demo.sampleRate * PREBUFFER_MS / 1000)});
   sentAt = performance.now();
   send(msg);
@@ -373,6 +376,7 @@ function drawWave() {
 
 $("speak").addEventListener("click", () => { speak().catch((e) => log(`speak failed: ${e}`)); });
 $("stop").addEventListener("click", () => { stop(); });
+$("speed").addEventListener("input", () => { $("speed-value").textContent = $("speed").value; });
 connect();
 setInterval(keepalive, 500);
 requestAnimationFrame(drawWave);

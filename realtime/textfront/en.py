@@ -119,8 +119,10 @@ def _fraction(m: re.Match[str]) -> str | None:
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
     if den == 0 or num == 0:
         return None
-    if (num, den) == (24, 7) or num == den or den > 100:
-        spoken = cardinal(num) + (" over " if den > 100 else " ") + cardinal(den)
+    if (num, den) == (24, 7) or num == den:
+        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50"
+    elif den >= 100 or den == 10 and not m.string.startswith(" of", m.end()):
+        spoken = cardinal(num) + " out of " + cardinal(den)  # a score: "98/100"
     else:
         spoken = _fraction_words(num, den, bool(whole))
     return number(whole) + " and " + spoken if whole else spoken
@@ -152,7 +154,8 @@ def _number(m: re.Match[str]) -> str:
 
 # --- symbols and abbreviations ------------------------------------------------------
 
-_OPERATORS = {"+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
+_OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", "==": "equals",
+              "+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
               "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
               "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
               "±": "plus or minus", "≈": "is about"}
@@ -227,13 +230,23 @@ RULES: tuple[Rule, ...] = (
     rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
          r"\s(\d{4})"
          r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + _UNIT_END + ")", _year_after_word),
-    rule("operator", r"(?<=\d)(\s?)([-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
+         lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # 5-year-old, COVID-19
+    rule("per", r"(?<![A-Za-z/])/(?=[A-Za-z]{2,})", lambda m: "per"),  # $19.99/month
+    rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
+         lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
+    rule("bare year", r"(?<![\d.,$€£¥\w-])(1[5-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
+         lambda m: year(int(m.group(1)))),  # "tips for 2024!"
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " times"),
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|vs|etc|approx|e\.g|i\.e)\.", _abbreviation),
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
+    rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
+         lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
