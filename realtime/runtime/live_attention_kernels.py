@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
+@triton.jit  # type: ignore[untyped-decorator]
 def split(q_ptr, k_ptr, v_ptr, slots_ptr, lengths_ptr, part_ptr,
           sqb, sqh, sqd, sks, skh, skl, skd, svs, svh, svl, svd, spb, sph, sps, spd,
           scale, CHUNK: tl.constexpr, BLOCK: tl.constexpr, DH: tl.constexpr):
@@ -45,7 +45,7 @@ def split(q_ptr, k_ptr, v_ptr, slots_ptr, lengths_ptr, part_ptr,
     tl.store(base + DH * spd, best)
     tl.store(base + (DH + 1) * spd, total)
 
-@triton.jit
+@triton.jit  # type: ignore[untyped-decorator]
 def combine(part_ptr, out_ptr, spb, sph, sps, spd, sob, soh, sod,
             SPLITS: tl.constexpr, SPLITS_P2: tl.constexpr, DH: tl.constexpr):
     row, head = tl.program_id(0), tl.program_id(1)
