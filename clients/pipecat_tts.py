@@ -32,6 +32,7 @@ Needs pipecat-ai (1.14); everything runs on the pipeline's event loop.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -130,6 +131,8 @@ class ChatTTSRealtimeTTSService(TTSService):
         self.turns_opened: list[str] = []
         self.turns_done: list[str] = []
         self.turns_cancelled: list[str] = []
+        # The last turns' utterances (their words, spoken text, outcome), newest last.
+        self.utterances: collections.deque[Utterance] = collections.deque(maxlen=16)
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -208,6 +211,7 @@ class ChatTTSRealtimeTTSService(TTSService):
                                       sample_rate=self._wire_rate(client),
                                       frame_ms=self._frame_ms, chunking=self._chunking,
                                       timestamps=self._timestamps)
+        self.utterances.append(turn.utt)
         turn.retrying = False
 
     async def flush_audio(self, context_id: str | None = None) -> None:

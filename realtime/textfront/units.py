@@ -95,6 +95,8 @@ UNIT_RE = _alternation(UNITS)
 # code or symbol -> (English major, English minor or "", Chinese)
 CURRENCIES: dict[str, tuple[str, str, str]] = {
     "US$": ("dollar", "cent", "美元"), "$": ("dollar", "cent", "美元"), "USD": ("dollar", "cent", "美元"),
+    "A$": ("Australian dollar", "cent", "澳元"), "AUD": ("Australian dollar", "cent", "澳元"),
+    "C$": ("Canadian dollar", "cent", "加元"), "CAD": ("Canadian dollar", "cent", "加元"),
     "HK$": ("Hong Kong dollar", "cent", "港元"), "HKD": ("Hong Kong dollar", "cent", "港元"),
     "€": ("euro", "cent", "欧元"), "EUR": ("euro", "cent", "欧元"),
     "£": ("pound", "penny", "英镑"), "GBP": ("pound", "penny", "英镑"),
