@@ -128,8 +128,6 @@ async def test_an_interrupted_turn_has_an_aligned_transcript_of_the_words_played
     finally:
         await tts.aclose()
     assert turn.interrupted
-    if not turn.transcript:
-        pytest.skip("this server sends no word timings yet")
     assert all(isinstance(t, TimedString) and t.start_time <= t.end_time for t in turn.transcript)
     starts = [t.start_time for t in turn.transcript]
     assert starts == sorted(starts)
@@ -148,6 +146,4 @@ async def test_a_whole_turn_has_the_whole_aligned_transcript(tone_server):
         turn = await speak_turn(tts, REPLY, token_delay_s=0.002)
     finally:
         await tts.aclose()
-    if not turn.transcript:
-        pytest.skip("this server sends no word timings yet")
     assert words_of("".join(turn.transcript)) == words_of(REPLY)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from clients_fixtures import run_example
 
 from clients.events import WordCursor, caller_word
@@ -64,8 +63,6 @@ async def test_an_interrupted_turn_keeps_only_the_words_spoken(server):
     tts = collector.tts
     assert tts.turns_cancelled == tts.turns_opened, "the turn was cut short"
     [utt] = tts.utterances
-    if not utt.words:
-        pytest.skip("this server sends no word timings yet")
     heard_ms = 1000 * collector.audio_at_interruption
     cursor = WordCursor()
     cursor.add(utt.words)
