@@ -1,8 +1,9 @@
 """The server: one websockets server, one model worker, many sessions.
 
 ``Server`` binds the port first (so ``/healthz`` answers at once), then builds
-and warms the runner on the model thread; ``/readyz`` and ``/v1/stream`` open
-when that is done. Its parts: ``ServiceState`` (lifecycle and what the model
+and warms the runner on the model thread and the sentence reader (the
+normalizer) on the text thread; ``/readyz`` and ``/v1/stream`` open when both
+are done. Its parts: ``ServiceState`` (lifecycle and what the model
 offers), ``Accounting`` (connections, utterances, metrics), ``HttpRoutes``,
 one ``Session`` per connection and the ``ModelWorker``.
 
@@ -33,6 +34,7 @@ from realtime.accounting import Accounting
 from realtime.audio import SUPPORTED_RATES, offered_formats
 from realtime.config import ServerConfig
 from realtime.http import HttpRoutes
+from realtime.intake import PlainReader, SentenceReader, TextThread
 from realtime.lifecycle import (
     EXIT_DEVICE_LOST,
     EXIT_FORCED,
@@ -79,13 +81,28 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
     return build_model
 
 
+def reader_factory(config: ServerConfig) -> Callable[[], SentenceReader]:
+    """How to build the text thread's reader (called on that thread): the
+    model's normalizer, or text as written for the tone runner."""
+    if config.weights == WeightsKind.TONE.value:
+        return PlainReader
+
+    def build_normalizer() -> SentenceReader:
+        from realtime.runtime.spoken import TextNormalizer
+
+        return TextNormalizer()
+    return build_normalizer
+
+
 class Server:
     def __init__(self, config: ServerConfig,
                  runner_factory_: Callable[[], Runner] | None = None,
-                 scheduler_options: dict[str, object] | None = None) -> None:
+                 scheduler_options: dict[str, object] | None = None,
+                 reader_factory_: Callable[[], SentenceReader] | None = None) -> None:
         """``runner_factory_`` overrides the runner the config names (tests);
         ``scheduler_options`` are extra ``SchedulerConfig`` fields (queue
-        bounds, policy knobs) on top of what the runner and config decide."""
+        bounds, policy knobs) on top of what the runner and config decide;
+        ``reader_factory_`` overrides the text thread's reader (tests)."""
         self.config = config
         self._scheduler_options = dict(scheduler_options or {})
         self.metrics = Metrics()
@@ -94,6 +111,8 @@ class Server:
         self.quotas = QuotaBook(QuotaLimits(config.text_chars_per_minute,
                                             config.token_text_chars_per_minute,
                                             config.token_max_active))
+        # Sentences are read (normalized) on their own thread: not the loop, not the model's.
+        self.text = TextThread(reader_factory_ or reader_factory(config))
         self.worker = ModelWorker(runner_factory_ or runner_factory(config),
                                   self._scheduler_config, self.metrics,
                                   on_device_lost=self._device_lost)
@@ -105,7 +124,7 @@ class Server:
         self.shared_port: SharedPort | None = None
         if not config.disable_speech_api:
             self.speech = SpeechApp(config, self.state, self.accounting, self.worker, self.quotas,
-                                    self.http)
+                                    self.http, text=self.text)
             self.shared_port = SharedPort(self.speech)
         self.sessions: set[Session] = set()
         self.startup_error: str | None = None  # for the log only: may name local paths
@@ -209,6 +228,9 @@ class Server:
         log_hardware(self.config)
         try:
             await self.worker.start()
+            # After the model: importing ChatTTS on two threads at once races in
+            # transformers' lazy imports; the runtime compiled numba's kernels already.
+            await self.text.start()
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
             self.state.failure = type(exc).__name__
@@ -287,13 +309,15 @@ class Server:
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         await self.worker.stop()
+        self.text.close()
         self._closed.set()
         log.info("server closed")
 
     # -- connections ----------------------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        session = Session(ws, self.config, self.state, self.accounting, self.worker, self.quotas)
+        session = Session(ws, self.config, self.state, self.accounting, self.worker, self.quotas,
+                          self.text)
         self.sessions.add(session)
         self.accounting.connection_opened()
         try:

@@ -14,8 +14,12 @@ business; this class decides the rest:
 - ``audio_ms`` of segments and ``done`` are computed from the samples framed,
   so they match the bytes sent exactly.
 
-Segments that normalize to nothing, or that the model ends without audio, are
-skipped on the wire: segment indices count the segments that were spoken.
+Text becomes segments through a ``SentenceIntake`` (realtime/intake.py):
+sentences are read (normalized) off the event loop and come back in order;
+the first submission waits for the speak's own sentences. Sentences that
+read as nothing, or that the model ends without audio, are skipped on the
+wire (segment indices count the segments that were spoken) and listed in
+``done.unspoken``; ``segment.spoken`` is the text as the model read it.
 
 Thread: event loop only.
 """
@@ -35,9 +39,8 @@ from protocol.messages import Cancelled, Done, Error, Segment, Started
 from protocol.stream import UtteranceSender
 from realtime.audio import SOURCE_RATE, framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
-from realtime.runtime.api import SamplingParams, SegmentRequest
-from realtime.text import SentenceSplitter
-from realtime.textfront.script import estimate_tokens, has_words
+from realtime.intake import InlineText, Reading, SentenceIntake, TextReader
+from realtime.textfront.script import estimate_tokens
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
@@ -76,7 +79,8 @@ class _SegStatus(enum.Enum):
 
 @dataclass
 class _Seg:
-    text: str
+    reading: Reading  # the client's sentence and how it is read
+    order: int  # the sentence's place in the input (unspoken ones count too)
     job_id: int
     status: _SegStatus = _SegStatus.SUBMITTED
     buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
@@ -84,10 +88,12 @@ class _Seg:
 
 class ServerUtterance:
     """See the module docstring. ``received`` is the speak's receipt time
-    (``time.monotonic()``); ``stream`` the connection-unique stream number."""
+    (``time.monotonic()``); ``stream`` the connection-unique stream number;
+    ``text`` reads the sentences (by default as written, at once)."""
 
     def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
-                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150):
+                 default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150,
+                 text: TextReader | None = None):
         self.speak = speak
         self.id = speak.id
         self.lane = Lane(speak.lane)
@@ -102,11 +108,10 @@ class ServerUtterance:
             self.deadline_ms: int | None = speak.deadline_ms or default_deadline_ms
         else:
             self.deadline_ms = None
-        self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
+        self.intake = SentenceIntake(speak, text or InlineText(), self._on_read,
+                                     max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
-        self._voice = speak.voice or "seed:0"
-        self._params = _sampling(speak)
-        self._streaming = speak.chunking == "token"
+        self._first_submitted = False
         self._segments: list[_Seg] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
@@ -127,9 +132,10 @@ class ServerUtterance:
     # -- client messages -----------------------------------------------------------
 
     def begin(self) -> None:
-        """Take the speak's text and submit the first segments for admission."""
+        """Take the speak's text; its first segments go for admission once
+        read (at once when it holds no complete sentence)."""
         self._take_text(self.speak.text, final=self.speak.final)
-        if not self._ended:
+        if not self._ended and not self._first_submitted and not self.intake.reading:
             self._submit(first=True)
 
     def append(self, text: str, final: bool) -> None:
@@ -141,7 +147,7 @@ class ServerUtterance:
         self._maybe_done()
 
     def flush(self) -> None:
-        self._add_segments(self._splitter.flush())
+        self.intake.flush()
         self._submit(first=False)
         self._maybe_done()
 
@@ -166,6 +172,7 @@ class ServerUtterance:
         """The connection is gone: stop the jobs, send nothing."""
         if not self._ended:
             self._ended = True
+            self.intake.close()
             self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
@@ -208,30 +215,31 @@ class ServerUtterance:
             self.fail(ErrorCode.TEXT_TOO_LONG,
                       f"the utterance's text exceeds {self.max_text_chars} characters")
             return
-        sentences = self._splitter.feed(text)
         if final:
-            sentences += self._splitter.flush()
             self.input_final = True
-        self._add_segments(sentences)
+        self.intake.take(text, final)
 
-    def _add_segments(self, sentences: list[str]) -> None:
-        for sentence in sentences:
-            if not has_words(sentence):
-                # Punctuation alone says nothing: skip it here rather than learn
-                # from the model thread later that it is silent, so the flag of
-                # the utterance's last frame is known when that frame is sent.
-                continue
+    def _on_read(self, readings: list[tuple[int, Reading]]) -> None:
+        """Sentences read that say something, in input order: their segments.
+        (Silent ones are known now, not from the model thread later, so the
+        flag of the utterance's last frame is known when it is sent.)"""
+        if self._ended:
+            return
+        for order, reading in readings:
             job_id = self.link.next_job_id()
             index = len(self._segments)
             self._by_job[job_id] = index
-            self._segments.append(_Seg(sentence, job_id))
-            request = SegmentRequest(text=sentence, voice=self._voice, params=self._params,
-                                     streaming=self._streaming)
-            self._unsubmitted.append(SegmentWork(job_id, index, request, estimate_tokens(sentence)))
+            self._segments.append(_Seg(reading, order, job_id))
+            spoken = reading.spoken.text
+            self._unsubmitted.append(SegmentWork(job_id, index, self.intake.request(reading),
+                                                 estimate_tokens(spoken)))
+        self._submit(first=not self._first_submitted)
+        self._advance()
 
     def _submit(self, first: bool) -> None:
         if not first and (not self.admitted or not self._unsubmitted):
             return  # before admission, segments wait in _unsubmitted for the answer
+        self._first_submitted = True
         deadline = None
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
@@ -270,7 +278,11 @@ class ServerUtterance:
         if index is None:
             return
         seg = self._segments[index]
-        seg.status = _SegStatus.EMPTY if kind is UpdateKind.EMPTY else _SegStatus.FINISHED
+        if kind is UpdateKind.EMPTY:
+            seg.status = _SegStatus.EMPTY
+            self.intake.not_spoken(seg.order, seg.reading.text)
+        else:
+            seg.status = _SegStatus.FINISHED
         self._advance()
 
     def _advance(self) -> None:
@@ -287,6 +299,8 @@ class ServerUtterance:
                     self._push(chunk)
             if seg.status is _SegStatus.SUBMITTED:
                 return
+            if self.input_final and self.intake.reading and self._cursor == len(self._segments) - 1:
+                return  # sentences still being read decide whether this is the last audio
             self._close_segment(seg)
             self._cursor += 1
             self._cursor_open = False
@@ -309,11 +323,12 @@ class ServerUtterance:
         samples = self._framer.segment_samples
         offset = self._framer.samples_sent - samples
         # Purged with the audio it follows if the utterance stops before both are out.
-        self.link.send_message(self.wire.segment(seg.text, self._framer.ms(offset),
-                                                 self._framer.ms(samples)), self)
+        self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
+                                                 self._framer.ms(samples),
+                                                 seg.reading.spoken.text), self)
 
     def _is_last_audio_segment(self) -> bool:
-        if not self.input_final or self._splitter.pending:
+        if not self.input_final or self.intake.pending:
             return False
         return all(s.status is _SegStatus.EMPTY for s in self._segments[self._cursor + 1:])
 
@@ -331,7 +346,7 @@ class ServerUtterance:
     # -- endings -----------------------------------------------------------------------
 
     def _maybe_done(self) -> None:
-        if (not self.admitted or self._ended or not self.input_final
+        if (not self.admitted or self._ended or not self.input_final or self.intake.pending
                 or self._cursor < len(self._segments) or self._unsubmitted):
             return
         now = time.monotonic()
@@ -349,12 +364,14 @@ class ServerUtterance:
         )
         if self.deadline_ms is not None:
             self.deadline_met = total_ms <= self.deadline_ms
-        self._end(self.wire.done(audio_ms, timing, self.deadline_met), Outcome.DONE)
+        self._end(self.wire.done(audio_ms, timing, self.deadline_met, self.intake.unspoken),
+                  Outcome.DONE)
 
     def _end(self, message: UtteranceMessage, outcome: Outcome, code: str | None = None) -> None:
         if self._ended:
             return
         self._ended = True
+        self.intake.close()
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.
@@ -377,19 +394,3 @@ class ServerUtterance:
     def audio_seconds(self) -> float:
         return self._framer.samples_sent / self._framer.sample_rate
 
-
-def _sampling(speak: Speak) -> SamplingParams:
-    p = speak.params
-    base = SamplingParams()
-    return SamplingParams(
-        temperature=base.temperature if p.temperature is None else p.temperature,
-        top_p=base.top_p if p.top_p is None else p.top_p,
-        top_k=base.top_k if p.top_k is None else p.top_k,
-        repetition_penalty=(base.repetition_penalty if p.repetition_penalty is None
-                            else p.repetition_penalty),
-        seed=p.seed,
-        # A segment the model runs always yields audio (EOS is masked at step 0),
-        # so only segments whose text normalizes to nothing — known when they are
-        # prepared — are silent, and the utterance's last frame can be flagged.
-        min_new_tokens=1,
-    )

@@ -42,6 +42,7 @@ from realtime.accounting import Accounting
 from realtime.auth import bearer_token, origin_allowed, principal_of, token_allowed
 from realtime.config import ServerConfig
 from realtime.http import HttpRoutes, cors_readable
+from realtime.intake import TextReader
 from realtime.openai_speech.encoders import available_formats
 from realtime.openai_speech.errors import INVALID_API_KEY, ApiError
 from realtime.openai_speech.job import SpeechJob, StreamFailed
@@ -65,8 +66,11 @@ class SpeechApp:
     """ASGI 3 application; ``jobs`` are the requests in flight (for shutdown)."""
 
     def __init__(self, config: ServerConfig, state: ServiceState, accounting: Accounting,
-                 worker: ModelWorker, quotas: QuotaBook, routes: HttpRoutes) -> None:
+                 worker: ModelWorker, quotas: QuotaBook, routes: HttpRoutes,
+                 text: TextReader | None = None) -> None:
+        """``text`` reads the requests' sentences (the server's text thread)."""
         self.config = config
+        self.text = text
         self.state = state
         self.accounting = accounting
         self.worker = worker
@@ -156,7 +160,8 @@ class SpeechApp:
         config = self.config
         job = SpeechJob(speech, self.worker, self.accounting, quota,
                         default_deadline_ms=config.default_deadline_ms,
-                        max_text_chars=config.max_text_chars, limit_bytes=config.send_queue_bytes)
+                        max_text_chars=config.max_text_chars, limit_bytes=config.send_queue_bytes,
+                        text=self.text)
         self.jobs.add(job)
         watcher = asyncio.create_task(_watch_disconnect(receive, job), name="speech-disconnect")
         try:

@@ -31,6 +31,7 @@ import numpy as np
 from protocol import HEADER_SIZE, Cancelled, Done, Error, ErrorCode, Speak, Started
 from realtime.accounting import Accounting
 from realtime.handoff import Submission
+from realtime.intake import TextReader
 from realtime.openai_speech.encoders import encoder_for
 from realtime.openai_speech.errors import ApiError
 from realtime.openai_speech.request import SpeechRequest
@@ -57,7 +58,7 @@ class StreamFailed(Exception):
 class SpeechJob:
     def __init__(self, request: SpeechRequest, worker: ModelWorker, accounting: Accounting,
                  quota: ConnectionQuota, *, default_deadline_ms: int, max_text_chars: int,
-                 limit_bytes: int) -> None:
+                 limit_bytes: int, text: TextReader | None = None) -> None:
         self.request = request
         self.worker = worker
         self.accounting = accounting
@@ -71,7 +72,7 @@ class SpeechJob:
                       frame_ms=FRAME_MS, chunking=request.chunking)
         self.utterance = ServerUtterance(speak, 1, self, time.monotonic(),
                                          default_deadline_ms=default_deadline_ms,
-                                         max_text_chars=max_text_chars)
+                                         max_text_chars=max_text_chars, text=text)
         loop = asyncio.get_running_loop()
         self._admitted: asyncio.Future[None] = loop.create_future()
         self._chunks: collections.deque[bytes] = collections.deque()
@@ -150,6 +151,14 @@ class SpeechJob:
             utterance.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
 
     def submit(self, submission: Submission) -> None:
+        # The input is final: its first submission holds every sentence read.
+        unspoken = self.utterance.intake.unspoken
+        if submission.first and not submission.segments and unspoken:
+            shown = "; ".join(repr(s[:40]) for s in unspoken[:3])
+            self.utterance.fail(ErrorCode.UNSUPPORTED, "the input has nothing to speak: every "
+                                "sentence normalized to nothing (an unsupported script, or "
+                                f"symbols only): {shown}", "input")
+            return
         self.worker.submit(submission)
 
     def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:

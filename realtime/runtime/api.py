@@ -69,7 +69,10 @@ class SegmentRequest:
     segment is still decoding (``chunking: token``); otherwise the segment's
     audio comes in one piece when it finishes. ``lang`` ("en"/"zh") is the
     language for text without letters of either script (its neighbours');
-    text with letters decides for itself.
+    text with letters decides for itself. ``normalized``: ``text`` is already
+    exactly what the model reads (``TextNormalizer.spoken``'s text, made by
+    the server's text thread), so ``prepare`` does not normalize it again;
+    raw text (the default) is normalized in ``prepare``.
     """
 
     text: str
@@ -77,6 +80,7 @@ class SegmentRequest:
     params: SamplingParams = SamplingParams()
     streaming: bool = False
     lang: str | None = None
+    normalized: bool = False
 
 
 @dataclass(frozen=True, slots=True)

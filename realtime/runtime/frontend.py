@@ -150,15 +150,17 @@ class TextFrontEnd:
         """The text the model reads ("" when nothing speakable is left)."""
         return self.normalizer.spoken(text, lang).text
 
-    def build(self, text: str, voice: str, lang: str | None = None) -> Prompt | None:
+    def build(self, text: str, voice: str, lang: str | None = None,
+              normalized: bool = False) -> Prompt | None:
         """The prompt for ``text``; None when it normalizes to nothing.
-        ``lang``: the language hint for text without letters of either script.
+        ``lang``: the language hint for text without letters of either script;
+        ``normalized``: ``text`` is already what the model reads.
 
         Raises VoiceError for an unknown voice, RequestError for text too long
         to normalize.
         """
         speaker = self.speakers.resolve(voice)
-        normed = self.normalize(text, lang)
+        normed = text if normalized else self.normalize(text, lang)
         if not normed:
             return None
         full = f"[Stts][spk_emb]{SPEED_PROMPT}{normed}[Ptts]"

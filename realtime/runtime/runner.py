@@ -176,7 +176,7 @@ class ModelRunner:
 
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         validate_params(request.params)
-        prompt = self.front.build(request.text, request.voice, request.lang)
+        prompt = self.front.build(request.text, request.voice, request.lang, request.normalized)
         if prompt is None:
             return PreparedJob(prompt_len=0, empty=True)
         if prompt.length >= self.max_len - 1:
