@@ -26,9 +26,7 @@ import itertools
 import logging
 import os
 import time
-from typing import Any
 
-import orjson
 from websockets.asyncio.client import ClientConnection as WsConnection
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -41,10 +39,10 @@ from clients.errors import (
     TTSError,
     from_message,
 )
-from clients.events import Flushed, Pong, Words, decode_event
+from clients.events import Flushed, Words
 from clients.keepalive import Keepalive, idle_timeout_s
 from clients.utterance import Utterance
-from protocol import ClientMessage, Error, Hello, Params, ProtocolError, Speak, load_object
+from protocol import ClientMessage, Error, Hello, Params, ProtocolError, Speak, encode
 from protocol.stream import Audio, ClientConnection, Kind, Received, StreamViolation
 
 log = logging.getLogger(__name__)
@@ -90,7 +88,7 @@ class RealtimeClient:
         self._prefix = f"u{os.getpid() % 10000}-{id(self) % 100000}"
         self._closed_reason: str | None = None
         self._closing = False  # close() was called: no reconnect, no replay
-        self._alive = Keepalive(self._send_json, lambda: self.connected and not self._by_id)
+        self._alive = Keepalive(self._send, lambda: self.connected and not self._by_id)
         self._reconnect_lock = asyncio.Lock()
 
     # ---- lifecycle -----------------------------------------------------------------
@@ -127,7 +125,7 @@ class RealtimeClient:
             await self._ws.close()
             raise ProtocolViolation(f"expected hello, got {greeting.kind.value}")
         self.hello = hello
-        self.idle_timeout_s = idle_timeout_s(hello, first)
+        self.idle_timeout_s = idle_timeout_s(hello)
         self.connect_ms = 1000.0 * (time.monotonic() - t0)
         self._closed_reason = None
         if hello.model.weights != "checkpoint":
@@ -195,10 +193,11 @@ class RealtimeClient:
                     format: str = "pcm_s16le", sample_rate: int | None = None,
                     frame_ms: int = 100, chunking: str = "sentence",
                     deadline_ms: int | None = None, params: Params | None = None,
-                    timestamps: bool = False) -> Utterance:
+                    timestamps: bool = False, speed: int | None = None) -> Utterance:
         """Start an utterance and return its handle at once (before `started`).
 
-        `timestamps=True` asks for word timings (`Words` items). Refusals (overloaded,
+        `timestamps=True` asks for word timings (`Words` items). `speed` (ChatTTS's
+        level 0-9, the server's default 5) overrides `params.speed`. Refusals (overloaded,
         unsupported, ...) surface when the handle is iterated or `result()`/`started()`
         is awaited. Raises `DuplicateId` for an id still active here and
         `ConnectionLost` if the connection is gone and cannot be opened again.
@@ -211,13 +210,14 @@ class RealtimeClient:
         rate = sample_rate or self.hello.sample_rate
         msg = Speak(id=uid, text=text, final=final, lane=lane, deadline_ms=deadline_ms,
                     voice=voice, format=format, sample_rate=rate, frame_ms=frame_ms,
-                    chunking=chunking, params=params or Params())
+                    chunking=chunking, params=_with_speed(params or Params(), speed),
+                    timestamps=timestamps)
         try:
             self._wire.opened(uid)
         except ValueError:
             raise DuplicateId("id is still active on this connection", id=uid) from None
         utt = Utterance(id=uid, format=format, sample_rate=rate, lane=lane, final=final,
-                        _send=self._send, speak_message=msg, timestamps=timestamps)
+                        _send=self._send, speak_message=msg)
         self._by_id[uid] = utt
         try:
             await self._send_speak(utt)
@@ -240,21 +240,15 @@ class RealtimeClient:
         assert msg is not None
         if utt.appended:
             msg = dataclasses.replace(msg, text=msg.text + "".join(utt.appended), final=utt.final)
-        await self._send(msg, timestamps=True if utt.timestamps else None)
+        await self._send(msg)
         utt.sent_at = time.monotonic()
 
-    async def _send(self, msg: ClientMessage, **extra: Any) -> None:
-        """Send one message; `extra` wire fields (None: left out) go beside its own."""
-        wire = msg.to_wire()
-        wire.update((k, v) for k, v in extra.items() if v is not None)
-        await self._send_json(wire)
-
-    async def _send_json(self, wire: dict[str, Any]) -> None:
+    async def _send(self, msg: ClientMessage) -> None:
         # Client -> server frames are text frames: send the JSON as str, not bytes.
         if self._ws is None:
             raise ConnectionLost("not connected")
         try:
-            await self._ws.send(orjson.dumps(wire).decode())
+            await self._ws.send(encode(msg).decode())
         except ConnectionClosed as exc:
             raise ConnectionLost(f"connection closed: {exc}") from exc
         self._alive.sent()
@@ -324,8 +318,8 @@ class RealtimeClient:
         except ProtocolError as exc:  # a malformed message: skip it, keep reading
             log.warning("server message skipped: %s", exc)
             return
-        if item.kind is Kind.UNKNOWN and item.message is None and isinstance(frame, str):
-            self._on_event(frame)
+        if item.kind is Kind.PONG:
+            self._alive.on_pong()
             return
         if item.kind is Kind.CONNECTION_ERROR:
             assert isinstance(item.message, Error)
@@ -339,20 +333,6 @@ class RealtimeClient:
             return
         self._deliver(utt, item, now)
 
-    def _on_event(self, frame: str) -> None:
-        """A message type `protocol` does not decode: the second set's events."""
-        event = decode_event(load_object(frame))
-        if isinstance(event, Pong):
-            self._alive.on_pong()
-            return
-        utt = self._by_id.get(event.id) if isinstance(event, (Words, Flushed)) else None
-        if utt is None:
-            log.debug("server event %r for no utterance of ours dropped", event)
-        elif isinstance(event, Words):
-            utt._on_words(event)
-        elif isinstance(event, Flushed):
-            utt._on_flushed(event)
-
     def _deliver(self, utt: Utterance, item: Received, now: float) -> None:
         message = item.message
         if item.kind is Kind.AUDIO:
@@ -362,6 +342,12 @@ class RealtimeClient:
             utt._on_started(message)  # type: ignore[arg-type]
         elif item.kind is Kind.SEGMENT:
             utt._on_segment(message)  # type: ignore[arg-type]
+        elif item.kind is Kind.WORDS:
+            assert isinstance(message, Words)
+            utt._on_words(message, now)
+        elif item.kind is Kind.FLUSHED:
+            assert isinstance(message, Flushed)
+            utt._on_flushed(message)
         elif item.kind is Kind.NOTICE:
             utt._on_refusal(from_message(message))
         elif item.kind is Kind.END:
@@ -381,3 +367,7 @@ class RealtimeClient:
 
 
 __all__ = ["DEFAULT_URL", "IDLE_CLOSE_CODE", "RealtimeClient"]
+
+
+def _with_speed(params: Params, speed: int | None) -> Params:
+    return params if speed is None else dataclasses.replace(params, speed=speed)

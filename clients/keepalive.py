@@ -14,26 +14,25 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from clients.errors import ConnectionLost
-from protocol import Hello, ProtocolError, load_object
+from protocol import ClientMessage, Hello
+from protocol.words import Ping
 
 log = logging.getLogger(__name__)
 
 # Pings go out after this share of the server's idle timeout without a message: two
 # chances before the timeout, even with a ping delayed by a busy loop.
 KEEPALIVE_SHARE = 0.4
-PING = {"type": "ping"}
 
 
 class Keepalive:
-    """Pings for one client. `send_json` sends a message; `idle()` says whether the
+    """Pings for one client. `send` sends a message; `idle()` says whether the
     connection is open with no active utterance. Call `sent()` after every message."""
 
-    def __init__(self, send_json: Callable[[dict[str, Any]], Awaitable[None]],
+    def __init__(self, send: Callable[[ClientMessage], Awaitable[None]],
                  idle: Callable[[], bool]) -> None:
-        self._send_json = send_json
+        self._send = send
         self._idle = idle
         self.last_sent = time.monotonic()
         self.pings = 0  # keepalive pings sent
@@ -64,7 +63,7 @@ class Keepalive:
         self._pongs.append(future)
         t0 = time.monotonic()
         try:
-            await self._send_json(PING)
+            await self._send(Ping())
             await asyncio.wait_for(asyncio.shield(future), timeout)
         finally:
             if future in self._pongs:
@@ -96,21 +95,15 @@ class Keepalive:
                 self.sent()  # nothing to keep alive now: look again one interval on
                 continue
             try:
-                await self._send_json(PING)
+                await self._send(Ping())
                 self.pings += 1
             except ConnectionLost:
                 log.debug("keepalive ping on a closed connection")
                 self.sent()
 
 
-def idle_timeout_s(hello: Hello, frame: str | bytes) -> float | None:
-    """`hello.limits.idle_timeout_s` from the hello and its text frame (None or 0: the
-    server closes no idle connection)."""
-    value = getattr(hello.limits, "idle_timeout_s", None)
-    if value is None:  # a `protocol` that does not decode the field (yet)
-        with contextlib.suppress(ProtocolError):
-            limits = load_object(frame).get("limits")
-            value = limits.get("idle_timeout_s") if isinstance(limits, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        return None
-    return float(value)
+def idle_timeout_s(hello: Hello) -> float | None:
+    """`hello.limits.idle_timeout_s` (None when absent or 0: the server closes no idle
+    connection)."""
+    value = hello.limits.idle_timeout_s
+    return float(value) if value else None

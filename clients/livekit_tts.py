@@ -13,6 +13,14 @@ multiplexes every request over it:
 - `synthesize(text)`: a one-shot utterance (`final:true`) whose audio streams into a
   chunked stream.
 
+Aligned transcripts (`timestamps=True`, the default): the plugin declares
+`aligned_transcript=True`, asks for word timings and pushes each word as a `TimedString`
+(seconds from the segment's first audio) just before the audio in which it starts, so
+LiveKit's transcription follows the audio and an interrupted turn's transcript holds
+the words played. Segments read differently from their text and sentences the server
+could not speak are logged. The connection is kept alive between turns (ping) and
+opened again by the next request after the server closed it as idle.
+
 Errors map to LiveKit's: refusals for load (`overloaded`, `too_many_active`) are
 retryable `APIStatusError`s with status 429, a lost or refused connection an
 `APIConnectionError`, everything else a non-retryable `APIError`.
@@ -34,6 +42,7 @@ from livekit.agents import (
     APIStatusError,
     tts,
 )
+from livekit.agents.types import TimedString
 
 from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import (
@@ -43,7 +52,9 @@ from clients.errors import (
     TooManyActive,
     TTSError,
 )
-from clients.utterance import Utterance
+from clients.events import Word, WordCursor, Words, caller_word
+from clients.utterance import AudioChunk, Utterance
+from protocol import Segment
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +67,21 @@ class ChatTTSRealtimeTTS(tts.TTS):
     Args: `url` (ws://.../v1/stream), `token`, `voice` (a name from hello.voices,
     `seed:<int>` or an encoded speaker), `lane` ("interactive" for conversation),
     `chunking` ("token": audio while a sentence is still decoding), `frame_ms` (audio
-    per frame), `sample_rate` (one the server offers; 24000 is the model's own).
+    per frame), `sample_rate` (one the server offers; 24000 is the model's own),
+    `timestamps` (word-aligned transcripts; on by default), `keepalive` (ping between
+    turns so the server does not close the socket as idle).
     """
 
     def __init__(self, *, url: str = DEFAULT_URL, token: str | None = None,
                  voice: str | None = None, lane: str = "interactive",
                  chunking: str = "sentence", frame_ms: int = 40,
-                 sample_rate: int = SAMPLE_RATE) -> None:
-        super().__init__(capabilities=tts.TTSCapabilities(streaming=True),
+                 sample_rate: int = SAMPLE_RATE, timestamps: bool = True,
+                 keepalive: bool = True) -> None:
+        super().__init__(capabilities=tts.TTSCapabilities(streaming=True,
+                                                          aligned_transcript=timestamps),
                          sample_rate=sample_rate, num_channels=1)
+        self.timestamps = timestamps
+        self.keepalive = keepalive
         self.url = url
         self.token = token
         self.voice = voice
@@ -83,10 +100,11 @@ class ChatTTSRealtimeTTS(tts.TTS):
         return "chattts-realtime"
 
     async def connection(self) -> RealtimeClient:
-        """The shared connection, opened (again) when there is none."""
+        """The shared connection, opened when there is none. Once open, the client keeps
+        it alive between turns and its next speak reconnects after an idle close."""
         async with self._connect_lock:
-            if self._client is None or self._client._closed_reason is not None:
-                client = RealtimeClient(self.url, token=self.token)
+            if self._client is None:
+                client = RealtimeClient(self.url, token=self.token, keepalive=self.keepalive)
                 try:
                     await client.connect()
                 except (TTSError, OSError, TimeoutError) as exc:
@@ -100,7 +118,10 @@ class ChatTTSRealtimeTTS(tts.TTS):
         try:
             return await client.speak(text, final=final, lane=self.lane, voice=self.voice,
                                       format="pcm_s16le", sample_rate=self.sample_rate,
-                                      frame_ms=self.frame_ms, chunking=self.chunking)
+                                      frame_ms=self.frame_ms, chunking=self.chunking,
+                                      timestamps=self.timestamps)
+        except (OSError, TimeoutError) as exc:  # the reconnect after an idle close failed
+            raise APIConnectionError(f"chattts realtime: {exc}") from exc
         except TTSError as exc:
             raise api_error(exc) from exc
 
@@ -193,13 +214,42 @@ class SynthesizeStream(tts.SynthesizeStream):
 
 
 async def _pump(utt: Utterance, output_emitter: tts.AudioEmitter) -> None:
-    """Push the utterance's audio until it is done; raise LiveKit's error otherwise."""
+    """Push the utterance's audio, each timed word just before the audio in which it
+    starts, until it is done; raise LiveKit's error otherwise."""
+    words = WordCursor()
+    audio_ms = 0.0
     try:
-        async for chunk in utt.audio():
-            output_emitter.push(chunk.pcm)
+        async for item in utt:
+            if isinstance(item, AudioChunk):
+                audio_ms += item.duration_ms
+                timed = [timed_string(w) for w in words.take(audio_ms)]
+                if timed:
+                    output_emitter.push_timed_transcript(timed)
+                output_emitter.push(item.pcm)
+            elif isinstance(item, Words):
+                words.add(item.words)
+            elif isinstance(item, Segment):
+                spoken = getattr(item, "spoken", None)
+                if spoken is not None and spoken != item.text:
+                    log.info("%s: segment %d read as %r", utt.id, item.index, spoken)
+        for sentence in utt.unspoken:
+            log.warning("%s: not spoken (nothing to read): %r", utt.id, sentence)
         await utt.result()
     except TTSError as exc:
         raise api_error(exc) from exc
+
+
+def timed_string(word: Word) -> TimedString:
+    """A word as LiveKit's transcript wants it: the caller's word, with the space that
+    follows it (none after a CJK character), times in seconds."""
+    text = caller_word(word)
+    if text and not _is_cjk(text[-1]):
+        text += " "
+    return TimedString(text, start_time=word.start_ms / 1000.0, end_time=word.end_ms / 1000.0)
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u2e80" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\u3000" <= char <= "\u303f"
 
 
 async def _cancel_if_running(utt: Utterance) -> None:

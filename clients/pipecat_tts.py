@@ -9,6 +9,17 @@ through (`TextAggregationMode.TOKEN`) instead of waiting for whole sentences.
 Audio frames are pushed into the turn's audio context as they arrive; a user
 interruption cancels the utterance (barge-in) and drops audio still in flight.
 
+Word timings (`timestamps=True`, the default): the turn's utterance asks for `words`, and
+each word goes to Pipecat's `add_word_timestamps` (seconds from the turn's first audio:
+the server's clock) just before the audio frame in which it starts, in the same audio
+context. Pipecat then builds the assistant's message from the words played, so an
+interrupted turn's context holds only what the user heard, not the whole reply.
+A segment the model read differently from its text (numbers, symbols) is logged with
+its spoken text; sentences it could not speak are logged as warnings.
+
+The connection stays open between turns (the client pings before the server's idle
+timeout) and is opened again by the next turn when the server closed it anyway.
+
 When the server refuses a turn for load (`overloaded`, `too_many_active`) before it
 started, the service waits as its `Backoff` says (the server's `retry_after_ms` first,
 with jitter, bounded: by default 3 attempts within 2 s, since a turn that starts much
@@ -40,7 +51,9 @@ from pipecat.services.tts_service import TextAggregationMode, TTSService
 from clients.backoff import Backoff
 from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import TTSError, UtteranceCancelled
+from clients.events import WordCursor, Words, caller_word
 from clients.utterance import AudioChunk, Utterance
+from protocol import Segment
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +73,8 @@ class _Turn:
     waited_s: float = 0.0
     retrying: bool = False  # refused for load: text waits for the next speak
     readers: list[asyncio.Task] = field(default_factory=list)
+    words: WordCursor = field(default_factory=WordCursor)  # timed, not yet handed on
+    audio_ms: float = 0.0  # audio handed to Pipecat so far
 
     @property
     def wire_id(self) -> str:
@@ -77,7 +92,9 @@ class ChatTTSRealtimeTTSService(TTSService):
     `frame_ms` (audio per frame), `text_aggregation_mode` (TOKEN by default: the
     server does the sentence splitting), `stop_frame_timeout_s` (how long a turn may
     go without audio before Pipecat closes its audio context), `backoff` (how a turn
-    refused for load is retried; None: not at all), plus TTSService kwargs.
+    refused for load is retried; None: not at all), `timestamps` (word timings for
+    Pipecat's context: on by default), `keepalive` (ping between turns so the server
+    does not close the socket as idle), plus TTSService kwargs.
     """
 
     def __init__(self, *, url: str = DEFAULT_URL, token: str | None = None,
@@ -85,11 +102,15 @@ class ChatTTSRealtimeTTSService(TTSService):
                  chunking: str = "sentence", frame_ms: int = 40,
                  text_aggregation_mode: TextAggregationMode = TextAggregationMode.TOKEN,
                  stop_frame_timeout_s: float = 15.0, backoff: Backoff | None = TURN_BACKOFF,
-                 **kwargs) -> None:
+                 timestamps: bool = True, keepalive: bool = True, **kwargs) -> None:
         kwargs.setdefault("settings", TTSSettings(model="chattts", voice=voice, language=None))
+        # With word timings Pipecat builds the turn's text frames from them; without,
+        # it pushes the text it sent as it goes.
         super().__init__(text_aggregation_mode=text_aggregation_mode, push_start_frame=True,
-                         pause_frame_processing=False,
+                         pause_frame_processing=False, push_text_frames=not timestamps,
                          stop_frame_timeout_s=stop_frame_timeout_s, **kwargs)
+        self._timestamps = timestamps
+        self._keepalive = keepalive
         self._url = url
         self._token = token
         self._voice = voice
@@ -98,6 +119,9 @@ class ChatTTSRealtimeTTSService(TTSService):
         self._frame_ms = frame_ms
         self._backoff = backoff
         self._client: RealtimeClient | None = None
+        # The connection last opened (kept after the pipeline closes it): its `pings`
+        # and `reconnects` say how it was kept alive.
+        self.last_client: RealtimeClient | None = None
         self._turns: dict[str, _Turn] = {}
         self._readers: dict[str, asyncio.Task] = {}
         self._connect_lock = asyncio.Lock()
@@ -125,11 +149,13 @@ class ChatTTSRealtimeTTSService(TTSService):
         await self._close()
 
     async def _ensure_connected(self) -> RealtimeClient:
+        # Once connected, the client keeps the socket alive between turns and its next
+        # speak reconnects after an idle close; a new client only after _close().
         async with self._connect_lock:
-            if self._client is None or self._client._closed_reason is not None:
-                client = RealtimeClient(self._url, token=self._token)
+            if self._client is None:
+                client = RealtimeClient(self._url, token=self._token, keepalive=self._keepalive)
                 await client.connect()
-                self._client = client
+                self._client = self.last_client = client
                 await self._call_event_handler("on_connected")
             return self._client
 
@@ -180,7 +206,8 @@ class ChatTTSRealtimeTTSService(TTSService):
         turn.utt = await client.speak("".join(turn.parts), id=turn.wire_id, final=turn.final,
                                       lane=self._lane, voice=self._voice, format="pcm_s16le",
                                       sample_rate=self._wire_rate(client),
-                                      frame_ms=self._frame_ms, chunking=self._chunking)
+                                      frame_ms=self._frame_ms, chunking=self._chunking,
+                                      timestamps=self._timestamps)
         turn.retrying = False
 
     async def flush_audio(self, context_id: str | None = None) -> None:
@@ -222,13 +249,18 @@ class ChatTTSRealtimeTTSService(TTSService):
                 try:
                     async for item in utt:
                         if not isinstance(item, AudioChunk):
+                            self._on_event(turn, item)
                             continue
                         if first:
                             await self.stop_ttfb_metrics()
                             first = False
+                        # Words that start in this frame go just before it.
+                        turn.audio_ms += item.duration_ms
+                        await self._hand_on_words(turn, turn.audio_ms)
                         frame = TTSAudioRawFrame(audio=item.pcm, sample_rate=item.sample_rate,
                                                  num_channels=1, context_id=context_id)
                         await self.append_to_audio_context(context_id, frame)
+                    await self._hand_on_words(turn, float("inf"))
                     await utt.result()
                     break
                 except UtteranceCancelled:
@@ -251,6 +283,23 @@ class ChatTTSRealtimeTTSService(TTSService):
             self._readers.pop(context_id, None)
             if self._turns.get(context_id) is turn:
                 del self._turns[context_id]
+
+    def _on_event(self, turn: _Turn, item: object) -> None:
+        if isinstance(item, Words):
+            turn.words.add(item.words)
+        elif isinstance(item, Segment):
+            spoken = getattr(item, "spoken", None)
+            if spoken is not None and spoken != item.text:
+                log.info("turn %s: segment %d read as %r", turn.context_id, item.index, spoken)
+        for sentence in getattr(item, "unspoken", None) or ():
+            log.warning("turn %s: not spoken (nothing to read): %r", turn.context_id, sentence)
+
+    async def _hand_on_words(self, turn: _Turn, until_ms: float) -> None:
+        """Give Pipecat the turn's timed words that start before `until_ms` of audio, as
+        the LLM wrote them (Pipecat matches them against its text), in seconds."""
+        times = [(caller_word(w), w.start_ms / 1000.0) for w in turn.words.take(until_ms)]
+        if times:
+            await self.add_word_timestamps(times, turn.context_id)
 
     async def _retry(self, turn: _Turn, utt: Utterance, exc: TTSError) -> bool:
         """Wait and speak the turn again if ``exc`` refused it for load before it

@@ -9,7 +9,9 @@ flight (up to `--max-in-flight`): an open loop, as real traffic is, so an overlo
 server shows as refusals or as latency. A share of the utterances
 (`--background-share`) go to the background lane. Per utterance it records connect
 time, first audio, inter-frame gaps, playback stalls of a simulated real-time player
-(clients/playback.py), RTF, errors, and for refusals their latency and retry hint; per
+(clients/playback.py), RTF, errors, and for refusals their latency and retry hint (with
+`--timestamps`, also whether each word's timing came before its audio and before that
+audio was due to play: clients/probe_words.py); per
 point and per lane it prints p50/p95/p99 and refusals by code, and writes `probe.json`
 and log-axis plots (`first_audio.png`, `stall.png`; `*_by_rate.png` for a rate sweep)
 into `--out`.
@@ -32,7 +34,8 @@ from clients.client import RealtimeClient
 from clients.errors import TTSError
 from clients.playback import simulate_playback
 from clients.probe_report import UtteranceRecord, plot, summarize, table, write_json
-from clients.utterance import AudioChunk
+from clients.probe_words import word_timing_stats
+from clients.utterance import AudioChunk, Utterance
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,7 @@ async def measure_one(url: str, token: str | None, text: str, lane: str, level: 
             rec.audio_ms = utt.audio_ms
             rec.frames = utt.frames
             rec.rtf = rec.total_ms / rec.audio_ms if rec.audio_ms > 0 else None
+            score_words(rec, arrivals, utt)
     except TTSError as exc:
         rec.error = exc.code or type(exc).__name__
         if utt is not None and utt.started_at is None and exc.code is not None:
@@ -97,6 +101,16 @@ async def measure_one(url: str, token: str | None, text: str, lane: str, level: 
     if rec.error is None and rec.total_ms is None:
         rec.total_ms = 1000.0 * (time.monotonic() - t0)
     return rec
+
+
+def score_words(rec: UtteranceRecord, arrivals: list[tuple[float, float]], utt: Utterance) -> None:
+    if not utt.words:
+        return
+    timings = [(at, w.start_ms) for at, w in zip(utt.words_received_at, utt.words)]
+    stats = word_timing_stats(arrivals, timings)
+    rec.words, rec.words_late = stats.words, stats.late
+    rec.word_lead_ms, rec.word_lead_ms_min = stats.lead_ms_median, stats.lead_ms_min
+    rec.word_margin_ms_min = stats.margin_ms_min
 
 
 async def run_level(args: argparse.Namespace, level: int, texts: list[str],
@@ -155,7 +169,8 @@ def _utterances(args: argparse.Namespace, texts: list[str],
 
 async def _measured(args: argparse.Namespace, text: str, lane: str, level: int,
                     rate: float | None, hard_stop_at: float) -> UtteranceRecord:
-    opts: dict[str, Any] = {"format": args.format, "frame_ms": args.frame_ms, "chunking": args.chunking}
+    opts: dict[str, Any] = {"format": args.format, "frame_ms": args.frame_ms,
+                            "chunking": args.chunking, "timestamps": args.timestamps}
     if args.voice:
         opts["voice"] = args.voice
     if lane == "background" and args.deadline_ms:
@@ -190,6 +205,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--frame-ms", type=int, default=100)
     p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))
     p.add_argument("--voice", default=None)
+    p.add_argument("--timestamps", action="store_true",
+                   help="ask for word timings and score whether they come in time")
     p.add_argument("--max-seconds", type=float, default=120.0, help="bound on the whole sweep")
     p.add_argument("--seed", type=int, default=0, help="seed of the lane mix")
     p.add_argument("--out", type=Path, default=Path("probe-out"))

@@ -40,6 +40,14 @@ class UtteranceRecord:
     refused: bool = False  # an error before `started`: the server said no
     refusal_ms: float | None = None  # speak sent to the refusal received
     retry_after_ms: int | None = None
+    # With --timestamps (clients/probe_words.py): words timed, the median and smallest
+    # lead of a timing over its audio, the smallest margin before its audio was due to
+    # play, and the words whose timing came after that.
+    words: int = 0
+    word_lead_ms: float | None = None
+    word_lead_ms_min: float | None = None
+    word_margin_ms_min: float | None = None
+    words_late: int = 0
 
 
 def percentile(values: Sequence[float | None], q: float) -> float | None:
@@ -79,6 +87,13 @@ def _metrics(rows: Sequence[UtteranceRecord]) -> dict[str, Any]:
     for metric in METRICS:
         values = [getattr(r, metric) for r in ok]
         entry[metric] = {f"p{q}": percentile(values, q) for q in (50, 95, 99)}
+    timed = [r for r in ok if r.words]
+    if timed:
+        entry["words"] = {"utterances": len(timed), "words": sum(r.words for r in timed),
+                          "late": sum(r.words_late for r in timed),
+                          "lead_ms_p50": percentile([r.word_lead_ms for r in timed], 50),
+                          "lead_ms_min": min(r.word_lead_ms_min or 0.0 for r in timed),
+                          "margin_ms_min": min(r.word_margin_ms_min or 0.0 for r in timed)}
     return entry
 
 
@@ -132,6 +147,15 @@ def table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{_fmt(g['p50']):>7}/{_fmt(g['p95']):>8} | "
                 f"{_fmt(s['p50']):>6}/{_fmt(s['p95']):>6}/{_fmt(s['p99']):>7} {m['underruns']:>6} | "
                 f"{_fmt(r['p50'], 3):>5}/{_fmt(r['p95'], 3):>6} | {refusals}")
+    timed = [(e, lane, m["words"]) for e in summary for lane, m in e["lanes"].items()
+             if "words" in m]
+    if timed:
+        lines += ["", f"{'point':>7} {'lane':11} {'words':>6} | {'timing lead over its audio ms':>30}"
+                      f" | {'margin before due ms':>20} | late"]
+        for e, lane, w in timed:
+            lead = f"p50 {_fmt(w['lead_ms_p50'], 1)}  min {_fmt(w['lead_ms_min'], 1)}"
+            lines.append(f"{_label(e):>7} {lane:11} {w['words']:>6} | {lead:>30} | "
+                         f"{'min ' + _fmt(w['margin_ms_min'], 1):>20} | {w['late']}")
     return "\n".join(lines)
 
 

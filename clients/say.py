@@ -40,6 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate", type=int, default=None, help="output sample rate (Hz)")
     p.add_argument("--frame-ms", type=int, default=100)
     p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))
+    p.add_argument("--speed", type=int, default=None, choices=range(10), metavar="0-9",
+                   help="ChatTTS speed level [speed_N] (server default 5)")
     p.add_argument("--timestamps", action="store_true",
                    help="print each word's start and end (ms into the audio) on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
@@ -58,7 +60,7 @@ async def run(args: argparse.Namespace, text: str) -> int:
         utt = await client.speak(text, voice=args.voice, lane=args.lane, format=args.format,
                                  sample_rate=args.rate, frame_ms=args.frame_ms,
                                  chunking=args.chunking, deadline_ms=args.deadline_ms,
-                                 timestamps=args.timestamps)
+                                 timestamps=args.timestamps, speed=args.speed)
         try:
             async for item in utt:
                 if not isinstance(item, AudioChunk):

@@ -30,6 +30,7 @@ from protocol import (
     Append,
     Cancel,
     Cancelled,
+    ClientMessage,
     Done,
     Flush,
     Segment,
@@ -94,8 +95,7 @@ class Utterance:
     sample_rate: int
     lane: str
     final: bool
-    # Sends a message, plus wire fields the message class may lack (None: left out).
-    _send: Callable[..., Awaitable[None]] = field(repr=False)
+    _send: Callable[[ClientMessage], Awaitable[None]] = field(repr=False)
     stream: int | None = None
     sent_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
@@ -105,8 +105,8 @@ class Utterance:
     frames: int = 0
     segments: list[Segment] = field(default_factory=list)
     refusals: list[TTSError] = field(default_factory=list)
-    timestamps: bool = False
     words: list[Word] = field(default_factory=list)
+    words_received_at: list[float] = field(default_factory=list)  # monotonic, per word
     # What was sent, so a speak the server never saw can be sent again (RealtimeClient
     # replays it on a new connection after an idle close).
     speak_message: Speak | None = field(default=None, repr=False)
@@ -189,7 +189,7 @@ class Utterance:
             flush_id = f"f{len(self._flushes) + 1}"
         if flush_id is not None:
             self._flushes.setdefault(flush_id, asyncio.get_running_loop().create_future())
-        await self._send(Flush(id=self.id), flush_id=flush_id)
+        await self._send(Flush(id=self.id, flush_id=flush_id))
         return await self.flushed(flush_id) if wait and flush_id is not None else None
 
     async def flushed(self, flush_id: str) -> Flushed | None:
@@ -276,16 +276,17 @@ class Utterance:
         self.segments.append(msg)
         self._queue.put_nowait(msg)
 
-    def _on_words(self, msg: Words) -> None:
+    def _on_words(self, msg: Words, now: float) -> None:
         if self._cancel_sent:
             return
         self.words.extend(msg.words)
+        self.words_received_at.extend(now for _ in msg.words)
         self._queue.put_nowait(msg)
 
     def _on_flushed(self, msg: Flushed) -> None:
-        future = self._flushes.get(msg.flush_id) if msg.flush_id is not None else None
+        future = self._flushes.get(msg.flush_id)
         if future is None:
-            future = self._flushes[msg.flush_id or ""] = asyncio.get_running_loop().create_future()
+            future = self._flushes[msg.flush_id] = asyncio.get_running_loop().create_future()
         if not future.done():
             future.set_result(msg)
         self._queue.put_nowait(msg)

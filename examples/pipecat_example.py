@@ -1,11 +1,13 @@
 """`python -m examples.pipecat_example -o out.wav`: a Pipecat pipeline speaking a scripted
 LLM reply through the realtime server.
 
-The pipeline is [ChatTTSRealtimeTTSService -> AudioCollector]. A scripted "LLM" pushes
+The pipeline is [ChatTTSRealtimeTTSService -> AudioCollector -> the assistant's context
+aggregator]. A scripted "LLM" pushes
 one assistant turn token by token (LLMFullResponseStartFrame, LLMTextFrame...,
 LLMFullResponseEndFrame), as a language model's stream would arrive, and the collected
 TTSAudioRawFrames are written to a WAV. `--interrupt-after S` sends an
-InterruptionFrame S seconds after the first audio (barge-in).
+InterruptionFrame S seconds after the first audio (barge-in); the assistant's message in
+the conversation context then holds only the words spoken (printed on stderr).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pipecat.frames.frames import (
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
@@ -50,12 +54,15 @@ class AudioCollector(FrameProcessor):
         self.frames_after_interruption = 0
         self.interrupted = False
         self.first_audio = asyncio.Event()
+        self.audio_at_interruption: float | None = None  # seconds of audio before it
         self.tts: ChatTTSRealtimeTTSService | None = None  # set by run_pipeline
+        self.context: LLMContext | None = None  # set by run_pipeline
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, InterruptionFrame):
             self.interrupted = True
+            self.audio_at_interruption = len(self.pcm) / 2 / self.sample_rate
         elif isinstance(frame, TTSAudioRawFrame):
             if self.interrupted:
                 self.frames_after_interruption += 1
@@ -77,6 +84,16 @@ class AudioCollector(FrameProcessor):
     def sample_rate(self) -> int:
         return self.audio[0].sample_rate if self.audio else DEFAULT_SAMPLE_RATE
 
+    @property
+    def assistant_message(self) -> str | None:
+        """The text of the context's last assistant message (None: there is none)."""
+        messages = self.context.get_messages() if self.context is not None else []
+        for message in reversed(messages):
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                content = message.get("content")
+                return content if isinstance(content, str) else str(content)
+        return None
+
 
 async def speak_turn(worker: PipelineWorker, text: str, token_delay_s: float) -> None:
     """Queue one assistant turn into the pipeline, token by token."""
@@ -87,10 +104,12 @@ async def speak_turn(worker: PipelineWorker, text: str, token_delay_s: float) ->
     await worker.queue_frame(LLMFullResponseEndFrame())
 
 
-async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s: float = 0.02,
-                       interrupt_after_s: float | None = None, settle_s: float = 0.5,
+async def run_pipeline(url: str, token: str | None, text: str | list[str], *,
+                       token_delay_s: float = 0.02, interrupt_after_s: float | None = None,
+                       settle_s: float = 0.5, pause_s: float = 0.0,
                        **tts_kwargs) -> AudioCollector:
-    """Run [TTS -> collector] on one scripted turn; returns the collector.
+    """Run [TTS -> collector -> assistant aggregator] on scripted turns (one text, or a
+    list of them `pause_s` apart); returns the collector.
 
     Without an interruption the pipeline ends once the turn's audio has played out
     (EndFrame waits for the audio contexts). With `interrupt_after_s`, the user "barges
@@ -99,14 +118,20 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
     """
     tts = ChatTTSRealtimeTTSService(url=url, token=token, **tts_kwargs)
     collector = AudioCollector()
-    worker = PipelineWorker(Pipeline([tts, collector]),
+    context = LLMContext()
+    assistant = LLMContextAggregatorPair(context).assistant()
+    worker = PipelineWorker(Pipeline([tts, collector, assistant]),
                             params=PipelineParams(audio_out_sample_rate=DEFAULT_SAMPLE_RATE),
                             enable_rtvi=False, cancel_on_idle_timeout=False)
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
 
     async def script() -> None:
-        turn = asyncio.create_task(speak_turn(worker, text, token_delay_s))
+        *earlier, last = [text] if isinstance(text, str) else text
+        for reply in earlier:
+            await speak_turn(worker, reply, token_delay_s)
+            await asyncio.sleep(pause_s)
+        turn = asyncio.create_task(speak_turn(worker, last, token_delay_s))
         if interrupt_after_s is not None:
             await asyncio.wait_for(collector.first_audio.wait(), 60)
             await asyncio.sleep(interrupt_after_s)
@@ -122,7 +147,7 @@ async def run_pipeline(url: str, token: str | None, text: str, *, token_delay_s:
         await worker.queue_frame(EndFrame())
 
     await asyncio.gather(runner.run(), script())
-    collector.tts = tts  # for inspection by callers
+    collector.tts, collector.context = tts, context  # for inspection by callers
     return collector
 
 
@@ -142,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     first = collector.first_audio_at or t0  # audio came, so this is set
     print(f"{len(collector.audio)} frames, {seconds:.2f} s of audio, first audio "
           f"{1000 * (first - t0):.0f} ms after start -> {args.output}", file=sys.stderr)
+    print(f"assistant message: {collector.assistant_message!r}", file=sys.stderr)
     return 0
 
 

@@ -49,14 +49,8 @@ from protocol.messages import (
     OPUS_PACKET_MS,
     OPUS_SAMPLE_RATES,
     PROTOCOL_VERSION,
-    REPETITION_PENALTY_MAX,
-    REPETITION_PENALTY_MIN,
     SAMPLE_RATE_MAX,
-    SEED_MAX,
     SERVER_TYPES,
-    TEMPERATURE_MAX,
-    TOP_K_MAX,
-    TOP_P_MAX,
     Append,
     Cancel,
     Cancelled,
@@ -67,13 +61,28 @@ from protocol.messages import (
     Hello,
     Limits,
     ModelInfo,
-    Params,
     Segment,
     ServerMessage,
     Speak,
     Started,
     Timing,
     is_valid_id,
+)
+from protocol.params import (
+    DEFAULT_SPEED,
+    REFERENCES,
+    REFINE_LEVELS,
+    REFINE_PROMPT_MAX_CHARS,
+    REPETITION_PENALTY_MAX,
+    REPETITION_PENALTY_MIN,
+    SEED_MAX,
+    SPEED_MAX,
+    SPEED_MIN,
+    TEMPERATURE_MAX,
+    TOP_K_MAX,
+    TOP_P_MAX,
+    Params,
+    RefineLevels,
 )
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
 from protocol.server_codec import decode_server
@@ -91,6 +100,9 @@ __all__ = [
     "Hello", "Started", "Segment", "Timing", "Done", "Cancelled", "Error",
     "ClientMessage", "ServerMessage", "ALL_FORMATS", "OPUS_FORMAT", "OPUS_SAMPLE_RATES",
     "OPUS_PACKET_MS",
+    # params
+    "SPEED_MIN", "SPEED_MAX", "DEFAULT_SPEED", "REFINE_LEVELS", "REFINE_PROMPT_MAX_CHARS",
+    "REFERENCES", "RefineLevels",
     # voice-agent additions
     "Words", "WordTiming", "WORD_METHODS", "Flushed", "Ping", "Pong", "PING_DATA_MAX_CHARS",
     # errors

@@ -13,8 +13,9 @@ message (``unknown_type``); then ``id``, then the fields in the order of the
 protocol table: ``text``, ``final``, ``lane``, ``deadline_ms``, ``voice``,
 ``format``, ``sample_rate``, ``frame_ms``, ``chunking``, ``params`` (and in
 ``params``: ``temperature``, ``top_p``, ``top_k``, ``repetition_penalty``,
-``seed``), then ``timestamps``; ``flush`` checks ``flush_id``. A ``ping``
-carries no id: its only field is ``data``, and its errors have id null.
+``seed``, ``speed``, ``refine``, ``reference``), then ``timestamps``;
+``flush`` checks ``flush_id``. A ``ping`` carries no id: its only field is
+``data``, and its errors have id null.
 
 Thread: pure functions, safe from any thread.
 """
@@ -44,23 +45,17 @@ from protocol.messages import (
     LANES,
     OPUS_FORMAT,
     OPUS_SAMPLE_RATES,
-    REPETITION_PENALTY_MAX,
-    REPETITION_PENALTY_MIN,
     SAMPLE_RATE_MAX,
-    SEED_MAX,
-    TEMPERATURE_MAX,
-    TOP_K_MAX,
-    TOP_P_MAX,
     Append,
     Cancel,
     ClientMessage,
     Flush,
     Hello,
-    Params,
     ServerMessage,
     Speak,
     is_valid_id,
 )
+from protocol.params_reader import parse_params
 from protocol.voices import voice_kind
 from protocol.words import PING_DATA_MAX_CHARS, Ping
 
@@ -73,7 +68,8 @@ class Offer:
     """What one server offers; the offer-dependent half of validation.
 
     A ``speak`` naming a format, sample rate, lane, chunking or voice outside
-    these is ``unsupported``; a ``speak`` or ``append`` whose own text is longer
+    these is ``unsupported``, and so is ``params.refine`` (anything but
+    ``false``) when ``refine`` is False; a ``speak`` or ``append`` whose own text is longer
     than ``max_text_chars`` characters (Unicode code points) is
     ``text_too_long`` (the session also bounds the running total).
     """
@@ -84,6 +80,7 @@ class Offer:
     max_text_chars: int
     lanes: tuple[str, ...] = LANES
     chunkings: tuple[str, ...] = CHUNKINGS
+    refine: bool = False
 
     def __post_init__(self) -> None:
         # Accept any iterables from callers; keep the value hashable.
@@ -92,7 +89,8 @@ class Offer:
 
     @classmethod
     def from_hello(cls, hello: Hello) -> Offer:
-        """The offer a server announced, for validating messages client-side."""
+        """The offer a server announced, for validating messages client-side.
+        ``hello`` does not announce a refine pass, so none is assumed."""
         return cls(
             formats=hello.formats,
             sample_rates=hello.sample_rates,
@@ -104,12 +102,14 @@ class Offer:
 DEFAULT_MAX_TEXT_CHARS = 5000
 DEFAULT_SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000, 44100, 48000)
 # The offer the published JSON Schema is written for: every format, common
-# sample rates, no named voices (a server lists its own in hello).
+# sample rates, no named voices (a server lists its own in hello), and every
+# form of params.refine the protocol defines.
 DEFAULT_OFFER = Offer(
     formats=FORMATS,
     sample_rates=DEFAULT_SAMPLE_RATES,
     voices=(),
     max_text_chars=DEFAULT_MAX_TEXT_CHARS,
+    refine=True,
 )
 
 
@@ -157,7 +157,7 @@ def decode_client(frame: Frame, offer: Offer | None = None) -> ClientMessage:
     a binary frame is the caller's ``binary_not_allowed``). With ``offer``
     None, only the protocol's own rules apply: any format, lane and chunking
     the protocol defines, any sample rate in range, any voice string, no text
-    limit.
+    limit, every form of ``params.refine``.
 
     Raises ``ProtocolError`` only (codes bad_json, bad_message, unknown_type,
     unsupported, text_too_long), with ``field`` set for field errors and ``id``
@@ -188,7 +188,8 @@ def _voice(r: FieldReader, offer: Offer | None) -> str | None:
     if voice is not None and voice_kind(voice, offer.voices if offer else None) is None:
         raise r.fail(
             "voice",
-            "voice must be an offered name, 'seed:<n>' or an encoded speaker embedding",
+            "voice must be an offered name, 'seed:<n>', an encoded speaker embedding or a "
+            "sample voice ('sample:...', from POST /v1/voices)",
             ErrorCode.UNSUPPORTED,
         )
     return voice
@@ -201,21 +202,6 @@ def _sample_rate(r: FieldReader, offer: Offer | None) -> int:
         raise r.fail("sample_rate", f"sample_rate {rate} is not offered (one of: {offered})",
                      ErrorCode.UNSUPPORTED)
     return rate
-
-
-def _params(r: FieldReader) -> Params:
-    p = r.nested("params")
-    if p is None:
-        return Params()
-    return Params(
-        temperature=p.number("temperature", 0.0, TEMPERATURE_MAX, low_open=True, default=None),
-        top_p=p.number("top_p", 0.0, TOP_P_MAX, low_open=True, default=None),
-        top_k=p.integer("top_k", 1, TOP_K_MAX, None),
-        repetition_penalty=p.number(
-            "repetition_penalty", REPETITION_PENALTY_MIN, REPETITION_PENALTY_MAX, default=None
-        ),
-        seed=p.integer("seed", 0, SEED_MAX, None),
-    )
 
 
 def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
@@ -232,7 +218,7 @@ def _speak(r: FieldReader, msg_id: str, offer: Offer | None) -> Speak:
                      ErrorCode.UNSUPPORTED)
     frame_ms = r.integer("frame_ms", FRAME_MS_MIN, FRAME_MS_MAX, DEFAULT_FRAME_MS)
     chunking = r.choice("chunking", offer.chunkings if offer else CHUNKINGS, DEFAULT_CHUNKING)
-    params = _params(r)
+    params = parse_params(r, offer.refine if offer else True)
     timestamps = r.boolean("timestamps", False)
     return Speak(
         id=msg_id,

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from protocol.params import Params
 from protocol.words import Flushed, Ping, Pong, Words
 
 PROTOCOL_VERSION = 1
@@ -44,18 +45,13 @@ ID_MAX_CHARS = 64
 ID_PATTERN = r"[A-Za-z0-9._:-]{1,64}"
 _ID_RE = re.compile(ID_PATTERN)
 
-# Ranges the protocol document states, plus the ceilings it leaves open (an
-# unsigned 32-bit value is the ceiling every client language can hold).
+# Ranges the protocol document states (those of params: protocol.params), plus
+# the ceilings it leaves open (an unsigned 32-bit value is the ceiling every
+# client language can hold).
 U32_MAX = 2**32 - 1
 DEADLINE_MS_MAX = U32_MAX
-SEED_MAX = U32_MAX
 RETRY_AFTER_MS_MAX = U32_MAX
 SAMPLE_RATE_MAX = 384_000
-TEMPERATURE_MAX = 2.0  # > 0
-TOP_P_MAX = 1.0  # > 0
-TOP_K_MAX = 626  # the number of ids in one ChatTTS codebook
-REPETITION_PENALTY_MIN = 1.0
-REPETITION_PENALTY_MAX = 2.0
 
 
 def is_valid_id(value: object) -> bool:
@@ -68,28 +64,6 @@ def _without_none(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- client -> server -------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Params:
-    """Sampling overrides for one utterance; None keeps the server default."""
-
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-    seed: int | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return _without_none(
-            {
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "top_k": self.top_k,
-                "repetition_penalty": self.repetition_penalty,
-                "seed": self.seed,
-            }
-        )
 
 
 @dataclass(frozen=True, slots=True)

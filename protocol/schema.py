@@ -27,15 +27,22 @@ from protocol.messages import (
     FRAME_MS_MAX,
     FRAME_MS_MIN,
     ID_MAX_CHARS,
+    SAMPLE_RATE_MAX,
+)
+from protocol.params import (
+    REFERENCES,
+    REFINE_LEVELS,
+    REFINE_PROMPT_MAX_CHARS,
     REPETITION_PENALTY_MAX,
     REPETITION_PENALTY_MIN,
-    SAMPLE_RATE_MAX,
     SEED_MAX,
+    SPEED_MAX,
+    SPEED_MIN,
     TEMPERATURE_MAX,
     TOP_K_MAX,
     TOP_P_MAX,
 )
-from protocol.voices import EMBEDDING_PATTERN
+from protocol.voices import EMBEDDING_PATTERN, SAMPLE_PATTERN
 from protocol.words import PING_DATA_MAX_CHARS
 
 SCHEMA_FILE = "client_messages.schema.json"
@@ -77,13 +84,26 @@ def _voice(offer: Offer) -> dict[str, Any]:
         {"type": "null"},
         {"type": "string", "pattern": SEED_VOICE_PATTERN, **_NO_LINE_FEED},
         {"type": "string", "pattern": f"^{EMBEDDING_PATTERN}$", **_NO_LINE_FEED},
+        {"type": "string", "pattern": f"^{SAMPLE_PATTERN}$"},
     ]
     if offer.voices:
         kinds.insert(1, {"enum": list(offer.voices)})
     return {"anyOf": kinds}
 
 
-def _params() -> dict[str, Any]:
+def _refine(offer: Offer) -> dict[str, Any]:
+    if not offer.refine:
+        return {"enum": [False, None]}
+    levels = {name: {"type": _nullable("integer"), "minimum": low, "maximum": high}
+              for name, (low, high) in REFINE_LEVELS.items()}
+    return {"anyOf": [
+        {"type": _nullable("boolean")},
+        {"type": "string", "maxLength": REFINE_PROMPT_MAX_CHARS},
+        {"type": "object", "properties": levels},
+    ]}
+
+
+def _params(offer: Offer) -> dict[str, Any]:
     return {
         "type": _nullable("object"),
         "properties": {
@@ -95,6 +115,9 @@ def _params() -> dict[str, Any]:
                                    "minimum": REPETITION_PENALTY_MIN,
                                    "maximum": REPETITION_PENALTY_MAX},
             "seed": {"type": _nullable("integer"), "minimum": 0, "maximum": SEED_MAX},
+            "speed": {"type": _nullable("integer"), "minimum": SPEED_MIN, "maximum": SPEED_MAX},
+            "refine": _refine(offer),
+            "reference": _choice(REFERENCES),
         },
     }
 
@@ -132,7 +155,7 @@ def client_schema(offer: Offer = DEFAULT_OFFER) -> dict[str, Any]:
             "frame_ms": {"type": _nullable("integer"), "minimum": FRAME_MS_MIN,
                          "maximum": FRAME_MS_MAX},
             "chunking": _choice(offer.chunkings),
-            "params": _params(),
+            "params": _params(offer),
             "timestamps": {"type": _nullable("boolean"),
                            "description": "v1 addition: send words messages (word timings)"},
         },
@@ -158,8 +181,10 @@ def client_schema(offer: Offer = DEFAULT_OFFER) -> dict[str, Any]:
         "description": (
             "One JSON text frame from client to server. Written for the offer: "
             f"formats {list(offer.formats)}, sample_rates {list(offer.sample_rates)}, "
-            f"named voices {list(offer.voices)}, max_text_chars {offer.max_text_chars}; "
-            "a server's hello message states its own. 'integer' means a number "
+            f"named voices {list(offer.voices)}, max_text_chars {offer.max_text_chars}, "
+            f"refine pass {'offered' if offer.refine else 'not offered'}; "
+            "a server's hello message states its own (a server without the refine pass "
+            "answers params.refine other than false with unsupported). 'integer' means a number "
             "written without fraction or exponent."
         ),
         "oneOf": [

@@ -14,17 +14,13 @@ bytes sent exactly.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import numpy as np
 import soxr
 
-from protocol import DEFAULT_SAMPLE_RATES, FORMATS, OPUS_FORMAT
+from protocol import DEFAULT_SAMPLE_RATES
 from protocol.pcm import BYTES_PER_SAMPLE, encode_samples
 from realtime.runtime.api import SAMPLE_RATE
-
-if TYPE_CHECKING:
-    from realtime.opus import OpusFramer
 
 log = logging.getLogger(__name__)
 
@@ -146,19 +142,3 @@ class AudioFramer:
         self.samples_sent += framed
         self.segment_samples += framed
         return payloads
-
-
-def framer_for(fmt: str, sample_rate: int, frame_ms: int) -> AudioFramer | OpusFramer:
-    """The framer of one utterance's format: PCM here, Opus in realtime.opus."""
-    if fmt == OPUS_FORMAT:
-        from realtime.opus import OpusFramer
-
-        return OpusFramer(sample_rate, frame_ms)
-    return AudioFramer(fmt, sample_rate, frame_ms)
-
-
-def offered_formats() -> tuple[str, ...]:
-    """The formats this server lists in ``hello``: PCM always, Opus when it loads."""
-    from realtime.opus import available
-
-    return (*FORMATS, OPUS_FORMAT) if available() else FORMATS

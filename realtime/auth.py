@@ -14,10 +14,10 @@ import hashlib
 import hmac
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.http11 import Request
+from realtime.exchange import RequestHead
 
 
-def bearer_token(request: Request) -> str | None:
+def bearer_token(request: RequestHead) -> str | None:
     """The token of ``Authorization: Bearer <token>``, else of ``?token=``."""
     header = request.headers.get("Authorization")
     if header:

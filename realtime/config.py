@@ -69,6 +69,8 @@ class ServerConfig:
     # a tool call, a hold) without keepalives; short enough that sockets of
     # clients that vanished behind a NAT free their slot within minutes.
     idle_timeout: float = 300.0
+    # A connection's first request (a WebSocket handshake, an HTTP head and body) must be in by then.
+    handshake_timeout: float = 10.0
     log_level: str = "info"
     log_json: bool = False
     # Only for ``--weights tone``: seconds the synthetic runner spends per step.
@@ -156,6 +158,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
 # (flag, dest, type, help). Booleans are store_true flags on the command line.
 _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--host", "host", str, "address to bind"),
@@ -200,6 +209,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--idle-timeout", "idle_timeout", _non_negative_float,
      "close connections with no active utterance and no client message for this many "
      "seconds, code 1000 (0: never; a ping message keeps one open)"),
+    ("--handshake-timeout", "handshake_timeout", _positive_float,
+     "seconds a new connection has to send its handshake or its whole HTTP request"),
     ("--log-level", "log_level", str, "debug | info | warning | error"),
     ("--log-json", "log_json", bool, "one JSON object per log line"),
     ("--tone-step-ms", "tone_step_ms", _non_negative_float,

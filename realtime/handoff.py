@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from realtime.runtime.api import SegmentRequest
 from scheduler import Lane
@@ -87,6 +87,20 @@ class Submission:
     first: bool
 
 
+@dataclass(frozen=True)
+class LaneLoad:
+    """The interactive lane's saturation as the observer last published it
+    (``realtime.observe``; ``GET /load`` serves it, ``realtime.load``):
+    live streams over the capacity (1.0 and above: new interactive work is
+    refused), the retry hint while saturated, the first-audio budget."""
+
+    streams: int = 0
+    capacity: int = 0
+    saturation: float = 0.0
+    retry_after_ms: int | None = None
+    first_audio_budget_ms: float | None = None
+
+
 @dataclass
 class WorkerStats:
     """A snapshot for tests and metrics; read from any thread."""
@@ -96,10 +110,8 @@ class WorkerStats:
     restarts: int = 0
     steps: int = 0
     queue: dict[str, int] = field(default_factory=dict)
-    # The interactive lane's saturation (realtime.overload.load_report):
-    # streams, capacity, saturation, retry_after_ms, first_audio_budget_ms.
     # Replaced whole, never mutated, so the event loop reads it safely.
-    load: dict[str, Any] = field(default_factory=dict)
+    load: LaneLoad = field(default_factory=LaneLoad)
 
 
 class UpdateChannel:

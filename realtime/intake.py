@@ -30,15 +30,17 @@ caller's thread for ``InlineText``); a reader's ``spoken`` on its thread.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from protocol import Speak
-from realtime.runtime.api import RequestError, SamplingParams, SegmentRequest
+import numpy as np
+
+from realtime.runtime.api import RequestError, SegmentRequest
 from realtime.text import SentenceSplitter
 from realtime.textfront.script import has_words
 
@@ -125,6 +127,23 @@ def read_sentences(reader: SentenceReader, sentences: Sequence[str],
     return readings, lang
 
 
+class SegmentStatus(enum.Enum):
+    SUBMITTED = "submitted"
+    EMPTY = "empty"  # the model made nothing of it
+    FINISHED = "finished"
+
+
+@dataclass
+class SegmentEntry:
+    """A segment of an utterance, as the utterance keeps it (event loop)."""
+
+    reading: Reading  # the client's sentence and how it is read
+    order: int  # the sentence's place in the input (unspoken ones count too)
+    job_id: int
+    status: SegmentStatus = SegmentStatus.SUBMITTED
+    buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
+
+
 ReadJob = Callable[[SentenceReader], list[Reading]]
 Deliver = Callable[[list[Reading]], None]
 OnRead = Callable[[list[tuple[int, Reading]]], None]
@@ -191,9 +210,10 @@ class SentenceIntake:
     ``on_read`` in order, as (sentence number, reading) for the sentences
     that say something (possibly none); the others are kept for
     ``unspoken``. ``reading`` counts batches not yet back. ``request`` makes
-    the segment request of a reading, for the speak's voice and settings."""
+    the segment request of a reading: ``base`` (the speak's voice and
+    settings) with the reading's text."""
 
-    def __init__(self, speak: Speak, reader: TextReader, on_read: OnRead,
+    def __init__(self, base: SegmentRequest, reader: TextReader, on_read: OnRead,
                  max_sentence_chars: int) -> None:
         self.splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self.reader = reader
@@ -203,9 +223,7 @@ class SentenceIntake:
         self._unspoken: list[tuple[int, str]] = []
         self._lang: str | None = None  # the last sentence's language: the reader's thread only
         self._closed = False
-        self._voice = speak.voice or "seed:0"
-        self._params = sampling(speak)
-        self._streaming = speak.chunking == "token"
+        self.base = base
 
     @property
     def pending(self) -> bool:
@@ -236,8 +254,7 @@ class SentenceIntake:
 
     def request(self, reading: Reading) -> SegmentRequest:
         spoken = reading.spoken
-        return SegmentRequest(text=spoken.text, voice=self._voice, params=self._params,
-                              streaming=self._streaming, lang=spoken.lang, normalized=True)
+        return replace(self.base, text=spoken.text, lang=spoken.lang, normalized=True)
 
     def _read(self, sentences: list[str]) -> None:
         if not sentences or self._closed:
@@ -262,20 +279,3 @@ class SentenceIntake:
                 said.append((number, reading))
         self._on_read(said)
 
-
-def sampling(speak: Speak) -> SamplingParams:
-    """The speak's sampling settings over upstream's defaults."""
-    p = speak.params
-    base = SamplingParams()
-    return SamplingParams(
-        temperature=base.temperature if p.temperature is None else p.temperature,
-        top_p=base.top_p if p.top_p is None else p.top_p,
-        top_k=base.top_k if p.top_k is None else p.top_k,
-        repetition_penalty=(base.repetition_penalty if p.repetition_penalty is None
-                            else p.repetition_penalty),
-        seed=p.seed,
-        # A segment the model runs always yields audio (EOS is masked at step 0),
-        # so only segments whose text normalizes to nothing — known when they are
-        # read — are silent, and the utterance's last frame can be flagged.
-        min_new_tokens=1,
-    )

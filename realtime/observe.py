@@ -1,5 +1,8 @@
 """What the model thread reports after each step: stats, gauges, saturation.
 
+The saturation it publishes (``WorkerStats.load``) is what ``GET /load``
+serves (``realtime.load``).
+
 ``StepObserver`` keeps ``WorkerStats`` (read by tests, ``GET /load`` and the
 drain) and the Prometheus gauges in step with the scheduler, setting only
 what changed: most steps change none of the counts.
@@ -12,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from realtime.handoff import WorkerStats
+from realtime.handoff import LaneLoad, WorkerStats
 from realtime.metrics import Metrics
-from realtime.overload import publish_saturation
+from realtime.retry import to_ms
 from scheduler import Lane, Scheduler, StepOutput, StepPlan
 
 # The load report (stats.load, gauges) is refreshed when the books' counts
@@ -67,4 +70,13 @@ class StepObserver:
     def load(self, sched: Scheduler, now: float) -> None:
         """Refresh the interactive lane's saturation (``stats.load``, gauges)."""
         self._load_at = now
-        publish_saturation(sched, now, self.stats, self._metrics)
+        load = sched.saturation(now)
+        self.stats.load = LaneLoad(
+            streams=load.streams, capacity=load.capacity, saturation=load.ratio,
+            retry_after_ms=to_ms(load.retry_after_s),
+            first_audio_budget_ms=round(1000.0 * sched.first_audio_s, 1))
+        m = self._metrics
+        if m is not None:
+            m.interactive_streams.set(load.streams)
+            m.interactive_capacity.set(load.capacity)
+            m.saturation.set(load.ratio)

@@ -4,8 +4,10 @@
 and warms the runner on the model thread and the sentence reader (the
 normalizer) on the text thread; ``/readyz`` and ``/v1/stream`` open when both
 are done. Its parts: ``ServiceState`` (lifecycle and what the model
-offers), ``Accounting`` (connections, utterances, metrics), ``HttpRoutes``,
-one ``Session`` per connection and the ``ModelWorker``.
+offers), ``Accounting`` (connections, utterances, metrics), the HTTP front
+(``HttpFront``: one gate and one set of routes for the WebSocket handshake
+and ``POST /v1/audio/speech``), one ``Session`` per connection and the
+``ModelWorker``.
 
 Lifecycle (``serve``, like uvicorn's): start -> serve -> shut down. A
 shutdown request drains: stop accepting, refuse new speaks, let in-flight
@@ -31,9 +33,13 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from protocol import Hello, Limits, ModelInfo, Offer
 from realtime.accounting import Accounting
-from realtime.audio import SUPPORTED_RATES, offered_formats
+from realtime.audio import SUPPORTED_RATES
 from realtime.config import ServerConfig
-from realtime.http import HttpRoutes
+from realtime.formats import offered_formats
+from realtime.front import HttpFront
+from realtime.gate import Gate
+from realtime.http import VOICES_PATH, HttpRoutes
+from realtime.http1 import HttpLimits
 from realtime.intake import PlainReader, SentenceReader, TextThread
 from realtime.lifecycle import (
     EXIT_DEVICE_LOST,
@@ -42,16 +48,18 @@ from realtime.lifecycle import (
     EXIT_STARTUP_FAILED,
     ShutdownSignals,
 )
+from realtime.load import load_report
 from realtime.logs import redact_websockets_logs
 from realtime.metrics import Metrics
-from realtime.openai_speech.app import SpeechApp
-from realtime.openai_speech.listener import SharedPort
-from realtime.overload import load_report, scheduler_policy
+from realtime.openai_speech.app import SpeechEndpoint
+from realtime.policy import scheduler_policy
 from realtime.ratelimit import QuotaBook, QuotaLimits
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
 from realtime.state import ServiceState
 from realtime.static import StaticFiles
+from realtime.textfront.timing import warm as word_timing_warm
+from realtime.voice_upload import MAX_UPLOAD_BYTES, VoiceUploads
 from realtime.worker import ModelWorker
 from scheduler import SchedulerConfig
 
@@ -117,15 +125,18 @@ class Server:
                                   self._scheduler_config, self.metrics,
                                   on_device_lost=self._device_lost)
         static = StaticFiles(Path(config.web_root) if config.web_root else None)
-        self.http = HttpRoutes(config, self.state, self.accounting, static, lambda: load_report(
+        self.gate = Gate(config, self.state, self.accounting)
+        self.http = HttpRoutes(self.gate, self.state, self.accounting, static, lambda: load_report(
             config, self.state, self.accounting, self.worker))
-        # POST /v1/audio/speech on the same port (realtime/openai_speech/listener.py)
-        self.speech: SpeechApp | None = None
-        self.shared_port: SharedPort | None = None
+        # POST /v1/audio/speech on the same port (realtime/front.py)
+        self.speech: SpeechEndpoint | None = None
         if not config.disable_speech_api:
-            self.speech = SpeechApp(config, self.state, self.accounting, self.worker, self.quotas,
-                                    self.http, text=self.text)
-            self.shared_port = SharedPort(self.speech)
+            self.speech = SpeechEndpoint(config, self.state, self.accounting, self.worker,
+                                         self.quotas, self.gate, text=self.text)
+        uploads = None if self.speech is None else VoiceUploads(self.state, self.quotas, self.gate, config)
+        self.front = HttpFront(self.gate, self.http, self.speech, HttpLimits(
+            request_timeout=config.handshake_timeout, max_body=config.max_message_bytes,
+            large_bodies=((VOICES_PATH, MAX_UPLOAD_BYTES),)), uploads)
         self.sessions: set[Session] = set()
         self.startup_error: str | None = None  # for the log only: may name local paths
         self._ws: WsServer | None = None
@@ -204,15 +215,16 @@ class Server:
         redact_websockets_logs()
         self._ws = await serve(
             self._handle, c.host, c.port,
-            process_request=self.http.process_request,
+            process_request=self.front.process_request,
             max_size=c.max_message_bytes,
             compression=None,  # audio does not compress; JSON is small
+            open_timeout=c.handshake_timeout,
             ping_interval=20, ping_timeout=20, close_timeout=5,
             max_queue=16, write_limit=64 * 1024,
             backlog=max(128, min(c.max_connections, 4096)),
             # websockets documents a wrapper here; ours picks the protocol per connection
             create_connection=cast("type[ServerConnection] | None",
-                                   self.shared_port and self.shared_port.connection_factory()),
+                                   self.front.connection_factory()),
         )
         log.info("listening on http://%s:%d (WebSocket at /v1/stream%s)", c.host, self.port,
                  "" if self.speech is None else ", POST /v1/audio/speech")
@@ -227,7 +239,8 @@ class Server:
         started = time.perf_counter()
         log_hardware(self.config)
         try:
-            await self.worker.start()
+            # The word-timing dictionary loads beside the model (a second, once).
+            await asyncio.gather(self.worker.start(), asyncio.to_thread(word_timing_warm))
             # After the model: importing ChatTTS on two threads at once races in
             # transformers' lazy imports; the runtime compiled numba's kernels already.
             await self.text.start()
@@ -237,6 +250,7 @@ class Server:
             raise
         runner = self.worker.runner
         assert runner is not None
+        self.state.samples.encoder = runner.sample_encoder  # off the model thread: realtime.samples
         self.state.serve(self._hello(runner), Offer(
             formats=offered_formats(), sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
             max_text_chars=self.config.max_text_chars))
@@ -303,12 +317,13 @@ class Server:
                 for session in list(self.sessions):
                     session.ws.transport.abort()
             self._ws.close(close_connections=not self._force.is_set())
-            if self.shared_port is not None:  # before waiting: the listener counts them too
-                await self.shared_port.close(_FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S)
+            # before waiting: websockets' server counts the HTTP connections too
+            await self.front.close(_FORCED_FLUSH_S if self._force.is_set() else _FLUSH_S)
             await self._ws.wait_closed()
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         await self.worker.stop()
+        self.state.samples.close()
         self.text.close()
         self._closed.set()
         log.info("server closed")

@@ -36,8 +36,8 @@ from protocol import (
     load_object,
 )
 from realtime.accounting import Accounting
-from realtime.auth import bearer_token, principal_of
 from realtime.config import ServerConfig
+from realtime.gate import quota_for
 from realtime.handoff import Submission
 from realtime.intake import TextReader
 from realtime.outbox import Outbox
@@ -69,8 +69,7 @@ class Session:
         self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_activity = time.monotonic()  # a client message, or the last utterance's end
-        token = bearer_token(ws.request) if config.auth_tokens and ws.request else None
-        self.quota = quotas.open(principal_of(token))
+        self.quota = quota_for(quotas, config, ws.request)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -173,7 +172,8 @@ class Session:
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,
-            max_text_chars=self.config.max_text_chars, text=self.text,
+            max_text_chars=self.config.max_text_chars, samples=self.state.samples,
+            text=self.text,
         )
         self.utterances[speak.id] = utterance
         self.accounting.utterance_started()
@@ -205,7 +205,7 @@ class Session:
         if utterance.input_final:
             self._error(flush.id, ErrorCode.INPUT_CLOSED, "this utterance's input already ended")
             return
-        utterance.flush()
+        utterance.flush(flush.flush_id)
 
     def _cancel(self, cancel: Cancel) -> None:
         utterance = self._known(cancel.id)

@@ -10,9 +10,11 @@ Thread: event loop only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 from protocol import Hello, Offer
+from realtime.samples import SampleVoices
 
 
 @dataclass
@@ -24,6 +26,8 @@ class ServiceState:
     failure: str | None = None
     hello: Hello | None = None
     offer: Offer | None = None
+    samples: SampleVoices = field(default_factory=SampleVoices)
+    _model_voices: tuple[str, ...] = ()  # the runner's own named voices
 
     @property
     def accepting(self) -> bool:
@@ -45,3 +49,19 @@ class ServiceState:
     def serve(self, hello: Hello, offer: Offer) -> None:
         """The model is warm: from now on, ``hello`` greets every connection."""
         self.hello, self.offer, self.ready = hello, offer, True
+        self._model_voices = hello.voices
+
+    @property
+    def model_voices(self) -> tuple[str, ...]:
+        """The runner's own named voices (an upload may not take their names)."""
+        return self._model_voices
+
+    def name_voice(self, name: str, voice: str) -> None:
+        """An upload named a voice: from now on ``hello.voices`` (new
+        connections), the ``Offer`` (every message) and ``/v1/voices`` list it."""
+        self.samples.add(name, voice)
+        if self.hello is None or self.offer is None:
+            return
+        names = self._model_voices + tuple(n for n in self.samples.names if n not in self._model_voices)
+        self.hello = dataclasses.replace(self.hello, voices=names)
+        self.offer = dataclasses.replace(self.offer, voices=names)

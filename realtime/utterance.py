@@ -14,47 +14,39 @@ business; this class decides the rest:
 - ``audio_ms`` of segments and ``done`` are computed from the samples framed,
   so they match the bytes sent exactly.
 
-Text becomes segments through a ``SentenceIntake`` (realtime/intake.py):
-sentences are read (normalized) off the event loop and come back in order;
-the first submission waits for the speak's own sentences. Sentences that
-read as nothing, or that the model ends without audio, are skipped on the
-wire (segment indices count the segments that were spoken) and listed in
-``done.unspoken``; ``segment.spoken`` is the text as the model read it.
+Sentences are read (normalized) off the loop by a ``SentenceIntake``, in
+order; the first submission waits for the speak's own. Those read as nothing,
+or that the model ends without audio, are no segment on the wire (indices
+count the spoken ones) and are listed in ``done.unspoken``.
 
 Thread: event loop only.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from protocol import ErrorCode, Speak, Timing
-from protocol.messages import Cancelled, Done, Error, Segment, Started
+from protocol import ErrorCode, Speak
 from protocol.stream import UtteranceSender
-from realtime.audio import SOURCE_RATE, framer_for
+from protocol.words import WordTiming
+from realtime.audio import SOURCE_RATE
+from realtime.flush_acks import FlushAcks
+from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
-from realtime.intake import InlineText, Reading, SentenceIntake, TextReader
+from realtime.intake import InlineText, Reading, SegmentEntry, SegmentStatus, SentenceIntake, TextReader
+from realtime.reference import first_reference
+from realtime.samples import SampleVoices
+from realtime.segment_request import segment_request
 from realtime.textfront.script import estimate_tokens
+from realtime.utterance_link import Outcome, UtteranceMessage, done_timing
+from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
-
-UtteranceMessage = Started | Segment | Done | Cancelled | Error
-
-
-class Outcome(enum.Enum):
-    """How an utterance ended, for accounting (the wire says it with its terminal)."""
-
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"  # an error message; the code says why
-    DISCONNECTED = "disconnected"  # the connection went away first
 
 
 class UtteranceLink(Protocol):
@@ -71,20 +63,6 @@ class UtteranceLink(Protocol):
     def next_job_id(self) -> int: ...
 
 
-class _SegStatus(enum.Enum):
-    SUBMITTED = "submitted"
-    EMPTY = "empty"
-    FINISHED = "finished"
-
-
-@dataclass
-class _Seg:
-    reading: Reading  # the client's sentence and how it is read
-    order: int  # the sentence's place in the input (unspoken ones count too)
-    job_id: int
-    status: _SegStatus = _SegStatus.SUBMITTED
-    buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
-
 
 class ServerUtterance:
     """See the module docstring. ``received`` is the speak's receipt time
@@ -93,7 +71,7 @@ class ServerUtterance:
 
     def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
                  default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150,
-                 text: TextReader | None = None):
+                 samples: SampleVoices | None = None, text: TextReader | None = None):
         self.speak = speak
         self.id = speak.id
         self.lane = Lane(speak.lane)
@@ -108,11 +86,14 @@ class ServerUtterance:
             self.deadline_ms: int | None = speak.deadline_ms or default_deadline_ms
         else:
             self.deadline_ms = None
-        self.intake = SentenceIntake(speak, text or InlineText(), self._on_read,
-                                     max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+        request = segment_request(speak, samples)  # each segment's, but for its text
+        self.intake = SentenceIntake(request, text or InlineText(), self._on_read, max_sentence_chars)
         self._first_submitted = False
-        self._segments: list[_Seg] = []
+        self._reference = first_reference(request, samples, self._release_held)
+        self._words = WordTimer(self._framer, request.streaming) if speak.timestamps else None
+        self._flushes = FlushAcks()  # flushed answers owed
+        self._segments: list[SegmentEntry] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
         self._cursor = 0  # index of the segment whose audio is being sent
@@ -146,8 +127,11 @@ class ServerUtterance:
         self._submit(first=False)
         self._maybe_done()
 
-    def flush(self) -> None:
+    def flush(self, flush_id: str | None = None) -> None:
         self.intake.flush()
+        if flush_id is not None:  # answered once the segments made so far are out
+            self._flushes.add(flush_id, len(self._segments))
+            self._answer_flushes()
         self._submit(first=False)
         self._maybe_done()
 
@@ -173,6 +157,8 @@ class ServerUtterance:
         if not self._ended:
             self._ended = True
             self.intake.close()
+            if self._reference is not None:
+                self._reference.close()
             self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
@@ -220,19 +206,18 @@ class ServerUtterance:
         self.intake.take(text, final)
 
     def _on_read(self, readings: list[tuple[int, Reading]]) -> None:
-        """Sentences read that say something, in input order: their segments.
-        (Silent ones are known now, not from the model thread later, so the
-        flag of the utterance's last frame is known when it is sent.)"""
+        """Sentences read that say something, in order (silent ones are known
+        now, so the flag of the utterance's last frame is known when it goes)."""
         if self._ended:
             return
         for order, reading in readings:
             job_id = self.link.next_job_id()
             index = len(self._segments)
             self._by_job[job_id] = index
-            self._segments.append(_Seg(reading, order, job_id))
-            spoken = reading.spoken.text
-            self._unsubmitted.append(SegmentWork(job_id, index, self.intake.request(reading),
-                                                 estimate_tokens(spoken)))
+            self._segments.append(SegmentEntry(reading, order, job_id))
+            request = self.intake.request(reading)
+            estimate = estimate_tokens(request.text, request.speed)
+            self._unsubmitted.append(SegmentWork(job_id, index, request, estimate))
         self._submit(first=not self._first_submitted)
         self._advance()
 
@@ -244,6 +229,10 @@ class ServerUtterance:
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
         work, self._unsubmitted = tuple(self._unsubmitted), []
+        if self._reference is not None:
+            work = self._reference.admit(work)  # sentences 2..n wait for sentence 1's audio
+            if not work and not first:
+                return
         self.link.submit(Submission(self, self.lane, self.received, deadline, work, first))
 
     # -- audio -> frames -------------------------------------------------------------
@@ -252,6 +241,8 @@ class ServerUtterance:
         index = self._by_job.get(job_id) if job_id is not None else None
         if index is None:
             return
+        if self._reference is not None:
+            self._reference.on_audio(job_id, samples)
         if index != self._cursor:
             self._segments[index].buffered.append(samples)
             return
@@ -261,6 +252,10 @@ class ServerUtterance:
         self._cursor_open = True
         self._cursor_pushed += len(samples)
         payloads = self._framer.push(samples)
+        if self._words is not None:  # timing goes before the audio it times
+            first = self._cursor_pushed == len(samples)
+            spoken = self._segments[self._cursor].reading.spoken
+            self._send_words(self._words.pushed(first, len(samples), spoken.text, spoken.pieces))
         if not payloads:
             return
         if self._held is not None:
@@ -278,17 +273,23 @@ class ServerUtterance:
         if index is None:
             return
         seg = self._segments[index]
+        seg.status = SegmentStatus.EMPTY if kind is UpdateKind.EMPTY else SegmentStatus.FINISHED
         if kind is UpdateKind.EMPTY:
-            seg.status = _SegStatus.EMPTY
             self.intake.not_spoken(seg.order, seg.reading.text)
-        else:
-            seg.status = _SegStatus.FINISHED
         self._advance()
+        if self._reference is not None and not self._ended:
+            self._reference.on_resolved(job_id, kind is UpdateKind.FINISHED)
+
+    def _release_held(self, works: list[SegmentWork]) -> None:
+        """The reference let held sentences go (``realtime.reference``)."""
+        self._unsubmitted[:0] = works
+        self._submit(first=False)
 
     def _advance(self) -> None:
         """Close every finished segment at the cursor, in order; then maybe done."""
         if not self.admitted or self._ended:
             return
+        self._answer_flushes()
         while self._cursor < len(self._segments):
             if self._ended:
                 return  # a send overflowed the outbox and ended the utterance
@@ -297,7 +298,7 @@ class ServerUtterance:
                 chunks, seg.buffered = seg.buffered, []
                 for chunk in chunks:
                     self._push(chunk)
-            if seg.status is _SegStatus.SUBMITTED:
+            if seg.status is SegmentStatus.SUBMITTED:
                 return
             if self.input_final and self.intake.reading and self._cursor == len(self._segments) - 1:
                 return  # sentences still being read decide whether this is the last audio
@@ -305,15 +306,18 @@ class ServerUtterance:
             self._cursor += 1
             self._cursor_open = False
             self._cursor_pushed = 0
+            self._answer_flushes()
         self._maybe_done()
 
-    def _close_segment(self, seg: _Seg) -> None:
+    def _close_segment(self, seg: SegmentEntry) -> None:
         payloads = self._framer.end_segment() if self._cursor_open else []
         if self._held is not None:
             payloads.insert(0, self._held)
             self._held = None
         if not payloads:
             return  # nothing spoken: no segment on the wire
+        if self._words is not None:  # the rest of its words, before its last frame
+            self._send_words(self._words.ended())
         for payload in payloads[:-1]:
             self._send_frame(payload)
         self._send_frame(payloads[-1], segment_end=True,
@@ -324,13 +328,21 @@ class ServerUtterance:
         offset = self._framer.samples_sent - samples
         # Purged with the audio it follows if the utterance stops before both are out.
         self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
-                                                 self._framer.ms(samples),
-                                                 seg.reading.spoken.text), self)
+                                                 self._framer.ms(samples), seg.reading.spoken.text), self)
+
+    def _send_words(self, words: tuple[WordTiming, ...]) -> None:
+        if words and not self._ended:  # purged with the audio if the utterance stops
+            self.link.send_message(self.wire.words(words), self)
+
+    def _answer_flushes(self) -> None:
+        if self._flushes and self.admitted and not self._ended:  # flushed comes after started
+            for flush_id in self._flushes.due(self._cursor):
+                self.link.send_message(self.wire.flushed(flush_id), self)
 
     def _is_last_audio_segment(self) -> bool:
         if not self.input_final or self.intake.pending:
             return False
-        return all(s.status is _SegStatus.EMPTY for s in self._segments[self._cursor + 1:])
+        return all(s.status is SegmentStatus.EMPTY for s in self._segments[self._cursor + 1:])
 
     def _send_frame(self, payload: bytes, segment_end: bool = False,
                     utterance_end: bool = False) -> None:
@@ -349,21 +361,11 @@ class ServerUtterance:
         if (not self.admitted or self._ended or not self.input_final or self.intake.pending
                 or self._cursor < len(self._segments) or self._unsubmitted):
             return
-        now = time.monotonic()
-        total_ms = (now - self.received) * 1000.0
         audio_ms = self._framer.ms(self._framer.samples_sent)
-        queued_ms = ((self._first_job_at - self.received) * 1000.0
-                     if self._first_job_at is not None else total_ms)
-        first_audio_ms = ((self._first_audio_at - self.received) * 1000.0
-                          if self._first_audio_at is not None else None)
-        timing = Timing(
-            queued_ms=round(max(queued_ms, 0.0), 3),
-            first_audio_ms=None if first_audio_ms is None else round(first_audio_ms, 3),
-            total_ms=total_ms,
-            rtf=total_ms / audio_ms if audio_ms > 0 else None,
-        )
+        timing = done_timing(self.received, self._first_job_at, self._first_audio_at,
+                             time.monotonic(), audio_ms)
         if self.deadline_ms is not None:
-            self.deadline_met = total_ms <= self.deadline_ms
+            self.deadline_met = timing.total_ms <= self.deadline_ms
         self._end(self.wire.done(audio_ms, timing, self.deadline_met, self.intake.unspoken),
                   Outcome.DONE)
 
@@ -372,6 +374,8 @@ class ServerUtterance:
             return
         self._ended = True
         self.intake.close()
+        if self._reference is not None:
+            self._reference.close()
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.
@@ -380,7 +384,7 @@ class ServerUtterance:
         self.link.utterance_ended(self, outcome, code)
 
     def _live_jobs(self) -> tuple[int, ...]:
-        return tuple(s.job_id for s in self._segments if s.status is _SegStatus.SUBMITTED)
+        return tuple(s.job_id for s in self._segments if s.status is SegmentStatus.SUBMITTED)
 
     # -- timing for metrics --------------------------------------------------------------
 
@@ -393,4 +397,3 @@ class ServerUtterance:
     @property
     def audio_seconds(self) -> float:
         return self._framer.samples_sent / self._framer.sample_rate
-

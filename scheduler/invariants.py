@@ -11,19 +11,36 @@ Thread: model thread, like the scheduler.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Iterable
+from typing import Protocol
 
 from scheduler.admission import queued_utterances
 from scheduler.book import JobBook
 from scheduler.config import QUEUE_ONLY, SchedulerConfig
-from scheduler.jobs import JobState
+from scheduler.jobs import Job, JobState
 from scheduler.plan import JobId, Lane, StepPlan
 
-if TYPE_CHECKING:
-    from scheduler.core import Scheduler
+
+class Checked(Protocol):
+    """What the checks read of a scheduler (``scheduler.core.Scheduler``
+    has it; the checks sit below it, so core can call them)."""
+
+    @property
+    def config(self) -> SchedulerConfig: ...
+
+    @property
+    def book(self) -> JobBook: ...
+
+    @property
+    def reservations(self) -> Iterable[Hashable]: ...
+
+    @property
+    def last_plan(self) -> StepPlan | None: ...
+
+    def job(self, job_id: JobId) -> Job | None: ...
 
 
-def check_state(sched: Scheduler) -> None:
+def check_state(sched: Checked) -> None:
     """Raise AssertionError if ``sched``'s state is inconsistent."""
     cfg, book = sched.config, sched.book
     problems = _job_problems(book) + _slot_problems(cfg, book)
@@ -113,7 +130,7 @@ def _last_plan_problems(cfg: SchedulerConfig, book: JobBook, plan: StepPlan) -> 
     return problems
 
 
-def check_plan(sched: Scheduler, plan: StepPlan) -> None:
+def check_plan(sched: Checked, plan: StepPlan) -> None:
     """Raise AssertionError if ``plan`` (just returned by ``schedule``) names
     a job that is not live and holding the slot it names, or exceeds a job's cap."""
     for job_id, slot in zip(plan.jobs, plan.slots):

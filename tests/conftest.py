@@ -51,10 +51,12 @@ from protocol import (
     Cancelled,
     Done,
     Error,
+    Flushed,
     FrameHeader,
     Hello,
     Segment,
     Started,
+    Words,
     is_valid_id,
 )
 from protocol.pcm import BYTES_PER_SAMPLE
@@ -150,6 +152,10 @@ class Transcript:
     frames: list[Frame] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     notices: list[Error] = field(default_factory=list)  # non-terminal errors naming this id
+    words: list[Words] = field(default_factory=list)  # speak.timestamps
+    flushed: list[Flushed] = field(default_factory=list)
+    # (kind, item) of everything received for this utterance, in order
+    events: list[tuple[Kind, Any]] = field(default_factory=list)
     terminal: Done | Cancelled | Error | None = None
     after_terminal: list[Any] = field(default_factory=list)
 
@@ -165,6 +171,7 @@ class Transcript:
         return len(self.audio) / BYTES_PER_SAMPLE[fmt] * 1000 / rate
 
     def record(self, kind: Kind, item: Any) -> None:
+        self.events.append((kind, item))
         if self.terminal is not None and kind is not Kind.NOTICE:
             self.after_terminal.append(item)
         elif kind is Kind.AUDIO:
@@ -175,6 +182,10 @@ class Transcript:
             self.segments.append(item)
         elif kind is Kind.NOTICE:
             self.notices.append(item)
+        elif kind is Kind.WORDS:
+            self.words.append(item)
+        elif kind is Kind.FLUSHED:
+            self.flushed.append(item)
         elif kind is Kind.END:
             self.terminal = item
         else:

@@ -47,6 +47,9 @@ def voices(offer: p.Offer | None) -> st.SearchStrategy[str | None]:
         st.none(),
         u32.map(lambda n: f"seed:{n}"),
         st.integers(0, 7).map(speaker_embedding),
+        st.builds(lambda n, t: f"sample:{speaker_embedding(n, 64)}:{t}", st.integers(0, 3),
+                  st.text(st.characters(min_codepoint=32, exclude_characters="\x7f"),
+                          min_size=1, max_size=8)),
     ]
     if offer is not None and offer.voices:
         options.append(st.sampled_from(offer.voices))
@@ -61,6 +64,11 @@ params = st.builds(
     repetition_penalty=st.none()
     | st.floats(p.REPETITION_PENALTY_MIN, p.REPETITION_PENALTY_MAX),
     seed=st.none() | u32,
+    speed=st.none() | st.integers(p.SPEED_MIN, p.SPEED_MAX),
+    refine=st.none() | st.booleans() | st.text(max_size=p.REFINE_PROMPT_MAX_CHARS)
+    | st.builds(p.RefineLevels, *(st.none() | st.integers(low, high)
+                                  for low, high in p.REFINE_LEVELS.values())),
+    reference=st.none() | st.sampled_from(p.REFERENCES),
 )
 
 

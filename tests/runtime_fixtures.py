@@ -88,8 +88,10 @@ def meta_runner(max_slots: int = 4):
     return ModelRunner(fidelity_assets(), opts, torch.device("meta"), torch.bfloat16, vocoder=None)
 
 
-def request(text: str, streaming: bool = False, voice: str = "ash", **params) -> SegmentRequest:
-    return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming)
+def request(text: str, streaming: bool = False, voice: str | None = "ash", sample=None,
+            **params) -> SegmentRequest:
+    return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming,
+                          sample=sample)
 
 
 _UPSTREAM: dict[tuple[str, str], object] = {}

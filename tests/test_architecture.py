@@ -30,30 +30,23 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def top_level_imports(path: Path) -> set[str]:
-    """Modules imported when ``path`` is imported: module-level statements,
-    not those under ``if TYPE_CHECKING:`` or inside functions. ``from p import m``
-    of a submodule ``m`` names ``p.m`` (a package's own submodule import is no
-    circle through its ``__init__``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def all_imports(path: Path) -> set[str]:
+    """Every module ``path`` names in an import, wherever the statement sits:
+    module level, inside functions, under ``if TYPE_CHECKING:``, in ``try``.
+    A deferred or type-only import is still a dependency (a circle broken by
+    deferring is a circle). ``from p import m`` of a submodule ``m`` names
+    ``p.m`` (a package's own submodule import is no circle through its
+    ``__init__``)."""
     found: set[str] = set()
-
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    sub = f"{node.module}.{alias.name}"
-                    is_module = (ROOT / sub.replace(".", "/")).with_suffix(".py").exists()
-                    found.add(sub if is_module else node.module)
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-
-    visit(tree.body)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                base = ROOT / sub.replace(".", "/")
+                is_module = base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+                found.add(sub if is_module else node.module)
     return found
 
 
@@ -66,7 +59,7 @@ def project_imports(modules: dict[str, Path]) -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
         targets = set()
-        for imported in top_level_imports(path):
+        for imported in all_imports(path):
             while imported and imported not in modules:
                 imported = imported.rpartition(".")[0]
             if imported and imported != name:
@@ -78,7 +71,17 @@ def project_imports(modules: dict[str, Path]) -> dict[str, set[str]]:
 def test_the_walk_sees_the_packages():
     modules = shipped_modules()
     assert {"protocol.stream", "scheduler.book", "realtime.server", "clients.client"} <= set(modules)
-    assert "realtime.session" in project_imports(modules)["realtime.server"]
+    graph = project_imports(modules)
+    assert "realtime.session" in graph["realtime.server"]
+    # deferred imports count: the server imports torch's runner builder inside a function
+    assert "realtime.runtime" in graph["realtime.server"]
+
+
+def test_the_walk_counts_deferred_and_type_only_imports(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a.b\n"
+                      "def f():\n    import c\n    from d import e\n", encoding="utf-8")
+    assert {"a.b", "c", "d"} <= all_imports(module)
 
 
 def test_no_import_circle():
@@ -118,7 +121,7 @@ def test_each_floor_imports_only_what_is_below_it():
 
 def test_shipped_code_imports_nothing_unshipped():
     problems = [f"{name} imports {imp}" for name, path in shipped_modules().items()
-                for imp in top_level_imports(path) if imp.split(".")[0] in UNSHIPPED]
+                for imp in all_imports(path) if imp.split(".")[0] in UNSHIPPED]
     assert not problems, problems
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,102 @@ def test_stop_cancels(page):
     assert demo(page, "framesAfterCancel") == 0
     assert demo(page, "status") == "cancelled"
     assert demo(page, "bufferedSamples") == 0
+
+
+def test_speed_control_sends_the_level_and_voices_list_openai_names(page):
+    options = page.evaluate("[...document.querySelectorAll('#voice option')].map(o => o.value)")
+    assert "alloy" in options and "cedar" in options
+    page.evaluate("""() => {
+        window.sentSpeaks = [];
+        const send = WebSocket.prototype.send;
+        WebSocket.prototype.send = function (data) {
+            if (typeof data === "string" && JSON.parse(data).type === "speak") {
+                window.sentSpeaks.push(JSON.parse(data));
+            }
+            return send.call(this, data);
+        };
+    }""")
+    page.fill("#speed", "2")
+    page.dispatch_event("#speed", "input")
+    assert page.locator("#speed-value").inner_text() == "2"
+    page.fill("#text", "Slowly now.")
+    page.click("#speak")
+    page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
+    sent = page.evaluate("window.sentSpeaks")
+    assert len(sent) == 1 and sent[0]["params"]["speed"] == 2
+
+
+ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+
+
+def test_words_are_highlighted_as_they_play(page):
+    """Word timings on (the default): each word of the transcript lights up while its
+    audio plays, in order; a screenshot mid-utterance is kept as a test artefact."""
+    assert page.is_checked("#timestamps")
+    page.fill("#text", "Highlight every word as it plays. Then the second sentence follows.")
+    page.click("#speak")
+    page.wait_for_function("window.demo.currentWord !== null || window.demo.status === 'done'",
+                           timeout=WAIT_MS)
+    if not demo(page, "words"):
+        pytest.skip("this server sends no word timings yet")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "browser_word_highlight.png"
+    page.screenshot(path=str(shot), full_page=True)
+    highlighted = page.locator("#transcript .word.current, #transcript .word.played").count()
+    assert highlighted >= 1 and page.locator("#transcript .word.current").count() == 1
+    pg_state = speak_wait_played(page)
+    words, highlights = pg_state["words"], pg_state["highlights"]
+    assert words and len(highlights) == len(words), "every word lit up once"
+    assert [h["index"] for h in highlights] == sorted(h["index"] for h in highlights)
+    starts = [w["start_ms"] for w in words]
+    assert starts == sorted(starts)
+    # Lit when its audio played: not before its start, and within the player's report
+    # interval (40 ms) plus a few animation frames after it.
+    lags = [h["at_ms"] - words[h["index"]]["start_ms"] for h in highlights]
+    assert min(lags) >= 0 and sorted(lags)[len(lags) // 2] < 150, lags
+    assert page.locator("#transcript .word.played").count() == len(words)
+    assert pg_state["spoken"], "each segment's text as read is shown"
+    assert shot.stat().st_size > 10_000
+
+
+def test_unspoken_sentences_are_shown(page):
+    page.fill("#text", "This one is spoken. ☃☃☃")
+    state = speak_until_played(page)
+    if not state["unspoken"]:
+        pytest.skip("this server reports no done.unspoken")
+    assert "☃☃☃" in page.locator("#unspoken").inner_text()
+    assert page.locator("#unspoken").is_visible()
+
+
+def speak_wait_played(pg) -> dict:
+    """After Speak was pressed: wait for done and for all its audio to be played."""
+    pg.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
+    pg.wait_for_function(
+        "window.demo.samplesPlayed >= window.demo.samplesReceived && window.demo.bufferedSamples === 0",
+        timeout=WAIT_MS)
+    pg.wait_for_timeout(100)  # a few animation frames: the last word's highlight ends
+    return pg.evaluate("window.demo")
+
+
+def test_the_page_keeps_its_socket_alive_and_reconnects_after_an_idle_close(browser):
+    from clients_fixtures import start_server
+
+    server = start_server(["--weights", "tone", "--tone-step-ms", "5", "--idle-timeout", "0.8"])
+    ctx = browser.new_context()
+    try:
+        pg = ctx.new_page()
+        pg.goto(f"{server.http}/")
+        pg.wait_for_function("window.demo && window.demo.status === 'ready'", timeout=WAIT_MS)
+        pg.wait_for_timeout(2500)  # three timeouts: pings hold the socket open
+        assert demo(pg, "status") == "ready" and demo(pg, "connections") == 1
+        assert demo(pg, "pings") >= 2
+        pg.evaluate("window.demo.hello.limits.idle_timeout_s = 0")  # stop pinging
+        pg.wait_for_function("window.demo.status === 'closed'", timeout=10_000)
+        assert "idle" in pg.locator("#conn").inner_text()
+        pg.fill("#text", "Back after an idle close.")
+        state = speak_until_played(pg)  # Speak connects again first
+        assert state["connections"] == 2 and state["framesReceived"] >= 1
+    finally:
+        ctx.close()
+        server.process.terminate()
+        server.process.wait(10)

@@ -26,6 +26,7 @@ from realtime.intake import (
 )
 from realtime.runtime.api import RequestError
 from realtime.runtime.tone import ToneRunner
+from realtime.segment_request import segment_request
 from realtime.server import Server
 from realtime.textfront.script import is_cjk
 from realtime.utterance import ServerUtterance
@@ -108,7 +109,7 @@ def test_plain_reader_reads_as_written_and_punctuation_as_nothing():
 
 
 def _intake(reader, delivered, speak_text: str = "") -> SentenceIntake:
-    return SentenceIntake(Speak("u", speak_text), reader, delivered.append, 150)
+    return SentenceIntake(segment_request(Speak("u", speak_text)), reader, delivered.append, 150)
 
 
 def test_intake_numbers_sentences_and_keeps_the_unspoken_apart():

@@ -113,15 +113,19 @@ BAD_REQUESTS = [
     (b'{"model": "tts-1", "voice": "alice", "input": 5}', 400, "bad_message", "input"),
     (b'{"voice": "alice", "input": "Hi."}', 400, "bad_message", "model"),
     (b'{"model": "tts-1", "input": "Hi."}', 400, "bad_message", "voice"),
-    (b'{"model": "tts-1", "input": "Hi.", "voice": "nova"}', 400, "unsupported", "voice"),
+    (b'{"model": "tts-1", "input": "Hi.", "voice": "nobody"}', 400, "unsupported", "voice"),
     (b'{"model": "tts-1", "input": "Hi.", "voice": {"id": "voice_1234"}}', 400, "unsupported",
      "voice"),
     (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "response_format": "ogg"}', 400,
      "unsupported", "response_format"),
-    (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "speed": 2.0}', 400, "unsupported",
+    (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "speed": 0.24}', 400, "bad_message",
      "speed"),
     (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "speed": 9}', 400, "bad_message",
      "speed"),
+    (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "refine": true}', 400, "unsupported",
+     "refine"),
+    (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "top_k": 0}', 400, "bad_message",
+     "top_k"),
     (b'{"model": "tts-1", "input": "Hi.", "voice": "alice", "stream_format": "ws"}', 400,
      "unsupported", "stream_format"),
 ]
@@ -246,8 +250,7 @@ async def test_a_kept_alive_connection_goes_on_with_gets(tone_server):
 
 
 async def test_a_connection_that_says_nothing_is_closed(server_factory):
-    server = await server_factory()
-    server.shared_port._timeout = 0.2
+    server = await server_factory(handshake_timeout=0.2)
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         sock.settimeout(5)
         assert await asyncio.to_thread(sock.recv, 10) == b""

@@ -202,6 +202,25 @@ def test_voices_may_be_seeds_or_encoded_embeddings():
     assert p.voice_kind("carol", SMALL_OFFER.voices) is None
 
 
+def test_sample_voices_carry_chattts_codes_and_a_transcript():
+    from protocol.voices import sample_of, sample_voice
+    voice = sample_voice(speaker_embedding(2), "Hello: there, 3 cats.")
+    assert voice.startswith("sample:")
+    assert sample_of(voice) == (speaker_embedding(2), "Hello: there, 3 cats.")
+    assert p.voice_kind(voice, SMALL_OFFER.voices) == p.VoiceKind.SAMPLE
+    assert p.decode_client(speak(voice=voice)).voice == voice
+    bad = [voice.replace("sample:", "sample:x"), f"sample:{speaker_embedding(2)}:",
+           f"sample:{speaker_embedding(2)}", f"sample:{speaker_embedding(2)}:a\nb",
+           f"sample:{speaker_embedding(2)}:" + "a" * 1001, "sample:一一:hi"]
+    for wrong in bad:
+        assert sample_of(wrong) is None, wrong
+        assert p.voice_kind(wrong, SMALL_OFFER.voices) is None, wrong
+        with pytest.raises(p.ProtocolError):
+            p.decode_client(speak(voice=wrong))
+    with pytest.raises(ValueError):
+        sample_voice(speaker_embedding(2), "two\nlines")
+
+
 def test_a_real_chattts_speaker_string_has_the_embedding_syntax():
     assert p.is_embedding(speaker_embedding(0))
     assert len(speaker_embedding(0)) > 500
@@ -323,7 +342,8 @@ def _fits(msg, offer: p.Offer) -> bool:
         return len(msg.text) <= offer.max_text_chars
     return (msg.format in offer.formats and msg.sample_rate in offer.sample_rates
             and (msg.voice is None or p.voice_kind(msg.voice, offer.voices) is not None)
-            and len(msg.text) <= offer.max_text_chars)
+            and len(msg.text) <= offer.max_text_chars
+            and (offer.refine or not msg.params.wants_refine))
 
 
 @settings(max_examples=300, deadline=None)

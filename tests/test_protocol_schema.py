@@ -108,6 +108,12 @@ NUMBER_EDGES = [0, -0.0, 5e-324, -1, 1, 1.0, 0.5, 0.99, 0.9999999, 1.0000001, 2,
                 2.0000001, 3, 20, 20.0, 626, 627, 2**32 - 1, 2**32, True, False, "1", [], {}]
 
 
+REFINE_EDGES = [False, True, 0, 1, "", "[oral_2][laugh_0][break_6]", "x" * 256, "x" * 257,
+                {}, {"oral": 0, "laugh": 0, "break": 0}, {"oral": 9, "laugh": 2, "break": 7},
+                {"oral": 10}, {"laugh": 3}, {"break": 8}, {"oral": -1}, {"oral": True},
+                {"oral": 2.0}, {"oral": None}, {"mood": 3}, [], ["oral"]]
+
+
 def field_cases(offer: p.Offer) -> dict[str, tuple[st.SearchStrategy, list]]:
     """Per field path: (valid values, edge cases)."""
     limit = offer.max_text_chars
@@ -133,6 +139,10 @@ def field_cases(offer: p.Offer) -> dict[str, tuple[st.SearchStrategy, list]]:
         "params.top_k": (st.integers(1, 626), NUMBER_EDGES),
         "params.repetition_penalty": (st.floats(1, 2), NUMBER_EDGES),
         "params.seed": (st.integers(0, 2**32 - 1), NUMBER_EDGES),
+        "params.speed": (st.integers(0, 9), [-1, 0, 9, 10, 5.0, True, "5"]),
+        "params.refine": (st.just(False), REFINE_EDGES),
+        "params.reference": (st.sampled_from(p.REFERENCES),
+                             ["first", "none", "First", "", "last", 1, True]),
         "timestamps": (st.booleans(), [0, 1, "true", True, False]),
         "flush_id": (ids, ["", "f" * 64, "f" * 65, "a b", "f\n", "é", 5, True]),
         "data": (st.text(max_size=20), ["", "é" * 256, "é" * 257, 5, {}]),

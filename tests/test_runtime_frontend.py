@@ -45,6 +45,34 @@ def test_prompt_matches_upstream_tokenizer(front):
     assert prompt.ids[1] == front.spk_emb_id
 
 
+@pytest.mark.parametrize("speed", range(10))
+def test_the_prompt_carries_the_speed_level_as_upstream_writes_it(front, speed):
+    from ChatTTS.core import Chat
+    from ChatTTS.model.speaker import Speaker
+    from ChatTTS.model.tokenizer import Tokenizer
+    up = Tokenizer.__new__(Tokenizer)
+    up._tokenizer = front.tokenizer
+    upstream_prompt = Chat.InferCodeParams(prompt=f"[speed_{speed}]").prompt
+    text = front.normalize("Speak at this pace, please.")
+    ids, _, _ = up.encode(Speaker.decorate_code_prompts([text], upstream_prompt, None, "spk"), 4)
+    prompt = front.build("Speak at this pace, please.", "seed:1", speed=speed)
+    assert torch.equal(ids[0, :, 0], prompt.ids)
+    assert prompt.ids[2] == front.tokenizer.convert_tokens_to_ids(f"[speed_{speed}]")
+
+
+def test_each_speed_level_is_its_own_token_and_five_is_the_default(front):
+    by_level = [int(front.build("Same words.", "seed:1", speed=n).ids[2]) for n in range(10)]
+    assert len(set(by_level)) == 10
+    assert torch.equal(front.build("Same words.", "seed:1").ids,
+                       front.build("Same words.", "seed:1", speed=5).ids)
+
+
+@pytest.mark.parametrize("speed", [-1, 10, 5.0])
+def test_a_speed_outside_the_levels_is_a_request_error(front, speed):
+    with pytest.raises(RequestError, match="speed"):
+        front.build("Hello.", "seed:1", speed=speed)
+
+
 def test_empty_text(front):
     assert front.build("  ... [uv_break] ", "default") is None
     assert front.build("ok", "default") is not None

@@ -28,6 +28,8 @@ def test_runner_attributes(runner):
     assert runner.weights_kind == "tiny-random" and runner.device == "cpu"
     assert runner.sample_rate == 24000 and runner.max_slots == 4
     assert "default" in runner.voices
+    # first audio: the vocoder's first chunk (4 steps) and its right context (8)
+    assert runner.first_audio_steps == 12
 
 
 def test_audio_for_streaming_and_one_shot_jobs(runner):

@@ -52,6 +52,13 @@ def test_checkpoint_round_trip(tmp_path, caplog):
     assert torch.equal(a.decoder.coef, b.decoder.coef)
     assert b.tokenizer("[Stts]hello")["input_ids"] == a.tokenizer("[Stts]hello")["input_ids"]
     assert b.spk_stat == a.spk_stat
+    # The DVAE encoder round-trips too, and upstream's own loader reads the file.
+    assert b.dvae is not None and b.dvae is not a.dvae
+    assert torch.equal(a.dvae.coef, b.dvae.coef)
+    for k, v in a.dvae.state_dict().items():
+        assert torch.equal(v, b.dvae.state_dict()[k]), k
+    wav = torch.randn(24000) * 0.1
+    assert torch.equal(a.dvae.sample_audio(wav.clone()), b.dvae.sample_audio(wav.clone()))
     # A path to the asset directory itself works too.
     assert W.load_checkpoint(str(tmp_path / "asset")).shape == a.shape
 
@@ -62,6 +69,14 @@ def test_missing_files_are_named(tmp_path):
     with pytest.raises(W.WeightsError, match=r"missing: .*Vocos.safetensors") as err:
         W.load_checkpoint(str(tmp_path))
     assert str(tmp_path) in str(err.value)
+
+
+def test_checkpoint_without_dvae_loads_without_samples(tmp_path, caplog):
+    W.write_checkpoint(tiny_assets(), str(tmp_path))
+    os.remove(tmp_path / "asset" / "DVAE.safetensors")
+    with caplog.at_level(logging.WARNING):
+        assert W.load_checkpoint(str(tmp_path)).dvae is None
+    assert "voices from a sample are unavailable" in caplog.text
 
 
 def test_no_checkpoint_dir(tmp_path):

@@ -13,7 +13,7 @@ from websockets.asyncio.client import connect
 
 from protocol import Error, Started
 from realtime.config import ServerConfig
-from realtime.overload import first_audio_steps, scheduler_policy
+from realtime.policy import scheduler_policy
 from realtime.retry import active_retry_s, to_ms
 from realtime.runtime.tone import ToneRunner
 
@@ -140,11 +140,8 @@ async def test_too_many_active_says_when_one_of_the_connections_utterances_ends(
 
 
 def test_scheduler_policy_follows_the_flags_and_the_runner():
-    class Vocoder:
-        min_chunk_steps, lookahead_steps = 4, 8
-
-    class Streaming:
-        vocoder = Vocoder()
+    class Streaming(ToneRunner):
+        first_audio_steps = 12
 
     cfg = ServerConfig(admission="queue-only", interactive_first_audio_ms=250,
                        stream_reservation_s=3.0)
@@ -152,7 +149,7 @@ def test_scheduler_policy_follows_the_flags_and_the_runner():
         "admission": "queue-only", "interactive_first_audio_s": 0.25, "first_audio_steps": 12,
         "stream_reservation_s": 3.0}
     assert scheduler_policy(ServerConfig(), ToneRunner())["interactive_first_audio_s"] is None
-    assert first_audio_steps(ToneRunner()) == 1
+    assert scheduler_policy(ServerConfig(), ToneRunner())["first_audio_steps"] == 1
 
 
 def test_retry_hints_round_up_and_stay_bounded():

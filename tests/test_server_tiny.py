@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from protocol import Cancelled, Started
 from protocol.pcm import decode_samples
+from protocol.stream import Kind
 
 SEED = {"seed": 7}
 
@@ -66,3 +68,31 @@ async def test_unknown_encoded_voice_is_unsupported(tiny_server, ws_connect):
     client = await ws_connect(tiny_server.url)
     t = await client.speak_and_collect("v", "Hello.", voice="\u4e00" * 20, timeout=60)
     assert t.terminal.code == "unsupported" and t.started is None
+
+
+async def test_word_timings_with_the_real_runtime(tiny_server, ws_connect):
+    """Words are the segment's words, inside it and monotonic (the client's
+    protocol checks), covering it, in both chunkings; a flush_id is answered
+    after its text's audio."""
+    client = await ws_connect(tiny_server.url)
+    await client.send({"type": "speak", "id": "s", "text": "Hi there, friend. Bye.",
+                       "params": SEED, "timestamps": True})
+    await client.send({"type": "speak", "id": "t", "text": "Hi there, friend", "final": False,
+                       "params": SEED, "timestamps": True, "chunking": "token", "frame_ms": 20})
+    await client.send({"type": "flush", "id": "t", "flush_id": "f1"})
+    await client.send({"type": "append", "id": "t", "text": ". Bye.", "final": True})
+    result = await client.collect(["s", "t"], timeout=240)
+    for t in result.values():
+        t.check_done()
+        by_segment: dict[int, list] = {}
+        for message in t.words:
+            by_segment.setdefault(message.segment, []).extend(message.words)
+        assert sorted(by_segment) == list(range(len(t.segments)))
+        for seg in t.segments:
+            words = by_segment[seg.index]
+            assert [w.word for w in words] == seg.text.replace(",", "").replace(".", "").split()
+            assert words[0].start_ms == pytest.approx(seg.offset_ms, abs=1e-6)
+            assert words[-1].end_ms == pytest.approx(seg.offset_ms + seg.audio_ms, abs=1e-6)
+    flushed = [i for i, (kind, _) in enumerate(result["t"].events) if kind is Kind.FLUSHED]
+    segments = [i for i, (kind, _) in enumerate(result["t"].events) if kind is Kind.SEGMENT]
+    assert len(flushed) == 1 and segments[0] < flushed[0] < segments[1]

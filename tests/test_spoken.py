@@ -7,6 +7,8 @@ import os
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from runtime_fixtures import tiny_assets
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
@@ -37,6 +39,7 @@ PLAIN = [
     "こんにちは、世界",
     "Привет, мир!",
     "Hello 你好 mixed",
+    "Hi 你好, ok!",  # a tie of Han characters and English words is English, as upstream decides
 ]
 
 
@@ -138,3 +141,27 @@ def test_normalizing_the_spoken_text_again_changes_nothing(normalizer):
                      "Dr. Smith, 5 km, 25°C, 1/2, 3rd, 1990s."):
         once = normalizer.spoken(sentence)
         assert normalizer.spoken(once.text, once.lang).text == once.text
+
+
+def _homophone_keys(n: int) -> str:
+    import json
+
+    import ChatTTS
+    res = os.path.join(os.path.dirname(ChatTTS.__file__), "res", "homophones_map.json")
+    with open(res, encoding="utf-8") as f:
+        return "".join(list(json.load(f))[:n])
+
+
+_ALPHABET = ("abcXYZ 019.,!?;:'\"-()<>$%&@#~^_/\\|{}" "，。！？；：（）【】《》「」、－"
+             "你好世界中文的一二" "\u00e9\u3042\u0416\U0001f600" + _homophone_keys(12))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.one_of(st.text(alphabet=_ALPHABET, max_size=12),
+                               st.sampled_from(["[uv_break]", "[laugh]", "[lbreak]", "[", "]"])),
+                     max_size=8).map("".join),
+       lang=st.sampled_from(["en", "zh"]))
+def test_fast_cleanup_is_exactly_upstreams_normalizer(normalizer, upstream, text, lang):
+    from realtime.runtime.spoken import clean
+    text = clean(text)
+    assert normalizer.cleanup(text, lang) == upstream(text, lang=lang)

@@ -87,3 +87,35 @@ class UpstreamGPT:
             return gen
         out = next(gen)
         return [UpstreamResult(c.cpu(), h.cpu()) for c, h in zip(out.ids, out.hiddens)]
+
+
+def upstream_chat(assets: ModelAssets, device: str | torch.device = "cpu"):
+    """Upstream's ``Chat`` around ``assets`` (tiny or full), for its own
+    ``_infer_code`` (prompt decoration, ``Tokenizer.encode`` with a
+    ``spk_smp`` prompt, ``Embed``, ``Speaker.apply``, ``GPT.generate``),
+    ``sample_audio_speaker`` (the DVAE) and ``_decode_to_wavs``."""
+    import ChatTTS
+    from ChatTTS.model.tokenizer import Tokenizer
+
+    up = UpstreamGPT(assets, device)
+    quiet = logging.getLogger(__name__ + ".chat")
+    quiet.setLevel(logging.ERROR)
+    chat = ChatTTS.Chat(quiet)
+    tokenizer = Tokenizer.__new__(Tokenizer)
+    tokenizer._tokenizer, tokenizer.len = assets.tokenizer, len(assets.tokenizer)
+    tokenizer.spk_emb_ids = up.spk_emb_id
+    tokenizer.break_0_ids = assets.tokenizer.convert_tokens_to_ids("[break_0]")
+    tokenizer.eos_token = assets.tokenizer.convert_tokens_to_ids("[Ebreak]")
+    chat.gpt, chat.embed, chat.speaker, chat.tokenizer = up.gpt, up.embed, up.speaker, tokenizer
+    chat.dvae, chat.decoder, chat.vocos = assets.dvae, assets.decoder, assets.vocos
+    chat.device = chat.device_gpt = up.device
+    return chat
+
+
+@torch.no_grad()
+def upstream_infer_codes(chat, text: str, params) -> UpstreamResult:
+    """Upstream's ``Chat._infer_code`` for one normalized text and
+    ``Chat.InferCodeParams`` (what ``Chat.infer`` runs per split, after
+    normalization); the codes before EOS and their hidden states."""
+    out = next(chat._infer_code([text], False, chat.device, True, params))
+    return UpstreamResult(out.ids[0].cpu(), out.hiddens[0].cpu())

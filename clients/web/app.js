@@ -1,14 +1,17 @@
 // Browser demo for the realtime TTS server: speaks the protocol of docs/protocol.md over
 // one WebSocket, plays audio through an AudioWorklet (worklet.js) as it arrives, and
 // exposes its state on window.demo for tests. Format "auto" asks for Opus and decodes it
-// with WebCodecs' AudioDecoder where the browser has one and the server offers it, and
-// falls back to 16-bit PCM otherwise.
+// with WebCodecs' AudioDecoder (decode.js) where the browser has one and the server offers
+// it, and falls back to 16-bit PCM otherwise. With "word timings" on, the transcript
+// highlights each word as it plays (words.js). Between utterances the page pings before
+// the server's idle timeout; after an idle close, the next Speak connects again.
 "use strict";
 
 const HEADER_SIZE = 12;
 const FLAG_SEGMENT_END = 1;
 const PREBUFFER_MS = 80;     // jitter buffer before playback starts
 const TOKEN_INTERVAL_MS = 45; // "type like an LLM" pace
+const KEEPALIVE_SHARE = 0.4;  // ping after this share of hello.limits.idle_timeout_s
 
 const $ = (id) => document.getElementById(id);
 
@@ -35,6 +38,13 @@ const demo = {
   format: "pcm_s16le",
   codec: null,            // what "auto" chose: "opus" (WebCodecs) or "pcm_s16le"
   lastSeq: -1,
+  words: [],              // word timings received: {word, original, start_ms, end_ms, segment}
+  highlights: [],         // {index, at_ms}: when each word was first highlighted
+  currentWord: null,      // the word playing now
+  spoken: [],             // each segment's text as the model read it
+  unspoken: [],           // sentences the server could not speak (done.unspoken)
+  pings: 0,
+  connections: 0,
 };
 window.demo = demo;
 
@@ -45,6 +55,9 @@ let utteranceCount = 0;
 let sentAt = 0;
 let typing = null;        // timer of the "type like an LLM" mode
 let inputFinal = true;
+let lastSentAt = 0;       // performance.now() of the last message sent
+let idleClosed = false;   // the server closed the socket as idle: Speak reconnects
+let helloWaiter = null;   // resolves when the (re)connection's hello came
 const closedIds = new Set();       // utterances that got done/cancelled/error
 const cancelRequested = new Set(); // utterances the user stopped
 const streamIds = new Map();       // stream number -> utterance id
@@ -61,7 +74,7 @@ function setStatus(status, detail) {
   $("status").textContent = detail ? `${status}: ${detail}` : status;
   const busy = status === "speaking";
   $("stop").disabled = !busy;
-  $("speak").disabled = !(ws && ws.readyState === WebSocket.OPEN);
+  $("speak").disabled = !(idleClosed || (ws && ws.readyState === WebSocket.OPEN));
 }
 
 function wsUrl() {
@@ -78,10 +91,12 @@ function wsUrl() {
 function connect() {
   ws = new WebSocket(wsUrl());
   ws.binaryType = "arraybuffer";
+  demo.connections += 1;
   ws.onopen = () => log("connected");
   ws.onclose = (e) => {
-    $("conn").textContent = `closed (${e.code})`;
-    $("conn").className = "pill bad";
+    idleClosed = e.code === 1000;  // an idle close: the next Speak connects again
+    $("conn").textContent = idleClosed ? "idle (reconnects on Speak)" : `closed (${e.code})`;
+    $("conn").className = idleClosed ? "pill" : "pill bad";
     stopTyping();
     setStatus("closed", e.reason || String(e.code));
   };
@@ -93,86 +108,24 @@ function connect() {
 
 function send(msg) {
   ws.send(JSON.stringify(msg));
+  lastSentAt = performance.now();
 }
 
-// ---- Opus through WebCodecs -----------------------------------------------------------
-
-const OPUS_PACKET_US = 20000;
-let opusDecoder = null;
-let opusSkip = 0;         // samples still to drop at the start (the encoder's pre-skip)
-let opusTimestamp = 0;
-let opusOwner = null;     // the utterance the decoder belongs to
-
-async function webCodecsOpus(sampleRate) {
-  if (typeof AudioDecoder === "undefined") return false;
-  try {
-    const probe = await AudioDecoder.isConfigSupported({codec: "opus", sampleRate, numberOfChannels: 1});
-    return probe.supported === true;
-  } catch (e) {
-    return false;
-  }
+function reconnect() {
+  idleClosed = false;
+  const ready = new Promise((resolve) => { helloWaiter = resolve; });
+  connect();
+  return ready;
 }
 
-function startOpus(id, preSkip) {
-  stopOpus();
-  opusOwner = id;
-  opusSkip = Math.round((preSkip || 0) * demo.sampleRate / 48000);
-  opusTimestamp = 0;
-  opusDecoder = new AudioDecoder({
-    output: (data) => onDecoded(id, data),
-    error: (e) => log(`opus decoder: ${e.message}`),
-  });
-  opusDecoder.configure({codec: "opus", sampleRate: demo.sampleRate, numberOfChannels: 1});
-}
-
-function stopOpus() {
-  if (opusDecoder && opusDecoder.state !== "closed") opusDecoder.close();
-  opusDecoder = null;
-  opusOwner = null;
-}
-
-function decodeOpus(buf) {
-  // The payload: packets, each after its byte length (u16 little-endian).
-  const view = new DataView(buf);
-  for (let at = HEADER_SIZE; at + 2 <= buf.byteLength;) {
-    const size = view.getUint16(at, true);
-    at += 2;
-    opusDecoder.decode(new EncodedAudioChunk({type: "key", timestamp: opusTimestamp,
-                                              data: new Uint8Array(buf, at, size)}));
-    opusTimestamp += OPUS_PACKET_US;
-    at += size;
-  }
-}
-
-function onDecoded(id, data) {
-  const raw = new Float32Array(data.numberOfFrames);
-  data.copyTo(raw, {planeIndex: 0, format: "f32-planar"});
-  const rate = data.sampleRate;
-  data.close();
-  if (id !== opusOwner || cancelRequested.has(id)) return; // stopped: drop what was in flight
-  let samples = rate === demo.sampleRate ? raw : resample(raw, rate, demo.sampleRate);
-  if (opusSkip > 0) {
-    const dropped = Math.min(opusSkip, samples.length);
-    samples = samples.slice(dropped);
-    opusSkip -= dropped;
-  }
-  if (samples.length) play(samples);
-}
-
-function resample(input, from, to) {
-  // Linear interpolation: only for a browser that decodes at another rate than asked.
-  const out = new Float32Array(Math.round(input.length * to / from));
-  for (let i = 0; i < out.length; i++) {
-    const x = i * from / to, k = Math.floor(x), f = x - k;
-    out[i] = (input[k] || 0) * (1 - f) + (input[k + 1] || 0) * f;
-  }
-  return out;
-}
-
-async function finishOpus(id) {
-  // Outputs of the last packets come after `done`: wait for them before ending playback.
-  if (opusDecoder && opusOwner === id && opusDecoder.state === "configured") {
-    try { await opusDecoder.flush(); } catch (e) { log(`opus flush: ${e.message}`); }
+function keepalive() {
+  // The server closes a connection with no active utterance and no message for its
+  // idle timeout: ping before that while idle.
+  const timeout = demo.hello && demo.hello.limits && demo.hello.limits.idle_timeout_s;
+  if (!timeout || !ws || ws.readyState !== WebSocket.OPEN || demo.status === "speaking") return;
+  if (performance.now() - lastSentAt >= KEEPALIVE_SHARE * timeout * 1000) {
+    send({type: "ping"});
+    demo.pings += 1;
   }
 }
 
@@ -189,6 +142,7 @@ async function onHello(hello) {
     $("weights-warning").hidden = false;
   }
   const voice = $("voice");
+  while (voice.options.length > 1) voice.remove(1);  // a reconnection lists them again
   for (const name of hello.voices || []) voice.add(new Option(name, name));
   const format = $("format");
   format.innerHTML = "";
@@ -199,7 +153,10 @@ async function onHello(hello) {
   for (const f of formats) {
     if (f !== "opus" || opus) format.add(new Option(f, f));
   }
+  lastSentAt = performance.now();
   setStatus("ready");
+  if (helloWaiter) helloWaiter();
+  helloWaiter = null;
 }
 
 function onText(msg) {
@@ -215,6 +172,10 @@ function onText(msg) {
       break;
     case "segment":
       log(`segment ${msg.index}: ${msg.audio_ms.toFixed(1)} ms "${msg.text}"`);
+      if (msg.id === demo.utteranceId) onSegmentText(msg);
+      break;
+    case "words":
+      if (msg.id === demo.utteranceId && !cancelRequested.has(msg.id)) onWords(msg);
       break;
     case "done":
       if (msg.id !== demo.utteranceId) break;
@@ -224,6 +185,7 @@ function onText(msg) {
         if (msg.id !== demo.utteranceId) return;
         demo.done = msg;
         demo.audioMs = msg.audio_ms;
+        onUnspoken(msg.unspoken);
         demo.rtf = msg.timing.rtf;
         $("rtf").textContent = msg.timing.rtf.toFixed(3);
         player && player.port.postMessage({type: "end"});
@@ -250,31 +212,6 @@ function onText(msg) {
 }
 
 // ---- audio -------------------------------------------------------------------------
-
-const MULAW = (() => {
-  const table = new Float32Array(256);
-  for (let i = 0; i < 256; i++) {
-    const u = ~i & 0xff;
-    const sign = u & 0x80, exponent = (u >> 4) & 0x07, mantissa = u & 0x0f;
-    const magnitude = (((mantissa << 3) + 0x84) << exponent) - 0x84;
-    table[i] = (sign ? -magnitude : magnitude) / 32768;
-  }
-  return table;
-})();
-
-function decodePayload(buf, format) {
-  if (format === "pcm_f32le") return new Float32Array(buf.slice(HEADER_SIZE));
-  if (format === "pcm_mulaw") {
-    const bytes = new Uint8Array(buf, HEADER_SIZE);
-    const out = new Float32Array(bytes.length);
-    for (let i = 0; i < bytes.length; i++) out[i] = MULAW[bytes[i]];
-    return out;
-  }
-  const pcm = new Int16Array(buf, HEADER_SIZE, (buf.byteLength - HEADER_SIZE) >> 1);
-  const out = new Float32Array(pcm.length);
-  for (let i = 0; i < pcm.length; i++) out[i] = pcm[i] / 32768;
-  return out;
-}
 
 function onAudio(buf) {
   const view = new DataView(buf);
@@ -337,6 +274,7 @@ function resetStats() {
                        rtf: null, done: null, stream: null, lastSeq: -1});
   $("first-audio").textContent = "…";
   $("rtf").textContent = "…";
+  resetTranscript();
 }
 
 function llmTokens(text) {
@@ -357,6 +295,7 @@ async function speak() {
   const text = $("text").value;
   if (!text.trim()) return;
   if (demo.status === "speaking") await stop();
+  if (idleClosed) await reconnect();
   await ensureAudio();
   resetStats();
   const id = `web-${Date.now().toString(36)}-${++utteranceCount}`;
@@ -368,10 +307,13 @@ async function speak() {
   const msg = {
     type: "speak", id, text: llm ? tokens.shift() : text, final: !llm,
     lane: $("lane").value, chunking: $("chunking").value, format: demo.format,
-    sample_rate: demo.sampleRate,
+    sample_rate: demo.sampleRate, timestamps: $("timestamps").checked,
   };
   if ($("voice").value) msg.voice = $("voice").value;
-  if ($("seed").value !== "") msg.params = {seed: parseInt($("seed").value, 10)};
+  const params = {};
+  if ($("seed").value !== "") params.seed = parseInt($("seed").value, 10);
+  if ($("speed").value !== "5") params.speed = parseInt($("speed").value, 10);
+  if (Object.keys(params).length) msg.params = params;
   player.port.postMessage({type: "start", prebuffer: Math.round(demo.sampleRate * PREBUFFER_MS / 1000)});
   sentAt = performance.now();
   send(msg);
@@ -423,6 +365,7 @@ function drawWave() {
   $("buffer").textContent = `${bufMs.toFixed(0)} ms`;
   $("played").textContent = `${(demo.samplesPlayed / demo.sampleRate).toFixed(2)} s`;
   $("underruns").textContent = String(demo.underruns);
+  highlightWords(1000 * demo.samplesPlayed / demo.sampleRate);
   if (demo.status === "speaking" && demo.framesReceived > 0 && demo.rtf === null) {
     const elapsed = performance.now() - sentAt;
     const audio = 1000 * demo.samplesReceived / demo.sampleRate;
@@ -433,5 +376,7 @@ function drawWave() {
 
 $("speak").addEventListener("click", () => { speak().catch((e) => log(`speak failed: ${e}`)); });
 $("stop").addEventListener("click", () => { stop(); });
+$("speed").addEventListener("input", () => { $("speed-value").textContent = $("speed").value; });
 connect();
+setInterval(keepalive, 500);
 requestAnimationFrame(drawWave);

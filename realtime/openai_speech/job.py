@@ -30,13 +30,14 @@ import numpy as np
 
 from protocol import HEADER_SIZE, Cancelled, Done, Error, ErrorCode, Speak, Started
 from realtime.accounting import Accounting
+from realtime.api_error import ApiError
 from realtime.handoff import Submission
 from realtime.intake import TextReader
 from realtime.openai_speech.encoders import encoder_for
-from realtime.openai_speech.errors import ApiError
 from realtime.openai_speech.request import SpeechRequest
 from realtime.ratelimit import ConnectionQuota
 from realtime.runtime.api import SAMPLE_RATE
+from realtime.samples import SampleVoices
 from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
 from realtime.worker import ModelWorker
 
@@ -58,7 +59,8 @@ class StreamFailed(Exception):
 class SpeechJob:
     def __init__(self, request: SpeechRequest, worker: ModelWorker, accounting: Accounting,
                  quota: ConnectionQuota, *, default_deadline_ms: int, max_text_chars: int,
-                 limit_bytes: int, text: TextReader | None = None) -> None:
+                 limit_bytes: int, samples: SampleVoices | None = None,
+                 text: TextReader | None = None) -> None:
         self.request = request
         self.worker = worker
         self.accounting = accounting
@@ -69,10 +71,11 @@ class SpeechJob:
         self.request_id = "speech-" + uuid.uuid4().hex  # x-request-id, as OpenAI's responses carry
         speak = Speak(id=UTTERANCE_ID, text=request.input, final=True, lane=request.lane,
                       voice=request.voice, format="pcm_f32le", sample_rate=SAMPLE_RATE,
-                      frame_ms=FRAME_MS, chunking=request.chunking)
+                      frame_ms=FRAME_MS, chunking=request.chunking, params=request.params)
         self.utterance = ServerUtterance(speak, 1, self, time.monotonic(),
                                          default_deadline_ms=default_deadline_ms,
-                                         max_text_chars=max_text_chars, text=text)
+                                         max_text_chars=max_text_chars, samples=samples,
+                                         text=text)
         loop = asyncio.get_running_loop()
         self._admitted: asyncio.Future[None] = loop.create_future()
         self._chunks: collections.deque[bytes] = collections.deque()

@@ -6,18 +6,24 @@
 - ``model`` (required string): any name; the server has one model, so
   ``tts-1``, ``gpt-4o-mini-tts`` and ``chattts`` all mean ChatTTS;
 - ``input`` (required string, not blank, at most ``max_text_chars``);
-- ``voice`` (required): a name from ``/v1/voices``, ``seed:<n>`` or an
-  encoded ChatTTS speaker, as a string or OpenAI's ``{"id": ...}`` object;
-  OpenAI's own voice names are not ours and are ``unsupported``;
+- ``voice`` (required): a name from ``/v1/voices`` (OpenAI's own names, alloy
+  to cedar, are among them: ``realtime/runtime/voice_table.py``), ``seed:<n>``
+  or an encoded ChatTTS speaker, as a string or OpenAI's ``{"id": ...}``
+  object; another name is ``unsupported``;
 - ``response_format``: ``mp3`` (OpenAI's default), ``opus`` (Ogg), ``aac``
   (ADTS), ``flac``, ``wav``, ``pcm`` (24 kHz s16le); an encoder that is
   missing here is ``unsupported``;
-- ``speed``: OpenAI's range is 0.25-4.0 (outside it: ``bad_message``);
-  ChatTTS speaks at 1.0 only, so another value is ``unsupported``;
+- ``speed``: OpenAI's range is 0.25-4.0 (outside it: ``bad_message``), a
+  tempo multiplier; it becomes the nearest ChatTTS level ``[speed_N]``
+  (``realtime.textfront.speed.level_for_tempo``: monotonic, 1.0 -> 5);
 - ``stream_format``: ``audio`` (default; chunked bytes) or ``sse``;
-- ``instructions``: accepted and ignored (ChatTTS takes no style prompt);
-- extensions: ``lane`` (``interactive`` default, or ``background``) and
-  ``chunking`` (``sentence`` default, or ``token``), as on the WebSocket.
+- ``instructions``: a speed it names (``[speed_N]`` or a speed word, see
+  ``instructions.py``) applies when ``speed`` is absent; the rest is ignored;
+- extensions: ``lane`` (``interactive`` default, or ``background``),
+  ``chunking`` (``sentence`` default, or ``token``) and ``seed``,
+  ``temperature``, ``top_p``, ``top_k``, ``refine``, each validated as the
+  WebSocket's ``speak.params`` member of that name (``refine`` other than
+  ``false`` is ``unsupported``: no refine pass on this server).
 Unknown fields are ignored, as OpenAI's clients may send newer ones.
 
 Thread: pure functions.
@@ -26,19 +32,33 @@ Thread: pure functions.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from protocol import CHUNKINGS, DEFAULT_CHUNKING, DEFAULT_LANE, LANES, ErrorCode, ProtocolError
+from protocol import (
+    CHUNKINGS,
+    DEFAULT_CHUNKING,
+    DEFAULT_LANE,
+    LANES,
+    ErrorCode,
+    Params,
+    ProtocolError,
+)
 from protocol.codec import load_object
 from protocol.fields import FieldReader
+from protocol.params_reader import read_params
 from protocol.voices import voice_kind
-from realtime.openai_speech.errors import ApiError
+from realtime.api_error import ApiError
+from realtime.openai_speech.instructions import speed_from_instructions
+from realtime.textfront.speed import level_for_tempo
 
 RESPONSE_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 DEFAULT_RESPONSE_FORMAT = "mp3"
 STREAM_FORMATS = ("audio", "sse")
 SPEED_MIN, SPEED_MAX = 0.25, 4.0
-SUPPORTED_SPEED = 1.0
+DEFAULT_SPEED = 1.0
+# speak.params members accepted at the top level of the body, as OpenAI's
+# clients pass extra fields (``extra_body``).
+PARAM_EXTENSIONS = ("seed", "temperature", "top_p", "top_k", "refine")
 
 
 @dataclass(frozen=True)
@@ -48,9 +68,10 @@ class SpeechRequest:
     voice: str
     response_format: str = DEFAULT_RESPONSE_FORMAT
     stream_format: str = "audio"
-    speed: float = SUPPORTED_SPEED
+    speed: float = DEFAULT_SPEED
     lane: str = DEFAULT_LANE
     chunking: str = DEFAULT_CHUNKING
+    params: Params = Params()  # speed as a ChatTTS level, and the extensions
 
 
 def parse_request(body: bytes, voices: Collection[str], max_text_chars: int,
@@ -76,19 +97,22 @@ def _parse(body: bytes, voices: Collection[str], max_text_chars: int,
         raise r.fail("input", f"input has {len(text)} characters; the limit is {max_text_chars}",
                      ErrorCode.TEXT_TOO_LONG)
     voice = _voice(r, voices)
-    r.string("instructions", None)
+    instructions = r.string("instructions", None)
     response_format = r.choice("response_format", RESPONSE_FORMATS, DEFAULT_RESPONSE_FORMAT)
     if response_format not in formats:
         raise r.fail("response_format", f"{response_format} has no encoder on this server "
                      f"(available: {', '.join(formats)})", ErrorCode.UNSUPPORTED)
-    speed = r.number("speed", SPEED_MIN, SPEED_MAX, default=SUPPORTED_SPEED)
-    if abs(speed - SUPPORTED_SPEED) > 1e-9:
-        raise r.fail("speed", "ChatTTS speaks at speed 1.0 only", ErrorCode.UNSUPPORTED)
+    speed: float | None = r.number("speed", SPEED_MIN, SPEED_MAX, default=None)
+    level = speed_from_instructions(instructions) if speed is None else level_for_tempo(speed)
+    stream_format = r.choice("stream_format", STREAM_FORMATS, "audio")
+    lane = r.choice("lane", LANES, DEFAULT_LANE)
+    chunking = r.choice("chunking", CHUNKINGS, DEFAULT_CHUNKING)
+    extensions = FieldReader({k: r.obj[k] for k in PARAM_EXTENSIONS if k in r.obj})
+    params = replace(read_params(extensions, refine_offered=False), speed=level)
     return SpeechRequest(
         model=model, input=text, voice=voice, response_format=response_format,
-        stream_format=r.choice("stream_format", STREAM_FORMATS, "audio"), speed=speed,
-        lane=r.choice("lane", LANES, DEFAULT_LANE),
-        chunking=r.choice("chunking", CHUNKINGS, DEFAULT_CHUNKING),
+        stream_format=stream_format, speed=DEFAULT_SPEED if speed is None else speed,
+        lane=lane, chunking=chunking, params=params,
     )
 
 

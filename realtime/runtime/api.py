@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from scheduler import (
     DEFAULT_BATCH_SIZES,
@@ -31,6 +31,9 @@ from scheduler import (
     StepOutput,
     StepPlan,
 )
+
+if TYPE_CHECKING:
+    from realtime.runtime.encoder import SampleEncoder
 
 SAMPLE_RATE = 24000
 # One GPT step is 2 mel frames of hop 256 = 512 samples (21.33 ms).
@@ -61,25 +64,45 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class VoiceSample:
+    """A voice from a recording, as upstream's ``InferCodeParams`` carries it:
+    ``spk_smp`` is upstream's encoded [num_vq, T] DVAE codes
+    (``Speaker.encode_prompt``), ``txt_smp`` what the recording says."""
+
+    spk_smp: str
+    txt_smp: str
+
+
+@dataclass(frozen=True)
 class SegmentRequest:
     """One segment (a sentence or clause) of an utterance to synthesize.
 
     ``voice`` is a voice name from the registry, ``"seed:<int>"``, or an
-    encoded ChatTTS speaker embedding. ``streaming`` asks for audio while the
-    segment is still decoding (``chunking: token``); otherwise the segment's
-    audio comes in one piece when it finishes. ``lang`` ("en"/"zh") is the
-    language for text without letters of either script (its neighbours');
-    text with letters decides for itself. ``normalized``: ``text`` is already
-    exactly what the model reads (``TextNormalizer.spoken``'s text, made by
-    the server's text thread), so ``prepare`` does not normalize it again;
-    raw text (the default) is normalized in ``prepare``.
+    encoded ChatTTS speaker embedding; None (only with a ``sample``) speaks
+    with no speaker embedding, as upstream does for ``spk_emb=None``.
+    ``sample`` conditions the segment on a recording (``spk_smp``/``txt_smp``
+    in upstream's prompt). ``streaming`` asks for audio while the segment is
+    still decoding (``chunking: token``); otherwise the segment's audio comes
+    in one piece when it finishes. ``lang`` ("en"/"zh") is the language for
+    text without letters of either script (its neighbours'); text with
+    letters decides for itself. ``speed`` is ChatTTS's prompt level
+    ``[speed_N]`` (0-9, upstream's default 5). ``reference`` is the
+    utterance's choice for sentences 2..n: ``"first"`` (conditioned on
+    sentence 1's audio and text) or ``"none"``; the server acts on it.
+    ``normalized``: ``text`` is already exactly what the model reads
+    (``TextNormalizer.spoken``'s text, made by the server's text thread), so
+    ``prepare`` does not normalize it again; raw text (the default) is
+    normalized in ``prepare``.
     """
 
     text: str
-    voice: str = "seed:0"
+    voice: str | None = "seed:0"
     params: SamplingParams = SamplingParams()
     streaming: bool = False
+    sample: VoiceSample | None = None
     lang: str | None = None
+    speed: int = 5
+    reference: str = "none"
     normalized: bool = False
 
 
@@ -157,6 +180,12 @@ class Runner(Protocol):
     weights_kind: WeightsKind  # hello.model.weights
     device: str  # "cuda" | "cpu" (hello.model.device)
     voices: tuple[str, ...]  # named voices (hello.voices, /v1/voices)
+    # Decode steps from a job's first code to its first audio: a streaming
+    # vocoder's first chunk plus its lookahead (1: every code sounds).
+    first_audio_steps: int
+    # The DVAE encoder (``encoder.SampleEncoder``: audio -> spk_smp), None when
+    # the weights have none; it runs off the model thread.
+    sample_encoder: SampleEncoder | None
 
     def warmup(self) -> dict[tuple[int, int], float]:
         """Run (and on CUDA capture) every configured (batch size, bucket)

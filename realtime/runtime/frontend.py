@@ -2,15 +2,24 @@
 
 Text goes through ``TextNormalizer`` (realtime/runtime/spoken.py: our
 English and Chinese normalization, then upstream's ``Normalizer``) and is
-wrapped as upstream wraps it: ``[Stts][spk_emb][speed_5]{text}[Ptts]``. The embedding
-at ``[spk_emb]`` is later replaced by the speaker vector.
+wrapped as upstream wraps it: ``[Stts][spk_emb][speed_N]{text}[Ptts]`` (N the
+request's speed level, upstream's default 5). The embedding at ``[spk_emb]``
+is later replaced by the speaker vector.
+
+A voice sample (``VoiceSample``: upstream's ``spk_smp``/``txt_smp``) goes
+where ``Chat._infer_code`` puts it: the transcript right after the speaker
+tag, ``[Stts][spk_emb]{txt_smp}[speed_5]{text}[Ptts]`` (``[empty_spk]``
+without a speaker), and the sample's [T, num_vq] codes after ``[Ptts]``, as
+the last T prompt positions, embedded as audio codes. The transcript is
+normalized like the text (upstream inserts it as given; for a normalized
+transcript, the only kind upstream's own reference makes, that is the same).
 
 Speakers: ``seed:N`` samples from the checkpoint's speaker statistics with a
 generator seeded N (what upstream's ``sample_random_speaker`` gives after
 ``torch.manual_seed(N)``); a long string is decoded as upstream's encoded
-embedding; any other name is looked up in the voice registry (defaults
-below, or ``RuntimeOptions.voices_file``: a JSON object mapping names to
-``"seed:N"``, ``{"seed": N}`` or an encoded embedding).
+embedding; any other name is looked up in the voice registry (the names of
+``voice_table.py``, then ``RuntimeOptions.voices_file``: a JSON object
+mapping names to ``"seed:N"``, ``{"seed": N}`` or an encoded embedding).
 
 Thread: the model thread (the normalizer is not thread-safe).
 """
@@ -25,28 +34,34 @@ import torch
 
 import realtime.runtime.compat  # noqa: F401
 from protocol.voices import seed_of
-from realtime.runtime.api import RequestError, SamplingParams, VoiceError
+from realtime.runtime.api import RequestError, SamplingParams, VoiceError, VoiceSample
+from realtime.runtime.encoder import decode_codes
 from realtime.runtime.spoken import TextNormalizer
+from realtime.runtime.voice_table import DEFAULT_VOICES
 from realtime.runtime.weights import decode_spk_stat
 
 log = logging.getLogger(__name__)
 
-SPEED_PROMPT = "[speed_5]"
-DEFAULT_VOICES = {"default": "seed:0", "ash": "seed:2", "birch": "seed:3",
-                  "cedar": "seed:5", "dune": "seed:7"}
+SPEED_LEVELS = range(10)  # [speed_0]..[speed_9], the levels ChatTTS was trained with
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """A tokenized prompt: ``ids`` [L] text ids, ``speaker`` [hidden] fp16."""
+    """A tokenized prompt: ``ids`` [L] text ids, ``speaker`` [hidden] fp16,
+    ``codes`` [T, num_vq] int64 sample codes that follow the ids (or None)."""
 
     ids: torch.Tensor
     speaker: torch.Tensor
     text: str
+    codes: torch.Tensor | None = None
+
+    @property
+    def text_length(self) -> int:
+        return int(self.ids.shape[0])
 
     @property
     def length(self) -> int:
-        return int(self.ids.shape[0])
+        return self.text_length + (0 if self.codes is None else int(self.codes.shape[0]))
 
 
 def validate_params(p: SamplingParams) -> None:
@@ -136,11 +151,13 @@ class Speakers:
 class TextFrontEnd:
     """Normalizer + tokenizer + speakers: text in, ``Prompt`` out."""
 
-    def __init__(self, tokenizer, speakers: Speakers):
+    def __init__(self, tokenizer, speakers: Speakers, num_vq: int = 4, num_audio_tokens: int = 626):
         self.tokenizer = tokenizer
         self.speakers = speakers
         self.normalizer = TextNormalizer()
         self.spk_emb_id = tokenizer.convert_tokens_to_ids("[spk_emb]")
+        self.num_vq, self.num_audio_tokens = num_vq, num_audio_tokens
+        self._samples: dict[VoiceSample, tuple[torch.Tensor, str]] = {}  # oldest first
 
     def warmup(self) -> None:
         """Compile the normalizer's numba kernels (seconds) before serving."""
@@ -150,19 +167,48 @@ class TextFrontEnd:
         """The text the model reads ("" when nothing speakable is left)."""
         return self.normalizer.spoken(text, lang).text
 
-    def build(self, text: str, voice: str, lang: str | None = None,
+    def build(self, text: str, voice: str | None, lang: str | None = None,
+              speed: int = 5, sample: VoiceSample | None = None,
               normalized: bool = False) -> Prompt | None:
-        """The prompt for ``text``; None when it normalizes to nothing.
-        ``lang``: the language hint for text without letters of either script;
-        ``normalized``: ``text`` is already what the model reads.
+        """The prompt for ``text`` at speed level ``speed``; None when it
+        normalizes to nothing. ``lang``: the language hint for text without
+        letters of either script; ``normalized``: ``text`` is already what
+        the model reads.
 
-        Raises VoiceError for an unknown voice, RequestError for text too long
-        to normalize.
+        Raises VoiceError for an unknown voice or an unusable sample,
+        RequestError for text too long to normalize or a speed outside 0..9.
         """
-        speaker = self.speakers.resolve(voice)
+        if type(speed) is not int or speed not in SPEED_LEVELS:
+            raise RequestError(f"speed must be a level from 0 to 9, not {speed!r}")
+        if voice is None and sample is None:
+            raise VoiceError("a voice or a voice sample is needed")
+        speaker = (self.speakers.resolve(voice) if voice is not None
+                   else torch.zeros(self.speakers.hidden, dtype=self.speakers.std.dtype))
+        codes, txt_smp = self.sample_codes(sample) if sample is not None else (None, "")
         normed = text if normalized else self.normalize(text, lang)
         if not normed:
             return None
-        full = f"[Stts][spk_emb]{SPEED_PROMPT}{normed}[Ptts]"
+        tag = "[spk_emb]" if voice is not None else "[empty_spk]"
+        full = f"[Stts]{tag}{txt_smp}[speed_{speed}]{normed}[Ptts]"
         ids = self.tokenizer(full, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
-        return Prompt(ids=ids, speaker=speaker, text=normed)
+        return Prompt(ids=ids, speaker=speaker, text=normed, codes=codes)
+
+    def sample_codes(self, sample: VoiceSample) -> tuple[torch.Tensor, str]:
+        """A sample's codes [T, num_vq] and normalized transcript (cached per sample)."""
+        cached = self._samples.get(sample)
+        if cached is not None:
+            return cached
+        try:
+            codes = decode_codes(sample.spk_smp)
+        except ValueError as exc:
+            raise VoiceError(f"voice sample: {exc}") from None
+        if codes.shape[0] != self.num_vq or codes.shape[1] < 1:
+            raise VoiceError(f"voice sample holds {tuple(codes.shape)} codes, the model "
+                             f"reads [{self.num_vq}, T]")
+        if int(codes.max()) >= self.num_audio_tokens:
+            raise VoiceError("voice sample holds codes outside the model's audio ids")
+        entry = (codes.T.contiguous(), self.normalize(sample.txt_smp))
+        if len(self._samples) >= 64:
+            self._samples.pop(next(iter(self._samples)))
+        self._samples[sample] = entry
+        return entry

@@ -174,13 +174,21 @@ class StaticGPT:
 
     # --- embeddings and heads ---------------------------------------------------------
 
-    def embed_prompt(self, ids: torch.Tensor, speaker: torch.Tensor, spk_emb_id: int) -> torch.Tensor:
-        """[L] text ids + fp16 speaker [D] -> [L, D]; the speaker replaces [spk_emb]."""
+    def embed_prompt(self, ids: torch.Tensor, speaker: torch.Tensor, spk_emb_id: int,
+                     n_text: int | None = None) -> torch.Tensor:
+        """[L] text ids + fp16 speaker [D] -> [L, D]; the speaker replaces
+        [spk_emb]. With ``n_text``, only the first ``n_text`` ids are text and
+        the rest are a voice sample's codes [T, Q] row by row: -> [n_text + T, D]."""
         ids = ids.to(self.device)
-        x = self.emb_text.index_select(0, ids)
+        text = ids if n_text is None else ids[:n_text]
+        x = self.emb_text.index_select(0, text)
         # Upstream normalizes the fp16 vector in fp16, then writes it into fp32.
         spk = F.normalize(speaker.to(self.device), p=2.0, dim=0, eps=1e-12).to(self.dtype)
-        return torch.where((ids == spk_emb_id).unsqueeze(1), spk.unsqueeze(0), x)
+        x = torch.where((text == spk_emb_id).unsqueeze(1), spk.unsqueeze(0), x)
+        if n_text is None or n_text == ids.shape[0]:
+            return x
+        codes = ids[n_text:].view(-1, self.shape.num_vq)  # as upstream's Embed: audio codes
+        return torch.cat([x, self.embed_codes(codes)])
 
     def embed_codes(self, codes: torch.Tensor) -> torch.Tensor:
         """[B, Q] codes -> [B, D]: the sum of the Q code embeddings."""

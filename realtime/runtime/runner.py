@@ -56,6 +56,7 @@ from realtime.runtime.api import (
     SamplingParams,
     SegmentRequest,
 )
+from realtime.runtime.encoder import SampleEncoder
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
 from realtime.runtime.gemm_plan import policy_for
 from realtime.runtime.model import KVCache, StaticGPT
@@ -82,7 +83,7 @@ class JobSpec:
     max_new: int
     # The prompt as plain host values (speaker: fp16 values, exact as
     # floats), packed into the prefill's one upload without tensor work.
-    ids: tuple[int, ...] = ()
+    ids: tuple[int, ...] = ()  # text ids, then any sample codes [T, Q] row by row
     speaker: tuple[float, ...] = ()
 
 
@@ -149,9 +150,11 @@ class ModelRunner:
         self.codes = torch.zeros(slots, self.max_len, q, dtype=torch.int64, device=device)
         self.hidden = torch.zeros(slots, self.max_len, d, dtype=torch.float32, device=device)
         self.step = DeviceStep(self.model, self.cache, self.codes, self.hidden)
-        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file))
+        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file),
+                                  q, assets.shape.num_audio_tokens)
         self.voices = self.front.speakers.names
-        self.vocoder = vocoder
+        self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
+        self.vocoder, self.first_audio_steps = vocoder, 1 if vocoder is None else vocoder.first_audio_steps
         self.graphs = graphs
         self.jobs: dict[JobId, _Job] = {}
         # Jobs done decoding whose last audio is still to render, oldest first.
@@ -176,18 +179,17 @@ class ModelRunner:
 
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         validate_params(request.params)
-        prompt = self.front.build(request.text, request.voice, request.lang, request.normalized)
+        prompt = self.front.build(request.text, request.voice, request.lang, request.speed,
+                                  request.sample, request.normalized)
         if prompt is None:
             return PreparedJob(prompt_len=0, empty=True)
         if prompt.length >= self.max_len - 1:
-            raise RequestError(f"segment too long: {prompt.length} prompt tokens, "
-                               f"at most {self.max_len - 2}")
-        seed = request.params.seed
-        if seed is None:
-            seed = self._seeds.getrandbits(32)
+            raise RequestError(f"segment too long: {prompt.length} prompt tokens, at most {self.max_len - 2}")
+        seed = request.params.seed if request.params.seed is not None else self._seeds.getrandbits(32)
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
+        ids = prompt.ids.tolist() + ([] if prompt.codes is None else prompt.codes.flatten().tolist())
         spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
-                       tuple(prompt.ids.tolist()), tuple(prompt.speaker.tolist()))
+                       tuple(ids), tuple(prompt.speaker.tolist()))
         return PreparedJob(prompt_len=prompt.length, work=spec)
 
     def reset(self) -> None:
@@ -310,11 +312,11 @@ class ModelRunner:
         x = torch.zeros(rows, length, self.shape.hidden, dtype=self.dtype, device=self.torch_device)
         offset = 0
         for i, job in enumerate(jobs):
-            prompt = job.spec.prompt
+            prompt, n_ids = job.spec.prompt, len(job.spec.ids)
             x[i, :prompt.length] = self.model.embed_prompt(
-                ids[offset:offset + prompt.length], speakers[i].to(prompt.speaker.dtype),
-                self.front.spk_emb_id)
-            offset += prompt.length
+                ids[offset:offset + n_ids], speakers[i].to(prompt.speaker.dtype),
+                self.front.spk_emb_id, prompt.text_length)
+            offset += n_ids
         hidden = None
         if self.graphs is not None:
             hidden = self.graphs.prefill(x, slots)

@@ -46,12 +46,15 @@ def plan_from_json(data: dict, work: tuple = ()) -> StepPlan:
 
 def request_to_json(request: SegmentRequest) -> dict:
     return {"text": request.text, "voice": request.voice, "streaming": request.streaming,
-            "params": dataclasses.asdict(request.params)}
+            "params": dataclasses.asdict(request.params), "speed": request.speed,
+            "reference": request.reference}
 
 
 def request_from_json(data: dict) -> SegmentRequest:
+    # speed and reference came later: a recording without them used the defaults.
     return SegmentRequest(text=data["text"], voice=data["voice"], streaming=data["streaming"],
-                          params=SamplingParams(**data["params"]))
+                          params=SamplingParams(**data["params"]),
+                          speed=data.get("speed", 5), reference=data.get("reference", "none"))
 
 
 class StepRecorder:

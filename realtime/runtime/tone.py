@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from realtime.runtime.api import (
     WeightsKind,
 )
 from realtime.textfront.script import has_words
+
+if TYPE_CHECKING:
+    from realtime.runtime.encoder import SampleEncoder
 from scheduler import (
     DEFAULT_BATCH_SIZES,
     DEFAULT_KV_BUCKETS,
@@ -83,6 +87,7 @@ class ToneRunner:
     sample_rate = SAMPLE_RATE
     weights_kind = WeightsKind.TONE
     device = "cpu"
+    first_audio_steps = 1  # every code sounds at once
 
     def __init__(
         self,
@@ -111,6 +116,7 @@ class ToneRunner:
         self.batch_sizes = tuple(batch_sizes)
         self.kv_buckets = tuple(kv_buckets)
         self.voices = tuple(voices)
+        self.sample_encoder: SampleEncoder | None = None  # no model: no voices from a sample
         self.amplitude = amplitude
         self.fail_marker = fail_marker
         self.oom_marker = oom_marker

@@ -131,6 +131,8 @@ class StreamingVocoder:
         self.crossfade_samples = crossfade_samples
         self.min_chunk_steps = min_chunk_steps
         self.max_chunk_steps = max_chunk_steps
+        # Decode steps from a stream's first code to its first audio (the scheduler's).
+        self.first_audio_steps = min_chunk_steps + lookahead_steps
         self.calls = 0
         self.steps_rendered = 0
         first = next(decoder.parameters())

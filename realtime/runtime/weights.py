@@ -15,8 +15,9 @@ missing or unreadable checkpoint raises ``WeightsError`` naming the path and
 what is wrong; the server prints it as a one-line start-up error.
 
 ``write_checkpoint`` writes assets in upstream's layout, so tests load
-checkpoints they built themselves. The DVAE (audio *encoder*, used only for
-voice cloning) is written for layout fidelity but never loaded.
+checkpoints they built themselves. The DVAE (the audio *encoder*: voices from
+a sample, ``encoder.py``) is loaded when ``DVAE.safetensors`` is there; a
+checkpoint without it serves every voice but sample ones.
 
 Thread: called once at start-up.
 """
@@ -36,6 +37,7 @@ from transformers import BertTokenizerFast
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
 from realtime.runtime.api import SAMPLE_RATE, WeightsKind
+from realtime.runtime.encoder import DVAE_FULL, DVAE_TINY, build_dvae, dvae_shape_from
 from realtime.runtime.shapes import FULL, N_MELS, TINY, ModelShape
 from realtime.runtime.tokenizer import generate_tokenizer, load_tokenizer, save_tokenizer
 
@@ -59,7 +61,9 @@ class ModelAssets:
     ``gpt_state`` is a transformers ``LlamaModel`` state dict (upstream's
     ``asset/gpt``); ``embed`` upstream's ``Embed`` (text/code embeddings and
     weight-normed heads); ``decoder`` upstream's ``DVAE`` built as Decoder;
-    ``vocos`` a ``vocos.Vocos``; ``spk_stat`` the encoded speaker statistics.
+    ``vocos`` a ``vocos.Vocos``; ``spk_stat`` the encoded speaker statistics;
+    ``dvae`` upstream's full ``DVAE`` (encoder and VQ), None when the checkpoint
+    lacks ``DVAE.safetensors``.
     """
 
     kind: WeightsKind
@@ -72,6 +76,7 @@ class ModelAssets:
     spk_stat: str
     source: str = "memory"
     extra: dict = field(default_factory=dict)
+    dvae: torch.nn.Module | None = None
 
 
 # --- building the upstream modules ---------------------------------------------------
@@ -140,12 +145,14 @@ def random_assets(shape: ModelShape = FULL, seed: int = 0,
                     r"\.gamma$|block\.\d+\.weight$", name)
                 if scale and p.dim() == 1:
                     p.data.fill_(0.1)
+        # Drawn last, so the modules above keep the weights they had before it existed.
+        dvae = build_dvae(DVAE_TINY if shape == TINY else DVAE_FULL, coef=None)
     gen = torch.Generator().manual_seed(seed + 1)
     spk_stat = _upstream_spk_stat() if shape.hidden == FULL.hidden else _random_spk_stat(shape.hidden, gen)
     tokenizer = generate_tokenizer(shape.num_text_tokens)
     return ModelAssets(kind=kind, shape=shape, gpt_state=gpt_state, embed=embed,
                        decoder=decoder, vocos=vocos, tokenizer=tokenizer, spk_stat=spk_stat,
-                       source=f"random(seed={seed})")
+                       source=f"random(seed={seed})", dvae=dvae)
 
 
 # --- writing and reading upstream's layout --------------------------------------------
@@ -162,7 +169,8 @@ def write_checkpoint(assets: ModelAssets, root: str) -> str:
 
     save(assets.embed, "Embed.safetensors")
     save(assets.decoder, "Decoder.safetensors")
-    save(assets.decoder, "DVAE.safetensors")
+    if assets.dvae is not None:
+        save(assets.dvae, "DVAE.safetensors")
     save(assets.vocos, "Vocos.safetensors")
     save(assets.gpt_state, "gpt/model.safetensors")
     with open(os.path.join(asset, "gpt", "config.json"), "w") as f:
@@ -279,6 +287,7 @@ def load_checkpoint(path: str) -> ModelAssets:
         tokenizer = load_tokenizer(os.path.join(asset, "tokenizer"))
     except (OSError, ValueError) as exc:
         raise WeightsError(f"tokenizer unreadable: {os.path.join(asset, 'tokenizer')} ({exc})") from None
+    dvae = _load_dvae(os.path.join(asset, "DVAE.safetensors"))
     spk_path = os.path.join(asset, "spk_stat.txt")
     if os.path.isfile(spk_path):
         with open(spk_path, encoding="utf-8") as f:
@@ -288,7 +297,21 @@ def load_checkpoint(path: str) -> ModelAssets:
     log.warning("loaded ChatTTS checkpoint from %s. %s", asset, LICENCE_NOTE)
     return ModelAssets(kind=WeightsKind.CHECKPOINT, shape=shape, gpt_state=gpt_state, embed=embed,
                        decoder=decoder, vocos=vocos, tokenizer=tokenizer, spk_stat=spk_stat,
-                       source=asset)
+                       source=asset, dvae=dvae)
+
+
+def _load_dvae(path: str) -> torch.nn.Module | None:
+    """Upstream's DVAE (encoder, VQ) from ``path``; None, with a warning, when absent."""
+    if not os.path.isfile(path):
+        log.warning("no %s: voices from a sample are unavailable", path)
+        return None
+    try:
+        shape = dvae_shape_from(_read_safetensors(path))
+    except KeyError as exc:
+        raise WeightsError(f"checkpoint file {path} lacks tensor {exc}") from None
+    dvae = build_dvae(shape)
+    _load_into(dvae, path)
+    return dvae
 
 
 def _check_gpt_state(state: dict, shape: ModelShape, where: str) -> None:

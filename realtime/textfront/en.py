@@ -16,14 +16,17 @@ from realtime.textfront.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDE_WORDS,
     MAGNITUDES,
+    MAX_SPOKEN_DIGITS,
     NUM,
     UNIT_RE,
     UNITS,
     UNSIGNED,
     en_unit,
+    is_minus,
 )
 
 _LONG_RUN = 7  # a digit run this long without separators is an id or phone number
@@ -43,7 +46,7 @@ def _money(currency: str, amount: str, magnitude: str | None, sign: str | None) 
         scale = MAGNITUDES[magnitude]
         return f"{minus}{number(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
     whole, _, frac = amount.replace(",", "").partition(".")
-    if frac and minor and len(frac) <= 2:
+    if frac and minor and len(frac) <= 2 and len(whole) <= MAX_SPOKEN_DIGITS:
         cents, units = int(frac.ljust(2, "0")), int(whole or "0")
         parts = []
         if units or not cents:
@@ -97,7 +100,8 @@ def _decade(m: re.Match[str]) -> str:
 
 
 def _ordinal(m: re.Match[str]) -> str:
-    return ordinal(int(m.group(1)))
+    n = m.group(1)
+    return ordinal(int(n)) if len(n) <= MAX_SPOKEN_DIGITS else digits(n)
 
 
 _FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
@@ -115,18 +119,20 @@ def _fraction(m: re.Match[str]) -> str | None:
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
     if den == 0 or num == 0:
         return None
-    if (num, den) == (24, 7) or num == den or den > 100:
-        spoken = cardinal(num) + (" over " if den > 100 else " ") + cardinal(den)
+    if (num, den) == (24, 7) or num == den:
+        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50"
+    elif den >= 100 or den == 10 and not m.string.startswith(" of", m.end()):
+        spoken = cardinal(num) + " out of " + cardinal(den)  # a score: "98/100"
     else:
         spoken = _fraction_words(num, den, bool(whole))
-    return cardinal(int(whole)) + " and " + spoken if whole else spoken
+    return number(whole) + " and " + spoken if whole else spoken
 
 
 def _unicode_fraction(m: re.Match[str]) -> str:
     num, den = _UNICODE_FRACTIONS[m.group(2)]
     whole = m.group(1)
     spoken = _fraction_words(num, den, bool(whole))
-    return cardinal(int(whole)) + " and " + spoken if whole else spoken
+    return number(whole) + " and " + spoken if whole else spoken
 
 
 def _year_after_word(m: re.Match[str]) -> str | None:
@@ -135,7 +141,7 @@ def _year_after_word(m: re.Match[str]) -> str | None:
 
 
 def _era(m: re.Match[str]) -> str:
-    return year(int(m.group(1))) + " " + " ".join(m.group(2).upper())
+    return year(int(m.group(1))) + " " + " ".join(m.group(2).upper())  # "B C"
 
 
 def _number(m: re.Match[str]) -> str:
@@ -160,12 +166,12 @@ _ANYWHERE = {"=": "equals", "≠": "is not equal to", "≈": "is about", "±": "
 def _operator(m: re.Match[str]) -> str:
     op = m.group(2)
     if op in "-−–":
-        return " minus " if (m.group(1) and m.group(3)) else " to "
-    return f" {_OPERATORS[op]} "
+        return "minus" if is_minus(m) else "to"
+    return _OPERATORS[op]
 
 
 def _symbol(m: re.Match[str]) -> str:
-    return f" {_ANYWHERE[m.group(0)]} "
+    return _ANYWHERE[m.group(0)]
 
 
 _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Missus", "ms": "Miz", "prof": "Professor",
@@ -178,7 +184,7 @@ def _abbreviation(m: re.Match[str]) -> str:
     word = m.group(1)
     key = word.lower()
     if key in ("st", "dr"):
-        before = m.string[:m.start()]
+        before = m.string[max(0, m.start() - 40):m.start()]  # bounded: linear over the sentence
         is_place = _PLACE_BEFORE.search(before) is not None or before.strip() == ""
         capital_next = re.match(r"\s+[A-Z]", m.string[m.end():]) is not None
         if key == "st":
@@ -193,6 +199,7 @@ def _abbreviation(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
     *en_time.RULES[:5],
@@ -213,18 +220,33 @@ RULES: tuple[Rule, ...] = (
     rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
          _unit),
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", _ordinal),
+    rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
+         r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
+         lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
     rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
     rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,3})/(\d{1,3})(?![\w/])", _fraction),
-    rule("era", r"(?<![\d.])(\d{3,4})\s?(AD|BC|BCE|CE)\b", _era),
-    rule("year", r"\b(in|since|by|until|till|during|circa|year|around|before|after)\s(\d{4})"
+    rule("era", r"(?<![\d.])(\d{1,4})\s?(AD|BC|BCE|CE)\b", _era),
+    rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
+         r"\s(\d{4})"
          r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + _UNIT_END + ")", _year_after_word),
     rule("operator", r"(?<=\d)(\s?)([-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
+         lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # 5-year-old, COVID-19
+    rule("per", r"(?<![A-Za-z/])/(?=[A-Za-z]{2,})", lambda m: "per"),  # $19.99/month
+    rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
+         lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
+    rule("bare year", r"(?<![\d.,$€£¥\w-])(1[5-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
+         lambda m: year(int(m.group(1)))),  # "tips for 2024!"
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " times"),
-    rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number "),
+    rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|vs|etc|approx|e\.g|i\.e)\.", _abbreviation),
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
+    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
+         lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
+    rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )
 

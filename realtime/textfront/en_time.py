@@ -58,12 +58,17 @@ def _day_month(m: re.Match[str]) -> str | None:
     d, mo = int(m.group(1)), month_number(m.group(2))
     if not valid_date(mo, d):
         return None
-    out = f"the {ordinal(d)} of {MONTHS[mo - 1]}"
+    the = "" if m.string[max(0, m.start() - 4):m.start()].lower() == "the " else "the "
+    out = f"{the}{ordinal(d)} of {MONTHS[mo - 1]}"
     return out + (", " + year(int(m.group(3))) if m.group(3) else "")
 
 
 def _month_year(m: re.Match[str]) -> str:
     return MONTHS[month_number(m.group(1)) - 1] + " " + year(int(m.group(2)))
+
+
+def _count(value: int, unit: str) -> str:
+    return f"{cardinal(value)} {unit}{'' if value == 1 else 's'}"
 
 
 def _minutes(mm: int) -> str:
@@ -80,6 +85,9 @@ def _clock(m: re.Match[str]) -> str | None:
         h, half = h - 12, "p"
     if not half and h == 0:
         h, half = 12, "a"
+    if ss is not None and not half:  # "1:02:03", a duration
+        return _final(m, ", ".join(_count(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second"))
+                                   if v or u == "second"))
     if mm == 0 and ss is None:
         spoken = cardinal(h) + (" o'clock" if not half else "")
     else:

@@ -14,9 +14,8 @@ from functools import lru_cache
 
 from num2words import num2words
 
-from realtime.textfront.units import read_number
+from realtime.textfront.units import MAX_SPOKEN_DIGITS, read_number
 
-MAX_SPOKEN_DIGITS = 15
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _AND = re.compile(r",| and(?= )")
 

@@ -16,6 +16,7 @@ LANGS = ("en", "zh")
 
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _ENGLISH_WORD = re.compile(r"\b[A-Za-z]+\b")
+_CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "，", "！", "："
 
 # What any rule could rewrite: digits (ASCII and full-width), the symbols
 # the rules read, and the abbreviations they expand. A sentence without any
@@ -28,12 +29,15 @@ _TRIGGER = re.compile(
 
 def decide(sentence: str, hint: Lang | None = None) -> Lang:
     """The language that reads ``sentence``: upstream's rule when it has
-    letters of either script, else ``hint`` (default English)."""
+    letters of either script, else ``hint``; without a hint, Chinese
+    punctuation ("1+1=2。") says Chinese, anything else English."""
     han = len(_HAN.findall(sentence))
     words = len(_ENGLISH_WORD.findall(sentence))
     if han or words:
         return "zh" if han > words else "en"
-    return hint if hint in LANGS else "en"
+    if hint in LANGS:
+        return hint
+    return "zh" if _CJK_MARK.search(sentence) else "en"
 
 
 def needs_rules(sentence: str) -> bool:

@@ -10,7 +10,7 @@ touch (``lang.needs_rules``) is one untouched piece without running any.
 from __future__ import annotations
 
 from realtime.textfront import en, zh
-from realtime.textfront.lang import needs_rules
+from realtime.textfront.lang import decide, needs_rules
 from realtime.textfront.rewrite import joined, run, spaced
 
 # Longer sentences are refused by the caller before they get here; rules are
@@ -22,6 +22,11 @@ _FULL_WIDTH = str.maketrans("０１２３４５６７８９％＋＝＄", "01234
 
 class TextTooLong(ValueError):
     """The text is longer than the normalizer accepts (``MAX_CHARS``)."""
+
+
+def normalize(sentence: str, hint: str | None = None) -> str:
+    """The sentence's spoken text before upstream's clean-up (tests, tools)."""
+    return "".join(said for _, said in pieces(sentence, decide(sentence, hint)))
 
 
 def pieces(sentence: str, lang: str) -> list[tuple[str, str]]:

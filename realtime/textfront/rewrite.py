@@ -76,19 +76,25 @@ def run(sentence: str, rules: Sequence[Rule]) -> list[Span]:
     return spans
 
 
+_NO_SPACE_AFTER = frozenset("([{\"'“‘#$/")
+
+
 def spaced(spans: list[Span]) -> list[tuple[str, str]]:
-    """Pieces for a spaced script: a rewritten span touching a letter or
-    digit of its neighbour gets a space there ("5km" -> "five kilometers")."""
+    """Pieces for a spaced script: a rewritten span is separated from its
+    neighbours by exactly one space where a word would otherwise touch it
+    ("5km" -> "five kilometers", "x=5" -> "x equals five", "Tom & Jerry"
+    keeps its own spaces)."""
     pieces: list[tuple[str, str]] = []
     for i, span in enumerate(spans):
         spoken = span.spoken
-        if span.done and spoken:
-            before = spans[i - 1].spoken if i else ""
+        if span.done and spoken != span.original and spoken.strip():
+            spoken = spoken.strip()
+            before = pieces[-1][1] if pieces else ""
             after = spans[i + 1].spoken if i + 1 < len(spans) else ""
-            if before and before[-1].isalnum() and spoken[0].isalnum():
+            if before and not before[-1].isspace() and before[-1] not in _NO_SPACE_AFTER:
                 spoken = " " + spoken
-            if after and after[0].isalnum() and spoken[-1].isalnum():
-                spoken = spoken + " "
+            if after and after[0].isalnum():
+                spoken += " "
         pieces.append((span.original, spoken))
     return pieces
 

@@ -3,6 +3,8 @@ scheduler's planning figure for how many codes it will take to speak."""
 
 from __future__ import annotations
 
+from realtime.textfront.speed import DEFAULT_LEVEL, duration_factor
+
 
 def is_cjk(ch: str) -> bool:
     """True for CJK ideographs, kana, hangul, CJK punctuation and full-width forms."""
@@ -24,13 +26,16 @@ def has_words(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
-# Expected codes per character: ~4 Chinese characters or ~14 Latin
-# characters per second of speech at 46.875 codes per second.
+# Expected codes per character at speed level 5: ~4 Chinese characters or ~14
+# Latin characters per second of speech at 46.875 codes per second.
 CODES_PER_CJK_CHAR = 11.0
 CODES_PER_OTHER_CHAR = 3.4
 
 
-def estimate_tokens(text: str) -> int:
-    """Expected number of codes for ``text`` (the scheduler's planning figure)."""
+def estimate_tokens(text: str, speed: int = DEFAULT_LEVEL) -> int:
+    """Expected number of codes for ``text`` spoken at ChatTTS speed level
+    ``speed`` (the scheduler's planning figure; the per-character rates are
+    for level 5, other levels scale by ``speed.duration_factor``)."""
     cjk = sum(1 for ch in text if ch.isalnum() and is_cjk(ch))
-    return max(8, int(cjk * CODES_PER_CJK_CHAR + (len(text) - cjk) * CODES_PER_OTHER_CHAR))
+    codes = cjk * CODES_PER_CJK_CHAR + (len(text) - cjk) * CODES_PER_OTHER_CHAR
+    return max(8, int(codes * duration_factor(speed)))

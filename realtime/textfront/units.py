@@ -13,10 +13,15 @@ import re
 # range), digits with or without thousands commas, optional decimals. The
 # lookbehind starts matches only at the head of a digit run and the
 # possessive quantifiers never backtrack, so a 5,000-digit run is linear.
+# A list marker opening a sentence: "1. ", "2) ", "(3) ", "（4）", "5、" (not "1.5").
+LIST_MARKER = r"^\s*(?:[(（](\d{1,3})[)）]|(\d{1,3})(?:[)、]|\.(?!\d)))\s*(?=\S)"
 SIGN = r"(?:(?<![\w)\].])[-−+])?"
-UNSIGNED = r"(?<![\d.,])(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?"
+UNSIGNED = r"(?<![\d.])(?<!\d,)(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?"
 NUM = SIGN + UNSIGNED
 
+
+
+MAX_SPOKEN_DIGITS = 15  # longer integers are read digit by digit, never converted
 
 
 def read_number(text: str, cardinal, digits, words: dict[str, str]) -> str:
@@ -29,7 +34,7 @@ def read_number(text: str, cardinal, digits, words: dict[str, str]) -> str:
     whole, _, frac = text.replace(",", "").partition(".")
     if not whole:
         spoken = words["zero"]
-    elif len(whole) > 1 and whole[0] == "0":
+    elif len(whole) > 1 and whole[0] == "0" or len(whole) > MAX_SPOKEN_DIGITS:
         spoken = digits(whole)
     else:
         spoken = cardinal(int(whole))
@@ -39,7 +44,8 @@ def read_number(text: str, cardinal, digits, words: dict[str, str]) -> str:
 # symbol/name -> (English singular, Chinese)
 UNITS: dict[str, tuple[str, str]] = {
     "km/h": ("kilometer per hour", "公里每小时"), "kph": ("kilometer per hour", "公里每小时"),
-    "m/s": ("meter per second", "米每秒"), "mph": ("mile per hour", "英里每小时"),
+    "m/s": ("meter per second", "米每秒"),
+    "km/s": ("kilometer per second", "公里每秒"), "mph": ("mile per hour", "英里每小时"),
     "km²": ("square kilometer", "平方公里"), "km2": ("square kilometer", "平方公里"),
     "m²": ("square meter", "平方米"), "m2": ("square meter", "平方米"), "㎡": ("square meter", "平方米"),
     "cm²": ("square centimeter", "平方厘米"), "m³": ("cubic meter", "立方米"),
@@ -62,7 +68,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "min": ("minute", "分钟"), "hrs": ("hour", "小时"), "hr": ("hour", "小时"), "h": ("hour", "小时"),
 }
 _EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per second": "meters per second",
-                    "mile per hour": "miles per hour", "square foot": "square feet",
+                    "mile per hour": "miles per hour",
+                    "kilometer per second": "kilometers per second", "square foot": "square feet",
                     "megabit per second": "megabits per second", "foot": "feet", "hertz": "hertz",
                     "gigahertz": "gigahertz", "megahertz": "megahertz", "kilohertz": "kilohertz",
                     "kilowatt hour": "kilowatt hours", "milliamp hour": "milliamp hours",
@@ -110,6 +117,12 @@ MONTH_RE = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July
 
 def month_number(name: str) -> int:
     return MONTH_BY_PREFIX[name[:3].lower()]
+
+
+def is_minus(m: re.Match[str]) -> bool:
+    """Whether a dash between two numbers subtracts ("5 - 3", "5-3=2")
+    rather than spans a range ("3-5 days"): spaced, or an equation."""
+    return bool(m.group(1) and m.group(3)) or "=" in m.string[m.end():]
 
 
 def valid_date(month: int, day: int) -> bool:

@@ -17,12 +17,15 @@ from realtime.textfront.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDES,
+    MAX_SPOKEN_DIGITS,
     NUM,
     UNIT_RE,
     UNITS,
     UNSIGNED,
+    is_minus,
     valid_date,
 )
 from realtime.textfront.zh_words import cardinal, digits, number
@@ -52,7 +55,7 @@ def _clock(m: re.Match[str]) -> str | None:
     prefix = "上午" if half == "a" else "下午" if half == "p" else ""
     if half and h > 12:
         return None
-    spoken = prefix + cardinal(h) + "点"
+    spoken = prefix + ("两" if h == 2 else cardinal(h)) + "点"  # 两点, never 二点
     if mm or m.group(3):
         spoken += ("零" if mm < 10 else "") + cardinal(mm) + "分" if mm else "零分"
     if m.group(3):
@@ -62,8 +65,8 @@ def _clock(m: re.Match[str]) -> str | None:
 
 def _scaled(amount: str, magnitude: str | None) -> str:
     """ "2.5" "million" -> 两百五十万; a Chinese 万/亿 written after stays."""
-    if not magnitude:
-        return number(amount)
+    if not magnitude or len(amount) > MAX_SPOKEN_DIGITS:
+        return number(amount) + (magnitude if magnitude in ("万", "亿", "千") else "")
     if magnitude in "万亿千":
         return number(amount) + magnitude
     try:
@@ -77,7 +80,10 @@ def _scaled(amount: str, magnitude: str | None) -> str:
 
 def _money(m: re.Match[str]) -> str:
     sign = "负" if m.group(1) else ""
-    return sign + _scaled(m.group(3), m.group(4)) + CURRENCIES[m.group(2).strip()][2]
+    unit = CURRENCIES[m.group(2).strip()][2]
+    if unit == "元" and m.string[m.end():m.end() + 1] in ("元", "块"):
+        unit = ""  # "￥12.5元": the text names the unit itself
+    return sign + _scaled(m.group(3), m.group(4)) + unit
 
 
 def _money_after(m: re.Match[str]) -> str:
@@ -125,7 +131,7 @@ _ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正�
 def _operator(m: re.Match[str]) -> str:
     op = m.group(2)
     if op in "-−–":
-        return "减" if (m.group(1) and m.group(3)) else "到"
+        return "减" if is_minus(m) else "到"
     return "到" if op in "~～" else _OPERATORS[op]
 
 
@@ -140,6 +146,7 @@ def _number(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + "，"),
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
@@ -160,13 +167,18 @@ RULES: tuple[Rule, ...] = (
     rule("temperature", "(" + NUM + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature),
     rule("unit", "(" + NUM + r")(?:\s?[-~～到]\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
          _unit),
-    rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", lambda m: "第" + cardinal(int(m.group(1)))),
+    rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", lambda m: "第" + number(m.group(1))),
     rule("unicode fraction", r"[½¼¾⅓⅔]", lambda m: _UNICODE_FRACTIONS[m.group(0)]),
     rule("fraction", r"(?<![\w/.])(\d{1,6})/(\d{1,6})(?![\w/])", _fraction),
     rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
     rule("operator", r"(?<=\d)(\s?)([-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
+    rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
     rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "])", lambda m: "两"),
+    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
+         lambda m: "点".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
+    rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from realtime.textfront.units import read_number
+from realtime.textfront.units import MAX_SPOKEN_DIGITS, read_number
 
-MAX_SPOKEN_DIGITS = 16
 DIGITS = "零一二三四五六七八九"
 PHONE_DIGITS = "零幺二三四五六七八九"  # 1 is 幺 in phone and service numbers
 _SMALL = ((1000, "千"), (100, "百"), (10, "十"))

@@ -1,5 +1,8 @@
-"""Errors of the speech endpoint, in OpenAI's shape, with the protocol's codes.
+"""HTTP refusals, in OpenAI's shape, with the protocol's codes.
 
+The one error type of the HTTP front, below both of its users: the gate
+(``realtime.gate``: token, origin, readiness) and the routes refuse with it,
+the WebSocket handshake as plain text, the speech endpoint as JSON.
 Every refusal is an ``ApiError``: an HTTP status, a human-readable message,
 the offending body field (``param``) and a code. The code is the wire
 protocol's (docs/protocol.md: ``bad_message``, ``unsupported``,
@@ -72,13 +75,13 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": _openai_type(self.status),
                           "param": self.param, "code": self.code}}
 
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        out = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+    def headers(self) -> list[tuple[str, str]]:
+        out = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
         if self.retry_after_ms is not None:
             seconds = max(1, math.ceil(self.retry_after_ms / 1000))
-            out.append((b"retry-after", str(seconds).encode()))
+            out.append(("Retry-After", str(seconds)))
         if self.status == http.HTTPStatus.UNAUTHORIZED:
-            out.append((b"www-authenticate", b"Bearer"))
+            out.append(("WWW-Authenticate", "Bearer"))
         return out
 
     def encoded(self) -> bytes:

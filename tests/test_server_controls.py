@@ -1,0 +1,86 @@
+"""ChatTTS's controls through the real server: ``params.speed`` and
+``params.reference`` reach the runtime's request, the planning estimate
+knows speed, and ``params.refine`` is refused while the refine pass does not
+exist."""
+
+from __future__ import annotations
+
+import threading
+
+from protocol import Done, Error, Speak, decode_client
+from realtime.runtime.api import SegmentRequest
+from realtime.runtime.tone import ToneRunner
+from realtime.segment_request import segment_request
+from realtime.textfront.script import estimate_tokens
+from realtime.textfront.speed import duration_factor, level_for_tempo, tempo
+
+
+class RecordingRunner(ToneRunner):
+    """A tone runner that keeps every request it prepares."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[SegmentRequest] = []
+        self._lock = threading.Lock()
+
+    def prepare(self, request):
+        with self._lock:
+            self.requests.append(request)
+        return super().prepare(request)
+
+
+async def test_speed_and_reference_reach_every_segment_request(server_factory, ws_connect):
+    runner = RecordingRunner()
+    client = await ws_connect(await server_factory(runner=runner))
+    t = await client.speak_and_collect("slow", "One sentence. And another one.",
+                                       params={"speed": 2, "reference": "first"})
+    assert isinstance(t.terminal, Done) and t.terminal.segments == 2
+    assert [(r.speed, r.reference) for r in runner.requests] == [(2, "first")] * 2
+    runner.requests.clear()
+    t = await client.speak_and_collect("plain", "Defaults apply here.")
+    assert isinstance(t.terminal, Done)
+    assert [(r.speed, r.reference) for r in runner.requests] == [(5, "none")]
+
+
+async def test_refine_is_refused_as_unsupported_before_started(server_factory, ws_connect):
+    client = await ws_connect(await server_factory())
+    for n, refine in enumerate([True, {"oral": 2}, "[oral_2][laugh_0][break_6]"]):
+        t = await client.speak_and_collect(f"r{n}", "Make it chatty.", params={"refine": refine})
+        assert t.started is None and isinstance(t.terminal, Error)
+        assert (t.terminal.code, t.terminal.field) == ("unsupported", "params.refine")
+        assert "not available on this server" in t.terminal.message
+    t = await client.speak_and_collect("plain", "No refine pass.", params={"refine": False})
+    assert isinstance(t.terminal, Done)
+
+
+async def test_an_out_of_range_speed_is_bad_message(server_factory, ws_connect):
+    client = await ws_connect(await server_factory())
+    t = await client.speak_and_collect("fast", "Too fast.", params={"speed": 10})
+    assert isinstance(t.terminal, Error)
+    assert (t.terminal.code, t.terminal.field) == ("bad_message", "params.speed")
+
+
+def test_segment_request_defaults_and_overrides():
+    speak = decode_client('{"type":"speak","id":"u","text":"x","voice":"seed:3",'
+                          '"chunking":"token","params":{"speed":0,"top_k":7}}')
+    assert isinstance(speak, Speak)
+    request = segment_request(speak)
+    assert (request.speed, request.reference, request.voice, request.streaming) == \
+        (0, "none", "seed:3", True)
+    assert request.params.top_k == 7 and request.params.min_new_tokens == 1
+    assert segment_request(Speak("u", "x")).speed == 5
+
+
+def test_slower_speech_is_planned_as_more_codes():
+    text = "A sentence of ordinary length, spoken at every level."
+    by_level = [estimate_tokens(text, level) for level in range(10)]
+    assert by_level == sorted(by_level, reverse=True) and len(set(by_level)) == 10
+    assert by_level[5] == estimate_tokens(text)
+    # Level 0 is planned at twice the codes of level 5 (1.15 ** 5 = 2.01).
+    assert abs(by_level[0] / by_level[5] - duration_factor(0)) < 0.02
+
+
+def test_the_tempo_ladder_is_monotonic_with_level_5_at_one():
+    assert tempo(5) == 1.0 and duration_factor(5) == 1.0
+    assert all(tempo(n) < tempo(n + 1) for n in range(9))
+    assert level_for_tempo(1.0) == 5
