@@ -146,7 +146,8 @@ class SegmentEntry:
 
 ReadJob = Callable[[SentenceReader], list[Reading]]
 Deliver = Callable[[list[Reading]], None]
-OnRead = Callable[[list[tuple[int, Reading]]], None]
+Owe = Callable[[int], None]  # given the utterance's segment count
+OnRead = Callable[[list[tuple[int, Reading]], Owe | None], None]
 
 
 class TextReader(Protocol):
@@ -208,10 +209,10 @@ class SentenceIntake:
     """One utterance's text: ``take`` and ``flush`` split it; complete
     sentences are read by ``reader`` and each batch comes back through
     ``on_read`` in order, as (sentence number, reading) for the sentences
-    that say something (possibly none); the others are kept for
-    ``unspoken``. ``reading`` counts batches not yet back. ``request`` makes
-    the segment request of a reading: ``base`` (the speak's voice and
-    settings) with the reading's text."""
+    that say something (possibly none), with the ``owe`` of the ``flush``
+    that sent it, if any; the others are kept for ``unspoken``. ``reading``
+    counts batches not yet back. ``request`` makes the segment request of a
+    reading: ``base`` (the speak's voice and settings) with its text."""
 
     def __init__(self, base: SegmentRequest, reader: TextReader, on_read: OnRead,
                  max_sentence_chars: int) -> None:
@@ -236,8 +237,10 @@ class SentenceIntake:
             sentences += self.splitter.flush()
         self._read(sentences)
 
-    def flush(self) -> None:
-        self._read(self.splitter.flush())
+    def flush(self, owe: Owe | None = None) -> None:
+        """Release the buffered text; ``owe`` comes back with its batch (even
+        an empty one), after every sentence taken before it."""
+        self._read(self.splitter.flush(), owe)
 
     def close(self) -> None:
         """The utterance ended: readings still to come are dropped."""
@@ -256,17 +259,18 @@ class SentenceIntake:
         spoken = reading.spoken
         return replace(self.base, text=spoken.text, lang=spoken.lang, normalized=True)
 
-    def _read(self, sentences: list[str]) -> None:
-        if not sentences or self._closed:
+    def _read(self, sentences: list[str], owe: Owe | None = None) -> None:
+        if (not sentences and owe is None) or self._closed:
             return
         self.reading += 1
-        self.reader.read(lambda reader: self._read_batch(reader, sentences), self._deliver)
+        self.reader.read(lambda reader: self._read_batch(reader, sentences),
+                         lambda readings: self._deliver(readings, owe))
 
     def _read_batch(self, reader: SentenceReader, sentences: list[str]) -> list[Reading]:
         readings, self._lang = read_sentences(reader, sentences, self._lang)
         return readings
 
-    def _deliver(self, readings: list[Reading]) -> None:
+    def _deliver(self, readings: list[Reading], owe: Owe | None) -> None:
         self.reading -= 1
         if self._closed:
             return
@@ -277,5 +281,5 @@ class SentenceIntake:
                 self._unspoken.append((number, reading.text))
             else:
                 said.append((number, reading))
-        self._on_read(said)
+        self._on_read(said, owe)
 

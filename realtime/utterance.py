@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -37,7 +38,7 @@ from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
-from realtime.intake import InlineText, Reading, SegmentEntry, SegmentStatus, SentenceIntake, TextReader
+from realtime.intake import InlineText, Owe, Reading, SegmentEntry, SegmentStatus, SentenceIntake, TextReader
 from realtime.reference import first_reference
 from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
@@ -128,10 +129,8 @@ class ServerUtterance:
         self._maybe_done()
 
     def flush(self, flush_id: str | None = None) -> None:
-        self.intake.flush()
-        if flush_id is not None:  # answered once the segments made so far are out
-            self._flushes.add(flush_id, len(self._segments))
-            self._answer_flushes()
+        # flushed is owed once the segments read from the text so far are out
+        self.intake.flush(None if flush_id is None else partial(self._flushes.add, flush_id))
         self._submit(first=False)
         self._maybe_done()
 
@@ -205,9 +204,9 @@ class ServerUtterance:
             self.input_final = True
         self.intake.take(text, final)
 
-    def _on_read(self, readings: list[tuple[int, Reading]]) -> None:
-        """Sentences read that say something, in order (silent ones are known
-        now, so the flag of the utterance's last frame is known when it goes)."""
+    def _on_read(self, readings: list[tuple[int, Reading]], owe: Owe | None) -> None:
+        """Sentences read that say something, in order (silent ones are known now, so the
+        last frame's flag is known when it goes); ``owe``: a flush's ack, owed for them."""
         if self._ended:
             return
         for order, reading in readings:
@@ -218,6 +217,8 @@ class ServerUtterance:
             request = self.intake.request(reading)
             estimate = estimate_tokens(request.text, request.speed)
             self._unsubmitted.append(SegmentWork(job_id, index, request, estimate))
+        if owe is not None:
+            owe(len(self._segments))
         self._submit(first=not self._first_submitted)
         self._advance()
 

@@ -109,7 +109,8 @@ def test_plain_reader_reads_as_written_and_punctuation_as_nothing():
 
 
 def _intake(reader, delivered, speak_text: str = "") -> SentenceIntake:
-    return SentenceIntake(segment_request(Speak("u", speak_text)), reader, delivered.append, 150)
+    return SentenceIntake(segment_request(Speak("u", speak_text)), reader,
+                          lambda said, owe: delivered.append(said), 150)
 
 
 def test_intake_numbers_sentences_and_keeps_the_unspoken_apart():

@@ -35,7 +35,9 @@ async def test_list_items_are_read_with_their_markers(tiny_server, ws_connect):
     t = await client.speak_and_collect("l", text, params=SEED, timeout=240)
     t.check_done()
     assert [s.text for s in t.segments] == ["1. Open the app.", "2. Tap start."]
-    assert [s.spoken for s in t.segments] == ["one. Open the app.", "two. Tap start."]
+    first, second = (s.spoken for s in t.segments)
+    assert first.startswith("one") and first.endswith("Open the app.")
+    assert second.startswith("two") and second.endswith("Tap start.")
     # the same path as `python -m realtime normalize`
     from realtime.runtime.spoken import TextNormalizer
 
