@@ -1,6 +1,7 @@
 """Server overhead bench: our server (ToneRunner, no model) vs a bare websockets loop.
 
-``python -m bench server [--quick] [--frames N] [--connections N]``
+``python -m bench server [--quick] [--frames N] [--connections N] [--timestamps]
+[--chunking sentence|token]``
 
 Both servers run as subprocesses on 127.0.0.1 with the same websockets
 settings (no compression, the same write limit and queue sizes) and put the
@@ -25,6 +26,13 @@ is one JSON object with ``per_frame_cost_ratio`` (ours / bare CPU per frame),
 exported with ``git archive``) as a third subprocess in the same alternation,
 and reports ``per_frame_cost_vs_baseline`` (ours / baseline CPU per frame): a
 change's cost measured side by side, under the same background load.
+
+``--timestamps`` adds our server with ``speak.timestamps: true`` (word
+timings) to the alternation and reports ``timestamps_cost_ratio`` (CPU per
+frame with timings / without, same process) and
+``timestamps_added_first_frame_ms``. ``--chunking token`` asks for token
+chunking in every request (audio while decoding: words are committed per
+chunk).
 """
 
 from __future__ import annotations
@@ -269,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=1000, help="idle connections to hold")
     parser.add_argument("--baseline", type=Path, default=None, metavar="DIR",
                         help="also run the server of this source tree, alternating with ours")
+    parser.add_argument("--timestamps", action="store_true",
+                        help="also measure ours with speak.timestamps (word timings)")
+    parser.add_argument("--chunking", choices=("sentence", "token"), default="sentence")
     parser.add_argument("--bare-serve", nargs=2, metavar=("PORT", "TRANSCRIPT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -284,7 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = _text_for_frames(args.frames)
     # One id for every round: ids need only be unique among active utterances,
     # and a fixed one keeps the replayed transcript byte-identical.
-    request = json.dumps({"type": "speak", "id": "bench", "text": text, "frame_ms": 100})
+    speak = {"type": "speak", "id": "bench", "text": text, "frame_ms": 100,
+             "chunking": args.chunking}
+    request = json.dumps(speak)
+    timed_request = json.dumps({**speak, "timestamps": True})
+    timed: list[dict[str, float]] = []
 
     bare_port, our_port, base_port = _free_port(), _free_port(), _free_port()
     ours = _start_ours(ROOT, our_port, text, args.connections)
@@ -313,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             bare_proc, our_proc = psutil.Process(bare.pid), psutil.Process(ours.pid)
             _measure(bare_proc, bare_url, request, 0.0)  # warm both
             _measure(our_proc, our_url, request, 0.0)
+            if args.timestamps:
+                _measure(our_proc, our_url, timed_request, 0.0)
             bs: list[dict[str, float]] = []
             os_: list[dict[str, float]] = []
             for _ in range(samples):
@@ -320,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.baseline is not None:
                     base.append(_measure(base_proc, base_url, request, min_cpu))
                 os_.append(_measure(our_proc, our_url, request, min_cpu))
+                if args.timestamps:
+                    timed.append(_measure(our_proc, our_url, timed_request, min_cpu))
             held = asyncio.run(_hold_idle(our_url, args.connections))
             rss_mb = our_proc.memory_info().rss / 2**20
         finally:
@@ -364,6 +383,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["cpu_us_per_frame_baseline"] = round(m["cpu_us_per_frame"], 2)
         result["loop_cpu_us_per_frame_baseline"] = round(m["loop_cpu_us_per_frame"], 2)
         result["per_frame_cost_vs_baseline"] = round(o["cpu_us_per_frame"] / m["cpu_us_per_frame"], 3)
+    if timed:
+        t = _median(timed)
+        print(f"with timestamps: server CPU {t['cpu_us_per_frame']:.1f} us/frame, first frame "
+              f"{t['first_frame_ms']:.2f} ms (without: {o['cpu_us_per_frame']:.1f}, "
+              f"{o['first_frame_ms']:.2f})")
+        result["cpu_us_per_frame_timestamps"] = round(t["cpu_us_per_frame"], 2)
+        result["timestamps_cost_ratio"] = round(t["cpu_us_per_frame"] / o["cpu_us_per_frame"], 3)
+        result["timestamps_added_first_frame_ms"] = round(
+            t["first_frame_ms"] - o["first_frame_ms"], 3)
     print(json.dumps(result))
     return 0
 

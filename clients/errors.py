@@ -145,7 +145,7 @@ def from_message(msg) -> TTSError:
     """Build the exception for a decoded `protocol.Error` message."""
     cls = error_for(msg.code)
     exc = cls(msg.message, field=msg.field, id=msg.id,
-              retry_after_ms=getattr(msg, "retry_after_ms", None))
+              retry_after_ms=msg.retry_after_ms)
     if cls is TTSError:
         exc.code = msg.code
     return exc

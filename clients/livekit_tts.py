@@ -229,7 +229,7 @@ async def _pump(utt: Utterance, output_emitter: tts.AudioEmitter) -> None:
             elif isinstance(item, Words):
                 words.add(item.words)
             elif isinstance(item, Segment):
-                spoken = getattr(item, "spoken", None)
+                spoken = item.spoken
                 if spoken is not None and spoken != item.text:
                     log.info("%s: segment %d read as %r", utt.id, item.index, spoken)
         for sentence in utt.unspoken:

@@ -32,6 +32,7 @@ Needs pipecat-ai (1.14); everything runs on the pipeline's event loop.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from clients.client import DEFAULT_URL, RealtimeClient
 from clients.errors import TTSError, UtteranceCancelled
 from clients.events import WordCursor, Words, caller_word
 from clients.utterance import AudioChunk, Utterance
-from protocol import Segment
+from protocol import Done, Segment
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,8 @@ class ChatTTSRealtimeTTSService(TTSService):
         self.turns_opened: list[str] = []
         self.turns_done: list[str] = []
         self.turns_cancelled: list[str] = []
+        # The last turns' utterances (their words, spoken text, outcome), newest last.
+        self.utterances: collections.deque[Utterance] = collections.deque(maxlen=16)
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -208,6 +211,7 @@ class ChatTTSRealtimeTTSService(TTSService):
                                       sample_rate=self._wire_rate(client),
                                       frame_ms=self._frame_ms, chunking=self._chunking,
                                       timestamps=self._timestamps)
+        self.utterances.append(turn.utt)
         turn.retrying = False
 
     async def flush_audio(self, context_id: str | None = None) -> None:
@@ -288,10 +292,10 @@ class ChatTTSRealtimeTTSService(TTSService):
         if isinstance(item, Words):
             turn.words.add(item.words)
         elif isinstance(item, Segment):
-            spoken = getattr(item, "spoken", None)
+            spoken = item.spoken
             if spoken is not None and spoken != item.text:
                 log.info("turn %s: segment %d read as %r", turn.context_id, item.index, spoken)
-        for sentence in getattr(item, "unspoken", None) or ():
+        for sentence in item.unspoken if isinstance(item, Done) else ():
             log.warning("turn %s: not spoken (nothing to read): %r", turn.context_id, sentence)
 
     async def _hand_on_words(self, turn: _Turn, until_ms: float) -> None:

@@ -98,7 +98,7 @@ def report(item: object, quiet: bool) -> None:
             origin = f"  ({w.original})" if w.original is not None else ""
             print(f"{w.start_ms:9.1f} {w.end_ms:9.1f}  {w.word}{origin}", file=sys.stderr)
     elif isinstance(item, Segment) and not quiet:
-        spoken = getattr(item, "spoken", None)
+        spoken = item.spoken
         if spoken is not None and spoken != item.text:
             print(f"segment {item.index} read as: {spoken}", file=sys.stderr)
 

@@ -145,13 +145,13 @@ class Utterance:
     def spoken(self) -> str:
         """The text as the model read it, segment by segment so far (a segment's
         original text where the server does not report `spoken`)."""
-        return " ".join(getattr(s, "spoken", None) or s.text for s in self.segments)
+        return " ".join(s.spoken or s.text for s in self.segments)
 
     @property
     def unspoken(self) -> tuple[str, ...]:
         """Sentences of the input the server could not speak (known at `done`)."""
         outcome = self._terminal.result() if self._terminal.done() else None
-        return tuple(getattr(outcome, "unspoken", None) or ())
+        return outcome.unspoken if isinstance(outcome, Done) else ()
 
     def heard_words(self, audio_ms: float | None = None) -> list[Word]:
         """The words that had started by `audio_ms` of audio (default: all audio

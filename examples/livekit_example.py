@@ -22,7 +22,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT
+
 from clients.livekit_tts import ChatTTSRealtimeTTS
+from clients.utterance import Utterance
 from clients.wav import write_wav
 from examples.llm_script import example_parser, llm_tokens
 
@@ -37,6 +40,9 @@ class Turn:
     pcm: bytearray = field(default_factory=bytearray)
     frames: int = 0
     segment_ids: set[str] = field(default_factory=set)
+    # The aligned transcript that came with the audio frames (TimedStrings).
+    transcript: list[str] = field(default_factory=list)
+    utterances: list[Utterance] = field(default_factory=list)  # the stream opened
     first_audio_s: float | None = None
     interrupted: bool = False
 
@@ -46,8 +52,10 @@ class Turn:
 
 
 async def speak_turn(tts: ChatTTSRealtimeTTS, text: str, token_delay_s: float = 0.01,
-                     interrupt_after_s: float | None = None) -> Turn:
-    """Stream `text` as LLM tokens through `tts.stream()` and collect the audio."""
+                     interrupt_after_s: float | None = None, realtime: bool = False) -> Turn:
+    """Stream `text` as LLM tokens through `tts.stream()` and collect the audio.
+    `realtime`: take each frame as a player would, one frame's duration apart (the
+    frames, and the transcript that comes with them, then arrive at playback pace)."""
     turn = Turn(tts)
     stream = tts.stream()
     started = time.monotonic()
@@ -66,6 +74,9 @@ async def speak_turn(tts: ChatTTSRealtimeTTS, text: str, token_delay_s: float = 
             turn.pcm += audio.frame.data.tobytes()
             turn.frames += 1
             turn.segment_ids.add(audio.segment_id)
+            turn.transcript += audio.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT, [])
+            if realtime:
+                await asyncio.sleep(audio.frame.duration)
             if (interrupt_after_s is not None
                     and time.monotonic() - started - turn.first_audio_s >= interrupt_after_s):
                 turn.interrupted = True
@@ -73,6 +84,7 @@ async def speak_turn(tts: ChatTTSRealtimeTTS, text: str, token_delay_s: float = 
     finally:
         feeder.cancel()
         await stream.aclose()
+        turn.utterances = list(stream.utterances)
     return turn
 
 
@@ -86,6 +98,7 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"{turn.seconds:.2f} s of audio in {turn.frames} frames, first audio after "
           f"{(turn.first_audio_s or 0) * 1000:.0f} ms{' (interrupted)' if turn.interrupted else ''}"
           f" -> {args.output}")
+    print(f"transcript heard: {''.join(turn.transcript)!r}")
     return 0
 
 

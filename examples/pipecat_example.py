@@ -43,10 +43,16 @@ from protocol import DEFAULT_SAMPLE_RATE
 log = logging.getLogger(__name__)
 
 class AudioCollector(FrameProcessor):
-    """Pipeline sink: keeps TTS audio and counts the TTS start/stop frames it sees."""
+    """Pipeline sink: keeps TTS audio and counts the TTS start/stop frames it sees.
 
-    def __init__(self) -> None:
+    `realtime`: plays the audio as an output transport would, one frame's duration per
+    frame, so frames behind it (the words' text frames) pass at the pace of playback and
+    an interruption drops what has not played yet.
+    """
+
+    def __init__(self, realtime: bool = False) -> None:
         super().__init__()
+        self.realtime = realtime
         self.audio: list[TTSAudioRawFrame] = []
         self.started = 0
         self.stopped = 0
@@ -69,6 +75,8 @@ class AudioCollector(FrameProcessor):
             if self.first_audio_at is None:
                 self.first_audio_at = time.monotonic()
                 self.first_audio.set()
+            if self.realtime:
+                await asyncio.sleep(len(frame.audio) / 2 / frame.sample_rate)
             self.audio.append(frame)
         elif isinstance(frame, TTSStartedFrame):
             self.started += 1
@@ -106,7 +114,7 @@ async def speak_turn(worker: PipelineWorker, text: str, token_delay_s: float) ->
 
 async def run_pipeline(url: str, token: str | None, text: str | list[str], *,
                        token_delay_s: float = 0.02, interrupt_after_s: float | None = None,
-                       settle_s: float = 0.5, pause_s: float = 0.0,
+                       settle_s: float = 0.5, pause_s: float = 0.0, realtime: bool = False,
                        **tts_kwargs) -> AudioCollector:
     """Run [TTS -> collector -> assistant aggregator] on scripted turns (one text, or a
     list of them `pause_s` apart); returns the collector.
@@ -114,10 +122,11 @@ async def run_pipeline(url: str, token: str | None, text: str | list[str], *,
     Without an interruption the pipeline ends once the turn's audio has played out
     (EndFrame waits for the audio contexts). With `interrupt_after_s`, the user "barges
     in" that long after the first audio: the LLM stream stops and an InterruptionFrame
-    is queued; `settle_s` later the pipeline ends.
+    is queued; `settle_s` later the pipeline ends. `realtime`: the collector plays the
+    audio in real time (see AudioCollector).
     """
     tts = ChatTTSRealtimeTTSService(url=url, token=token, **tts_kwargs)
-    collector = AudioCollector()
+    collector = AudioCollector(realtime)
     context = LLMContext()
     assistant = LLMContextAggregatorPair(context).assistant()
     worker = PipelineWorker(Pipeline([tts, collector, assistant]),

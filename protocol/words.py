@@ -21,7 +21,7 @@ message, keeps an idle connection open.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 # "estimated": the segment's exact audio span divided over its words by a
 # weight per word; "aligned": derived from the model (unused so far).
@@ -33,8 +33,7 @@ def _with_data(kind: str, data: str | None) -> dict[str, Any]:
     return {"type": kind} if data is None else {"type": kind, "data": data}
 
 
-@dataclass(frozen=True, slots=True)
-class WordTiming:
+class WordTiming(NamedTuple):  # a tuple: many per message, built on the server's hot path
     """One spoken word: ``start_ms <= end_ms``, both in the utterance's audio."""
 
     word: str
@@ -62,8 +61,11 @@ class Words:
     method: str = "estimated"
 
     def to_wire(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "id": self.id, "segment": self.segment,
-                "words": [w.to_wire() for w in self.words], "method": self.method}
+        words = [{"word": w, "start_ms": a, "end_ms": b} if o is None else
+                 {"word": w, "start_ms": a, "end_ms": b, "original": o}
+                 for w, a, b, o in self.words]  # per word: no method call
+        return {"type": self.TYPE, "id": self.id, "segment": self.segment, "words": words,
+                "method": self.method}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from realtime.metrics import Metrics
 
 if TYPE_CHECKING:
-    from realtime.utterance import Outcome, ServerUtterance
+    from realtime.utterance import ServerUtterance
+    from realtime.utterance_link import Outcome
 
 
 class Accounting:

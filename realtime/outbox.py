@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from websockets.exceptions import ConnectionClosed
 
@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 class Outbox:
-    def __init__(self, send: Callable, limit_bytes: int, on_overflow: Callable[[], None]) -> None:
+    def __init__(self, send: Callable[..., Awaitable[None]], limit_bytes: int,
+                 on_overflow: Callable[[], None]) -> None:
         self._send = send  # websockets' connection.send(message, text=...)
         self.limit_bytes = limit_bytes
         self._on_overflow = on_overflow

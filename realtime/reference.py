@@ -36,15 +36,26 @@ from realtime.samples import SampleVoices
 log = logging.getLogger(__name__)
 
 
+class NoReference:
+    """Every sentence on its own (``"none"``): everything goes at once."""
+
+    def admit(self, works: tuple[SegmentWork, ...]) -> tuple[SegmentWork, ...]:
+        return works
+
+    def on_audio(self, job_id: int | None, samples: np.ndarray) -> None: ...
+    def on_resolved(self, job_id: int | None, spoke: bool) -> None: ...
+    def close(self) -> None: ...
+
+
 def first_reference(request: SegmentRequest, samples: SampleVoices | None,
-                    release: Callable[[list[SegmentWork]], None]) -> FirstReference | None:
+                    release: Callable[[list[SegmentWork]], None]) -> FirstReference | NoReference:
     """The gate for an utterance whose segments are ``request`` but for their
-    text; None when it asks for no reference, already speaks from a sample
+    text: ``NoReference`` when it asks for none, already speaks from a sample
     (upstream too skips its reference then), or the weights cannot encode."""
     if request.reference != "first" or request.sample is not None:
-        return None
+        return NoReference()
     if samples is None or samples.encoder is None:
-        return None  # documented: "first" acts as "none" on weights without a DVAE
+        return NoReference()  # documented: "first" acts as "none" on weights without a DVAE
     return FirstReference(samples, release)
 
 

@@ -16,8 +16,9 @@ from realtime.runtime.api import SamplingParams, SegmentRequest
 from realtime.samples import SampleVoices, resolve
 from realtime.textfront.speed import DEFAULT_LEVEL
 
-# params.reference when a speak leaves it out: today's behaviour, each sentence
-# on its own, until the cost of "first" is measured (issue 22).
+# params.reference when a speak leaves it out: each sentence on its own. "first"
+# costs one DVAE encode per utterance, longer prompts, and sentence 2 no longer
+# decoding beside sentence 1 (measured in docs/server.md, "One voice across sentences").
 DEFAULT_REFERENCE = "none"
 
 

@@ -44,7 +44,8 @@ from realtime.outbox import Outbox
 from realtime.ratelimit import QuotaBook
 from realtime.retry import active_retry_s, quota_retry_ms, to_ms
 from realtime.state import ServiceState
-from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
+from realtime.utterance import ServerUtterance
+from realtime.utterance_link import Outcome, UtteranceMessage
 from realtime.worker import ModelWorker
 
 log = logging.getLogger(__name__)

@@ -156,8 +156,7 @@ class ServerUtterance:
         if not self._ended:
             self._ended = True
             self.intake.close()
-            if self._reference is not None:
-                self._reference.close()
+            self._reference.close()
             self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
@@ -230,10 +229,9 @@ class ServerUtterance:
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
         work, self._unsubmitted = tuple(self._unsubmitted), []
-        if self._reference is not None:
-            work = self._reference.admit(work)  # sentences 2..n wait for sentence 1's audio
-            if not work and not first:
-                return
+        work = self._reference.admit(work)  # "first": sentences 2..n wait for sentence 1's audio
+        if not work and not first:
+            return
         self.link.submit(Submission(self, self.lane, self.received, deadline, work, first))
 
     # -- audio -> frames -------------------------------------------------------------
@@ -242,8 +240,7 @@ class ServerUtterance:
         index = self._by_job.get(job_id) if job_id is not None else None
         if index is None:
             return
-        if self._reference is not None:
-            self._reference.on_audio(job_id, samples)
+        self._reference.on_audio(job_id, samples)
         if index != self._cursor:
             self._segments[index].buffered.append(samples)
             return
@@ -278,7 +275,7 @@ class ServerUtterance:
         if kind is UpdateKind.EMPTY:
             self.intake.not_spoken(seg.order, seg.reading.text)
         self._advance()
-        if self._reference is not None and not self._ended:
+        if not self._ended:
             self._reference.on_resolved(job_id, kind is UpdateKind.FINISHED)
 
     def _release_held(self, works: list[SegmentWork]) -> None:
@@ -375,8 +372,7 @@ class ServerUtterance:
             return
         self._ended = True
         self.intake.close()
-        if self._reference is not None:
-            self._reference.close()
+        self._reference.close()
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.

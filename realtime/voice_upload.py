@@ -40,6 +40,7 @@ import orjson
 from protocol import ErrorCode
 from protocol.voices import TRANSCRIPT_MAX_CHARS, sample_voice
 from realtime.api_error import ApiError
+from realtime.config import ServerConfig
 from realtime.exchange import json, refusal
 from realtime.gate import Gate, quota_for
 from realtime.http1 import Exchange
@@ -161,7 +162,7 @@ def decode_audio(data: bytes) -> np.ndarray:
 class VoiceUploads:
     """The ``POST /v1/voices`` handler (a ``realtime.http1`` ``Handler``)."""
 
-    def __init__(self, state: ServiceState, quotas: QuotaBook, gate: Gate, config) -> None:
+    def __init__(self, state: ServiceState, quotas: QuotaBook, gate: Gate, config: ServerConfig) -> None:
         self.state, self.quotas, self.gate, self.config = state, quotas, gate, config
 
     async def __call__(self, ex: Exchange) -> None:

@@ -45,7 +45,7 @@ class _Framer(Protocol):  # what the timer reads of the utterance's framer (PCM 
 
 
 def _wire(words: list[TimedWord]) -> tuple[WordTiming, ...]:
-    return tuple(WordTiming(w.word, w.start_ms, w.end_ms, w.original) for w in words)
+    return tuple(map(WordTiming._make, words))
 
 
 class WordTimer:

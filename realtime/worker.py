@@ -35,15 +35,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 from protocol import ErrorCode
 from realtime.handoff import (
+    CancelJobs,
+    Command,
     Submission,
     UpdateChannel,
     UpdateKind,
     UpdateSink,
     WorkerStats,
     WorkerUpdate,
+    refused,
 )
 from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
@@ -65,12 +69,6 @@ log = logging.getLogger(__name__)
 # While the scheduler holds queued work but plans nothing (it is waiting to fill
 # a background batch), the thread re-plans after this long or on the next command.
 _BATCH_FILL_WAIT = 0.005
-
-
-@dataclass(frozen=True, slots=True)
-class _Cancel:
-    job_ids: tuple[int, ...]
-    sink: UpdateSink | None = None  # its utterance ended: free the place it held
 
 
 @dataclass(slots=True)
@@ -99,7 +97,7 @@ class ModelWorker:
         self._on_device_lost = on_device_lost  # called on the event loop
         self.device_lost: str | None = None
         self._cond = threading.Condition()
-        self._inbox: collections.deque[object] = collections.deque()
+        self._inbox: collections.deque[Command] = collections.deque()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -144,7 +142,7 @@ class ModelWorker:
         """Stop these jobs; with ``sink``, its utterance ended: the scheduler
         also frees the capacity it held while it had no sentence yet."""
         if job_ids or sink is not None:
-            self._post(_Cancel(tuple(job_ids), sink))
+            self._post(CancelJobs(tuple(job_ids), sink))
 
     async def stop(self) -> None:
         """Ask the thread to finish its current step and exit; wait for it."""
@@ -155,7 +153,7 @@ class ModelWorker:
         if self._thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10.0)
 
-    def _post(self, command: object) -> None:
+    def _post(self, command: Command) -> None:
         with self._cond:
             self._inbox.append(command)
             self._cond.notify()
@@ -222,7 +220,7 @@ class ModelWorker:
                 self._busy_since = None  # the thread may wait now: no back-to-back period
             self._publish(updates)
 
-    def _take_commands(self, busy: bool) -> list[object] | None:
+    def _take_commands(self, busy: bool) -> list[Command] | None:
         """Everything in the inbox (None: stop). After a step (``busy``) it
         does not wait; with work held but nothing planned (a background batch
         is filling) it waits until the scheduler's next wake-up; with nothing
@@ -247,15 +245,17 @@ class ModelWorker:
             self._inbox.clear()
             return commands
 
-    def _handle(self, command: object, updates: list[WorkerUpdate]) -> None:
-        if isinstance(command, Submission):
-            if self.device_lost is not None:
-                updates.append(_refused(command, ErrorCode.INTERNAL,
+    def _handle(self, command: Command, updates: list[WorkerUpdate]) -> None:
+        match command:
+            case CancelJobs(job_ids=job_ids, sink=sink):
+                self._cancel(job_ids, sink)
+            case Submission() if self.device_lost is not None:
+                updates.append(refused(command, ErrorCode.INTERNAL,
                                         "the model's device failed; the server is restarting"))
-                return
-            self._submit(command, updates)
-        elif isinstance(command, _Cancel):
-            self._cancel(command.job_ids, command.sink)
+            case Submission():
+                self._submit(command, updates)
+            case _:
+                assert_never(command)
 
     def _submit(self, sub: Submission, updates: list[WorkerUpdate]) -> None:
         """Prepare every segment of ``sub`` and queue them all, or refuse them all."""
@@ -267,11 +267,11 @@ class ModelWorker:
             try:
                 prepared = runner.prepare(seg.request)
             except RequestError as exc:
-                updates.append(_refused(sub, ErrorCode.UNSUPPORTED, str(exc), exc.field))
+                updates.append(refused(sub, ErrorCode.UNSUPPORTED, str(exc), exc.field))
                 return
             except Exception:  # a failure of the front end on this request, not the client's
                 log.exception("prepare failed for job %s", seg.job_id)
-                updates.append(_refused(sub, ErrorCode.INTERNAL,
+                updates.append(refused(sub, ErrorCode.INTERNAL,
                                         "the text front end failed on this utterance"))
                 return
             if prepared.empty:
@@ -288,7 +288,7 @@ class ModelWorker:
         if sched.idle:
             self._observer.load(sched, now)  # no step follows to do it
         if refusal is not None:
-            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message,
+            updates.append(refused(sub, ErrorCode(refusal.reason.value), refusal.message,
                                     retry_after_ms=to_ms(refusal.retry_after_s)))
             return
         for job in jobs:
@@ -393,12 +393,6 @@ class ModelWorker:
         self.stats.in_flight = 0
         self.stats.active_slots = 0
         self._publish(updates)
-
-
-def _refused(sub: Submission, code: ErrorCode, message: str, field_name: str | None = None,
-             retry_after_ms: int | None = None) -> WorkerUpdate:
-    return WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=code.value, message=message,
-                        at=time.monotonic(), field=field_name, retry_after_ms=retry_after_ms)
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:

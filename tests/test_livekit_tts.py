@@ -5,10 +5,13 @@ driven directly, as an AgentSession drives them."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from clients_fixtures import run_example
 from conftest import wait_until
 from livekit.agents import APIConnectOptions, APIError, APIStatusError
+from livekit.agents.types import TimedString
 
 from clients.errors import UtteranceCancelled
 from clients.livekit_tts import ChatTTSRealtimeTTS
@@ -104,3 +107,43 @@ def test_example_writes_wav(server, tmp_path):
     samples, rate = run_example("examples.livekit_example", server, tmp_path / "turn.wav",
                                 "--token-delay-ms", "2")
     assert rate == 24000 and len(samples) / rate > 1.5
+
+
+def words_of(text: str) -> list[str]:
+    return [w for w in (re.sub(r"[^\w$%']", "", t).lower() for t in text.split()) if w]
+
+
+async def test_an_interrupted_turn_has_an_aligned_transcript_of_the_words_played(server_factory):
+    """aligned_transcript=True: TimedStrings come with the audio, each before the audio in
+    which its word starts; cut short, the transcript is the spoken prefix within a word."""
+    server = await server_factory(runner=ToneRunner(step_seconds=0.01))
+    tts = ChatTTSRealtimeTTS(url=url(server))
+    assert tts.capabilities.aligned_transcript
+    try:
+        # Taken at playback pace, the interruption falls inside the first sentence.
+        turn = await speak_turn(tts, REPLY * 3, token_delay_s=0.002, interrupt_after_s=0.15,
+                                realtime=True)
+        client = await tts.connection()
+        await wait_until(lambda: not client.active)
+    finally:
+        await tts.aclose()
+    assert turn.interrupted
+    assert all(isinstance(t, TimedString) and t.start_time <= t.end_time for t in turn.transcript)
+    starts = [t.start_time for t in turn.transcript]
+    assert starts == sorted(starts)
+    kept = words_of("".join(turn.transcript))
+    assert 0 < len(kept) < len(words_of(REPLY * 3))
+    # The spoken prefix within one word: the words that started in the audio taken,
+    # and at most one more (LiveKit attaches a transcript to the frame it is filling).
+    [utt] = turn.utterances
+    heard = [w for w in utt.words if w.start_ms < 1000 * turn.seconds]
+    assert len(heard) <= len(kept) <= len(heard) + 1, (turn.seconds, kept)
+
+
+async def test_a_whole_turn_has_the_whole_aligned_transcript(tone_server):
+    tts = ChatTTSRealtimeTTS(url=url(tone_server))
+    try:
+        turn = await speak_turn(tts, REPLY, token_delay_s=0.002)
+    finally:
+        await tts.aclose()
+    assert words_of("".join(turn.transcript)) == words_of(REPLY)

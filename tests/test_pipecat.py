@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from clients_fixtures import run_example
 
+from clients.events import WordCursor, caller_word
 from examples.llm_script import REPLY, llm_tokens
 from examples.pipecat_example import run_pipeline
 
@@ -44,3 +47,33 @@ def test_example_writes_wav(server, tmp_path):
     samples, rate = run_example("examples.pipecat_example", server, tmp_path / "turn.wav",
                                 "--token-delay-ms", "5")
     assert rate == 24000 and len(samples) / rate > 1.5
+
+
+def words_of(text: str) -> list[str]:
+    """Words without case or punctuation, for comparing transcripts."""
+    return [w for w in (re.sub(r"[^\w$%']", "", t).lower() for t in text.split()) if w]
+
+
+async def test_an_interrupted_turn_keeps_only_the_words_spoken(server):
+    """The assistant's message in the context is the spoken prefix, within one word."""
+    # The collector plays the audio in real time, as a transport does: the interruption
+    # falls inside a sentence whose words (and audio) all came before it started.
+    collector = await run_pipeline(server.ws, None, REPLY * 3, token_delay_s=0.002,
+                                   interrupt_after_s=0.1, settle_s=0.5, realtime=True)
+    tts = collector.tts
+    assert tts.turns_cancelled == tts.turns_opened, "the turn was cut short"
+    [utt] = tts.utterances
+    heard_ms = 1000 * collector.audio_at_interruption
+    cursor = WordCursor()
+    cursor.add(utt.words)
+    expected = words_of(" ".join(caller_word(w) for w in cursor.take(heard_ms)))
+    kept = words_of(collector.assistant_message or "")
+    assert 0 < len(expected) < len(words_of(REPLY * 3))
+    assert abs(len(kept) - len(expected)) <= 1, (kept, expected)
+    n = min(len(kept), len(expected))
+    assert kept[:n] == expected[:n]
+
+
+async def test_a_whole_turn_keeps_all_its_words(server):
+    collector = await run_pipeline(server.ws, None, REPLY, token_delay_s=0.005)
+    assert words_of(collector.assistant_message or "") == words_of(REPLY)

@@ -6,13 +6,15 @@ exist."""
 from __future__ import annotations
 
 import threading
+import time
 
-from protocol import Done, Error, Speak, decode_client
+from protocol import Done, Error, Params, Speak, decode_client
 from realtime.runtime.api import SegmentRequest
 from realtime.runtime.tone import ToneRunner
 from realtime.segment_request import segment_request
 from realtime.textfront.script import estimate_tokens
 from realtime.textfront.speed import duration_factor, level_for_tempo, tempo
+from realtime.utterance import ServerUtterance
 
 
 class RecordingRunner(ToneRunner):
@@ -84,3 +86,20 @@ def test_the_tempo_ladder_is_monotonic_with_level_5_at_one():
     assert tempo(5) == 1.0 and duration_factor(5) == 1.0
     assert all(tempo(n) < tempo(n + 1) for n in range(9))
     assert level_for_tempo(1.0) == 5
+
+
+def _planned_codes(speed: int | None) -> list[int]:
+    """The estimates a speak's segments are submitted with (a fake link)."""
+    from test_reference import _Link
+    link = _Link()
+    speak = Speak("u", "One sentence here. And a second one.", params=Params(speed=speed))
+    utterance = ServerUtterance(speak, 1, link, time.monotonic(),  # type: ignore[arg-type]
+                                default_deadline_ms=10_000, max_text_chars=1000)
+    utterance.begin()
+    return [w.est_tokens for w in link.works]
+
+
+def test_the_utterance_submits_segments_with_the_speed_aware_estimate():
+    default, slow, fast = _planned_codes(None), _planned_codes(0), _planned_codes(9)
+    assert default == _planned_codes(5) and len(default) == 2
+    assert all(s > d > f for s, d, f in zip(slow, default, fast, strict=True))

@@ -38,7 +38,8 @@ from realtime.openai_speech.request import SpeechRequest
 from realtime.ratelimit import ConnectionQuota
 from realtime.runtime.api import SAMPLE_RATE
 from realtime.samples import SampleVoices
-from realtime.utterance import Outcome, ServerUtterance, UtteranceMessage
+from realtime.utterance import ServerUtterance
+from realtime.utterance_link import Outcome, UtteranceMessage
 from realtime.worker import ModelWorker
 
 log = logging.getLogger(__name__)

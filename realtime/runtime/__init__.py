@@ -6,14 +6,14 @@ corrupt checkpoints (a one-line start-up error).
 """
 
 from realtime.runtime import omp_env
-from realtime.runtime.api import RuntimeOptions, VoiceError
+from realtime.runtime.api import Runner, RuntimeOptions, VoiceError
 
 # Before anything loads torch (the server reaches this through its config):
 # libgomp reads its wait policy once, at load. See omp_env.
 omp_env.apply_defaults()
 
 
-def build_runner(options: RuntimeOptions):
+def build_runner(options: RuntimeOptions) -> Runner:
     """Build the model runner (imports torch and ChatTTS on first call)."""
     from realtime.runtime.build import build_runner as _build
     return _build(options)

@@ -20,7 +20,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from realtime.runtime.api import PreparedJob, SamplingParams, SegmentRequest, StepOutput
+from realtime.runtime.api import PreparedJob, SamplingParams, SegmentRequest
+from scheduler import StepOutput
 from scheduler.plan import Lane, StepPlan
 
 

@@ -154,7 +154,8 @@ def _number(m: re.Match[str]) -> str:
 
 # --- symbols and abbreviations ------------------------------------------------------
 
-_OPERATORS = {"+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
+_OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", "==": "equals",
+              "+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
               "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
               "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
               "±": "plus or minus", "≈": "is about"}
@@ -229,7 +230,7 @@ RULES: tuple[Rule, ...] = (
     rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
          r"\s(\d{4})"
          r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + _UNIT_END + ")", _year_after_word),
-    rule("operator", r"(?<=\d)(\s?)([-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # 5-year-old, COVID-19
@@ -244,6 +245,8 @@ RULES: tuple[Rule, ...] = (
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
+    rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
+         lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),

@@ -31,7 +31,7 @@ import functools
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from realtime.textfront.script import is_cjk
 
@@ -50,8 +50,7 @@ _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\w\s]", re.UNICODE)
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")
 
 
-@dataclass(frozen=True, slots=True)
-class SpokenWord:
+class SpokenWord(NamedTuple):  # a tuple: built per word, per segment, on the event loop
     """A word as spoken; ``original`` the client's text it came from when that
     differs (None otherwise); ``units`` its weight; ``pause`` the units of
     silence after it."""
@@ -62,8 +61,7 @@ class SpokenWord:
     original: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TimedWord:
+class TimedWord(NamedTuple):
     word: str
     start_ms: float
     end_ms: float
@@ -102,13 +100,13 @@ def rule_syllables(word: str) -> int:
     return max(1, count)
 
 
-def units_of(word: str) -> float:
+def units_of(word: str, table: dict[str, int] | None = None) -> float:
     """The weight of one token (a word, a digit run or a CJK character)."""
     if word.isdigit():
         return float(len(word))
     if len(word) == 1 and is_cjk(word):
         return 1.0
-    known = syllable_table().get(word.lower().replace("’", "'"))
+    known = (table or syllable_table()).get(word.lower().replace("’", "'"))
     return float(known if known else rule_syllables(word))
 
 
@@ -122,7 +120,7 @@ def _pause_of(mark: str) -> float:
 
 def _tokens(text: str) -> Iterable[str]:
     for token in _TOKEN.findall(text):
-        if len(token) > 1 and any(is_cjk(ch) for ch in token):
+        if len(token) > 1 and not token.isascii() and any(is_cjk(ch) for ch in token):
             # one word per CJK character; Latin letters between them stay whole ("AI芯片")
             latin = ""
             for ch in token:
@@ -144,19 +142,22 @@ def spoken_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> 
     ((original, spoken) pairs whose spoken parts make up the text), words
     from a piece whose spoken form differs carry its original, stripped."""
     spans = pieces if pieces else [(text, text)]
+    table = syllable_table()
     words: list[SpokenWord] = []
+    make = SpokenWord._make  # tuple.__new__: cheaper than the class call, per word
     for original, spoken in spans:
         source = original.strip() if original != spoken else None
-        for token in _tokens(spoken):
+        for token in (_TOKEN.findall(spoken) if spoken.isascii() else _tokens(spoken)):
             if token[0].isalnum():
-                words.append(SpokenWord(token, units_of(token), 0.0, source))
+                known = table.get(token.lower()) if token.isalpha() else None
+                units = float(known) if known else units_of(token, table)
+                words.append(make((token, units, 0.0, source)))
             elif words:  # punctuation: a pause after the word before it
-                last = words[-1]
-                pause = max(last.pause, _pause_of(token))
-                words[-1] = SpokenWord(last.word, last.units, pause, last.original)
+                pause = _pause_of(token)
+                if pause > words[-1].pause:
+                    words[-1] = words[-1]._replace(pause=pause)
     if words and words[-1].pause:
-        last = words[-1]
-        words[-1] = SpokenWord(last.word, last.units, 0.0, last.original)
+        words[-1] = words[-1]._replace(pause=0.0)
     return words
 
 
@@ -168,14 +169,16 @@ def lay_out(words: Sequence[SpokenWord], start_ms: float, end_ms: float) -> list
         return []
     slots = [w.units + w.pause for w in words[:-1]] + [words[-1].units]
     scale = (end_ms - start_ms) / sum(slots) if sum(slots) > 0 else 0.0
+    make = TimedWord._make
     out: list[TimedWord] = []
     at = start_ms
-    for word, slot in zip(words, slots):
-        spoken = min(at + word.units * scale, end_ms)
-        out.append(TimedWord(word.word, at, spoken, word.original))
-        at = min(at + slot * scale, end_ms)
-    last = out[-1]
-    out[-1] = TimedWord(last.word, last.start_ms, end_ms, last.original)
+    for (word, units, _, original), slot in zip(words, slots):
+        spoken = at + units * scale
+        out.append(make((word, at, spoken if spoken < end_ms else end_ms, original)))
+        at += slot * scale
+        if at > end_ms:
+            at = end_ms
+    out[-1] = out[-1]._replace(end_ms=end_ms)
     return out
 
 

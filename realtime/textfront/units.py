@@ -8,6 +8,7 @@ also English ("in", "a", "t") is left out on purpose.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 
 # A written number: optional sign (not after a letter or digit: "5-3" is a
 # range), digits with or without thousands commas, optional decimals. The
@@ -24,7 +25,8 @@ NUM = SIGN + UNSIGNED
 MAX_SPOKEN_DIGITS = 15  # longer integers are read digit by digit, never converted
 
 
-def read_number(text: str, cardinal, digits, words: dict[str, str]) -> str:
+def read_number(text: str, cardinal: Callable[[int], str], digits: Callable[[str], str],
+                words: dict[str, str]) -> str:
     """A written number (sign, digits with thousands commas, decimals) read
     with a language's ``cardinal`` and ``digits``; ``words`` names "-", "+",
     "zero" and "point". A leading zero reads digit by digit ("007")."""
@@ -84,7 +86,7 @@ def en_unit(name: str, count: str) -> str:
     return _EN_PLURAL_EXTRA.get(name, name + "s")
 
 
-def _alternation(names) -> str:
+def _alternation(names: Iterable[str]) -> str:
     return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
 
 
@@ -93,6 +95,8 @@ UNIT_RE = _alternation(UNITS)
 # code or symbol -> (English major, English minor or "", Chinese)
 CURRENCIES: dict[str, tuple[str, str, str]] = {
     "US$": ("dollar", "cent", "美元"), "$": ("dollar", "cent", "美元"), "USD": ("dollar", "cent", "美元"),
+    "A$": ("Australian dollar", "cent", "澳元"), "AUD": ("Australian dollar", "cent", "澳元"),
+    "C$": ("Canadian dollar", "cent", "加元"), "CAD": ("Canadian dollar", "cent", "加元"),
     "HK$": ("Hong Kong dollar", "cent", "港元"), "HKD": ("Hong Kong dollar", "cent", "港元"),
     "€": ("euro", "cent", "欧元"), "EUR": ("euro", "cent", "欧元"),
     "£": ("pound", "penny", "英镑"), "GBP": ("pound", "penny", "英镑"),

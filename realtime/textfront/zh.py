@@ -31,7 +31,7 @@ from realtime.textfront.units import (
 from realtime.textfront.zh_words import cardinal, digits, number
 
 _LONG_RUN = 7
-_SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|10010|10000|"
+_SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|10010|"
              "95588|95533|95599|95566|95555|95528|96110")
 # After these a number counts something ("110米", "120个"): not a service number.
 _COUNTED = r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种%％℃°.]"
@@ -47,6 +47,25 @@ def _date(m: re.Match[str]) -> str | None:
     if not valid_date(mo, d):
         return None
     return f"{digits(y)}年{cardinal(mo)}月{cardinal(d)}日"
+
+
+def _year_month(m: re.Match[str]) -> str | None:
+    y, mo = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+    return f"{digits(y)}年{cardinal(int(mo))}月" if 1 <= int(mo) <= 12 else None
+
+
+def _month_day(m: re.Match[str]) -> str | None:
+    """ "08-08": a date only when zero-padded (3-5 is a range, 3/4 a fraction)."""
+    if not (m.group(1).startswith("0") or m.group(2).startswith("0")):
+        return None
+    mo, d = int(m.group(1)), int(m.group(2))
+    return f"{cardinal(mo)}月{cardinal(d)}日" if valid_date(mo, d) else None
+
+
+def _date_year_last(m: re.Match[str]) -> str | None:
+    a, b, y = int(m.group(1)), int(m.group(2)), m.group(3)
+    mo, d = (a, b) if valid_date(a, b) else (b, a)
+    return f"{digits(y)}年{cardinal(mo)}月{cardinal(d)}日" if valid_date(mo, d) else None
 
 
 def _clock(m: re.Match[str]) -> str | None:
@@ -121,7 +140,8 @@ def _fraction(m: re.Match[str]) -> str | None:
 
 
 _UNICODE_FRACTIONS = {"½": "二分之一", "¼": "四分之一", "¾": "四分之三", "⅓": "三分之一", "⅔": "三分之二"}
-_OPERATORS = {"+": "加", "×": "乘", "*": "乘", "x": "乘", "X": "乘", "÷": "除以", "/": "除以",
+_OPERATORS = {"<=": "小于等于", ">=": "大于等于", "!=": "不等于", "==": "等于",
+              "+": "加", "×": "乘", "*": "乘", "x": "乘", "X": "乘", "÷": "除以", "/": "除以",
               "=": "等于", "<": "小于", ">": "大于", "≤": "小于等于", "≥": "大于等于", "≠": "不等于",
               "±": "正负", "≈": "约等于"}
 _ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正负", "≤": "小于等于", "≥": "大于等于",
@@ -152,9 +172,20 @@ RULES: tuple[Rule, ...] = (
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
     rule("service", r"(?<![\d.,])(" + _SERVICES + r")(?![\d,]|\s?[A-Za-z]|" + _COUNTED + ")", _phone),
     rule("date", r"(?<![\d.])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d.]\d|\d)", _date),
+    rule("date, year last", r"(?<![\d.])(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?![\d.]\d|\d)",
+         _date_year_last),
+    rule("year month", r"(?<![\d.])(?:(\d{4})[-/.](\d{1,2})|(\d{1,2})[-/.](\d{4}))(?![\d.]\d|\d|%)",
+         _year_month),
+    rule("month day", r"(?<![\d.])(\d{2})[-/.](\d{2})(?![\d.]\d|\d|%)", _month_day),
+    rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
+         lambda m: "点".join(digits(p) for p in m.group(0).split("."))),
+    rule("after 号/电话", r"(尾号|号码|电话|手机|热线|分机|验证码)(是|为|：|:)?\s?(\d{3,})(?!\d)",
+         lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3), phone=True)),
+    rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
     rule("year", r"(?<![\d.])(\d{4})(?=\s?年)", lambda m: digits(m.group(1))),
     rule("decade", r"(?<![\d.])(\d{3}0)'?s\b", lambda m: digits(m.group(1)) + "年代"),
-    rule("clock", r"(?<![\d:])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])(?:\s?([AaPp])\.?[Mm]\b\.?)?",
+    rule("clock", r"(?<![\d:：])([01]?\d|2[0-3])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:：])"
+         r"(?:\s?([AaPp])\.?[Mm]\b\.?)?",
          _clock),
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + "比" + cardinal(int(m.group(2)))),
@@ -169,14 +200,16 @@ RULES: tuple[Rule, ...] = (
          _unit),
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", lambda m: "第" + number(m.group(1))),
     rule("unicode fraction", r"[½¼¾⅓⅔]", lambda m: _UNICODE_FRACTIONS[m.group(0)]),
-    rule("fraction", r"(?<![\w/.])(\d{1,6})/(\d{1,6})(?![\w/])", _fraction),
+    rule("fraction", r"(?<![\w/.])(\d{1,6})\s?/\s?(\d{1,6})(?![\w/])", _fraction),
+    rule("wan", r"(?<![\w.])(\d{1,4}(?:\.\d{1,2})?)([wWkK])(?![A-Za-z])",
+         lambda m: number(m.group(1)) + ("万" if m.group(2) in "wW" else "千")),  # 300w -> 三百万
     rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
-    rule("operator", r"(?<=\d)(\s?)([-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
-    rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "])", lambda m: "两"),
+    rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "]|年(?!级))", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
          lambda m: "点".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
