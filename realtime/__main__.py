@@ -2,6 +2,8 @@
 
 Parses the configuration, sets up logging and runs ``Server.serve`` on the
 event loop; the exit status says how it ended (``realtime.lifecycle``).
+``python -m realtime normalize [--lang auto|en|zh] [TEXT]`` prints TEXT as
+the model will read it (``realtime.normalize_command``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ log = logging.getLogger("realtime")
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["normalize"]:
+        from realtime.normalize_command import main as normalize
+
+        return normalize(argv[1:])
     try:
         _, config = load_config(argv)
     except ConfigError as exc:
