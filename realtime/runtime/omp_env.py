@@ -27,9 +27,9 @@ the choice, the reason and whether it was in time (torch not yet imported).
 The choice holds for the life of the process: a server that started on an
 idle machine and then shares it loses up to 1.5x per step (figures above),
 one that started on a busy machine and then has it to itself up to 2x; set
-the variables to decide for a deployment. ``realtime.runtime`` calls it on
-import, which the server reaches through its config before anything imports
-torch. No torch here.
+the variables to decide for a deployment. The entry points call it first,
+before anything imports torch: ``python -m realtime`` (``realtime.__main__``)
+and ``python -m bench``; importing a module applies nothing. No torch here.
 """
 
 from __future__ import annotations
