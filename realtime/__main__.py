@@ -2,6 +2,8 @@
 
 Parses the configuration, sets up logging and runs ``Server.serve`` on the
 event loop; the exit status says how it ended (``realtime.lifecycle``).
+``python -m realtime normalize [--lang auto|en|zh] [TEXT]`` prints TEXT as
+the model will read it (``realtime.normalize_command``).
 """
 
 from __future__ import annotations
@@ -13,12 +15,20 @@ from collections.abc import Sequence
 from realtime.config import ConfigError, load_config
 from realtime.lifecycle import EXIT_STARTUP_FAILED, run
 from realtime.logs import setup_logging
+from realtime.runtime import omp_env
 
 log = logging.getLogger("realtime")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # First, before anything loads torch: libgomp reads its wait policy once,
+    # at load (realtime/runtime/omp_env.py).
+    omp_env.apply_defaults()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["normalize"]:
+        from realtime.normalize_command import main as normalize
+
+        return normalize(argv[1:])
     try:
         _, config = load_config(argv)
     except ConfigError as exc:

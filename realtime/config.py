@@ -247,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="run the server (the default command)")
+    sub.add_parser("normalize", add_help=False,
+                   help="print TEXT as the model will read it, one segment a line "
+                        "(normalize --help)")
     for p in (parser, serve):
         _add_options(p)
     return parser

@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from protocol import ErrorCode
 from realtime.runtime.api import SegmentRequest
 from scheduler import Lane
 
@@ -85,6 +86,23 @@ class Submission:
     deadline: float | None
     segments: tuple[SegmentWork, ...]
     first: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CancelJobs:
+    job_ids: tuple[int, ...]
+    sink: UpdateSink | None = None  # its utterance ended: free the place it held
+
+
+# What the event loop puts in the model thread's inbox.
+Command = Submission | CancelJobs
+
+
+def refused(sub: Submission, code: ErrorCode, message: str, field_name: str | None = None,
+            retry_after_ms: int | None = None) -> WorkerUpdate:
+    """The update that refuses every segment of ``sub``."""
+    return WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=code.value, message=message,
+                        at=time.monotonic(), field=field_name, retry_after_ms=retry_after_ms)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The server: one websockets server, one model worker, many sessions.
 
 ``Server`` binds the port first (so ``/healthz`` answers at once), then builds
-and warms the runner on the model thread; ``/readyz`` and ``/v1/stream`` open
-when that is done. Its parts: ``ServiceState`` (lifecycle and what the model
+and warms the runner on the model thread and the sentence reader (the
+normalizer) on the text thread; ``/readyz`` and ``/v1/stream`` open when both
+are done. Its parts: ``ServiceState`` (lifecycle and what the model
 offers), ``Accounting`` (connections, utterances, metrics), the HTTP front
 (``HttpFront``: one gate and one set of routes for the WebSocket handshake
 and ``POST /v1/audio/speech``), one ``Session`` per connection and the
@@ -39,6 +40,7 @@ from realtime.front import HttpFront
 from realtime.gate import Gate
 from realtime.http import VOICES_PATH, HttpRoutes
 from realtime.http1 import HttpLimits
+from realtime.intake import PlainReader, SentenceReader, TextThread
 from realtime.lifecycle import (
     EXIT_DEVICE_LOST,
     EXIT_FORCED,
@@ -87,13 +89,28 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
     return build_model
 
 
+def reader_factory(config: ServerConfig) -> Callable[[], SentenceReader]:
+    """How to build the text thread's reader (called on that thread): the
+    model's normalizer, or text as written for the tone runner."""
+    if config.weights == WeightsKind.TONE.value:
+        return PlainReader
+
+    def build_normalizer() -> SentenceReader:
+        from realtime.runtime.spoken import TextNormalizer
+
+        return TextNormalizer()
+    return build_normalizer
+
+
 class Server:
     def __init__(self, config: ServerConfig,
                  runner_factory_: Callable[[], Runner] | None = None,
-                 scheduler_options: dict[str, object] | None = None) -> None:
+                 scheduler_options: dict[str, object] | None = None,
+                 reader_factory_: Callable[[], SentenceReader] | None = None) -> None:
         """``runner_factory_`` overrides the runner the config names (tests);
         ``scheduler_options`` are extra ``SchedulerConfig`` fields (queue
-        bounds, policy knobs) on top of what the runner and config decide."""
+        bounds, policy knobs) on top of what the runner and config decide;
+        ``reader_factory_`` overrides the text thread's reader (tests)."""
         self.config = config
         self._scheduler_options = dict(scheduler_options or {})
         self.metrics = Metrics()
@@ -102,6 +119,8 @@ class Server:
         self.quotas = QuotaBook(QuotaLimits(config.text_chars_per_minute,
                                             config.token_text_chars_per_minute,
                                             config.token_max_active))
+        # Sentences are read (normalized) on their own thread: not the loop, not the model's.
+        self.text = TextThread(reader_factory_ or reader_factory(config))
         self.worker = ModelWorker(runner_factory_ or runner_factory(config),
                                   self._scheduler_config, self.metrics,
                                   on_device_lost=self._device_lost)
@@ -113,7 +132,7 @@ class Server:
         self.speech: SpeechEndpoint | None = None
         if not config.disable_speech_api:
             self.speech = SpeechEndpoint(config, self.state, self.accounting, self.worker,
-                                         self.quotas, self.gate)
+                                         self.quotas, self.gate, text=self.text)
         uploads = None if self.speech is None else VoiceUploads(self.state, self.quotas, self.gate, config)
         self.front = HttpFront(self.gate, self.http, self.speech, HttpLimits(
             request_timeout=config.handshake_timeout, max_body=config.max_message_bytes,
@@ -222,6 +241,9 @@ class Server:
         try:
             # The word-timing dictionary loads beside the model (a second, once).
             await asyncio.gather(self.worker.start(), asyncio.to_thread(word_timing_warm))
+            # After the model: importing ChatTTS on two threads at once races in
+            # transformers' lazy imports; the runtime compiled numba's kernels already.
+            await self.text.start()
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
             self.state.failure = type(exc).__name__
@@ -302,13 +324,15 @@ class Server:
             self._load_task.cancel()
         await self.worker.stop()
         self.state.samples.close()
+        self.text.close()
         self._closed.set()
         log.info("server closed")
 
     # -- connections ----------------------------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
-        session = Session(ws, self.config, self.state, self.accounting, self.worker, self.quotas)
+        session = Session(ws, self.config, self.state, self.accounting, self.worker, self.quotas,
+                          self.text)
         self.sessions.add(session)
         self.accounting.connection_opened()
         try:

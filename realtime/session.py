@@ -39,6 +39,7 @@ from realtime.accounting import Accounting
 from realtime.config import ServerConfig
 from realtime.gate import quota_for
 from realtime.handoff import Submission
+from realtime.intake import TextReader
 from realtime.outbox import Outbox
 from realtime.ratelimit import QuotaBook
 from realtime.retry import active_retry_s, quota_retry_ms, to_ms
@@ -55,8 +56,11 @@ _CLOSE_POLICY = 1008
 
 class Session:
     def __init__(self, ws: ServerConnection, config: ServerConfig, state: ServiceState,
-                 accounting: Accounting, worker: ModelWorker, quotas: QuotaBook) -> None:
+                 accounting: Accounting, worker: ModelWorker, quotas: QuotaBook,
+                 text: TextReader | None = None) -> None:
+        """``text`` reads the utterances' sentences (the server's text thread)."""
         self.ws = ws
+        self.text = text
         self.config = config
         self.state = state
         self.accounting = accounting
@@ -170,6 +174,7 @@ class Session:
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,
             max_text_chars=self.config.max_text_chars, samples=self.state.samples,
+            text=self.text,
         )
         self.utterances[speak.id] = utterance
         self.accounting.utterance_started()

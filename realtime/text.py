@@ -21,10 +21,10 @@ Rules, in order of the scan:
   with a digit.
 * A list marker ("1.", "2)", "a.", "一、", "（1）") is read with its item: the
   dot of a marker that starts a sentence (or follows a colon) ends nothing.
-* A sentence shorter than ``min_chars``, or holding nothing but a list marker
-  and control tags (``[laugh]``, ``[uv_break]``), joins the next one; tags
-  after a sentence end that are followed by a line end, a terminator or the
-  text's end stay with the sentence before them.
+* Control tags (``[laugh]``, ``[uv_break]``) glued to a terminator belong to
+  its run ("Ha![laugh]" ends after the tag). A sentence shorter than
+  ``min_chars``, or holding nothing but a list marker and tags, joins the
+  next one.
 * A sentence longer than ``max_chars`` is cut at its last clause punctuation
   (``，,、;：:—``), else at whitespace, else between two characters that are not
   both Latin letters or digits, else hard at ``max_chars``.
@@ -69,7 +69,7 @@ _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
 # A list marker's label: "1", "12", "a", "B", "十二" (before "." or ")" or "、").
 _LABEL = r"(?:\d{1,3}|[A-Za-z]|[一二三四五六七八九十]{1,3})"
 # The text before a marker's dot: the label, alone or after a colon.
-_MARKER_BEFORE_DOT = re.compile(rf"(?:^|[:：])\s*{_LABEL}$")
+_MARKER_BEFORE_DOT = re.compile(rf"(?:^\s*|:\s+|：\s*){_LABEL}$")  # not "12:00."
 _MARKER = rf"(?:{_LABEL}[.)．、]|[(（]{_LABEL}[)）]|[\u2460-\u2473])"
 # ChatTTS's control tags, as the runtime's front end strips them.
 _TAG = re.compile(r"\[\w+\]")
@@ -150,67 +150,43 @@ class SentenceSplitter:
             if ch in _NEWLINES:
                 i += 1
                 if self._long_enough(i):
-                    try:
-                        return self._with_trailing_tags(i, final)
-                    except _Wait:
-                        return None
+                    return i
                 continue
             if ch not in _TERMINATORS:
                 i += 1
                 continue
-            j = i + 1
-            while j < n and buf[j] in _RUN_CHARS:
-                j += 1
             try:
+                j = self._run_end(i, final)
                 if self._run_ends_sentence(i, j, final) and self._long_enough(j):
-                    return self._with_trailing_tags(j, final)
+                    return j
             except _Wait:
                 return None
             i = j
         return None
 
+    def _run_end(self, i: int, final: bool) -> int:
+        """End of the terminator run starting at buf[i]: further terminators,
+        closers and control tags glued to it ("Ha![laugh]" keeps its laugh).
+        Raises _Wait on a tag still being written at the buffer's end."""
+        buf, n = self._buf, len(self._buf)
+        j = i + 1
+        while j < n:
+            if buf[j] in _RUN_CHARS:
+                j += 1
+                continue
+            if buf[j] == "[":
+                tag = _TAG.match(buf, j)
+                if tag is not None:
+                    j = tag.end()
+                    continue
+                if not final and _PARTIAL_TAG.match(buf, j):
+                    raise _Wait  # "[lau" may become a tag of this run
+            break
+        return j
+
     def _long_enough(self, end: int) -> bool:
         sentence = self._buf[:end].strip()
         return len(sentence) >= self.min_chars and not _LEAD_ONLY.fullmatch(sentence)
-
-    def _with_trailing_tags(self, end: int, final: bool) -> int:
-        """``end``, moved past control tags that follow it when nothing but a
-        line end, a terminator run or the text's end comes after them (a
-        ``[laugh]`` after "Ha!"); tags followed by words lead the next sentence.
-        Looks no further than the first ``max_chars + 1`` characters (what a
-        cut would read: a longer sentence is cut anyway), so the decision is
-        the same for any chunking. Raises _Wait while that is undecided."""
-        buf, n = self._buf, len(self._buf)
-        m = min(n, self.max_chars + 1)
-        complete = final or n > self.max_chars  # no later text changes buf[:m]
-        k, tagged = end, end
-        while True:
-            while k < m and buf[k].isspace():
-                k += 1
-            tag = _TAG.match(buf, k, m)
-            if tag is None:
-                break
-            k = tagged = tag.end()
-        at_edge = k == m or _PARTIAL_TAG.match(buf, k, m) is not None
-        if at_edge and not complete:
-            raise _Wait  # a tag may still come ("[lau" may become one)
-        if tagged == end:
-            return end
-        if k == n:
-            return tagged  # the text ends with the tags
-        if at_edge:
-            return end  # undecided within the window: the tags lead the rest
-        if any(ch in _NEWLINES for ch in buf[tagged:k]):
-            return tagged
-        if buf[k] not in _RUN_CHARS:
-            return end
-        while k < m and buf[k] in _RUN_CHARS:
-            k += 1
-        if k < m:
-            return k
-        if not complete:
-            raise _Wait  # the run may still grow
-        return k if k == n else end
 
     def _run_ends_sentence(self, i: int, j: int, final: bool) -> bool:
         """Whether the terminator run buf[i:j] ends a sentence; raises _Wait."""

@@ -14,39 +14,41 @@ business; this class decides the rest:
 - ``audio_ms`` of segments and ``done`` are computed from the samples framed,
   so they match the bytes sent exactly.
 
-Segments that normalize to nothing, or that the model ends without audio, are
-skipped on the wire: segment indices count the segments that were spoken.
+Sentences are read (normalized) off the loop by a ``SentenceIntake``, in
+order; the first submission waits for the speak's own. Those read as nothing,
+or that the model ends without audio, are no segment on the wire (indices
+count the spoken ones) and are listed in ``done.unspoken``.
 
 Thread: event loop only.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 import numpy as np
 
-from protocol import ErrorCode, Speak, Timing
+from protocol import ErrorCode, Speak
 from protocol.stream import UtteranceSender
 from protocol.words import WordTiming
 from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
 from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
+from realtime.intake import InlineText, Owe, Reading, SegmentEntry, SegmentStatus, SentenceIntake, TextReader
 from realtime.reference import first_reference
 from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
-from realtime.text import SentenceSplitter
-from realtime.textfront.script import estimate_tokens, has_words
-from realtime.utterance_link import Outcome, UtteranceMessage
+from realtime.textfront.script import estimate_tokens
+from realtime.utterance_link import Outcome, UtteranceMessage, done_timing
 from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
+
 
 class UtteranceLink(Protocol):
     """What an utterance needs from its connection (the session)."""
@@ -62,27 +64,15 @@ class UtteranceLink(Protocol):
     def next_job_id(self) -> int: ...
 
 
-class _SegStatus(enum.Enum):
-    SUBMITTED = "submitted"
-    EMPTY = "empty"
-    FINISHED = "finished"
-
-
-@dataclass
-class _Seg:
-    text: str
-    job_id: int
-    status: _SegStatus = _SegStatus.SUBMITTED
-    buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
-
 
 class ServerUtterance:
     """See the module docstring. ``received`` is the speak's receipt time
-    (``time.monotonic()``); ``stream`` the connection-unique stream number."""
+    (``time.monotonic()``); ``stream`` the connection-unique stream number;
+    ``text`` reads the sentences (by default as written, at once)."""
 
     def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
                  default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150,
-                 samples: SampleVoices | None = None):
+                 samples: SampleVoices | None = None, text: TextReader | None = None):
         self.speak = speak
         self.id = speak.id
         self.lane = Lane(speak.lane)
@@ -97,14 +87,14 @@ class ServerUtterance:
             self.deadline_ms: int | None = speak.deadline_ms or default_deadline_ms
         else:
             self.deadline_ms = None
-        self._splitter = SentenceSplitter(max_chars=max_sentence_chars)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
-        self._request = segment_request(speak, samples)  # each segment's, but for its text
-        self._reference = first_reference(self._request, samples, self._release_held)
-        self._words = (WordTimer(self._framer, self._request.streaming) if speak.timestamps
-                       else None)
+        request = segment_request(speak, samples)  # each segment's, but for its text
+        self.intake = SentenceIntake(request, text or InlineText(), self._on_read, max_sentence_chars)
+        self._first_submitted = False
+        self._reference = first_reference(request, samples, self._release_held)
+        self._words = WordTimer(self._framer, request.streaming) if speak.timestamps else None
         self._flushes = FlushAcks()  # flushed answers owed
-        self._segments: list[_Seg] = []
+        self._segments: list[SegmentEntry] = []
         self._by_job: dict[int, int] = {}
         self._unsubmitted: list[SegmentWork] = []
         self._cursor = 0  # index of the segment whose audio is being sent
@@ -124,9 +114,10 @@ class ServerUtterance:
     # -- client messages -----------------------------------------------------------
 
     def begin(self) -> None:
-        """Take the speak's text and submit the first segments for admission."""
+        """Take the speak's text; its first segments go for admission once
+        read (at once when it holds no complete sentence)."""
         self._take_text(self.speak.text, final=self.speak.final)
-        if not self._ended:
+        if not self._ended and not self._first_submitted and not self.intake.reading:
             self._submit(first=True)
 
     def append(self, text: str, final: bool) -> None:
@@ -138,10 +129,8 @@ class ServerUtterance:
         self._maybe_done()
 
     def flush(self, flush_id: str | None = None) -> None:
-        self._add_segments(self._splitter.flush())
-        if flush_id is not None:  # answered once the segments made so far are out
-            self._flushes.add(flush_id, len(self._segments))
-            self._answer_flushes()
+        # flushed is owed once the segments read from the text so far are out
+        self.intake.flush(None if flush_id is None else partial(self._flushes.add, flush_id))
         self._submit(first=False)
         self._maybe_done()
 
@@ -166,6 +155,7 @@ class ServerUtterance:
         """The connection is gone: stop the jobs, send nothing."""
         if not self._ended:
             self._ended = True
+            self.intake.close()
             self._reference.close()
             self.link.cancel_jobs(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
@@ -209,30 +199,32 @@ class ServerUtterance:
             self.fail(ErrorCode.TEXT_TOO_LONG,
                       f"the utterance's text exceeds {self.max_text_chars} characters")
             return
-        sentences = self._splitter.feed(text)
         if final:
-            sentences += self._splitter.flush()
             self.input_final = True
-        self._add_segments(sentences)
+        self.intake.take(text, final)
 
-    def _add_segments(self, sentences: list[str]) -> None:
-        for sentence in sentences:
-            if not has_words(sentence):
-                # Punctuation alone says nothing: skip it here rather than learn
-                # from the model thread later that it is silent, so the flag of
-                # the utterance's last frame is known when that frame is sent.
-                continue
+    def _on_read(self, readings: list[tuple[int, Reading]], owe: Owe | None) -> None:
+        """Sentences read that say something, in order (silent ones are known now, so the
+        last frame's flag is known when it goes); ``owe``: a flush's ack, owed for them."""
+        if self._ended:
+            return
+        for order, reading in readings:
             job_id = self.link.next_job_id()
             index = len(self._segments)
             self._by_job[job_id] = index
-            self._segments.append(_Seg(sentence, job_id))
-            request = replace(self._request, text=sentence)
-            estimate = estimate_tokens(sentence, request.speed)
+            self._segments.append(SegmentEntry(reading, order, job_id))
+            request = self.intake.request(reading)
+            estimate = estimate_tokens(request.text, request.speed)
             self._unsubmitted.append(SegmentWork(job_id, index, request, estimate))
+        if owe is not None:
+            owe(len(self._segments))
+        self._submit(first=not self._first_submitted)
+        self._advance()
 
     def _submit(self, first: bool) -> None:
         if not first and (not self.admitted or not self._unsubmitted):
             return  # before admission, segments wait in _unsubmitted for the answer
+        self._first_submitted = True
         deadline = None
         if self.deadline_ms is not None:
             deadline = self.received + self.deadline_ms / 1000.0
@@ -260,7 +252,8 @@ class ServerUtterance:
         payloads = self._framer.push(samples)
         if self._words is not None:  # timing goes before the audio it times
             first = self._cursor_pushed == len(samples)
-            self._send_words(self._words.pushed(first, len(samples), self._segments[self._cursor].text))
+            spoken = self._segments[self._cursor].reading.spoken
+            self._send_words(self._words.pushed(first, len(samples), spoken.text, spoken.pieces))
         if not payloads:
             return
         if self._held is not None:
@@ -278,7 +271,9 @@ class ServerUtterance:
         if index is None:
             return
         seg = self._segments[index]
-        seg.status = _SegStatus.EMPTY if kind is UpdateKind.EMPTY else _SegStatus.FINISHED
+        seg.status = SegmentStatus.EMPTY if kind is UpdateKind.EMPTY else SegmentStatus.FINISHED
+        if kind is UpdateKind.EMPTY:
+            self.intake.not_spoken(seg.order, seg.reading.text)
         self._advance()
         if not self._ended:
             self._reference.on_resolved(job_id, kind is UpdateKind.FINISHED)
@@ -301,8 +296,10 @@ class ServerUtterance:
                 chunks, seg.buffered = seg.buffered, []
                 for chunk in chunks:
                     self._push(chunk)
-            if seg.status is _SegStatus.SUBMITTED:
+            if seg.status is SegmentStatus.SUBMITTED:
                 return
+            if self.input_final and self.intake.reading and self._cursor == len(self._segments) - 1:
+                return  # sentences still being read decide whether this is the last audio
             self._close_segment(seg)
             self._cursor += 1
             self._cursor_open = False
@@ -310,7 +307,7 @@ class ServerUtterance:
             self._answer_flushes()
         self._maybe_done()
 
-    def _close_segment(self, seg: _Seg) -> None:
+    def _close_segment(self, seg: SegmentEntry) -> None:
         payloads = self._framer.end_segment() if self._cursor_open else []
         if self._held is not None:
             payloads.insert(0, self._held)
@@ -328,8 +325,8 @@ class ServerUtterance:
         samples = self._framer.segment_samples
         offset = self._framer.samples_sent - samples
         # Purged with the audio it follows if the utterance stops before both are out.
-        self.link.send_message(self.wire.segment(seg.text, self._framer.ms(offset),
-                                                 self._framer.ms(samples)), self)
+        self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
+                                                 self._framer.ms(samples), seg.reading.spoken.text), self)
 
     def _send_words(self, words: tuple[WordTiming, ...]) -> None:
         if words and not self._ended:  # purged with the audio if the utterance stops
@@ -341,9 +338,9 @@ class ServerUtterance:
                 self.link.send_message(self.wire.flushed(flush_id), self)
 
     def _is_last_audio_segment(self) -> bool:
-        if not self.input_final or self._splitter.pending:
+        if not self.input_final or self.intake.pending:
             return False
-        return all(s.status is _SegStatus.EMPTY for s in self._segments[self._cursor + 1:])
+        return all(s.status is SegmentStatus.EMPTY for s in self._segments[self._cursor + 1:])
 
     def _send_frame(self, payload: bytes, segment_end: bool = False,
                     utterance_end: bool = False) -> None:
@@ -359,30 +356,22 @@ class ServerUtterance:
     # -- endings -----------------------------------------------------------------------
 
     def _maybe_done(self) -> None:
-        if (not self.admitted or self._ended or not self.input_final
+        if (not self.admitted or self._ended or not self.input_final or self.intake.pending
                 or self._cursor < len(self._segments) or self._unsubmitted):
             return
-        now = time.monotonic()
-        total_ms = (now - self.received) * 1000.0
         audio_ms = self._framer.ms(self._framer.samples_sent)
-        queued_ms = ((self._first_job_at - self.received) * 1000.0
-                     if self._first_job_at is not None else total_ms)
-        first_audio_ms = ((self._first_audio_at - self.received) * 1000.0
-                          if self._first_audio_at is not None else None)
-        timing = Timing(
-            queued_ms=round(max(queued_ms, 0.0), 3),
-            first_audio_ms=None if first_audio_ms is None else round(first_audio_ms, 3),
-            total_ms=total_ms,
-            rtf=total_ms / audio_ms if audio_ms > 0 else None,
-        )
+        timing = done_timing(self.received, self._first_job_at, self._first_audio_at,
+                             time.monotonic(), audio_ms)
         if self.deadline_ms is not None:
-            self.deadline_met = total_ms <= self.deadline_ms
-        self._end(self.wire.done(audio_ms, timing, self.deadline_met), Outcome.DONE)
+            self.deadline_met = timing.total_ms <= self.deadline_ms
+        self._end(self.wire.done(audio_ms, timing, self.deadline_met, self.intake.unspoken),
+                  Outcome.DONE)
 
     def _end(self, message: UtteranceMessage, outcome: Outcome, code: str | None = None) -> None:
         if self._ended:
             return
         self._ended = True
+        self.intake.close()
         self._reference.close()
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
@@ -392,7 +381,7 @@ class ServerUtterance:
         self.link.utterance_ended(self, outcome, code)
 
     def _live_jobs(self) -> tuple[int, ...]:
-        return tuple(s.job_id for s in self._segments if s.status is _SegStatus.SUBMITTED)
+        return tuple(s.job_id for s in self._segments if s.status is SegmentStatus.SUBMITTED)
 
     # -- timing for metrics --------------------------------------------------------------
 

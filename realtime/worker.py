@@ -39,12 +39,15 @@ from typing import assert_never
 
 from protocol import ErrorCode
 from realtime.handoff import (
+    CancelJobs,
+    Command,
     Submission,
     UpdateChannel,
     UpdateKind,
     UpdateSink,
     WorkerStats,
     WorkerUpdate,
+    refused,
 )
 from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
@@ -66,16 +69,6 @@ log = logging.getLogger(__name__)
 # While the scheduler holds queued work but plans nothing (it is waiting to fill
 # a background batch), the thread re-plans after this long or on the next command.
 _BATCH_FILL_WAIT = 0.005
-
-
-@dataclass(frozen=True, slots=True)
-class CancelJobs:
-    job_ids: tuple[int, ...]
-    sink: UpdateSink | None = None  # its utterance ended: free the place it held
-
-
-# What the event loop puts in the model thread's inbox.
-Command = Submission | CancelJobs
 
 
 @dataclass(slots=True)
@@ -257,7 +250,7 @@ class ModelWorker:
             case CancelJobs(job_ids=job_ids, sink=sink):
                 self._cancel(job_ids, sink)
             case Submission() if self.device_lost is not None:
-                updates.append(_refused(command, ErrorCode.INTERNAL,
+                updates.append(refused(command, ErrorCode.INTERNAL,
                                         "the model's device failed; the server is restarting"))
             case Submission():
                 self._submit(command, updates)
@@ -274,11 +267,11 @@ class ModelWorker:
             try:
                 prepared = runner.prepare(seg.request)
             except RequestError as exc:
-                updates.append(_refused(sub, ErrorCode.UNSUPPORTED, str(exc), exc.field))
+                updates.append(refused(sub, ErrorCode.UNSUPPORTED, str(exc), exc.field))
                 return
             except Exception:  # a failure of the front end on this request, not the client's
                 log.exception("prepare failed for job %s", seg.job_id)
-                updates.append(_refused(sub, ErrorCode.INTERNAL,
+                updates.append(refused(sub, ErrorCode.INTERNAL,
                                         "the text front end failed on this utterance"))
                 return
             if prepared.empty:
@@ -295,7 +288,7 @@ class ModelWorker:
         if sched.idle:
             self._observer.load(sched, now)  # no step follows to do it
         if refusal is not None:
-            updates.append(_refused(sub, ErrorCode(refusal.reason.value), refusal.message,
+            updates.append(refused(sub, ErrorCode(refusal.reason.value), refusal.message,
                                     retry_after_ms=to_ms(refusal.retry_after_s)))
             return
         for job in jobs:
@@ -400,12 +393,6 @@ class ModelWorker:
         self.stats.in_flight = 0
         self.stats.active_slots = 0
         self._publish(updates)
-
-
-def _refused(sub: Submission, code: ErrorCode, message: str, field_name: str | None = None,
-             retry_after_ms: int | None = None) -> WorkerUpdate:
-    return WorkerUpdate(sub.sink, UpdateKind.REFUSED, code=code.value, message=message,
-                        at=time.monotonic(), field=field_name, retry_after_ms=retry_after_ms)
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 from test_clients_library import HELLO, TIMING, Peer, frame
@@ -196,3 +197,20 @@ async def test_a_server_closing_on_every_speak_ends_the_utterance_loudly():
             await asyncio.wait_for(utt.result(), 5)
     assert utt.replayed  # sent again once, then given up
     assert len([m for m in peer.received if m["type"] == "speak"]) == 2
+
+
+async def test_livekit_logs_spoken_text_and_unspoken_sentences(caplog):
+    from clients.livekit_tts import ChatTTSRealtimeTTS
+
+    caplog.set_level(logging.INFO, logger="clients.livekit_tts")
+    async with Peer(speak_with_words) as peer:
+        tts = ChatTTSRealtimeTTS(url=peer.url, keepalive=False)
+        try:
+            frame = await tts.synthesize("$20 now. Привет.").collect()
+        finally:
+            await tts.aclose()
+    assert frame.duration > 0
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "read as 'twenty dollars now.'" in logged
+    assert "not spoken (nothing to read): 'Привет.'" in logged
+    assert peer.received[0]["timestamps"] is True

@@ -122,3 +122,14 @@ def test_params_validated(bad):
     with pytest.raises(RequestError):
         validate_params(SamplingParams(**bad))
     validate_params(SamplingParams())
+
+
+def test_normalized_text_is_not_normalized_again(front):
+    # The server's text thread already made the text the model reads.
+    assert front.build("3 cats", "default").text == "three cats"
+    prompt = front.build("3 cats", "default", normalized=True)
+    assert prompt.text == "3 cats"
+    assert torch.equal(prompt.ids, front.tokenizer("[Stts][spk_emb][speed_5]3 cats[Ptts]",
+                                                   add_special_tokens=False,
+                                                   return_tensors="pt")["input_ids"][0])
+    assert front.build("", "default", normalized=True) is None

@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -71,9 +72,10 @@ def test_too_late_once_torch_is_loaded_and_said_so(fresh_policy):
 
 
 def test_the_server_entry_point_sets_it_before_torch():
-    # What `python -m realtime` imports first reaches realtime.runtime before torch.
+    # `python -m realtime`'s main applies it first, before torch is loaded.
     # Which of the two it sets depends on the machine's load right now.
-    code = ("import sys, os, realtime.__main__; "
+    code = ("import sys, os, contextlib, realtime.__main__ as m\n"
+            "with contextlib.suppress(SystemExit):\n    m.main(['--no-such-flag'])\n"
             "print('torch' in sys.modules, os.environ.get('OMP_WAIT_POLICY'), "
             "os.environ.get('GOMP_SPINCOUNT'))")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
@@ -121,3 +123,19 @@ def test_cpu_line_names_kernel_level_and_limits(monkeypatch):
     assert f"torch kernels {torch.backends.cpu.get_cpu_capability()}" in line
     assert "limited by ONEDNN_MAX_CPU_ISA=AVX2" in line
     assert set(cpu_info.isa_flags()) <= set(cpu_info._FLAGS)
+
+
+def test_importing_the_runtime_applies_nothing_the_entry_point_does(monkeypatch):
+    env = {k: v for k, v in os.environ.items() if k not in (omp_env.WAIT_POLICY, omp_env.SPIN_COUNT)}
+    code = ("import os, realtime.runtime, realtime.server; "
+            "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    assert out.split() == ["None", "None"]
+    from realtime import __main__ as entry
+
+    calls = []
+    monkeypatch.setattr(omp_env, "apply_defaults", lambda: calls.append("omp"))
+    with pytest.raises(SystemExit):  # argparse refuses the flag, after the policy is set
+        entry.main(["--no-such-flag"])
+    assert calls == ["omp"]

@@ -124,6 +124,8 @@ def test_list_marker_is_read_with_its_item(text, expected):
     "text, expected",
     [
         ("I counted to 3. Then I stopped.", ["I counted to 3.", "Then I stopped."]),
+        ("Lunch is at 12:00. Dinner at 19:30. Ok", ["Lunch is at 12:00.", "Dinner at 19:30.", "Ok"]),
+        ("12:00. 我有3.5元。", ["12:00.", "我有3.5元。"]),
         ("It costs $1,299.99 today. Buy it.", ["It costs $1,299.99 today.", "Buy it."]),
         ("Meet at 10:30 or 10.30 p.m. today.", ["Meet at 10:30 or 10.30 p.m. today."]),
         ("Growth was 3.5% in Q2. Good.", ["Growth was 3.5% in Q2.", "Good."]),
@@ -146,13 +148,13 @@ def test_unmatched_bracket_keeps_the_rest_of_the_text():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("Ha! [laugh]", ["Ha! [laugh]"]),
+        ("Ha![laugh] That was funny.", ["Ha![laugh]", "That was funny."]),
         ("Ha! [laugh] That was funny.", ["Ha!", "[laugh] That was funny."]),
+        ("哈哈！[laugh]好的。", ["哈哈！[laugh]", "好的。"]),
+        ("Hi.[uv_break][laugh] Bye.", ["Hi.[uv_break][laugh]", "Bye."]),
         ("[laugh]\nHello.", ["[laugh]\nHello."]),
-        ("Hi.\n[laugh]\nBye.", ["Hi.\n[laugh]", "Bye."]),
-        ("Hi. [uv_break][laugh]. Bye.", ["Hi. [uv_break][laugh].", "Bye."]),
-        ("好的。哈哈！[laugh]", ["好的。", "哈哈！[laugh]"]),
-        ("哈哈！[laugh]好的。", ["哈哈！", "[laugh]好的。"]),
+        ("Hi.\n[laugh]\nBye.", ["Hi.", "[laugh]\nBye."]),
+        ("Ha! [laugh]", ["Ha!", "[laugh]"]),  # the text's end: the tag alone (spoken alone)
         ("[laugh]", ["[laugh]"]),
     ],
 )
@@ -160,15 +162,15 @@ def test_tag_only_sentence_stays_with_a_neighbour(text, expected):
     assert split_sentences(text) == expected
 
 
-def test_trailing_tag_waits_for_what_follows():
+def test_a_tag_glued_to_a_sentence_end_is_waited_for():
     splitter = SentenceSplitter()
-    assert splitter.feed("Ha! [lau") == []
+    assert splitter.feed("Ha![lau") == []
     assert splitter.feed("gh]") == []
-    assert splitter.feed(" Next") == ["Ha!"]  # the tag leads the next sentence
-    assert splitter.flush() == ["[laugh] Next"]
+    assert splitter.feed(" Next") == ["Ha![laugh]"]
     splitter = SentenceSplitter()
-    assert splitter.feed("Ha! [laugh]") == []
-    assert splitter.feed("\nNext") == ["Ha! [laugh]"]
+    assert splitter.feed("Ha! ") == ["Ha!"]  # whitespace after the end: released at once
+    assert splitter.feed("[laugh] Next.") == []
+    assert splitter.flush() == ["[laugh] Next."]
 
 
 def test_long_item_is_not_cut_after_its_marker():

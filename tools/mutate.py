@@ -53,7 +53,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "scheduler": (["scheduler/*"],
                   ["tests/test_scheduler_core.py", "tests/test_scheduler_cost.py",
                    "tests/test_scheduler_machine.py", "tests/test_scheduler_playout.py",
-                   "tests/test_scheduler_ranking.py"]),
+                   "tests/test_scheduler_ranking.py", "tests/test_scheduler_edges.py"]),
     "pcm": (["protocol/pcm.py"], ["tests/test_protocol_pcm.py", "tests/test_protocol_pcm_tables.py"]),
 }
 

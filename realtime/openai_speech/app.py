@@ -34,6 +34,7 @@ from realtime.config import ServerConfig
 from realtime.exchange import refusal
 from realtime.gate import Gate, quota_for
 from realtime.http1 import Exchange
+from realtime.intake import TextReader
 from realtime.openai_speech.encoders import available_formats
 from realtime.openai_speech.job import SpeechJob, StreamFailed
 from realtime.openai_speech.request import SpeechRequest, parse_request
@@ -56,8 +57,11 @@ class SpeechEndpoint:
     """The request handler; ``jobs`` are the requests in flight (for shutdown)."""
 
     def __init__(self, config: ServerConfig, state: ServiceState, accounting: Accounting,
-                 worker: ModelWorker, quotas: QuotaBook, gate: Gate) -> None:
+                 worker: ModelWorker, quotas: QuotaBook, gate: Gate,
+                 text: TextReader | None = None) -> None:
+        """``text`` reads the requests' sentences (the server's text thread)."""
         self.config = config
+        self.text = text
         self.state = state
         self.accounting = accounting
         self.worker = worker
@@ -103,7 +107,7 @@ class SpeechEndpoint:
         job = SpeechJob(speech, self.worker, self.accounting, quota,
                         default_deadline_ms=config.default_deadline_ms,
                         max_text_chars=config.max_text_chars, limit_bytes=config.send_queue_bytes,
-                        samples=self.state.samples)
+                        samples=self.state.samples, text=self.text)
         self.jobs.add(job)
         watcher = asyncio.create_task(_watch_disconnect(ex, job), name="speech-disconnect")
         try:

@@ -32,6 +32,7 @@ from protocol import HEADER_SIZE, Cancelled, Done, Error, ErrorCode, Speak, Star
 from realtime.accounting import Accounting
 from realtime.api_error import ApiError
 from realtime.handoff import Submission
+from realtime.intake import TextReader
 from realtime.openai_speech.encoders import encoder_for
 from realtime.openai_speech.request import SpeechRequest
 from realtime.ratelimit import ConnectionQuota
@@ -59,7 +60,8 @@ class StreamFailed(Exception):
 class SpeechJob:
     def __init__(self, request: SpeechRequest, worker: ModelWorker, accounting: Accounting,
                  quota: ConnectionQuota, *, default_deadline_ms: int, max_text_chars: int,
-                 limit_bytes: int, samples: SampleVoices | None = None) -> None:
+                 limit_bytes: int, samples: SampleVoices | None = None,
+                 text: TextReader | None = None) -> None:
         self.request = request
         self.worker = worker
         self.accounting = accounting
@@ -73,7 +75,8 @@ class SpeechJob:
                       frame_ms=FRAME_MS, chunking=request.chunking, params=request.params)
         self.utterance = ServerUtterance(speak, 1, self, time.monotonic(),
                                          default_deadline_ms=default_deadline_ms,
-                                         max_text_chars=max_text_chars, samples=samples)
+                                         max_text_chars=max_text_chars, samples=samples,
+                                         text=text)
         loop = asyncio.get_running_loop()
         self._admitted: asyncio.Future[None] = loop.create_future()
         self._chunks: collections.deque[bytes] = collections.deque()
@@ -152,6 +155,14 @@ class SpeechJob:
             utterance.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
 
     def submit(self, submission: Submission) -> None:
+        # The input is final: its first submission holds every sentence read.
+        unspoken = self.utterance.intake.unspoken
+        if submission.first and not submission.segments and unspoken:
+            shown = "; ".join(repr(s[:40]) for s in unspoken[:3])
+            self.utterance.fail(ErrorCode.UNSUPPORTED, "the input has nothing to speak: every "
+                                "sentence normalized to nothing (an unsupported script, or "
+                                f"symbols only): {shown}", "input")
+            return
         self.worker.submit(submission)
 
     def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:

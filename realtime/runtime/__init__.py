@@ -5,12 +5,7 @@ is ``realtime.runtime.api``. ``WeightsError`` is raised for missing or
 corrupt checkpoints (a one-line start-up error).
 """
 
-from realtime.runtime import omp_env
 from realtime.runtime.api import Runner, RuntimeOptions, VoiceError
-
-# Before anything loads torch (the server reaches this through its config):
-# libgomp reads its wait policy once, at load. See omp_env.
-omp_env.apply_defaults()
 
 
 def build_runner(options: RuntimeOptions) -> Runner:

@@ -89,6 +89,10 @@ class SegmentRequest:
     ``[speed_N]`` (0-9, upstream's default 5). ``reference`` is the
     utterance's choice for sentences 2..n: ``"first"`` (conditioned on
     sentence 1's audio and text) or ``"none"``; the server acts on it.
+    ``normalized``: ``text`` is already exactly what the model reads
+    (``TextNormalizer.spoken``'s text, made by the server's text thread), so
+    ``prepare`` does not normalize it again; raw text (the default) is
+    normalized in ``prepare``.
     """
 
     text: str
@@ -99,6 +103,7 @@ class SegmentRequest:
     lang: str | None = None
     speed: int = 5
     reference: str = "none"
+    normalized: bool = False
 
 
 @dataclass(frozen=True, slots=True)

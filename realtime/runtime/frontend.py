@@ -168,10 +168,12 @@ class TextFrontEnd:
         return self.normalizer.spoken(text, lang).text
 
     def build(self, text: str, voice: str | None, lang: str | None = None,
-              speed: int = 5, sample: VoiceSample | None = None) -> Prompt | None:
+              speed: int = 5, sample: VoiceSample | None = None,
+              normalized: bool = False) -> Prompt | None:
         """The prompt for ``text`` at speed level ``speed``; None when it
         normalizes to nothing. ``lang``: the language hint for text without
-        letters of either script.
+        letters of either script; ``normalized``: ``text`` is already what
+        the model reads.
 
         Raises VoiceError for an unknown voice or an unusable sample,
         RequestError for text too long to normalize or a speed outside 0..9.
@@ -183,7 +185,7 @@ class TextFrontEnd:
         speaker = (self.speakers.resolve(voice) if voice is not None
                    else torch.zeros(self.speakers.hidden, dtype=self.speakers.std.dtype))
         codes, txt_smp = self.sample_codes(sample) if sample is not None else (None, "")
-        normed = self.normalize(text, lang)
+        normed = text if normalized else self.normalize(text, lang)
         if not normed:
             return None
         tag = "[spk_emb]" if voice is not None else "[empty_spk]"

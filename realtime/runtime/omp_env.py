@@ -5,31 +5,26 @@ team, and libgomp reads its environment once, when torch loads it. What an
 idle worker does between parallel regions decides a CPU decode step, which is
 ~100 short parallel regions with a little Python between them:
 
-- spinning keeps the worker hot for the next region. On a machine the server
-  has to itself that halves a batch-1 step: full-size weights, 2 threads,
-  2 cores, ms per step int8 bs1 / bs8 / fp32 bs1 / bs8 (medians of 30 steps):
-  sleeping (``OMP_WAIT_POLICY=PASSIVE``) 30.6-32.1 / 46 / 59-64 / 72-79,
-  spinning 10,000 rounds (``GOMP_SPINCOUNT=10000``, ~0.2 ms) 16.5 / 30 / 55 /
-  57, spinning without end (``ACTIVE``) 15.4 / 25 / 47-52 / 53-61;
+- spinning keeps the worker hot for the next region: on a machine the server
+  has to itself that roughly halves a batch-1 step;
 - on a machine whose cores other work wants, a spinning worker keeps a core
   that the event loop, the client, another process or the hypervisor needs,
-  and every region waits for whichever thread was descheduled: with two
-  CPU-bound processes beside it, int8 bs1 / bs8 took 27 / 46 ms sleeping, 40 /
-  76 spinning 10,000 rounds and 48 / 141 with libgomp's default (300,000); on
-  a shared machine at load ~5 the server's fp32 bs1 step went from 93 ms
-  (sleeping) to 674 ms (default spin).
+  and every region waits for whichever thread was descheduled: there libgomp's
+  default spin makes a step several times slower than sleeping workers.
+
+The measured figures (steps by policy, alone and beside other work) are in
+docs/runtime.md ("CPU fallback: GEMM backends, int8, threads"); they go stale, this contract does not.
 
 ``apply_defaults()`` therefore chooses, when the environment does not
 (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` set: they win): a short spin when
 the machine is otherwise idle as the process starts (1-minute load average
 below ``IDLE_LOAD_PER_CPU`` per usable CPU), else sleeping workers; it records
 the choice, the reason and whether it was in time (torch not yet imported).
-The choice holds for the life of the process: a server that started on an
-idle machine and then shares it loses up to 1.5x per step (figures above),
-one that started on a busy machine and then has it to itself up to 2x; set
-the variables to decide for a deployment. ``realtime.runtime`` calls it on
-import, which the server reaches through its config before anything imports
-torch. No torch here.
+The choice holds for the life of the process (docs/runtime.md says what a
+wrong guess costs); set the variables to decide for a deployment. The entry
+points call it first, before anything imports torch: ``python -m realtime``
+(``realtime.__main__``) and ``python -m bench``; importing a module applies
+nothing. No torch here.
 """
 
 from __future__ import annotations

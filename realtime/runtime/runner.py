@@ -180,14 +180,13 @@ class ModelRunner:
 
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         validate_params(request.params)
-        prompt = self.front.build(request.text, request.voice, request.lang, request.speed, request.sample)
+        prompt = self.front.build(request.text, request.voice, request.lang, request.speed,
+                                  request.sample, request.normalized)
         if prompt is None:
             return PreparedJob(prompt_len=0, empty=True)
         if prompt.length >= self.max_len - 1:
             raise RequestError(f"segment too long: {prompt.length} prompt tokens, at most {self.max_len - 2}")
-        seed = request.params.seed
-        if seed is None:
-            seed = self._seeds.getrandbits(32)
+        seed = request.params.seed if request.params.seed is not None else self._seeds.getrandbits(32)
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
         ids = prompt.ids.tolist() + ([] if prompt.codes is None else prompt.codes.flatten().tolist())
         spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
