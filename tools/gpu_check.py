@@ -101,11 +101,12 @@ class Sizes:
 # On the GPU the server's shapes are the hardware profile's (realtime.runtime.cuda_profile:
 # 512 slots, batches to 256 on an H200); the background lane gets more than its rows.
 GPU_SERVER = ServerPlan(server_args("cuda", tiny=False), interactive=(1, 16, 64), rounds=(8, 3, 2),
-                        background=272, settle_s=3.0, round_timeout_s=30.0, start_timeout_s=240.0)
-# On the CPU: few shapes to warm up, and background sentences that end within the run.
+                        background=384, settle_s=3.0, round_timeout_s=30.0, start_timeout_s=240.0)
+# On the CPU: few shapes to warm up; short background sentences, three times the
+# lane's 4 rows in flight so that its queue never runs dry between two of them.
 CPU_SERVER = ServerPlan(server_args("cpu", tiny=True) + (
     "--max-slots", "8", "--batch-sizes", "1,2,4", "--kv-buckets", "256,512"),
-    interactive=(1, 2), rounds=(2, 2), background=6, settle_s=1.0, round_timeout_s=60.0,
+    interactive=(1, 2), rounds=(2, 2), background=12, settle_s=1.0, round_timeout_s=60.0,
     start_timeout_s=120.0, background_text="A small boat drifted slowly across the quiet lake.")
 GPU = Sizes(server=GPU_SERVER)
 CPU_SMOKE = Sizes(server=CPU_SERVER, fidelity_steps=12, graph_batches=(2,), graph_buckets=(128,),
