@@ -96,3 +96,13 @@ async def test_word_timings_with_the_real_runtime(tiny_server, ws_connect):
     flushed = [i for i, (kind, _) in enumerate(result["t"].events) if kind is Kind.FLUSHED]
     segments = [i for i, (kind, _) in enumerate(result["t"].events) if kind is Kind.SEGMENT]
     assert len(flushed) == 1 and segments[0] < flushed[0] < segments[1]
+
+
+async def test_words_are_the_text_as_spoken_with_their_original(tiny_server, ws_connect):
+    client = await ws_connect(tiny_server.url)
+    t = await client.speak_and_collect("w", "It costs $20.", timestamps=True, params=SEED,
+                                       timeout=240)
+    t.check_done()
+    words = [(w.word, w.original) for m in t.words for w in m.words]
+    assert ("twenty", "$20") in words and ("dollars", "$20") in words, words
+    assert words[0] == ("It", None)

@@ -143,3 +143,4 @@ async def test_segments_carry_no_words_of_the_next_one(server_factory, ws_connec
     t.check_done()
     assert [[w.word for w in ws] for ws in segment_words(t)] == [["One"], ["Two"], ["Three"]]
     assert all(isinstance(s, Segment) for s in t.segments)
+
