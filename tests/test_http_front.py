@@ -91,3 +91,18 @@ async def test_a_body_over_the_limit_is_a_413_before_it_is_read(server_factory):
     server = await server_factory(max_message_bytes=1000)
     status, _, payload = await raw_post(server.port, b"x" * 1001)
     assert status == 413 and json.loads(payload)["error"]["code"] == "bad_message"
+
+
+async def test_a_client_that_asks_is_told_to_continue_and_head_gets_no_body(server_factory):
+    server = await server_factory()
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(SPEECH))
+    assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(
+        b"HTTP/1.1 100 ")
+    writer.write(SPEECH + b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    raw = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    assert raw.startswith(b"HTTP/1.1 200")
+    head = raw[raw.index(b"HTTP/1.1 200", 1):]
+    assert b"content-length: 3" in head.lower() and head.endswith(b"\r\n\r\n")  # no body
