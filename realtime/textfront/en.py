@@ -86,6 +86,12 @@ def _unit(m: re.Match[str]) -> str:
     return _range(m.group(1), m.group(2)) + " " + en_unit(UNITS[m.group(3)][0], count)
 
 
+def _unit_per(m: re.Match[str]) -> str:
+    """ "8 min/mile", "5 L/100km": the counted unit, then "per" the other."""
+    per = UNITS[m.group(3)][0] if m.group(3) in UNITS else m.group(3)
+    return number(m.group(1)) + " " + en_unit(UNITS[m.group(2)][0], m.group(1)) + " per " + per
+
+
 def _plural_word(words: str) -> str:
     head, _, last = words.rpartition(" ")
     last = last[:-1] + "ies" if last.endswith("y") else last + ("es" if last.endswith("x") else "s")
@@ -218,6 +224,7 @@ RULES: tuple[Rule, ...] = (
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")\s?(?:°\s?([CcFf])\b|(℃)|(℉)|°)", _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b", _decade),
+    rule("unit per", "(" + NUM + r")\s?(" + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
     rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
          _unit),
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", _ordinal),
