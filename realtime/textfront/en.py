@@ -187,6 +187,24 @@ _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Missus", "ms": "Miz", 
 _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
 
 
+# Contractions whose apostrophe upstream's clean-up drops, leaving another
+# word ("we'll" -> "well", "he'll" -> "hell"): expanded. The rest ("don't",
+# "it's", "let's") sound the same without it and stay.
+_CONTRACTED = {"ll": "will", "re": "are", "d": "would", "ve": "have", "m": "am"}
+_CONTRACTS = {"i": "ll d ve m", "you": "ll re d ve", "we": "ll re d ve", "they": "ll re d ve",
+              "he": "ll d", "she": "ll d", "it": "ll d", "who": "ll re d ve", "that": "ll d"}
+
+
+def _contraction(m: re.Match[str]) -> str | None:
+    pronoun, suffix = m.group(1), m.group(2).lower()
+    if suffix not in _CONTRACTS.get(pronoun.lower(), "").split():
+        return None
+    verb = _CONTRACTED[suffix]
+    if suffix == "d" and re.match(r"\s+(?:been|better)\b", m.string[m.end():m.end() + 8]):
+        verb = "had"  # "I'd been", "you'd better"
+    return pronoun + " " + verb
+
+
 def _abbreviation(m: re.Match[str]) -> str:
     word = m.group(1)
     key = word.lower()
@@ -227,7 +245,7 @@ RULES: tuple[Rule, ...] = (
     rule("unit per", "(" + NUM + r")\s?(" + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
     rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
          _unit),
-    rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", _ordinal),
+    rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),  # 2nd-highest
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
@@ -241,6 +259,9 @@ RULES: tuple[Rule, ...] = (
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # 5-year-old, COVID-19
+    # upstream reads "-" as a comma: "well-known" would pause mid-word
+    rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
+    rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),
     rule("per", r"(?<![A-Za-z/])/(?=[A-Za-z]{2,})", lambda m: "per"),  # $19.99/month
     rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911

@@ -19,11 +19,13 @@ _ENGLISH_WORD = re.compile(r"\b[A-Za-z]+\b")
 _CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "，", "！", "："
 
 # What any rule could rewrite: digits (ASCII and full-width), the symbols
-# the rules read, and the abbreviations they expand. A sentence without any
-# of these goes to upstream untouched (most sentences of an LLM answer).
+# the rules read, the abbreviations and contractions they expand, hyphens
+# inside words. A sentence without any of these goes to upstream untouched
+# (most sentences of an LLM answer).
 _TRIGGER = re.compile(
     r"[0-9０-９$€£¥￥%％‰°℃℉+＋×÷=＝<>≤≥≠±~～@&#＃½¼¾⅓⅔²³√^]"
-    r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\.",
+    r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
+    r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b",
 )
 
 
