@@ -130,6 +130,8 @@ def test_list_marker_is_read_with_its_item(text, expected):
         ("Meet at 10:30 or 10.30 p.m. today.", ["Meet at 10:30 or 10.30 p.m. today."]),
         ("Growth was 3.5% in Q2. Good.", ["Growth was 3.5% in Q2.", "Good."]),
         ("Room No. 5 is free.", ["Room No. 5 is free."]),
+        ("The event runs Jan. 5-7 in Oslo. Bring a coat.", ["The event runs Jan. 5-7 in Oslo.", "Bring a coat."]),
+        ("We met in Dec. It was cold.", ["We met in Dec.", "It was cold."]),
         ("Smith Jr. was here. Acme Inc. makes it.", ["Smith Jr. was here.", "Acme Inc. makes it."]),
         ("See Fig. 3 now. It is approx. 5 km away.", ["See Fig. 3 now.", "It is approx. 5 km away."]),
         ("我有3.5元。好", ["我有3.5元。", "好"]),

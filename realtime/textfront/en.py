@@ -13,6 +13,7 @@ from realtime.textfront import en_time
 from realtime.textfront.en_words import cardinal, digits, number, ordinal, year
 from realtime.textfront.rewrite import TAG_RULE, Rule, rule
 from realtime.textfront.units import (
+    BULLET,
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
@@ -61,6 +62,29 @@ def _money_after(m: re.Match[str]) -> str:
     amount = m.group(1)
     sign = amount[0] if amount[0] in "-−" else None
     return _money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
+
+
+def _money_range(m: re.Match[str]) -> str:
+    """ "$300–$500", "$2-3 million": both ends read as money, "to" between."""
+    first, second = m.group(1), m.group(3) or m.group(1)
+    return _money(first, m.group(2), m.group(5), None) + " to " + _money(second, m.group(4), m.group(5), None)
+
+
+_TLDS = frozenset({"com", "org", "net", "io", "ai", "dev", "edu", "gov", "co", "uk", "cn", "de", "fr",
+                   "jp", "app", "info", "me", "us", "tv", "ly", "gg"})
+
+
+def _looks_like_url(m: re.Match[str]) -> bool:
+    """A scheme, "www." or a known top-level domain: "3.14", "e.g" and
+    "Node.js" are no addresses."""
+    host = m.group(1)
+    return m.group(0).startswith(("http", "www.")) or host.rsplit(".", 1)[-1].lower() in _TLDS
+
+
+def _url(m: re.Match[str]) -> str:
+    host, path = m.group(1), m.group(2).strip("/")
+    spoken = host.removeprefix("www.").replace(".", " dot ")
+    return spoken + "".join(" slash " + part.replace(".", " dot ") for part in path.split("/") if part)
 
 
 # --- numbers with a meaning ---------------------------------------------------------
@@ -224,16 +248,26 @@ def _abbreviation(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("bullet", BULLET, lambda m: ""),
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
-    *en_time.RULES[:5],
+    rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})((?:/[\w.~-]{0,100}){0,20})"
+         r"(?=[\s,;!?)]|\.?$|\.\s)(?<=\S)", lambda m: _url(m) if _looks_like_url(m) else None),
+    *en_time.RULES[:6],  # the dates, before phone numbers
     rule("phone", r"(?<![\w+])(?:(\+\d{1,3})[\s.-]?)?(?:\((\d{3})\)\s?|(\d{3})[\s.-])"
          r"(\d{3})[\s.-](\d{4})(?!\d)",
          lambda m: ", ".join(digits(g) for g in m.groups() if g)),
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
-    *en_time.RULES[5:],
+    *en_time.RULES[6:],  # the clock, after them
+    rule("code", r"\b((?i:code|pin|otp|passcode))(\s(?i:is)\s|:\s?|\s)(\d{4,12})\b",
+         lambda m: m.group(1) + m.group(2) + digits(m.group(3))),
+    rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
+         lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
+    rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
+    rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")\s?[-–—]\s?("
+         + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?", _money_range),
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
          lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
@@ -258,7 +292,7 @@ RULES: tuple[Rule, ...] = (
     rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
-    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # 5-year-old, COVID-19
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
     # upstream reads "-" as a comma: "well-known" would pause mid-word
     rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
     rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),

@@ -54,6 +54,15 @@ def _month_day(m: re.Match[str]) -> str | None:
     return _date(y, mo, d)
 
 
+def _month_days(m: re.Match[str]) -> str | None:
+    """ "Jan. 5–7, 2025": January fifth to seventh, twenty twenty five."""
+    mo, d1, d2 = month_number(m.group(1)), int(m.group(2)), int(m.group(3))
+    if not (valid_date(mo, d1) and valid_date(mo, d2)):
+        return None
+    y = int(m.group(4)) if m.group(4) else None
+    return _date(None, mo, d1) + " to " + ordinal(d2) + (", " + year(y) if y is not None else "")
+
+
 def _day_month(m: re.Match[str]) -> str | None:
     d, mo = int(m.group(1)), month_number(m.group(2))
     if not valid_date(mo, d):
@@ -108,6 +117,8 @@ _HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
 RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
     rule("slash date", r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])", _slash),
+    rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
+         r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),
     rule("month day", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])",
          _month_day),
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE

@@ -25,7 +25,8 @@ _CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "
 _TRIGGER = re.compile(
     r"[0-9０-９$€£¥￥%％‰°℃℉+＋×÷=＝<>≤≥≠±~～@&#＃½¼¾⅓⅔²³√^]"
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
-    r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b",
+    r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
+    r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?:com|org|net|io|ai|dev|edu|gov|co|uk|cn|de|fr|jp|app)\b",
 )
 
 

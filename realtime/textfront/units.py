@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 # possessive quantifiers never backtrack, so a 5,000-digit run is linear.
 # A list marker opening a sentence: "1. ", "2) ", "(3) ", "（4）", "5、" (not "1.5").
 LIST_MARKER = r"^\s*(?:[(（](\d{1,3})[)）]|(\d{1,3})(?:[)、]|\.(?!\d)))\s*(?=\S)"
+# A bullet opening a line ("- item", "• item"): not read (upstream would read "-" as a pause).
+BULLET = r"^\s*[-*•·‣▪●]\s+(?=\S)"
 SIGN = r"(?:(?<![\w)\].])[-−+])?"
 UNSIGNED = r"(?<![\d.])(?<!\d,)(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?"
 NUM = SIGN + UNSIGNED

@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 
 from realtime.textfront.rewrite import TAG_RULE, Rule, rule
 from realtime.textfront.units import (
+    BULLET,
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
@@ -166,6 +167,7 @@ def _number(m: re.Match[str]) -> str:
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
+    rule("bullet", BULLET, lambda m: ""),
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + "，"),
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
