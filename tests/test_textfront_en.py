@@ -88,6 +88,7 @@ CASES = [
     ('It was the mid-1990s.', 'It was the mid nineteen nineties.'),
     ('Your verification code is 482913.', 'Your verification code is four eight two nine one three.'),
     ('Enter PIN: 1234 now.', 'Enter PIN: one two three four now.'),
+    ("We're open 3-5 pm.", 'We are open three to five p m.'),
     ('- First bullet point', 'First bullet point'),
     ('• Another one', 'Another one'),
     ('Visit https://example.com/docs for more.', 'Visit example dot com slash docs for more.'),

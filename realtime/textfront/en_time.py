@@ -126,5 +126,8 @@ RULES: tuple[Rule, ...] = (
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
          _clock),
+    rule("hours am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?[-–—]\s?(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?",
+         lambda m: _final(m, cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))
+                          + (" a m" if m.group(3).lower() == "a" else " p m"))),  # 3-5 pm
     rule("hour am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?", _hour_half),
 )

@@ -183,6 +183,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: "点".join(digits(p) for p in m.group(0).split("."))),
     rule("after 号/电话", r"(尾号|号码|电话|手机|热线|分机|验证码)(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3), phone=True)),
+    rule("room", r"(?<![\d.])(\d{3,4})(?=[室房]|号房)", lambda m: digits(m.group(1))),  # 301室
     rule("after 编号", r"(邮编|邮政编码|卡号|账号|学号|工号|编号)(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3))),  # codes, not amounts
     rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
