@@ -253,7 +253,7 @@ RULES: tuple[Rule, ...] = (
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
     rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})((?:/[\w.~-]{0,100}){0,20})"
-         r"(?=[\s,;!?)]|\.?$|\.\s)(?<=\S)", lambda m: _url(m) if _looks_like_url(m) else None),
+         r"(?=[\s,;!?)]|\.?$|\.\s)", lambda m: _url(m) if _looks_like_url(m) else None),
     *en_time.RULES[:6],  # the dates, before phone numbers
     rule("phone", r"(?<![\w+])(?:(\+\d{1,3})[\s.-]?)?(?:\((\d{3})\)\s?|(\d{3})[\s.-])"
          r"(\d{3})[\s.-](\d{4})(?!\d)",
