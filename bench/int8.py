@@ -118,7 +118,7 @@ def _compare_one(fp32, int8, plain, x: torch.Tensor, steps: int) -> dict:
 
 def measure(steps: int, tiny_steps: int, full: bool = True) -> dict:
     import realtime.runtime.compat  # noqa: F401
-    from realtime.runtime.cpu_info import describe
+    from realtime.runtime.cpu.info import describe
     from realtime.runtime.shapes import FULL, TINY
     from realtime.runtime.weights import random_assets
 

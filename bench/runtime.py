@@ -79,10 +79,10 @@ def _upstream_runs_s(upstream, prompt, batch: int, short: int, long: int) -> tup
 def _runners(assets, threads: int) -> dict:
     """name -> runner: each available fp32 backend forced, ``auto``, ``int8``."""
     from bench.stream_rtf import RUNNER_OPTIONS
-    from realtime.runtime import cpu_int8
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
-    from realtime.runtime.gemm_plan import candidates
+    from realtime.runtime.cpu import int8 as cpu_int8
+    from realtime.runtime.cpu.plan import candidates
 
     # The server of the end-to-end part runs with the same slots and KV length,
     # so that auto's and int8's runners can replay its steps.
@@ -171,9 +171,9 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
 
 def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     import realtime.runtime.compat  # noqa: F401
-    from realtime.runtime import omp_env
     from realtime.runtime.api import SegmentRequest
-    from realtime.runtime.cpu_info import describe
+    from realtime.runtime.cpu import omp_env
+    from realtime.runtime.cpu.info import describe
     from realtime.runtime.shapes import FULL
     from realtime.runtime.weights import random_assets
     from tools.upstream import UpstreamGPT

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from realtime.config import ConfigError, load_config
 from realtime.lifecycle import EXIT_STARTUP_FAILED, run
 from realtime.logs import setup_logging
-from realtime.runtime import omp_env
+from realtime.runtime.cpu import omp_env
 
 log = logging.getLogger("realtime")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     # First, before anything loads torch: libgomp reads its wait policy once,
-    # at load (realtime/runtime/omp_env.py).
+    # at load (realtime/runtime/cpu/omp_env.py).
     omp_env.apply_defaults()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["normalize"]:

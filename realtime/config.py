@@ -24,7 +24,7 @@ from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
-CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.gemm_plan.GEMM_MODES (no torch here)
+CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
 
 WEIGHT_CHOICES_HELP = (
     "auto | random | tiny-random | tone | PATH (checkpoint directory). "

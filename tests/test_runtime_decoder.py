@@ -29,7 +29,7 @@ from runtime_fixtures import (
     upstream_reference,
 )
 
-from realtime.runtime.cpu_gemm import FP32_BACKENDS, backend_available
+from realtime.runtime.cpu.gemm import FP32_BACKENDS, backend_available
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -77,7 +77,7 @@ def test_runner_uses_the_backend_it_was_given(runner):
 
 @pytest.mark.parametrize("gemm", GEMMS)
 def test_model_prefill_and_decode_match_plain_mm(gemm):
-    from realtime.runtime.gemm_plan import GemmPolicy
+    from realtime.runtime.cpu.plan import GemmPolicy
     from realtime.runtime.model import KVCache, StaticGPT
     from realtime.runtime.shapes import TINY
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from runtime_fixtures import TEXTS, Driver, request, tiny_assets, tiny_runner
 
-from realtime.runtime import cpu_int8
 from realtime.runtime.build import pick_dtype
+from realtime.runtime.cpu import int8 as cpu_int8
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
               pytest.mark.skipif(cpu_int8.available() is not None,
@@ -80,7 +80,7 @@ def _hidden_and_logits(model, cache_len: int = 40, steps: int = 16):
 
 
 def test_int8_logits_stay_close_to_fp32_on_tiny_weights():
-    from realtime.runtime.gemm_plan import GemmPolicy
+    from realtime.runtime.cpu.plan import GemmPolicy
     from realtime.runtime.model import StaticGPT
     from realtime.runtime.shapes import TINY
 
@@ -130,7 +130,7 @@ def test_int8_says_so_loudly(caplog):
 def test_without_vnni_weights_go_to_7_bits_and_products_stay_exact():
     # fbgemm limited to AVX2 has no VNNI and adds product pairs in int16:
     # 8-bit weights would saturate there, 7-bit ones keep 8-bit inputs exact.
-    code = ("from realtime.runtime import cpu_int8; import torch; "
+    code = ("from realtime.runtime.cpu import int8 as cpu_int8; import torch; "
             "print(*cpu_int8.int8_format()); "
             "print(float(cpu_int8.Int8Packed(torch.ones(8, 64))(torch.ones(1, 64))[0, 0]))")
     env = dict(os.environ, FBGEMM_ENABLE_INSTRUCTIONS="AVX2")

@@ -10,8 +10,8 @@ import pytest
 import torch
 from runtime_fixtures import fidelity_assets
 
-from realtime.runtime.cpu_gemm import PlainMatrix, backend_available
-from realtime.runtime.gemm_plan import GemmPolicy
+from realtime.runtime.cpu.gemm import PlainMatrix, backend_available
+from realtime.runtime.cpu.plan import GemmPolicy
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.shapes import TINY
 

@@ -29,9 +29,9 @@ from runtime_fixtures import (
     request,
 )
 
-from realtime.runtime.cpu_gemm import backend_available
+from realtime.runtime.cpu.gemm import backend_available
+from realtime.runtime.cpu.vocoder_gemm import PackedLinear
 from realtime.runtime.vocoder import audio_samples
-from realtime.runtime.vocoder_gemm import PackedLinear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from realtime.runtime import cpu_info, cpu_threads, omp_env
+from realtime.runtime.cpu import info as cpu_info
+from realtime.runtime.cpu import omp_env
+from realtime.runtime.cpu import threads as cpu_threads
 
 
 @pytest.fixture
@@ -91,7 +93,7 @@ def test_threads_requested_or_torch_count_capped_to_usable_cpus(monkeypatch, cap
         torch.set_num_threads(1)  # what a host process (or a test fixture) chose stays
         assert cpu_threads.configure_threads(0) == 1 and torch.get_num_threads() == 1
         torch.set_num_threads(8)  # more than the CPUs: capped
-        with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu_threads"):
+        with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.threads"):
             assert cpu_threads.configure_threads(0) == 3
         assert torch.get_num_threads() == 3 and "capped to 3 usable CPUs" in caplog.text
         assert cpu_threads.configure_threads(2) == 2 and torch.get_num_threads() == 2

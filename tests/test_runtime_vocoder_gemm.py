@@ -16,11 +16,11 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.cpu_gemm import backend_available
-from realtime.runtime.gemm_plan import GemmPolicy
+from realtime.runtime.cpu.gemm import backend_available
+from realtime.runtime.cpu.plan import GemmPolicy
+from realtime.runtime.cpu.vocoder_gemm import PackedLinear, pack_linears
 from realtime.runtime.shapes import TINY
 from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_gemm import PackedLinear, pack_linears
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

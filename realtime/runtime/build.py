@@ -4,7 +4,7 @@ Chooses the device (``auto``: CUDA when available) and the precision
 (``auto``: bf16 on GPUs that support it, else fp16, and fp32 on the CPU;
 ``int8``: CPU only, opt-in, never chosen by ``auto``; logits and sampling are
 always fp32), on the CPU the thread count (``cpu_threads``) and, through
-``gemm_plan``, the GEMM backend per matrix shape (the vocoder's linears too,
+``cpu.plan``, the GEMM backend per matrix shape (the vocoder's linears too,
 ``vocoder_gemm``); loads or builds the weights
 (``weights.resolve_assets``), builds the streaming vocoder and, on CUDA with
 ``cuda_graphs``, a ``GraphCache`` that ``warmup`` fills.
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 import torch
 
 import realtime.runtime.compat  # noqa: F401
-from realtime.runtime import cpu_int8
 from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.cpu_threads import configure_threads
-from realtime.runtime.gemm_plan import GEMM_MODES, policy_for
+from realtime.runtime.cpu import int8 as cpu_int8
+from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
+from realtime.runtime.cpu.threads import configure_threads
 from realtime.runtime.runner import ModelRunner
 from realtime.runtime.weights import ModelAssets, resolve_assets
 
@@ -91,7 +91,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
     if device.type == "cpu":
-        from realtime.runtime.vocoder_gemm import pack_linears
+        from realtime.runtime.cpu.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
     if device.type == "cuda":

@@ -1,7 +1,7 @@
 """Our GPT forward over ChatTTS's weights, with a static per-slot KV cache.
 
 The same Llama decoder upstream runs through transformers, written for
-serving: weight matrices prepared once as GEMM operands (``gemm_plan``: on
+serving: weight matrices prepared once as GEMM operands (``cpu.plan``: on
 CPU fp32 the fastest of plain ``torch.mm``, MKL-packed and oneDNN-packed
 per matrix shape and row count, measured at start-up; int8 with
 ``--precision int8``; plain ``torch.mm`` elsewhere), fused QKV and gate/up
@@ -38,8 +38,8 @@ from typing import cast
 import torch
 import torch.nn.functional as F
 
-from realtime.runtime.cpu_gemm import Matrix, matmul
-from realtime.runtime.gemm_plan import GemmPolicy, prepare_matrices, summary, table
+from realtime.runtime.cpu.gemm import Matrix, matmul
+from realtime.runtime.cpu.plan import GemmPolicy, prepare_matrices, summary, table
 from realtime.runtime.shapes import ModelShape
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class KVCache:
 @dataclass
 class _Layer:
     ln1: torch.Tensor  # [D]
-    w_qkv: Matrix  # [D, 3 * H * Dh], multiplied with ``cpu_gemm.matmul``
+    w_qkv: Matrix  # [D, 3 * H * Dh], multiplied with ``cpu.gemm.matmul``
     w_o: Matrix  # [H * Dh, D]
     ln2: torch.Tensor  # [D]
     w_gate_up: Matrix  # [D, 2 * I]
@@ -98,7 +98,7 @@ class _Layer:
 class StaticGPT:
     """ChatTTS's GPT + embeddings + folded heads on one device and dtype.
 
-    ``gemm`` says how the weight matrices are prepared (``gemm_plan``; default:
+    ``gemm`` says how the weight matrices are prepared (``cpu.plan``; default:
     measured per shape and row count on CPU fp32, plain ``torch.mm`` elsewhere).
     With ``gemm.mode == "int8"`` the decoder's matrices are int8 and the
     heads (logits) stay fp32, chosen as ``auto`` does.

@@ -56,9 +56,9 @@ from realtime.runtime.api import (
     SamplingParams,
     SegmentRequest,
 )
+from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
-from realtime.runtime.gemm_plan import policy_for
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload

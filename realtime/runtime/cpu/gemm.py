@@ -16,9 +16,9 @@ on the machine (measured on 2 cores, the decoder's 80 matrices, 1 / 8 rows):
   of the plain matrix, any row count. AMD Zen 4: 37 / 37 ms (AVX2 only: 38 / 59).
 
 Results of all three are within fp32 rounding of each other (not bit-identical:
-the accumulation order differs). ``gemm_plan`` measures them per matrix shape
+the accumulation order differs). ``cpu.plan`` measures them per matrix shape
 and row count at start-up and builds a ``Matrix`` from the winners; this module
-only packs and multiplies. The int8 form lives in ``cpu_int8``.
+only packs and multiplies. The int8 form lives in ``cpu.int8``.
 
 Thread: packed once at build; ``Matrix.__call__`` from the model thread.
 """

@@ -5,7 +5,7 @@ convolution and two ``nn.Linear`` layers over every mel frame (41 linears,
 27 M weights). On a CPU those linears are most of a render (70% of a 12-step
 window) and run through MKL's ``addmm``, which takes a slow path off Intel:
 the same problem as the decoder's matrices, with the same cure. Each linear's
-weight goes through ``gemm_plan`` (measured per shape at ``ROWS`` frames, a
+weight goes through ``cpu.plan`` (measured per shape at ``ROWS`` frames, a
 64-step window; any row count then runs on the chosen form) and, where a
 packed backend wins, the layer is replaced by a ``PackedLinear`` in a copy of
 the module (the assets stay untouched: tests compare with upstream on them).
@@ -29,8 +29,8 @@ from dataclasses import replace
 
 import torch
 
-from realtime.runtime.cpu_gemm import Matrix
-from realtime.runtime.gemm_plan import GemmPolicy, ShapeChoice, prepare_matrices
+from realtime.runtime.cpu.gemm import Matrix
+from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare_matrices
 
 log = logging.getLogger(__name__)
 

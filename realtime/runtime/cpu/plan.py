@@ -1,12 +1,12 @@
 """Which GEMM backend multiplies each weight matrix, chosen by measurement.
 
 ``prepare_matrices(weights, policy)`` turns a model's linear weights [N, K] into
-``cpu_gemm.Matrix`` objects. With ``policy.mode == "auto"`` on CPU fp32 it
-times every available backend (``cpu_gemm.FP32_BACKENDS``) on the model's own
+``cpu.gemm.Matrix`` objects. With ``policy.mode == "auto"`` on CPU fp32 it
+times every available backend (``cpu.gemm.FP32_BACKENDS``) on the model's own
 matrices, for each matrix shape and each row class (the decode batch sizes,
 plus a prefill class of ``prefill_rows`` rows), and keeps the fastest per
 (shape, row class). A forced mode (``mm``, ``mkl``, ``onednn``) uses that
-backend for every decode row class; ``int8`` uses ``cpu_int8`` for all rows.
+backend for every decode row class; ``int8`` uses ``cpu.int8`` for all rows.
 
 How it measures, and why:
 - Per shape, each candidate runs a pass over distinct matrices of that shape
@@ -45,8 +45,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from realtime.runtime import cpu_gemm, cpu_int8
-from realtime.runtime.cpu_gemm import FP32_BACKENDS, PACKERS, Matrix, Packed
+from realtime.runtime.cpu import gemm as cpu_gemm
+from realtime.runtime.cpu import int8 as cpu_int8
+from realtime.runtime.cpu.gemm import FP32_BACKENDS, PACKERS, Matrix, Packed
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import logging
 
 import torch
 
-from realtime.runtime import omp_env
+from realtime.runtime.cpu import omp_env
 
 log = logging.getLogger(__name__)
 
