@@ -58,8 +58,11 @@ from realtime.runtime.api import (
 )
 from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
+from realtime.runtime.failures import is_device_lost as _is_device_lost
+from realtime.runtime.failures import is_oom as _is_oom
 from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
 from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.refine import RefineStage
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
 from realtime.runtime.step_cost import with_step_overhead
@@ -116,20 +119,11 @@ class _BatchSlots:
     slots: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64))
 
 
-def _is_oom(exc: BaseException) -> bool:
-    return isinstance(exc, torch.OutOfMemoryError)
-
-
-def _is_device_lost(exc: BaseException) -> bool:
-    """A CUDA error that breaks the context for the whole process (by type:
-    torch raises ``AcceleratorError`` for them; out of memory is separate)."""
-    return isinstance(exc, torch.AcceleratorError) and not _is_oom(exc)
-
-
 class ModelRunner:
     """``Runner`` over ChatTTS weights; see the module docstring."""
 
     sample_rate = SAMPLE_RATE
+    offers_refine = True
 
     def __init__(self, assets: ModelAssets, options: RuntimeOptions, device: torch.device,
                  dtype: torch.dtype, vocoder, graphs=None):
@@ -165,6 +159,8 @@ class ModelRunner:
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
         self.pad_batches = graphs is not None
+        self.refine = RefineStage(self.model, self.cache, assets, self.max_len, self.prepare,
+                                  self._execute, (self.batch_sizes, self.prompt_buckets))
         # Tests and benchmarks set this to keep each finished job's codes
         # ([n, Q] on the CPU) in ``finished_codes`` and the hidden states that
         # drew them and fed its vocoder ([n, D] fp32) in ``finished_hidden``;
@@ -187,6 +183,8 @@ class ModelRunner:
         if prompt.length >= self.max_len - 1:
             raise RequestError(f"segment too long: {prompt.length} prompt tokens, at most {self.max_len - 2}")
         seed = request.params.seed if request.params.seed is not None else self._seeds.getrandbits(32)
+        if request.refine is not None:  # the refine pass first (realtime/runtime/refine.py)
+            return self.refine.prepare(request, prompt.text, seed)
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
         ids = prompt.ids.tolist() + ([] if prompt.codes is None else prompt.codes.flatten().tolist())
         spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
@@ -194,6 +192,7 @@ class ModelRunner:
         return PreparedJob(prompt_len=prompt.length, work=spec)
 
     def reset(self) -> None:
+        self.refine.reset()
         self.jobs.clear()
         self._awaiting.clear()
         self._decode_slots = _BatchSlots()
@@ -209,6 +208,9 @@ class ModelRunner:
 
     @torch.no_grad()
     def execute(self, plan: StepPlan) -> StepOutput:
+        return self.refine.execute(plan) if self.refine.involved(plan) else self._execute(plan)
+
+    def _execute(self, plan: StepPlan) -> StepOutput:
         start = time.perf_counter()
         out = StepOutput()
         for job_id in plan.release:
