@@ -166,7 +166,9 @@ class ModelWorker:
         try:
             self.runner = self._runner_factory()
             started = time.perf_counter()
-            self.warmup_table = dict(self.runner.warmup())
+            # A runner that can leave part of its warm-up for idle time does (warm_start.py).
+            warmup = getattr(self.runner, "warmup_first", self.runner.warmup)
+            self.warmup_table = dict(warmup())
             log.info("warm-up done in %.2f s: %d (batch, bucket) shapes",
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
@@ -199,7 +201,10 @@ class ModelWorker:
         planned = False
         while True:
             updates: list[WorkerUpdate] = []
-            commands = self._take_commands(busy=planned)
+            if not planned and sched.idle and not self._inbox:
+                self._warm_more(sched)
+            # With warm-up left, an idle thread comes back for the next piece.
+            commands = self._take_commands(busy=planned or (sched.idle and self.warming > 0))
             if commands is None:
                 return
             for command in commands:
@@ -219,6 +224,24 @@ class ModelWorker:
             else:
                 self._busy_since = None  # the thread may wait now: no back-to-back period
             self._publish(updates)
+
+    @property
+    def warming(self) -> int:
+        """Warm-up pieces the runner left for idle time (``/readyz``)."""
+        rest = getattr(self.runner, "warmup_rest", None)
+        return 0 if rest is None else rest.left
+
+    def _warm_more(self, sched: Scheduler) -> None:
+        """One piece of the runner's remaining warm-up, only while no job is
+        held (a request arriving meanwhile waits for one piece at most); its
+        measurements join the cost model."""
+        rest = getattr(self.runner, "warmup_rest", None)
+        if rest is None or not rest.left:
+            return
+        measured = rest.step()
+        if measured:
+            sched.cost.calibrate(measured)
+            self.warmup_table.update(measured)
 
     def _take_commands(self, busy: bool) -> list[Command] | None:
         """Everything in the inbox (None: stop). After a step (``busy``) it

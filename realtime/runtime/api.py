@@ -131,6 +131,8 @@ class RuntimeOptions:
     ``auto_shapes`` names the shape fields (``batch_sizes``, ``kv_buckets``,
     ``max_slots``) left to the hardware: on CUDA they come from the GPU's
     memory (``cuda_profile``); on the CPU the values here stand.
+    ``cache_dir``: where start-up work measured or prepared once per machine
+    is kept (``prepared_cache``); None keeps nothing.
     """
 
     weights: str = "auto"
@@ -150,6 +152,7 @@ class RuntimeOptions:
     cpu_threads: int = 0
     record_steps: str | None = None
     auto_shapes: tuple[str, ...] = ()
+    cache_dir: str | None = None  # prepared_cache.PreparedCache's root; None: off
 
 
 class RequestError(ValueError):
