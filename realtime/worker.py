@@ -157,8 +157,7 @@ class ModelWorker:
             self.runner = self._runner_factory()
             started = time.perf_counter()
             # A runner that can leave part of its warm-up for idle time does (warm_start.py).
-            warmup = getattr(self.runner, "warmup_first", self.runner.warmup)
-            self.warmup_table = dict(warmup())
+            self.warmup_table = dict(getattr(self.runner, "warmup_first", self.runner.warmup)())
             log.info("warm-up done in %.2f s: %d (batch, bucket) shapes",
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
@@ -191,9 +190,9 @@ class ModelWorker:
         planned = False
         while True:
             updates: list[WorkerUpdate] = []
-            if not planned and sched.idle and not self._inbox:
-                self._warm_more(sched)
-            # With warm-up left, an idle thread comes back for the next piece.
+            # Warm-up left for idle time: one piece per idle pass, none while a job is held.
+            if not planned and sched.idle and self.warming and not self._inbox:
+                self.warmup_table.update(self.runner.warmup_rest.step(sched.cost))  # type: ignore[union-attr]
             commands = self._take_commands(busy=planned or (sched.idle and self.warming > 0))
             if commands is None:
                 return
@@ -217,18 +216,6 @@ class ModelWorker:
         """Warm-up pieces the runner left for idle time (``/readyz``)."""
         rest = getattr(self.runner, "warmup_rest", None)
         return 0 if rest is None else rest.left
-
-    def _warm_more(self, sched: Scheduler) -> None:
-        """One piece of the runner's remaining warm-up, only while no job is
-        held (a request arriving meanwhile waits for one piece at most); its
-        measurements join the cost model."""
-        rest = getattr(self.runner, "warmup_rest", None)
-        if rest is None or not rest.left:
-            return
-        measured = rest.step()
-        if measured:
-            sched.cost.calibrate(measured)
-            self.warmup_table.update(measured)
 
     def _take_commands(self, busy: bool) -> list[Command] | None:
         """Everything in the inbox (None: stop); with work held but nothing

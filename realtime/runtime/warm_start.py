@@ -113,12 +113,15 @@ class StagedWarmup:
             self._store()
         return dict(self.table)
 
-    def step(self) -> Table:
-        """Run one piece of the rest; the cost entries it measured (maybe none)."""
+    def step(self, cost=None) -> Table:
+        """Run one piece of the rest; the cost entries it measured (maybe
+        none), folded into ``cost`` (a ``scheduler.CostModel``) when given."""
         if not self._pieces:
             return {}
         measured = self._pieces.pop(0)()
         self.table.update(measured)
+        if measured and cost is not None:
+            cost.calibrate(measured)
         if not self._pieces:
             log.info("warm-up: the rest done (%d shapes)", len(self.table))
             if measured:
