@@ -64,7 +64,8 @@ from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
 from realtime.runtime.step_cost import with_step_overhead
 from realtime.runtime.vocoder import VocoderStream, Window
-from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU, Due, vocode_step
+from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU, Due
+from realtime.runtime.vocoder_overlap import AudioDelivery, hand_out, overlap_for
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
@@ -161,6 +162,8 @@ class ModelRunner:
         # Jobs done decoding whose last audio is still to render, oldest first.
         self._awaiting: dict[JobId, _Job] = {}
         self.vocoder_steps_per_call = STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL
+        self.audio_out = AudioDelivery(vocoder, device, overlap_for(options.vocoder_overlap, device),
+                                       _is_device_lost)
         self._seeds = random.Random(options.seed)
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
@@ -194,6 +197,7 @@ class ModelRunner:
         return PreparedJob(prompt_len=prompt.length, work=spec)
 
     def reset(self) -> None:
+        self.audio_out.drop()
         self.jobs.clear()
         self._awaiting.clear()
         self._decode_slots = _BatchSlots()
@@ -391,22 +395,21 @@ class ModelRunner:
 
     def _audio(self, jobs: list[_Job], out: StepOutput) -> list[JobId]:
         """Vocode what is due (module docstring, step 5) into ``out``;
-        returns the jobs whose last audio went out, or that failed."""
+        returns the jobs whose last audio went out, or that failed. With the
+        vocoder overlapped (``vocoder_overlap``) the audio out is what the
+        previous step launched, and this step's is launched for the next."""
+        held, delivery = self.jobs.__contains__, self.audio_out
+        ended = hand_out(delivery.collect(held), out, self._awaiting)
         for job in jobs:
             self._feed(job)
             if job.done:
                 self._awaiting[job.id] = job
         running = [j for j in jobs if j.spec.streaming and not j.done]
-        due = [self._due(j) for j in running + list(self._awaiting.values())]
-        try:
-            done = vocode_step(self.vocoder, due, self.vocoder_steps_per_call, _is_device_lost)
-        except Exception as exc:  # only a lost device gets here
-            raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
-        out.audio.update(done.audio)
-        out.failed.update(done.failed)
-        for job_id in [*done.failed, *done.ended]:
-            self._awaiting.pop(job_id, None)
-        return [*done.ended, *done.failed]
+        delivery.launch([self._due(j) for j in running + list(self._awaiting.values())],
+                        self.vocoder_steps_per_call)
+        if not delivery.delayed:
+            ended += hand_out(delivery.collect(held), out, self._awaiting)
+        return ended
 
     def _feed(self, job: _Job) -> None:
         """Push a streaming job's new hidden states into its stream, every
