@@ -26,7 +26,7 @@ SHAPES = dict(max_slots=6, batch_sizes=(1, 2, 4, 8), kv_buckets=(128,))
 
 def _runner(overlap: str):
     runner = tiny_runner(vocoder_overlap=overlap, **SHAPES)
-    assert runner.audio_out.delayed == (overlap == "on")
+    assert runner.audio.delivery.delayed == (overlap == "on")
     return runner
 
 
@@ -43,7 +43,7 @@ def _run(overlap: str, cancel_at: int | None = None, budget: int | None = None):
     """Every step's output; job 5 released at step ``cancel_at``."""
     runner = _runner(overlap)
     if budget is not None:
-        runner.vocoder_steps_per_call = budget
+        runner.audio.steps_per_call = budget
     d = Driver(runner)
     _jobs(d)
     outs = []
@@ -52,7 +52,7 @@ def _run(overlap: str, cancel_at: int | None = None, budget: int | None = None):
             break
         release = (5,) if k == cancel_at and 5 in d.live else ()
         outs.append(d.step(release=release))
-    assert not runner.jobs and not runner.audio_out.pending
+    assert not runner.jobs and not runner.audio.delivery.pending
     return runner, d, outs
 
 
@@ -106,9 +106,9 @@ def test_reset_drops_what_is_in_flight():
     _jobs(d)
     for _ in range(12):
         d.step()
-    assert runner.audio_out.pending
+    assert runner.audio.delivery.pending
     runner.reset()
-    assert not runner.audio_out.pending
+    assert not runner.audio.delivery.pending
     d2 = Driver(runner)
     d2.add(7, request(TEXTS[0], seed=7, min_new_tokens=5, max_new_tokens=5))
     out = d2.step()

@@ -55,21 +55,10 @@ from realtime.runtime.vocoder_batch import (
     render_units,
     split_audio,
 )
-from scheduler import StepOutput
 
 log = logging.getLogger(__name__)
 
 OVERLAP_MODES = ("auto", "on", "off")
-
-
-def hand_out(done: Vocoded, out: StepOutput, awaiting: dict) -> list[int]:
-    """``done``'s audio and failures into ``out``; its ended and failed jobs
-    leave ``awaiting`` and are returned."""
-    out.audio.update(done.audio)
-    out.failed.update(done.failed)
-    for job_id in [*done.failed, *done.ended]:
-        awaiting.pop(job_id, None)
-    return [*done.ended, *done.failed]
 
 
 @contextlib.contextmanager
