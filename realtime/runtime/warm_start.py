@@ -62,7 +62,8 @@ def table_key(runner, cache: PreparedCache) -> CacheKey:
         precision=o.precision, cpu_gemm=o.cpu_gemm, threads=torch.get_num_threads(),
         backends=[runner.model.backends(b) for b in runner.batch_sizes],
         batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
-        max_slots=runner.max_slots, lookahead=o.lookahead_steps)
+        max_slots=runner.max_slots, lookahead=o.lookahead_steps,
+        vocoder=[o.vocoder_precision, o.vocoder_overlap])
 
 
 def _decode(runner, batch: int, bucket: int) -> float:
