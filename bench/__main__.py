@@ -11,6 +11,8 @@ from realtime.runtime.cpu import omp_env
 BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
     "int8": ("bench.int8", "int8 vs fp32 divergence: first differing greedy step, logit KL"),
+    "cpu-streams": ("bench.cpu_streams",
+                    "concurrent real-time streams on the CPU through the real server, int8 and fp32"),
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
     "hotpath": ("bench.hotpath", "transfers and launches per decode step, batched vocoder vs per stream"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),

@@ -25,7 +25,7 @@ def test_the_seed_adds_the_whole_steps_overhead_to_every_shape(monkeypatch):
     # Every entry is a real step's cost now, far above the stub's.
     assert all(t > 100 * DECODE_ONLY for t in table.values())
     assert len(calls) == 1 + 4  # streaming jobs at batch 1 and 4: the vocoder took part
-    assert not runner.jobs and not runner._awaiting  # nothing left behind
+    assert not runner.jobs and not runner.audio.awaiting  # nothing left behind
     assert CostModel.from_table(table).step_time(1, 128) > 100 * DECODE_ONLY
 
 

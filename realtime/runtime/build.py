@@ -6,8 +6,10 @@ Chooses the device (``auto``: CUDA when available) and the precision
 always fp32), on the CPU the thread count (``cpu_threads``) and, through
 ``cpu.plan``, the GEMM backend per matrix shape (the vocoder's linears too,
 ``vocoder_gemm``); loads or builds the weights
-(``weights.resolve_assets``), builds the streaming vocoder and, on CUDA with
-``cuda_graphs``, a ``GraphCache`` that ``warmup`` fills.
+(``weights.resolve_assets``), builds the streaming vocoder, then the runner
+over them; on CUDA with ``cuda_graphs`` the runner captures CUDA graphs
+(``graphs.CudaCapture``) into its own cache in ``warmup``. The order is
+this function's, top to bottom; nothing is wired after construction.
 
 Raises ``WeightsError`` (bad or missing checkpoint) and ``ValueError`` (bad
 options) with one-line messages meant for a start-up error.
@@ -26,6 +28,7 @@ from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.cpu import int8 as cpu_int8
 from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
 from realtime.runtime.cpu.threads import configure_threads
+from realtime.runtime.graphs import Capture, CudaCapture
 from realtime.runtime.runner import ModelRunner
 from realtime.runtime.weights import ModelAssets, resolve_assets
 
@@ -67,9 +70,12 @@ def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
     return _DTYPES[precision]
 
 
-def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> ModelRunner | StepRecorder:
+def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
+                 capture: Capture | None = None) -> ModelRunner | StepRecorder:
     """A runner as ``options`` describe (with ``record_steps``, a ``StepRecorder``
-    around it); ``assets`` skips weight resolution (tests)."""
+    around it); ``assets`` skips weight resolution (tests); ``capture``
+    replaces the device's graph capture (tests and tools run the graph path
+    on the CPU with tools/strict_graphs.py's stand-in)."""
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
     if options.cpu_gemm not in GEMM_MODES:
@@ -98,13 +104,9 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
         from realtime.runtime.vocoder_batch import PACKED_STEPS, warm_packed
         vocoder.pad_steps = PACKED_STEPS
         warm_packed(vocoder)
-    graphs = None
-    if device.type == "cuda" and options.cuda_graphs:
-        from realtime.runtime.graphs import GraphCache
-        graphs = GraphCache()
-    runner = ModelRunner(assets, options, device, dtype, vocoder, graphs)
-    if graphs is not None:
-        graphs.bind(runner.model, runner.cache)
+    if capture is None and device.type == "cuda" and options.cuda_graphs:
+        capture = CudaCapture()
+    runner = ModelRunner(assets, options, device, dtype, vocoder, capture)
     if options.record_steps:
         from realtime.runtime.step_log import StepRecorder
         log.info("recording every prepare and step plan to %s", options.record_steps)
