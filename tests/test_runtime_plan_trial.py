@@ -15,6 +15,7 @@ from realtime.runtime.cpu import plan_cache, plan_trial
 from realtime.runtime.cpu.gemm import backend_available
 from realtime.runtime.cpu.plan import PREFILL, GemmPolicy
 from realtime.runtime.cpu.step_verdict import MIXED, decide, time_plans
+from realtime.runtime.prepared_cache import PreparedCache
 
 CPU = torch.device("cpu")
 needs_all = pytest.mark.skipif(not all(backend_available(b, CPU, torch.float32) for b in ("mkl", "onednn")),
@@ -152,7 +153,8 @@ def test_the_settled_plan_is_cached_per_machine_and_reused(monkeypatch, tmp_path
     files = [f for f in os.listdir(tmp_path) if f.endswith(".json")]
     assert len(files) == 1
     entry = json.loads((tmp_path / files[0]).read_text())
-    assert entry["key"]["threads"] == torch.get_num_threads() and entry["verdicts"]
+    assert json.loads(entry["key"])["threads"] == torch.get_num_threads()
+    assert entry["payload"]["verdicts"]
 
     def no_measuring(*_):
         raise AssertionError("a cached plan measured again")
@@ -167,29 +169,42 @@ def test_the_settled_plan_is_cached_per_machine_and_reused(monkeypatch, tmp_path
     assert {m.backend_for(64) for m in begun.prepared.matrices} <= {"mm", "onednn"}
 
 
-def test_the_cache_key_changes_with_what_the_plan_depends_on(tmp_path):
-    k = plan_cache.key(_weights(), POLICY, CPU, torch.float32, ("mm", "onednn"))
+def test_the_cache_key_changes_with_what_the_plan_depends_on(tmp_path, monkeypatch):
+    k = _key()
     plan = {(48, 32): {1: "mm", 8: "onednn", PREFILL: "onednn"}}
     plan_cache.store(str(tmp_path), k, plan, ["batch 1: mm"])
     assert plan_cache.load(str(tmp_path), k) == plan
-    for change in ({"threads": k["threads"] + 1}, {"cpu": k["cpu"] + " limited"},
-                   {"torch": "0.0"}, {"shapes": {"48x32": 4}}, {"batch_sizes": [1, 2]}):
-        assert plan_cache.load(str(tmp_path), {**k, **change}) is None
+    assert plan_cache.load(str(tmp_path), _key(policy=GemmPolicy("auto", batch_sizes=(1, 2)))) is None
+    assert plan_cache.load(str(tmp_path), _key(weights=_weights()[:3])) is None
+    assert plan_cache.load(str(tmp_path), _key(candidates=("mm",))) is None
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 7)
+    assert plan_cache.load(str(tmp_path), _key()) is None
+    monkeypatch.undo()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # in the CPU line: an emulated AVX2 machine
+    assert plan_cache.load(str(tmp_path), _key()) is None
     assert plan_cache.load(None, k) is None and plan_cache.load("", k) is None
 
 
-@pytest.mark.parametrize("damage", ["truncate", "edit", "garbage"])
+def _key(weights=None, policy=POLICY, candidates=("mm", "onednn")):
+    return plan_cache.key(_weights() if weights is None else weights, policy, CPU, torch.float32,
+                          candidates)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "edit", "garbage", "not a plan"])
 def test_a_torn_or_tampered_cache_file_is_a_miss(tmp_path, caplog, damage):
-    k = plan_cache.key(_weights(), POLICY, CPU, torch.float32, ("mm", "onednn"))
+    k = _key()
     plan_cache.store(str(tmp_path), k, {(48, 32): {1: "mm", PREFILL: "mm"}}, [])
     (path,) = [tmp_path / f for f in os.listdir(tmp_path)]
     text = path.read_text()
-    path.write_text({"truncate": text[: len(text) // 2], "garbage": "\0\0",
-                     "edit": text.replace('"mm"', '"onednn"', 1)}[damage])
-    with caplog.at_level(logging.WARNING, logger="realtime.runtime.cpu.plan_cache"):
+    if damage == "not a plan":  # a sound entry whose document is not a plan
+        PreparedCache(str(tmp_path)).store_json(k, {"plan": [1, 2]})
+    else:
+        path.write_text({"truncate": text[: len(text) // 2], "garbage": "\0\0",
+                         "edit": text.replace('"mm"', '"onednn"', 1)}[damage])
+    with caplog.at_level(logging.WARNING):
         assert plan_cache.load(str(tmp_path), k) is None
-    assert "measuring again" in caplog.text
-    # The next store replaces it whole, and no temporary file is left behind.
+    assert "rebuilding" in caplog.text or "measuring again" in caplog.text
+    # The next store replaces it whole.
     plan_cache.store(str(tmp_path), k, {(48, 32): {1: "mm", PREFILL: "mm"}}, [])
     assert plan_cache.load(str(tmp_path), k) == {(48, 32): {1: "mm", PREFILL: "mm"}}
     assert os.listdir(tmp_path) == [path.name]
@@ -198,9 +213,8 @@ def test_a_torn_or_tampered_cache_file_is_a_miss(tmp_path, caplog, damage):
 def test_an_unwritable_cache_dir_is_logged_not_raised(tmp_path, caplog):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    k = plan_cache.key(_weights(), POLICY, CPU, torch.float32, ("mm", "onednn"))
-    with caplog.at_level(logging.WARNING, logger="realtime.runtime.cpu.plan_cache"):
-        plan_cache.store(str(blocker / "sub"), k, {(48, 32): {1: "mm"}}, [])
+    with caplog.at_level(logging.WARNING):
+        plan_cache.store(str(blocker / "sub"), _key(), {(48, 32): {1: "mm"}}, [])
     assert "cannot write" in caplog.text
 
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from realtime.runtime.cpu import plan_cache
 from realtime.runtime.cpu.plan import PACKERS, PREFILL, GemmPolicy, Prepared, candidates, prepare
 from realtime.runtime.cpu.step_verdict import MIXED, StepVerdict, decide, time_plans
+from realtime.runtime.prepared_cache import CacheKey
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class Begun:
 
     prepared: Prepared
     policy: GemmPolicy
-    key: dict = field(default_factory=dict)
+    key: CacheKey | None = None
     cached: bool = False  # the plan came from the machine's cache: nothing to try
 
     @property
@@ -63,12 +64,12 @@ def begin(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.dev
     plan of this machine if there is one; in ``auto`` mode on a CPU where
     several backends run, every candidate's form is kept for ``settle``."""
     trial = policy.mode == "auto" and device.type == "cpu" and len(candidates(device, dtype)) > 1
-    key = plan_cache.key(weights, policy, device, dtype, candidates(device, dtype)) if trial else {}
+    key = plan_cache.key(weights, policy, device, dtype, candidates(device, dtype)) if trial else None
     fixed = plan_cache.load(policy.cache_dir, key) if trial else None
     prepared = prepare(weights, policy, device, dtype, keep=trial and fixed is None, fixed=fixed)
     if fixed is not None:
         log.info("cpu gemm plan from this machine's cache (%s): no measurement",
-                 plan_cache.describe_key(key))
+                 plan_cache.describe_key(key) if key else "")
     if trial and fixed is None and not any(c.seconds for c in prepared.choices.values()):
         prepared.groups.clear()  # nothing measured (tiny shapes): nothing to try
     return Begun(prepared, policy, key, cached=fixed is not None)
