@@ -131,6 +131,12 @@ class RuntimeOptions:
     ``auto_shapes`` names the shape fields (``batch_sizes``, ``kv_buckets``,
     ``max_slots``) left to the hardware: on CUDA they come from the GPU's
     memory (``cuda_profile``); on the CPU the values here stand.
+    ``vocoder_overlap``: ``auto`` (on CUDA only), ``on`` or ``off``: the
+    vocoder on its own stream, its audio delivered one step later
+    (``vocoder_overlap``). ``vocoder_precision``: the vocoder's linears in
+    ``fp32``, ``tf32`` (CUDA only) or ``bf16``, the head and the ISTFT in
+    fp32 always; ``auto``: tf32 on CUDA, fp32 on the CPU
+    (``vocoder_precision``).
     """
 
     weights: str = "auto"
@@ -150,6 +156,8 @@ class RuntimeOptions:
     cpu_threads: int = 0
     record_steps: str | None = None
     auto_shapes: tuple[str, ...] = ()
+    vocoder_overlap: str = "auto"
+    vocoder_precision: str = "auto"
 
 
 class RequestError(ValueError):
