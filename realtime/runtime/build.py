@@ -135,7 +135,8 @@ def _log_cpu_choice(options: RuntimeOptions) -> None:
         log.warning("PRECISION INT8: the decoder's linears run in int8 (fbgemm: per-channel "
                     "weights, 7-bit without VNNI; inputs quantized per call); codes and audio "
                     "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
-                    "Logits, sampling, Decoder and Vocos stay fp32.")
+                    "Logits and sampling stay fp32; the Decoder's and Vocos's linears run bf16 "
+                    "where that measures faster (AMX, AVX-512-BF16), the rest of them fp32.")
         return
     why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
            else f"--precision {options.precision}")
