@@ -50,14 +50,14 @@ BATCH = 8
 STEPS_PER_SECOND = 24000 / 512
 
 
-def _tiny_runner(**options):
+def _tiny_runner(capture=None, **options):
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
     from realtime.runtime.shapes import TINY
     from realtime.runtime.weights import random_assets
 
     return build_runner(RuntimeOptions(weights="tiny-random", **options),
-                        assets=random_assets(TINY, 0))
+                        assets=random_assets(TINY, 0), capture=capture)
 
 
 def _request(i: int, n: int, streaming: bool = False):
@@ -75,9 +75,9 @@ def decode_step_counts(graphs: bool) -> dict:
     from tools.driver import Driver
 
     runner = _tiny_runner(max_slots=BATCH, batch_sizes=(1, 2, 4, BATCH), kv_buckets=(64, 128),
-                          device=str(DEVICE))
+                          device=str(DEVICE), capture=strict_graphs.StrictCapture() if graphs else None)
     if graphs:
-        strict_graphs.install(runner)
+        runner.warmup()
     d = Driver(runner)
     for i in range(BATCH):
         d.add(i, _request(i, 20))
@@ -154,7 +154,7 @@ def vocoder_ratio(vocoder, streams: int, seconds: float, staggered: bool, seed: 
     windows, interleaved step by step; see the module docstring. Streams
     start together, or ``staggered`` evenly over one largest chunk."""
     from bench.vocoder import hidden_dim
-    from realtime.runtime.runner import PUSH_EVERY
+    from realtime.runtime.audio_stage import PUSH_EVERY
     from realtime.runtime.vocoder_batch import render_packed
 
     steps = int(seconds * STEPS_PER_SECOND)

@@ -82,10 +82,12 @@ async def _speak(url: str, text: str, seed: int) -> dict:
 class StreamServer:
     """``python -m realtime serve`` with full-size random weights on the CPU, as a
     subprocess, ready and warmed on entering; ``speak()`` times one utterance.
-    ``extra_args``/``extra_env`` go to the server (experiments with settings)."""
+    ``extra_args``/``extra_env`` go to the server (experiments with settings);
+    ``record_steps=False`` spares it the step log (``speak()``'s records are then empty)."""
 
     def __init__(self, precision: str, threads: int = 2, extra_args: tuple[str, ...] = (),
-                 extra_env: dict[str, str] | None = None, ready_timeout: float = 300.0):
+                 extra_env: dict[str, str] | None = None, ready_timeout: float = 300.0,
+                 record_steps: bool = True):
         self.port = _free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="stream-rtf-")
         self.steps_path = os.path.join(self._dir.name, "steps.jsonl")
@@ -97,7 +99,8 @@ class StreamServer:
                      "--max-slots", str(RUNNER_OPTIONS["max_slots"]),
                      "--kv-buckets", ",".join(map(str, RUNNER_OPTIONS["kv_buckets"])),
                      "--port", str(self.port), "--log-level", "warning",
-                     "--record-steps", self.steps_path, *extra_args]
+                     *(("--record-steps", self.steps_path) if record_steps else ()), *extra_args]
+        self._record = record_steps
         self._ready_timeout = ready_timeout
         self._proc: subprocess.Popen | None = None
 
@@ -123,10 +126,10 @@ class StreamServer:
         """One utterance: the keys of the module docstring, and ``records``:
         what the server's runner was asked to do for it (``step_log``)."""
         before = _metrics(self.port)
-        first_line = len(step_log.read(self.steps_path))
+        first_line = len(step_log.read(self.steps_path)) if self._record else 0
         run = asyncio.run(_speak(self.url, text, seed))
         after = _metrics(self.port)
-        run["records"] = step_log.read(self.steps_path, first_line)
+        run["records"] = step_log.read(self.steps_path, first_line) if self._record else []
         steps = after[1] - before[1]
         run["steps"] = int(steps)
         run["execute_ms"] = (after[0] - before[0]) / steps * 1e3 if steps else None

@@ -1,7 +1,7 @@
 """The model thread: the one owner of the Runner and the Scheduler.
 
 Sessions on the event loop talk to it only through ``ModelWorker``'s methods
-(``submit``, ``cancel``), which put commands in a thread-safe inbox. The
+(``submit``, ``cancel``), which put commands in a thread-safe ``Inbox``. The
 thread loops::
 
     drain the inbox (prepare + admit/add new segment jobs, cancel jobs)
@@ -28,7 +28,6 @@ the server, which shuts down so that its supervisor restarts the process.
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import logging
 import threading
@@ -49,6 +48,7 @@ from realtime.handoff import (
     WorkerUpdate,
     refused,
 )
+from realtime.inbox import Inbox
 from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
 from realtime.observe import StepObserver
@@ -96,9 +96,7 @@ class ModelWorker:
         self._metrics = metrics
         self._on_device_lost = on_device_lost  # called on the event loop
         self.device_lost: str | None = None
-        self._cond = threading.Condition()
-        self._inbox: collections.deque[Command] = collections.deque()
-        self._stopping = False
+        self._inbox = Inbox()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.runner: Runner | None = None
@@ -114,7 +112,6 @@ class ModelWorker:
         self.loop_lag = LoopLag()  # how late the event loop runs (GET /load)
         self._busy_since: float | None = None  # end of the last step's update, while stepping
         self.warmup_table: dict[tuple[int, int], float] = {}
-        self.crash_hook: Callable[[], None] | None = None  # tests: raise inside the loop
 
     # -- event-loop side ---------------------------------------------------------
 
@@ -136,27 +133,20 @@ class ModelWorker:
         return next(self._job_ids)
 
     def submit(self, submission: Submission) -> None:
-        self._post(submission)
+        self._inbox.post(submission)
 
     def cancel(self, job_ids: tuple[int, ...], sink: UpdateSink | None = None) -> None:
         """Stop these jobs; with ``sink``, its utterance ended: the scheduler
         also frees the capacity it held while it had no sentence yet."""
         if job_ids or sink is not None:
-            self._post(CancelJobs(tuple(job_ids), sink))
+            self._inbox.post(CancelJobs(tuple(job_ids), sink))
 
     async def stop(self) -> None:
         """Ask the thread to finish its current step and exit; wait for it."""
         self.loop_lag.stop()
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
+        self._inbox.stop()
         if self._thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10.0)
-
-    def _post(self, command: Command) -> None:
-        with self._cond:
-            self._inbox.append(command)
-            self._cond.notify()
 
     # -- model thread ------------------------------------------------------------
 
@@ -166,7 +156,8 @@ class ModelWorker:
         try:
             self.runner = self._runner_factory()
             started = time.perf_counter()
-            self.warmup_table = dict(self.runner.warmup())
+            # A runner that can leave part of its warm-up for idle time does (warm_start.py).
+            self.warmup_table = dict(getattr(self.runner, "warmup_first", self.runner.warmup)())
             log.info("warm-up done in %.2f s: %d (batch, bucket) shapes",
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
@@ -199,14 +190,14 @@ class ModelWorker:
         planned = False
         while True:
             updates: list[WorkerUpdate] = []
-            commands = self._take_commands(busy=planned)
+            # Warm-up left for idle time: one piece per idle pass, none while a job is held.
+            if not planned and sched.idle and self.warming and not self._inbox:
+                self.warmup_table.update(self.runner.warmup_rest.step(sched.cost))  # type: ignore[union-attr]
+            commands = self._take_commands(busy=planned or (sched.idle and self.warming > 0))
             if commands is None:
                 return
             for command in commands:
                 self._handle(command, updates)
-            if self.crash_hook is not None:
-                hook, self.crash_hook = self.crash_hook, None
-                hook()
             if self.device_lost is not None:
                 self._publish(updates)
                 planned = False
@@ -220,30 +211,19 @@ class ModelWorker:
                 self._busy_since = None  # the thread may wait now: no back-to-back period
             self._publish(updates)
 
+    @property
+    def warming(self) -> int:
+        """Warm-up pieces the runner left for idle time (``/readyz``)."""
+        rest = getattr(self.runner, "warmup_rest", None)
+        return 0 if rest is None else rest.left
+
     def _take_commands(self, busy: bool) -> list[Command] | None:
-        """Everything in the inbox (None: stop). After a step (``busy``) it
-        does not wait; with work held but nothing planned (a background batch
-        is filling) it waits until the scheduler's next wake-up; with nothing
-        at all it waits for a command (no polling)."""
+        """Everything in the inbox (None: stop); with work held but nothing
+        planned (a background batch is filling) it waits no longer than the
+        scheduler's next wake-up (``Inbox.take``)."""
         sched = self.scheduler
         assert sched is not None
-        if busy and not self._inbox and not self._stopping:
-            return []  # the common case between steps: no lock to take
-        with self._cond:
-            if not self._inbox and not self._stopping and not busy:
-                if not sched.idle:
-                    wakeup = sched.next_wakeup()
-                    timeout = _BATCH_FILL_WAIT if wakeup is None else wakeup - time.monotonic()
-                    if timeout > 0:
-                        self._cond.wait(timeout)
-                else:
-                    while not self._inbox and not self._stopping:
-                        self._cond.wait()
-            if self._stopping:
-                return None
-            commands = list(self._inbox)
-            self._inbox.clear()
-            return commands
+        return self._inbox.take(busy, None if sched.idle else lambda: _wake_at(sched))
 
     def _handle(self, command: Command, updates: list[WorkerUpdate]) -> None:
         match command:
@@ -397,6 +377,11 @@ class ModelWorker:
         self.stats.in_flight = 0
         self.stats.active_slots = 0
         self._publish(updates)
+
+
+def _wake_at(sched: Scheduler) -> float:
+    wakeup = sched.next_wakeup()
+    return time.monotonic() + _BATCH_FILL_WAIT if wakeup is None else wakeup
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:

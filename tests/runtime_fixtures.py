@@ -68,10 +68,23 @@ def fidelity_assets(seed: int = 0) -> ModelAssets:
     return _FIDELITY[seed]
 
 
-def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, **options):
+def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, capture=None, **options):
+    """A CPU runner over tiny random weights; ``capture`` (a
+    ``tools.strict_graphs.StrictCapture``, say) gives it graphs."""
     options.setdefault("device", "cpu")
     opts = RuntimeOptions(weights="tiny-random", **options)
-    return build_runner(opts, assets=assets or tiny_assets(seed))
+    return build_runner(opts, assets=assets or tiny_assets(seed), capture=capture)
+
+
+def strict_graph_runner(build=None, **options):
+    """A runner (``build``: ``tiny_runner`` unless given) whose graphs are
+    captured by tools/strict_graphs.py's stand-in, warmed up: every shape
+    captured, padded batches as with CUDA graphs."""
+    from tools.strict_graphs import StrictCapture
+
+    runner = (build or tiny_runner)(capture=StrictCapture(), **options)
+    runner.warmup()
+    return runner
 
 
 def fidelity_runner(**options):

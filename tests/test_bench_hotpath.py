@@ -7,7 +7,7 @@ import pytest
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench import hotpath
 from bench.vocoder import random_models
-from realtime.runtime.runner import PUSH_EVERY
+from realtime.runtime.audio_stage import PUSH_EVERY
 from realtime.runtime.vocoder import StreamingVocoder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -128,11 +128,13 @@ async def test_model_thread_exception_outside_the_runner(server_factory, ws_conn
     await client.send({"type": "speak", "id": "victim", "text": LONG})
     await client.next_message(Started)
 
-    def boom() -> None:
+    def boom(now: float) -> None:
         raise RuntimeError("injected loop failure")
 
-    server.worker.crash_hook = boom
-    server.worker.cancel((10**9,))  # wake the thread so the hook runs now
+    # A bug in the loop outside the runner; the recovery's fresh scheduler
+    # leaves the broken one behind.
+    server.worker.scheduler.schedule = boom
+    server.worker.cancel((10**9,))  # wake the thread so the loop plans now
     t = (await client.collect(["victim"]))["victim"]
     assert isinstance(t.terminal, Error) and t.terminal.code == "internal"
     assert server.worker.stats.restarts == 1

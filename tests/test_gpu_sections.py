@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def _runner(budget: int):
     runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(128, 256))
-    runner.vocoder_steps_per_call = budget  # the packed vocoder's hidden steps per step
+    runner.audio.steps_per_call = budget  # the packed vocoder's hidden steps per step
     return runner
 
 

@@ -17,10 +17,9 @@ import logging
 import numpy as np
 import pytest
 import torch
-from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_runner
+from runtime_fixtures import GREEDY, TEXTS, Driver, request, strict_graph_runner, tiny_runner
 
 from realtime.runtime.shapes import FULL
-from tools import strict_graphs
 from tools.device_counts import DEVICE, DeviceCounter, kv_bytes_per_step
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -57,9 +56,7 @@ def _steady_counts(runner, steps: int = 3) -> list:
 
 @pytest.mark.parametrize("path", ["eager", "graphs"])
 def test_steady_decode_step_transfers(path):
-    runner = tiny_runner(**SHAPES)
-    if path == "graphs":
-        strict_graphs.install(runner)
+    runner = strict_graph_runner(**SHAPES) if path == "graphs" else tiny_runner(**SHAPES)
     counts = _steady_counts(runner)
     for c in counts:
         log.info("steady decode step (%s, batch 3 padded to 4, tiny model): %s; %s",
@@ -74,8 +71,7 @@ def test_steady_decode_step_transfers(path):
 
 def test_graph_replay_launches_fewer_kernels_than_eager():
     eager = _steady_counts(tiny_runner(**SHAPES), steps=1)[0]
-    runner = tiny_runner(**SHAPES)
-    strict_graphs.install(runner)
+    runner = strict_graph_runner(**SHAPES)
     graphs = _steady_counts(runner, steps=1)[0]
     log.info("launches per steady decode step: eager %d, with graphs %d", eager.launches, graphs.launches)
     # The whole step, sampling included, collapses into one replay.
@@ -84,8 +80,7 @@ def test_graph_replay_launches_fewer_kernels_than_eager():
 
 
 def test_a_change_of_batch_sends_slot_ids_without_blocking():
-    runner = tiny_runner(**SHAPES)
-    strict_graphs.install(runner)
+    runner = strict_graph_runner(**SHAPES)
     d = Driver(runner)
     for i, text in enumerate(TEXTS[:2]):
         d.add(i, request(text, **dict(GREEDY, min_new_tokens=20, max_new_tokens=20)))
@@ -115,8 +110,8 @@ def test_kv_bytes_per_step_on_the_graph_path():
     assert chosen["in_place"] and chosen["total"] <= gather["total"] * KV_IN_PLACE_SHARE
     small = kv_bytes_per_step(FULL, 64, 1, 2048)  # one row of 64 slots: gathering is cheaper
     assert not small["in_place"] and small["total"] < chosen["total"] / 8
-    runner = tiny_runner(**SHAPES)
-    cache = strict_graphs.install(runner)
+    runner = strict_graph_runner(**SHAPES)
+    cache = runner.graphs
     for b, _ in cache.decode_graphs:
         assert runner.cache.reads_in_place(b) == bool(kv_bytes_per_step(runner.shape, 4, b, 64)["in_place"])
 

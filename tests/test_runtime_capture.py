@@ -23,11 +23,12 @@ from runtime_fixtures import (
     fidelity_runner,
     meta_runner,
     request,
+    strict_graph_runner,
 )
 
+from realtime.runtime.graphs import GraphCache
 from realtime.runtime.sampling import RowParams, sample
-from tools import strict_graphs
-from tools.strict_graphs import CaptureGuard, CaptureViolation, StrictGraphCache
+from tools.strict_graphs import CaptureGuard, CaptureViolation, StrictCapture
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -36,8 +37,8 @@ SHAPES = dict(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
 
 @pytest.fixture(scope="module")
 def graph_runner():
-    runner = fidelity_runner(**SHAPES)
-    cache = strict_graphs.install(runner)
+    runner = strict_graph_runner(fidelity_runner, **SHAPES)
+    cache = runner.graphs
     assert cache.errors == []
     assert set(cache.decode_graphs) == {(b, k) for b in (1, 2, 4) for k in (64, 128)}
     assert set(cache.prefill_graphs) == {(b, p) for b in (1, 2, 4) for p in (32, 64)}
@@ -132,10 +133,8 @@ def test_a_branch_frozen_at_capture_is_caught_by_replay(graph_runner):
     # scratch slot, the graph keeps reading it at every replay.
     runner = graph_runner
     m, kv = runner.model, runner.cache
-    cache = StrictGraphCache()
-    cache.bind(m, kv)
     inputs = (torch.zeros(1, m.shape.hidden), torch.tensor([kv.scratch]), torch.zeros(1, dtype=torch.long))
-    frozen = cache._capture(lambda x, s, p: m.decode(x, s, p, kv, 64, kv.scratch), inputs)
+    frozen = StrictCapture()(lambda x, s, p: m.decode(x, s, p, kv, 64, kv.scratch), inputs)
     gen = torch.Generator().manual_seed(1)
     for layer in kv.k + kv.v:
         layer.copy_(torch.randn(layer.shape, generator=gen))
@@ -152,16 +151,14 @@ def test_a_branch_frozen_at_capture_is_caught_by_replay(graph_runner):
 def test_a_new_graphs_output_is_poisoned_until_replayed(graph_runner):
     entry = graph_runner.graphs.prefill_graphs[(1, 32)]
     runner = graph_runner
-    cache = StrictGraphCache()
-    cache.bind(runner.model, runner.cache, runner.step)
+    cache = GraphCache(runner.model, runner.cache, runner.step, StrictCapture())
     cache.capture_decode(1, 64)
     assert cache.decode_graphs[(1, 64)].output.all()  # every row "finished"
     del entry
 
 
 def _capture(fn, *inputs):
-    cache = StrictGraphCache()
-    return cache._capture(fn, inputs)
+    return StrictCapture()(fn, inputs)
 
 
 PLANTED = {

@@ -11,11 +11,11 @@ import json
 
 import pytest
 import torch
-from runtime_fixtures import GREEDY, TEXTS, Driver, request, tiny_assets, tiny_runner
+from runtime_fixtures import GREEDY, TEXTS, Driver, request, strict_graph_runner, tiny_assets, tiny_runner
 
 from realtime.runtime.api import RuntimeOptions
 from tools import gpu_check, gpu_sections, step_counts, strict_graphs
-from tools.strict_graphs import StrictGraphCache
+from tools.strict_graphs import StrictCapture
 
 
 def test_gpu_check_records_a_failing_section_and_goes_on(tmp_path, monkeypatch, one_torch_thread):
@@ -52,13 +52,7 @@ def test_gpu_check_budget_skips_sections_but_writes_json(tmp_path, one_torch_thr
 
 
 def test_a_failed_capture_fails_the_graph_section(monkeypatch, one_torch_thread):
-    def failing_install(runner):
-        runner.graphs = _FailingCapture(fail_at=1)
-        runner.graphs.bind(runner.model, runner.cache)
-        runner.pad_batches = True
-        runner.warmup()
-
-    monkeypatch.setattr(strict_graphs, "install", failing_install)
+    monkeypatch.setattr(strict_graphs, "StrictCapture", lambda: _FailingCapture(fail_at=1))
     entry = gpu_sections.graphs_vs_eager(tiny_assets(), "cpu", (2,), (128,), 2, 2)
     assert "capture failed" in entry["graph_error"]
     assert entry["batch_2"]["jobs_with_identical_codes"] == "2/2"  # measured, eagerly
@@ -82,28 +76,25 @@ def test_kv_bytes_follow_the_shapes():
     assert step_counts.layer_weight_bytes(FULL, 2) / 2**20 == pytest.approx(360, rel=0.01)
 
 
-class _FailingCapture(StrictGraphCache):
+class _FailingCapture(StrictCapture):
     """The strict stand-in, with the ``fail_at``-th capture raising."""
 
     def __init__(self, fail_at: int):
         super().__init__()
         self.fail_at, self.calls = fail_at, 0
 
-    def _capture(self, fn, inputs):
+    def __call__(self, fn, inputs):
         self.calls += 1
         if self.calls == self.fail_at:
             raise RuntimeError("capture failed")
-        return super()._capture(fn, inputs)
+        return super().__call__(fn, inputs)
 
 
 def _graph_runner(fail_at=None):
-    runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
+    shapes = dict(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(64, 128))
     if fail_at is None:
-        strict_graphs.install(runner)
-        return runner
-    runner.graphs = _FailingCapture(fail_at)
-    runner.graphs.bind(runner.model, runner.cache)
-    runner.pad_batches = True
+        return strict_graph_runner(**shapes)
+    runner = tiny_runner(capture=_FailingCapture(fail_at), **shapes)
     runner.warmup()
     return runner
 

@@ -12,7 +12,8 @@ from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_r
 from realtime.runtime import runner as runner_module
 from realtime.runtime import vocoder_batch
 from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
-from realtime.runtime.runner import PUSH_EVERY, JobSpec, _Job
+from realtime.runtime.audio_stage import PUSH_EVERY
+from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.vocoder import audio_samples
 from scheduler.plan import Lane, StepPlan
 
@@ -201,7 +202,7 @@ def test_runner_step_on_meta_in_bf16():
     r = meta_runner()
     work = [r.prepare(request(t, **GREEDY)).work for t in TEXTS[:3]]
     assert all(isinstance(w, JobSpec) for w in work)
-    jobs = [_Job(i, w, slot=i) for i, w in enumerate(work)]
+    jobs = [HeldJob(i, w, slot=i) for i, w in enumerate(work)]
     plan = StepPlan(Lane.BACKGROUND, prefill=(0, 1, 2), slots=(0, 1, 2), work=tuple(work),
                     prefill_batch=4, prompt_bucket=32)
     r.pad_batches = True
@@ -328,7 +329,7 @@ def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
     d.add(3, request(TEXTS[2], seed=3, min_new_tokens=6, max_new_tokens=6))
     for _ in range(5):
         d.step()
-    real = runner.vocoder.render
+    real = runner.vocoder.render_on_device
     calls = []
 
     def broken(vocoder, hiddens):
@@ -343,7 +344,7 @@ def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
     # The three finish together: their packed call fails, then each is
     # rendered alone and only the one whose render fails is lost.
     monkeypatch.setattr(vocoder_batch, "_render_packed", broken)
-    monkeypatch.setattr(runner.vocoder, "render", flaky)
+    monkeypatch.setattr(runner.vocoder, "render_on_device", flaky)
     out = d.step(check=False)
     assert len(calls) == 3  # the others were still vocoded
     (failed,) = out.failed
@@ -365,12 +366,12 @@ def test_streaming_jobs_push_every_few_codes(runner):
     assert d.tokens[1] == 11
 
 
-def test_serving_runners_keep_no_codes_and_run_real_rows_only():
+def test_serving_runners_run_real_rows_only():
     r = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64,))
-    assert r.record_codes is False and r.pad_batches is False and r.graphs is None
+    assert r.pad_batches is False and r.graphs is None
     r.execute(StepPlan(Lane.BACKGROUND, prefill=(1,), slots=(0,), work=(r.prepare(request(
         TEXTS[1], seed=1, min_new_tokens=1, max_new_tokens=1)).work,), prefill_batch=1, prompt_bucket=32))
-    assert not r.jobs and not r.finished_codes and not r.finished_hidden
+    assert not r.jobs and not r.audio.awaiting
 
 
 def test_warmup_runs_on_the_runners_device():

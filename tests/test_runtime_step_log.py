@@ -11,6 +11,7 @@ from realtime.runtime import step_log
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.build import build_runner
 from scheduler.plan import Lane, StepPlan
+from tools.driver import CodeRecorder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -70,10 +71,10 @@ def test_replay_reproduces_the_recorded_work(tmp_path):
     d.add(2, request(TEXTS[2], seed=2, min_new_tokens=5, max_new_tokens=7))
     d.run()
     fresh = tiny_runner()
-    fresh.record_codes = True
-    result = step_log.replay(fresh, step_log.read(str(path)))
+    recorded = CodeRecorder(fresh)
+    result = step_log.replay(recorded, step_log.read(str(path)))
     assert result["steps"] == 10 and result["failed"] == 0 and not fresh.jobs
     assert result["audio_s"] == pytest.approx(
         sum(len(c) for chunks in d.audio.values() for c in chunks) / 24000)
     for job in (1, 2):
-        assert (fresh.finished_codes[job] == d.codes[job]).all()
+        assert (recorded.codes[job] == d.codes[job]).all()

@@ -148,7 +148,7 @@ def test_streams_rendered_together_equal_streams_rendered_alone(vocoder):
 
 def _one_shot_burst(runner, budget):
     """Six one-shot jobs that finish in the same step beside one stream."""
-    runner.vocoder_steps_per_call = budget
+    runner.audio.steps_per_call = budget
     d = Driver(runner)
     for i in range(6):
         d.add(i, request(TEXTS[i % 4], seed=i, min_new_tokens=20, max_new_tokens=20))
@@ -181,7 +181,7 @@ def test_a_burst_of_finishing_one_shot_jobs_is_spread_over_steps():
 
 def test_a_job_released_while_its_audio_waits_is_dropped():
     runner = tiny_runner(max_slots=8, batch_sizes=(1, 2, 4, 8), kv_buckets=(128,))
-    runner.vocoder_steps_per_call = 1  # one job per step
+    runner.audio.steps_per_call = 1  # one job per step
     d = Driver(runner)
     for i in range(3):
         d.add(i, request(TEXTS[i], seed=i, min_new_tokens=8, max_new_tokens=8))
@@ -191,7 +191,7 @@ def test_a_job_released_while_its_audio_waits_is_dropped():
     waiting = [j for j in (0, 1, 2) if j not in out.finished]
     out = d.step(release=(waiting[0],))
     assert out.finished == (waiting[1],) and waiting[0] not in out.audio
-    assert not runner.jobs and not runner._awaiting
+    assert not runner.jobs and not runner.audio.awaiting
 
 
 def test_a_lost_device_in_the_packed_call_is_a_device_failure(monkeypatch):

@@ -12,8 +12,48 @@ from __future__ import annotations
 
 import torch
 
-from realtime.runtime.api import Runner, SegmentRequest
-from scheduler import Lane, SchedulerConfig, StepOutput, StepPlan
+from realtime.runtime.api import PreparedJob, Runner, SegmentRequest
+from scheduler import JobId, Lane, SchedulerConfig, StepOutput, StepPlan
+
+
+class CodeRecorder:
+    """A ``ModelRunner`` (or a wrapper of one) that also keeps each finished
+    job's codes ([n, Q] on the CPU) in ``codes`` and the hidden states that
+    drew them and fed its vocoder ([n, D] fp32) in ``hidden``: read from the
+    runner's slots in the step that reports the job finished (the slot is
+    still the job's then). Otherwise it is the runner it wraps."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.codes: dict[JobId, torch.Tensor] = {}
+        self.hidden: dict[JobId, torch.Tensor] = {}
+        self._slots: dict[JobId, int] = {}
+        self._tokens: dict[JobId, int] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self.runner, name)
+
+    def prepare(self, request: SegmentRequest) -> PreparedJob:
+        return self.runner.prepare(request)
+
+    def execute(self, plan: StepPlan) -> StepOutput:
+        self._slots.update(zip(plan.prefill + plan.decode, plan.slots))
+        out = self.runner.execute(plan)
+        self._tokens.update(out.tokens)
+        held = self.runner
+        for job_id in out.finished:
+            slot, n = self._slots[job_id], self._tokens[job_id]
+            self.codes[job_id] = held.codes[slot, :n].cpu().clone()  # type: ignore[attr-defined]
+            self.hidden[job_id] = held.hidden[slot, :n].cpu().clone()  # type: ignore[attr-defined]
+        for job_id in (*out.finished, *out.failed, *plan.release):
+            self._slots.pop(job_id, None)
+            self._tokens.pop(job_id, None)
+        return out
+
+    def reset(self) -> None:
+        self._slots.clear()
+        self._tokens.clear()
+        self.runner.reset()
 
 
 class Driver:
@@ -25,10 +65,10 @@ class Driver:
     runner's offer."""
 
     def __init__(self, runner: Runner, lane: Lane = Lane.BACKGROUND) -> None:
-        self.runner = runner
+        # A runner with device codes (a ``ModelRunner``) is watched for them.
+        self.recorder = CodeRecorder(runner) if hasattr(runner, "codes") else None
+        self.runner: Runner = runner if self.recorder is None else self.recorder  # type: ignore[assignment]
         self.lane = lane
-        if hasattr(runner, "record_codes"):
-            runner.record_codes = True
         self.shapes = SchedulerConfig(batch_sizes=runner.batch_sizes, kv_buckets=runner.kv_buckets,
                                       prompt_buckets=runner.prompt_buckets,
                                       max_slots=runner.max_slots)
@@ -37,8 +77,8 @@ class Driver:
         self.work: dict[int, object] = {}
         self.slot: dict[int, int] = {}
         self.prompt_len: dict[int, int] = {}
-        self.codes: dict[int, torch.Tensor] = {}
-        self.hidden: dict[int, torch.Tensor] = {}
+        self.codes: dict[int, torch.Tensor] = {} if self.recorder is None else self.recorder.codes
+        self.hidden: dict[int, torch.Tensor] = {} if self.recorder is None else self.recorder.hidden
         self.audio: dict[int, list] = {}
         self.tokens: dict[int, int] = {}
         self.text_tokens: dict[int, int] = {}  # jobs in their refine pass
@@ -95,8 +135,6 @@ class Driver:
             self.prompt_len[j], self.refined[j] = refined.prompt_len, refined.text
             self.text_tokens.pop(j, None)
         self.finished.extend(out.finished)
-        self.codes.update(getattr(self.runner, "finished_codes", {}))
-        self.hidden.update(getattr(self.runner, "finished_hidden", {}))
         return out
 
     def run(self, max_steps: int = 400) -> None:

@@ -88,13 +88,14 @@ def free(device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def make_runner(assets, device, precision, graphs, slots, batches, buckets):
+def make_runner(assets, device, precision, graphs, slots, batches, buckets, capture=None):
     """A runner; on the CPU it is built for ``cpu:0`` so that
-    ``tools.device_counts`` can tell the device from the host."""
+    ``tools.device_counts`` can tell the device from the host. ``capture``:
+    a graph capture other than the device's (``build_runner``)."""
     opts = RuntimeOptions(weights=assets.kind.value, device=str(DEVICE) if device == "cpu" else device,
                           precision=precision, cuda_graphs=graphs, max_slots=slots,
                           batch_sizes=batches, kv_buckets=buckets)
-    return build_runner(opts, assets=assets)
+    return build_runner(opts, assets=assets, capture=capture)
 
 
 def graph_errors(runner) -> list[str]:
@@ -190,11 +191,9 @@ def graphs_vs_eager(assets, device: str, batches, buckets, warm: int, measured: 
     the section: the graph runner would otherwise be timed running eagerly."""
     slots = max(batches)
     eager = make_runner(assets, device, "auto", False, slots, tuple(batches), tuple(buckets))
-    graph = make_runner(assets, device, "auto", device == "cuda", slots, tuple(batches), tuple(buckets))
-    if device == "cuda":
-        graph.warmup()
-    else:
-        strict_graphs.install(graph)
+    graph = make_runner(assets, device, "auto", device == "cuda", slots, tuple(batches), tuple(buckets),
+                        capture=None if device == "cuda" else strict_graphs.StrictCapture())
+    graph.warmup()
     out: dict = {"dtype": str(graph.dtype).removeprefix("torch.")}
     errors = graph_errors(graph)
     if errors:
@@ -304,7 +303,8 @@ def finish_all(driver: Driver, cap: int) -> int:
 
 def left_in(runner) -> int:
     """Jobs the runner still holds (0 once every job it started has ended)."""
-    return len(getattr(runner, "jobs", ())) + len(getattr(runner, "_awaiting", ()))
+    audio = getattr(runner, "audio", None)  # a ModelRunner's audio stage
+    return len(getattr(runner, "jobs", ())) + (len(audio.awaiting) if audio is not None else 0)
 
 
 def throughput(runner, batch: int, steps: int) -> dict:
@@ -314,7 +314,8 @@ def throughput(runner, batch: int, steps: int) -> dict:
     per-step budget needs to render every job, twice over)."""
     driver = Driver(runner)
     ids = add_jobs(driver, batch, steps, first=1000)
-    budget = max(1, getattr(runner, "vocoder_steps_per_call", steps * batch))
+    audio = getattr(runner, "audio", None)
+    budget = max(1, audio.steps_per_call if audio is not None else steps * batch)
     cap = 2 * (steps + 2 + -(-batch * steps // budget))
     sync(runner.device)
     start = time.perf_counter()

@@ -1,8 +1,9 @@
 """A strict CPU stand-in for CUDA graph capture, so CI checks the captured code.
 
-``StrictGraphCache`` is ``realtime.runtime.graphs.GraphCache`` with only
-``_capture`` replaced: shapes, static inputs, the shared pool and replay go
-through the real class. Where CUDA would record kernels, the stand-in traces
+``StrictCapture`` is a ``realtime.runtime.graphs.Capture``: given to
+``build_runner`` (``capture=``), the runner's real ``GraphCache`` does the
+shapes, static inputs and replay, and only the capture of one graph is
+replaced. Where CUDA would record kernels, the stand-in traces
 the captured function (the model's real ``decode``/``prefill``) with
 ``make_fx`` into a fixed graph of aten ops, under ``CaptureGuard``, and
 replays that graph. What a real capture would break on fails here too:
@@ -20,7 +21,7 @@ replays that graph. What a real capture would break on fails here too:
   a replay at other slots and positions stops matching eager (the tests
   compare them);
 - outputs read after another replay: every replay, and every capture,
-  poisons the outputs of all other graphs of the cache (NaN; True for the
+  poisons the outputs of all other graphs of the capture (NaN; True for the
   decode step's EOS flags; one memory pool: on CUDA the next replay may
   overwrite them), and a new graph's output is poisoned until its first
   replay (a capture runs nothing);
@@ -43,7 +44,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from realtime.runtime.graphs import GraphCache, _Captured
+from realtime.runtime.graphs import _Captured
 from tools import device_counts
 
 log = logging.getLogger(__name__)
@@ -198,14 +199,14 @@ class StrictGraph:
             self.output.copy_(self.traced(*self.inputs))
 
 
-class StrictGraphCache(GraphCache):
-    """``GraphCache`` whose captures are strict traces (see the module docstring)."""
+class StrictCapture:
+    """A ``Capture`` whose graphs are strict traces (see the module docstring);
+    pass it to ``build_runner`` to run the graph path on the CPU."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.strict_pool: list[StrictGraph] = []
 
-    def _capture(self, fn, inputs: tuple) -> _Captured:
+    def __call__(self, fn, inputs: tuple) -> _Captured:
         with torch.no_grad():
             for _ in range(2):  # warm-up outside the capture, as the real one does
                 fn(*inputs)
@@ -218,14 +219,3 @@ class StrictGraphCache(GraphCache):
         poison(output)  # a capture runs nothing: no valid output yet
         log.debug("strict capture: %d aten ops", len(traced.graph.nodes))
         return _Captured(graph, inputs, output)  # type: ignore[arg-type]
-
-
-def install(runner) -> StrictGraphCache:
-    """Give ``runner`` (a CPU ``ModelRunner``) a strict graph cache, padded
-    batches as with CUDA graphs, and capture every shape (``warmup``)."""
-    cache = StrictGraphCache()
-    cache.bind(runner.model, runner.cache)
-    runner.graphs = cache
-    runner.pad_batches = True
-    runner.warmup()
-    return cache

@@ -154,6 +154,14 @@ class RuntimeOptions:
     ``auto_shapes`` names the shape fields (``batch_sizes``, ``kv_buckets``,
     ``max_slots``) left to the hardware: on CUDA they come from the GPU's
     memory (``cuda_profile``); on the CPU the values here stand.
+    ``vocoder_overlap``: ``auto`` (on CUDA only), ``on`` or ``off``: the
+    vocoder on its own stream, its audio delivered one step later
+    (``vocoder_overlap``). ``vocoder_precision``: the vocoder's linears in
+    ``fp32``, ``tf32`` (CUDA only) or ``bf16``, the head and the ISTFT in
+    fp32 always; ``auto``: tf32 on CUDA, fp32 on the CPU
+    (``vocoder_precision``).
+    ``cache_dir``: where start-up work measured or prepared once per machine
+    is kept (``prepared_cache``); None keeps nothing.
     """
 
     weights: str = "auto"
@@ -173,6 +181,9 @@ class RuntimeOptions:
     cpu_threads: int = 0
     record_steps: str | None = None
     auto_shapes: tuple[str, ...] = ()
+    vocoder_overlap: str = "auto"
+    vocoder_precision: str = "auto"
+    cache_dir: str | None = None  # prepared_cache.PreparedCache's root; None: off
 
 
 class RequestError(ValueError):

@@ -6,8 +6,10 @@ Chooses the device (``auto``: CUDA when available) and the precision
 always fp32), on the CPU the thread count (``cpu_threads``) and, through
 ``cpu.plan``, the GEMM backend per matrix shape (the vocoder's linears too,
 ``vocoder_gemm``); loads or builds the weights
-(``weights.resolve_assets``), builds the streaming vocoder and, on CUDA with
-``cuda_graphs``, a ``GraphCache`` that ``warmup`` fills.
+(``weights.resolve_assets``), builds the streaming vocoder, then the runner
+over them; on CUDA with ``cuda_graphs`` the runner captures CUDA graphs
+(``graphs.CudaCapture``) into its own cache in ``warmup``. The order is
+this function's, top to bottom; nothing is wired after construction.
 
 Raises ``WeightsError`` (bad or missing checkpoint) and ``ValueError`` (bad
 options) with one-line messages meant for a start-up error.
@@ -26,7 +28,9 @@ from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.cpu import int8 as cpu_int8
 from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
 from realtime.runtime.cpu.threads import configure_threads
+from realtime.runtime.graphs import Capture, CudaCapture
 from realtime.runtime.runner import ModelRunner
+from realtime.runtime.vocoder_precision import vocoder_precision_for, with_precision
 from realtime.runtime.weights import ModelAssets, resolve_assets
 
 if TYPE_CHECKING:
@@ -67,15 +71,19 @@ def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
     return _DTYPES[precision]
 
 
-def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> ModelRunner | StepRecorder:
+def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
+                 capture: Capture | None = None) -> ModelRunner | StepRecorder:
     """A runner as ``options`` describe (with ``record_steps``, a ``StepRecorder``
-    around it); ``assets`` skips weight resolution (tests)."""
+    around it); ``assets`` skips weight resolution (tests); ``capture``
+    replaces the device's graph capture (tests and tools run the graph path
+    on the CPU with tools/strict_graphs.py's stand-in)."""
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
     if options.cpu_gemm not in GEMM_MODES:
         raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(GEMM_MODES)})")
     device = pick_device(options.device)
     dtype = pick_dtype(options.precision, device)
+    vocoder_precision = vocoder_precision_for(options.vocoder_precision, device)
     if device.type == "cpu":
         configure_threads(options.cpu_threads)
         _log_cpu_choice(options)
@@ -87,24 +95,24 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None) -> 
                                 options.seed)
     if device.type == "cuda" and options.auto_shapes:
         options = _with_cuda_profile(options, device, assets, dtype)
-    from realtime.runtime.vocoder import StreamingVocoder
+    from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
+    decoder, vocos = with_precision(decoder, vocos, vocoder_precision)
     if device.type == "cpu":
         from realtime.runtime.cpu.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
-    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
+    # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
+    growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
+    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
+                               chunk_growth=growth)
     if device.type == "cuda":
-        from realtime.runtime.vocoder_batch import PACKED_STEPS, warm_packed
+        from realtime.runtime.vocoder_batch import PACKED_STEPS
         vocoder.pad_steps = PACKED_STEPS
-        warm_packed(vocoder)
-    graphs = None
-    if device.type == "cuda" and options.cuda_graphs:
-        from realtime.runtime.graphs import GraphCache
-        graphs = GraphCache()
-    runner = ModelRunner(assets, options, device, dtype, vocoder, graphs)
-    if graphs is not None:
-        graphs.bind(runner.model, runner.cache)
+    if capture is None and device.type == "cuda" and options.cuda_graphs:
+        capture = CudaCapture()
+    runner = ModelRunner(assets, options, device, dtype, vocoder, capture)
+    runner.audio.delivery.warm()  # every padded size, on the vocoder's own stream
     if options.record_steps:
         from realtime.runtime.step_log import StepRecorder
         log.info("recording every prepare and step plan to %s", options.record_steps)
@@ -130,7 +138,8 @@ def _log_cpu_choice(options: RuntimeOptions) -> None:
         log.warning("PRECISION INT8: the decoder's linears run in int8 (fbgemm: per-channel "
                     "weights, 7-bit without VNNI; inputs quantized per call); codes and audio "
                     "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
-                    "Logits, sampling, Decoder and Vocos stay fp32.")
+                    "Logits and sampling stay fp32; the Decoder's and Vocos's linears run bf16 "
+                    "where that measures faster (AMX, AVX-512-BF16), the rest of them fp32.")
         return
     why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
            else f"--precision {options.precision}")

@@ -11,7 +11,9 @@ the rows, whichever moves fewer bytes at its batch size
 (``KVCache.reads_in_place``). A prefill graph is the model's prefill (hidden
 states out; the runner samples the first codes right away). Shapes not captured
 return None and the runner runs the same code eagerly. All graphs share one
-memory pool. Capture happens at start-up (``capture_all``, from
+memory pool. The runner builds its cache from its own model, KV cache and
+step, and a ``Capture`` (how one graph is captured); capture happens at
+start-up (``capture_all`` of the runner's ``GraphShapes``, from
 ``ModelRunner.warmup``) with progress logged; scratch-slot inputs make the
 capture's own KV writes harmless. If a capture fails, the error is logged and
 kept in ``errors`` and no further shapes are captured: everything not captured
@@ -27,19 +29,22 @@ output lives in: an output is valid only until the next replay of any graph.
 
 Thread: the model thread. Capture itself is CUDA only; the bookkeeping
 (static inputs, shared pool, which shapes exist) also runs on the CPU under
-``tools/strict_graphs.py``'s stand-in, which overrides ``_capture``.
+``tools/strict_graphs.py``'s stand-in, a ``Capture`` that traces.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 if TYPE_CHECKING:
+    from torch.cuda import _POOL_HANDLE
+
     from realtime.runtime.model import KVCache, StaticGPT
     from realtime.runtime.step import DeviceStep
 
@@ -56,22 +61,69 @@ class _Captured:
     source: object = None  # the tensor last copied into ``inputs[0]`` (decode)
 
 
+class Capture(Protocol):
+    """How one graph is captured: ``fn`` run over its static ``inputs``.
+    ``CudaCapture`` on a GPU; tools/strict_graphs.py's ``StrictCapture``
+    traces the same code on the CPU."""
+
+    def __call__(self, fn: Callable[..., torch.Tensor], inputs: tuple) -> _Captured: ...
+
+
+class CudaCapture:
+    """Real CUDA graph capture, every graph in one shared memory pool."""
+
+    def __init__(self) -> None:
+        self.pool: _POOL_HANDLE | None = None  # made at the first capture
+
+    def __call__(self, fn: Callable[..., torch.Tensor], inputs: tuple) -> _Captured:
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        # Warm-up on a side stream, so that lazy initialisation (cuBLAS
+        # handles and workspaces, attention kernel selection) happens outside
+        # the capture and leaves nothing on the capturing stream.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), torch.no_grad():
+            for _ in range(2):
+                fn(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph, pool=self.pool):
+            output = fn(*inputs)
+        return _Captured(graph, inputs, output)
+
+
+@dataclass(frozen=True)
+class GraphShapes:
+    """What ``capture_all`` captures: decode (batch, KV length) and prefill
+    (batch, prompt length) shapes."""
+
+    decode: tuple[tuple[int, int], ...]
+    prefill: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def offered(cls, batch_sizes: Sequence[int], kv_buckets: Sequence[int],
+                prompt_buckets: Sequence[int], max_slots: int, max_len: int) -> GraphShapes:
+        """Every shape a runner with these limits offers the scheduler."""
+        batches = [b for b in batch_sizes if b <= max_slots]
+        buckets = sorted({min(k, max_len) for k in kv_buckets})
+        prompts = [p for p in prompt_buckets if p < max_len]
+        return cls(tuple((b, k) for b in batches for k in buckets),
+                   tuple((b, p) for b in batches if b <= PREFILL_BATCHES_MAX for p in prompts))
+
+
 class GraphCache:
-    def __init__(self):
+    """The graphs of one runner's model step (``model``, ``cache`` and
+    ``step`` are the runner's own), each captured by ``capture``."""
+
+    def __init__(self, model: StaticGPT, cache: KVCache, step: DeviceStep, capture: Capture):
         self.decode_graphs: dict[tuple[int, int], _Captured] = {}
         self.prefill_graphs: dict[tuple[int, int], _Captured] = {}
-        self.model: StaticGPT | None = None
-        self.cache: KVCache | None = None
-        self.step: DeviceStep | None = None
-        self.pool = None
+        self.model, self.cache, self.step = model, cache, step
+        self._capture = capture
         self.nbytes = 0
         self.errors: list[str] = []
-
-    def bind(self, model, cache, step=None) -> None:
-        """The model and KV cache to capture; ``step`` (a ``DeviceStep``),
-        for decode graphs, may come later from ``capture_all``'s runner."""
-        self.model, self.cache = model, cache
-        self.step = step if step is not None else self.step
 
     # --- replay -----------------------------------------------------------------------
 
@@ -98,56 +150,26 @@ class GraphCache:
 
     # --- capture ----------------------------------------------------------------------
 
-    def _capture(self, fn, inputs: tuple) -> _Captured:
-        if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
-        # Warm-up on a side stream, so that lazy initialisation (cuBLAS
-        # handles and workspaces, attention kernel selection) happens outside
-        # the capture and leaves nothing on the capturing stream.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side), torch.no_grad():
-            for _ in range(2):
-                fn(*inputs)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.no_grad(), torch.cuda.graph(graph, pool=self.pool):
-            output = fn(*inputs)
-        return _Captured(graph, inputs, output)
-
-    def _bound(self) -> tuple[StaticGPT, KVCache]:
-        if self.model is None or self.cache is None:
-            raise RuntimeError("GraphCache.bind() was not called")
-        return self.model, self.cache
-
     def capture_decode(self, batch: int, kv_len: int) -> None:
-        m, c = self._bound()
-        step = self.step
-        if step is None:
-            raise RuntimeError("decode graphs need the runner's DeviceStep (bind or capture_all)")
+        m, c, step = self.model, self.cache, self.step
         in_place = c.reads_in_place(batch)
         inputs = (torch.full((batch,), c.scratch, dtype=torch.int64, device=m.device),)
         self.decode_graphs[(batch, kv_len)] = self._capture(
             lambda s: step.decode(s, kv_len, in_place=in_place), inputs)
 
     def capture_prefill(self, batch: int, length: int) -> None:
-        m, c = self._bound()
+        m, c = self.model, self.cache
         dev = m.device
         inputs = (torch.zeros(batch, length, m.shape.hidden, dtype=m.dtype, device=dev),
                   torch.full((batch,), c.scratch, dtype=torch.int64, device=dev))
         self.prefill_graphs[(batch, length)] = self._capture(
             lambda x, s: m.prefill(x, s, c), inputs)
 
-    def capture_all(self, runner) -> None:
-        """Capture every configured shape of ``runner``; logs progress and memory."""
-        self.step = runner.step
-        batches = [b for b in runner.batch_sizes if b <= runner.max_slots]
-        buckets = [min(k, runner.max_len) for k in runner.kv_buckets]
-        prompts = [p for p in runner.prompt_buckets if p < runner.max_len]
-        work = [("decode", b, k) for b in batches for k in sorted(set(buckets))]
-        work += [("prefill", b, p) for b in batches if b <= PREFILL_BATCHES_MAX for p in prompts]
-        device = self._bound()[0].device
+    def capture_all(self, shapes: GraphShapes) -> None:
+        """Capture every shape of ``shapes``; logs progress and memory."""
+        work = [("decode", b, k) for b, k in shapes.decode]
+        work += [("prefill", b, p) for b, p in shapes.prefill]
+        device = self.model.device
         _synchronize(device)
         before = _reserved(device)
         start = time.perf_counter()

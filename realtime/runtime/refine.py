@@ -42,7 +42,7 @@ from typing import cast
 import torch
 
 from realtime.runtime.api import DeviceFailure, PreparedJob, RequestError, SamplingParams, SegmentRequest
-from realtime.runtime.failures import is_device_lost, is_oom
+from realtime.runtime.audio_stage import is_device_lost, is_oom
 from realtime.runtime.frontend import validate_params
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, draw, process_logits
@@ -102,8 +102,8 @@ class RefineStage:
         self.tokenizer = tokenizer = assets.tokenizer
         head = cast(torch.nn.Linear, assets.embed.head_text).weight.detach()  # weight norm folded
         self.head = head.to(device=model.device, dtype=torch.float32)  # [V, D]
-        self.eos = tokenizer.convert_tokens_to_ids("[Ebreak]")
-        self.break_0 = tokenizer.convert_tokens_to_ids("[break_0]")
+        self.eos = cast(int, tokenizer.convert_tokens_to_ids("[Ebreak]"))
+        self.break_0 = cast(int, tokenizer.convert_tokens_to_ids("[break_0]"))
         self.prepare_audio, self.execute_audio, self.shapes = prepare_audio, execute_audio, shapes
         self.passes: dict[JobId, _Pass] = {}
         # Tests set ``record`` to keep each ended pass's tokens ([Ebreak] not

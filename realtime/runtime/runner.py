@@ -20,16 +20,17 @@ exactly as planned:
    scheduler releases their slots and plans the next step from that, and a
    job that drew EOS must not decode again (deferring the read would change
    that contract and waste a step per finished job);
-5. audio: streaming jobs push new hidden states into their ``VocoderStream``
-   every ``PUSH_EVERY`` codes; what is due across all jobs runs as one bounded
-   Decoder + Vocos call (``vocoder_batch``). A finished job whose audio must
-   wait keeps its slot, is skipped by decodes, and is reported finished in
-   the step that delivers its audio.
+5. audio: the runner's ``AudioStage`` (audio_stage.py) renders what is due
+   across all jobs in one bounded Decoder + Vocos call. A finished job whose
+   audio must wait keeps its slot, is skipped by decodes, and is reported
+   finished in the step that delivers its audio.
 
-With CUDA graphs the runner runs the plan's padded shapes (``batch_size`` and
-``kv_bucket`` for decode, ``prefill_batch`` and ``prompt_bucket`` for
-prefill); eagerly it runs just the real rows and attends only up to the
-batch's longest length, which the plan's bucket bounds.
+With a ``Capture`` (CUDA graphs) the runner builds its own ``GraphCache``
+over its model, KV cache and device step, fills it in ``warmup`` and runs
+the plan's padded shapes (``batch_size`` and ``kv_bucket`` for decode,
+``prefill_batch`` and ``prompt_bucket`` for prefill); eagerly it runs just
+the real rows and attends only up to the batch's longest length, which the
+plan's bucket bounds.
 
 Device state per slot is written in place at index (slot, code number):
 codes, hidden states and K/V, so re-running a step after an out-of-memory
@@ -44,6 +45,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -53,60 +55,34 @@ from realtime.runtime.api import (
     PreparedJob,
     RequestError,
     RuntimeOptions,
-    SamplingParams,
     SegmentRequest,
 )
+from realtime.runtime.audio_stage import AudioStage, is_device_lost, is_oom
 from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
-from realtime.runtime.failures import is_device_lost as _is_device_lost
-from realtime.runtime.failures import is_oom as _is_oom
-from realtime.runtime.frontend import Prompt, Speakers, TextFrontEnd, validate_params
+from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
+from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
+from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.refine import RefineStage
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
 from realtime.runtime.step_cost import with_step_overhead
-from realtime.runtime.vocoder import VocoderStream, Window
-from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU, Due, vocode_step
+from realtime.runtime.vocoder import StreamingVocoder
+from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU
+from realtime.runtime.vocoder_overlap import overlap_for
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
+if TYPE_CHECKING:
+    from realtime.runtime.warm_start import StagedWarmup
+
 log = logging.getLogger(__name__)
-
-PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
-
-
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """A prepared segment: what ``prepare`` hands out as ``PreparedJob.work``."""
-
-    prompt: Prompt
-    params: SamplingParams
-    seed: int
-    streaming: bool
-    max_new: int
-    # The prompt as plain host values (speaker: fp16 values, exact as
-    # floats), packed into the prefill's one upload without tensor work.
-    ids: tuple[int, ...] = ()  # text ids, then any sample codes [T, Q] row by row
-    speaker: tuple[float, ...] = ()
-
-
-@dataclass
-class _Job:
-    """A job the runner holds, from its prefill to its end."""
-
-    id: JobId
-    spec: JobSpec
-    slot: int
-    n_codes: int = 0  # valid codes so far (an EOS step adds none)
-    pushed: int = 0  # hidden states already in the vocoder stream
-    stream: VocoderStream | None = None
-    done: bool = False
 
 
 @dataclass
 class _StepResult:
-    jobs: list[_Job]
+    jobs: list[HeldJob]
     eos: torch.Tensor  # [B] bool on device
 
 
@@ -124,9 +100,12 @@ class ModelRunner:
 
     sample_rate = SAMPLE_RATE
     offers_refine = True
+    warmup_rest: StagedWarmup | None = None  # CPU: what warmup_first() left for idle time
 
     def __init__(self, assets: ModelAssets, options: RuntimeOptions, device: torch.device,
-                 dtype: torch.dtype, vocoder, graphs=None):
+                 dtype: torch.dtype, vocoder: StreamingVocoder | None, capture: Capture | None = None):
+        """``vocoder`` None: a runner that renders no audio (meta-device shape
+        checks); ``capture`` None: every step runs eagerly."""
         self.assets, self.options = assets, options
         self.torch_device, self.dtype = device, dtype
         self.device = "cuda" if device.type == "cuda" else "cpu"
@@ -150,24 +129,17 @@ class ModelRunner:
         self.voices = self.front.speakers.names
         self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
         self.vocoder, self.first_audio_steps = vocoder, 1 if vocoder is None else vocoder.first_audio_steps
-        self.graphs = graphs
-        self.jobs: dict[JobId, _Job] = {}
-        # Jobs done decoding whose last audio is still to render, oldest first.
-        self._awaiting: dict[JobId, _Job] = {}
-        self.vocoder_steps_per_call = STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL
+        self.audio = AudioStage(vocoder, self.hidden,
+                                STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL,
+                                overlap_for(options.vocoder_overlap, device))
+        self.graphs = None if capture is None else GraphCache(self.model, self.cache, self.step, capture)
+        self.jobs: dict[JobId, HeldJob] = {}
         self._seeds = random.Random(options.seed)
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
-        self.pad_batches = graphs is not None
+        self.pad_batches = self.graphs is not None
         self.refine = RefineStage(self.model, self.cache, assets, self.max_len, self.prepare,
                                   self._execute, (self.batch_sizes, self.prompt_buckets))
-        # Tests and benchmarks set this to keep each finished job's codes
-        # ([n, Q] on the CPU) in ``finished_codes`` and the hidden states that
-        # drew them and fed its vocoder ([n, D] fp32) in ``finished_hidden``;
-        # serving leaves it off.
-        self.record_codes = False
-        self.finished_codes: dict[JobId, torch.Tensor] = {}
-        self.finished_hidden: dict[JobId, torch.Tensor] = {}
         log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
                  assets.kind.value, device, str(dtype).removeprefix("torch."), self.max_slots,
                  self.max_len, self.cache.nbytes / 2**20)
@@ -194,17 +166,30 @@ class ModelRunner:
     def reset(self) -> None:
         self.refine.reset()
         self.jobs.clear()
-        self._awaiting.clear()
+        self.audio.reset()
         self._decode_slots = _BatchSlots()
 
     @torch.no_grad()
     def warmup(self) -> dict[tuple[int, int], float]:
         self.front.warmup()
         if self.graphs is not None:
-            self.graphs.capture_all(self)
+            self.graphs.capture_all(GraphShapes.offered(self.batch_sizes, self.kv_buckets,
+                                                        self.prompt_buckets, self.max_slots, self.max_len))
         timings = {(b, k): self._time_decode(b, min(k, self.max_len))
                    for b in self.batch_sizes if b <= self.max_slots for k in self.kv_buckets}
         return with_step_overhead(self, timings)  # the cost model's seed: whole steps
+
+    @torch.no_grad()
+    def warmup_first(self) -> dict[tuple[int, int], float]:
+        """``warmup`` for a server: on the CPU only what the first requests
+        need, the rest left in ``warmup_rest`` for idle time (warm_start.py)."""
+        if self.torch_device.type != "cpu":
+            return self.warmup()
+        from realtime.runtime.prepared_cache import PreparedCache
+        from realtime.runtime.warm_start import StagedWarmup
+        self.front.warmup()
+        self.warmup_rest = StagedWarmup(self, PreparedCache(self.options.cache_dir))
+        return self.warmup_rest.before_ready()
 
     @torch.no_grad()
     def execute(self, plan: StepPlan) -> StepOutput:
@@ -215,7 +200,7 @@ class ModelRunner:
         out = StepOutput()
         for job_id in plan.release:
             self.jobs.pop(job_id, None)
-            self._awaiting.pop(job_id, None)
+            self.audio.awaiting.pop(job_id, None)
         pre, dec = self._jobs_of(plan, out)
         # Jobs decoded to their end whose audio is still queued decode no more.
         out.tokens.update((j.id, j.n_codes) for j in dec if j.done)
@@ -236,10 +221,10 @@ class ModelRunner:
             self._state_stale = True
             for job in pre:
                 del self.jobs[job.id]
-            if _is_device_lost(exc):
+            if is_device_lost(exc):
                 log.critical("the device failed in a step of %d jobs: %s", len(pre) + len(dec), exc)
                 raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
-            if _is_oom(exc):
+            if is_oom(exc):
                 log.warning("out of device memory in a step of %d jobs", len(pre) + len(dec))
                 self._empty_device_cache()
                 out.oom = True
@@ -257,19 +242,14 @@ class ModelRunner:
             if hit_eos or job.n_codes >= job.spec.max_new:
                 job.done = True
             out.tokens[job.id] = job.n_codes
-        ended = self._audio(jobs, out)  # finished or failed
+        ended = self.audio.render(jobs, out, self.jobs.__contains__)  # finished or failed
         out.finished = tuple(j for j in ended if j not in out.failed)
-        if self.record_codes:
-            for job in jobs:
-                if job.done:
-                    self.finished_codes[job.id] = self.codes[job.slot, :job.n_codes].cpu().clone()
-                    self.finished_hidden[job.id] = self.hidden[job.slot, :job.n_codes].cpu().clone()
         for job_id in ended:
             self.jobs.pop(job_id, None)
         out.seconds = time.perf_counter() - start
         return out
 
-    def _jobs_of(self, plan: StepPlan, out: StepOutput) -> tuple[list[_Job], list[_Job]]:
+    def _jobs_of(self, plan: StepPlan, out: StepOutput) -> tuple[list[HeldJob], list[HeldJob]]:
         """The plan's prefill jobs (now held) and decode jobs; a row that
         breaks the contract fails its job instead of corrupting a slot."""
         pre, dec = [], []
@@ -280,7 +260,7 @@ class ModelRunner:
                 out.failed[job_id] = f"prefill into slot {slot} breaks the runner's contract"
                 continue
             taken.add(slot)
-            job = self.jobs[job_id] = _Job(job_id, spec, slot)
+            job = self.jobs[job_id] = HeldJob(job_id, spec, slot)
             pre.append(job)
         for job_id, slot in zip(plan.decode, plan.decode_slots):
             held = self.jobs.get(job_id)
@@ -297,7 +277,7 @@ class ModelRunner:
 
     # --- model steps ------------------------------------------------------------------
 
-    def _prefill(self, jobs: list[_Job], plan: StepPlan) -> _StepResult:
+    def _prefill(self, jobs: list[HeldJob], plan: StepPlan) -> _StepResult:
         lengths = [j.spec.prompt.length for j in jobs]
         n = len(jobs)
         if self.pad_batches:
@@ -327,7 +307,7 @@ class ModelRunner:
         eos = self.step.first_codes(final, slots[:n], last + 1)
         return _StepResult(jobs, eos)
 
-    def _prefill_upload(self, jobs: list[_Job], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _prefill_upload(self, jobs: list[HeldJob], rows: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Everything a prefill needs from the host, in one int64 and one
         float32 device tensor (two non-blocking copies). ints: slots [rows]
         (padding: scratch), last prompt index [P], top_k, min_new, seed [P]
@@ -350,7 +330,7 @@ class ModelRunner:
         return (upload(torch.tensor(head, dtype=torch.int64), self.torch_device),
                 upload(torch.tensor(floats, dtype=torch.float32), self.torch_device))
 
-    def _decode(self, jobs: list[_Job], plan: StepPlan) -> _StepResult:
+    def _decode(self, jobs: list[HeldJob], plan: StepPlan) -> _StepResult:
         n = len(jobs)
         positions = [j.spec.prompt.length + j.n_codes - 1 for j in jobs]
         slot_list = [j.slot for j in jobs]
@@ -380,7 +360,7 @@ class ModelRunner:
             self._decode_slots = _BatchSlots(key, slots)
         return self._decode_slots.slots
 
-    def _resync(self, jobs: list[_Job], slots: torch.Tensor, positions: list[int]) -> None:
+    def _resync(self, jobs: list[HeldJob], slots: torch.Tensor, positions: list[int]) -> None:
         """After a failed step (out of memory, say) the device state may have
         advanced for codes the jobs never got: restore it from the host's
         record (rare: one more copy)."""
@@ -388,45 +368,6 @@ class ModelRunner:
         state = upload(host, self.torch_device)
         self.step.state.set_rows(slots, state[0], state[1])
         self._state_stale = False
-
-    # --- audio ------------------------------------------------------------------------
-
-    def _audio(self, jobs: list[_Job], out: StepOutput) -> list[JobId]:
-        """Vocode what is due (module docstring, step 5) into ``out``;
-        returns the jobs whose last audio went out, or that failed."""
-        for job in jobs:
-            self._feed(job)
-            if job.done:
-                self._awaiting[job.id] = job
-        running = [j for j in jobs if j.spec.streaming and not j.done]
-        due = [self._due(j) for j in running + list(self._awaiting.values())]
-        try:
-            done = vocode_step(self.vocoder, due, self.vocoder_steps_per_call, _is_device_lost)
-        except Exception as exc:  # only a lost device gets here
-            raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
-        out.audio.update(done.audio)
-        out.failed.update(done.failed)
-        for job_id in [*done.failed, *done.ended]:
-            self._awaiting.pop(job_id, None)
-        return [*done.ended, *done.failed]
-
-    def _feed(self, job: _Job) -> None:
-        """Push a streaming job's new hidden states into its stream, every
-        ``PUSH_EVERY`` codes and at its end."""
-        if not job.spec.streaming:
-            return
-        if job.stream is None:
-            job.stream = self.vocoder.start()
-        if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
-            job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
-            job.pushed = job.n_codes
-
-    def _due(self, job: _Job) -> Due:
-        if job.stream is not None:
-            return Due(job.id, job.stream.windows(final=job.done), job.stream, job.done)
-        # A finished one-shot job's hidden states stay in its slot until it is reported finished.
-        windows = [Window(self.hidden[job.slot, :job.n_codes], 0, 0, None)] if job.n_codes else []
-        return Due(job.id, windows, None, True)
 
     # --- timing -----------------------------------------------------------------------
 

@@ -74,7 +74,7 @@ class StepRecorder:
         return getattr(self._runner, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # Settings such as ``record_codes`` belong to the wrapped runner.
+        # Settings such as ``pad_batches`` belong to the wrapped runner.
         if name.startswith("_"):
             object.__setattr__(self, name, value)
         else:

@@ -1,0 +1,46 @@
+"""What the runner holds per job: the prepared spec and its progress.
+
+``JobSpec`` is what ``ModelRunner.prepare`` hands out as
+``PreparedJob.work`` (immutable, host values only); ``HeldJob`` is a job
+the runner holds from its prefill to its end: its KV slot, how many codes
+it has, how far its audio is.
+
+Thread: the model thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from realtime.runtime.api import SamplingParams
+from realtime.runtime.frontend import Prompt
+from realtime.runtime.vocoder import VocoderStream
+from scheduler import JobId
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A prepared segment: what ``prepare`` hands out as ``PreparedJob.work``."""
+
+    prompt: Prompt
+    params: SamplingParams
+    seed: int
+    streaming: bool
+    max_new: int
+    # The prompt as plain host values (speaker: fp16 values, exact as
+    # floats), packed into the prefill's one upload without tensor work.
+    ids: tuple[int, ...] = ()  # text ids, then any sample codes [T, Q] row by row
+    speaker: tuple[float, ...] = ()
+
+
+@dataclass
+class HeldJob:
+    """A job the runner holds, from its prefill to its end."""
+
+    id: JobId
+    spec: JobSpec
+    slot: int
+    n_codes: int = 0  # valid codes so far (an EOS step adds none)
+    pushed: int = 0  # hidden states already in the vocoder stream
+    stream: VocoderStream | None = None
+    done: bool = False
