@@ -52,7 +52,7 @@ from clients.errors import (
     TooManyActive,
     TTSError,
 )
-from clients.events import Word, WordCursor, Words, caller_word
+from clients.events import Word, WordCursor, Words, WordStart, caller_word
 from clients.utterance import AudioChunk, Utterance
 from protocol import Segment
 
@@ -227,7 +227,7 @@ async def _pump(utt: Utterance, output_emitter: tts.AudioEmitter) -> None:
                     output_emitter.push_timed_transcript(timed)
                 output_emitter.push(item.pcm)
             elif isinstance(item, Words):
-                words.add(item.words)
+                words.add(item.words, item.pending)
             elif isinstance(item, Segment):
                 spoken = item.spoken
                 if spoken is not None and spoken != item.text:
@@ -239,12 +239,15 @@ async def _pump(utt: Utterance, output_emitter: tts.AudioEmitter) -> None:
         raise api_error(exc) from exc
 
 
-def timed_string(word: Word) -> TimedString:
+def timed_string(word: Word | WordStart) -> TimedString:
     """A word as LiveKit's transcript wants it: the caller's word, with the space that
-    follows it (none after a CJK character), times in seconds."""
+    follows it (none after a CJK character), times in seconds (a word still in
+    progress, a `WordStart`, has no end yet)."""
     text = caller_word(word)
     if text and not _is_cjk(text[-1]):
         text += " "
+    if isinstance(word, WordStart):
+        return TimedString(text, start_time=word.start_ms / 1000.0)
     return TimedString(text, start_time=word.start_ms / 1000.0, end_time=word.end_ms / 1000.0)
 
 

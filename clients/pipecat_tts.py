@@ -290,7 +290,7 @@ class ChatTTSRealtimeTTSService(TTSService):
 
     def _on_event(self, turn: _Turn, item: object) -> None:
         if isinstance(item, Words):
-            turn.words.add(item.words)
+            turn.words.add(item.words, item.pending)
         elif isinstance(item, Segment):
             spoken = item.spoken
             if spoken is not None and spoken != item.text:

@@ -36,6 +36,7 @@ from protocol import (
     Segment,
     Speak,
     Started,
+    WordStart,
 )
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
 from protocol.stream import Audio
@@ -106,13 +107,16 @@ class Utterance:
     segments: list[Segment] = field(default_factory=list)
     refusals: list[TTSError] = field(default_factory=list)
     words: list[Word] = field(default_factory=list)
-    words_received_at: list[float] = field(default_factory=list)  # monotonic, per word
+    # monotonic, per word: when its start first came (in a `pending` list, or with it)
+    words_received_at: list[float] = field(default_factory=list)
+    pending: list[WordStart] = field(default_factory=list)  # begun, end not known yet
     # What was sent, so a speak the server never saw can be sent again (RealtimeClient
     # replays it on a new connection after an idle close).
     speak_message: Speak | None = field(default=None, repr=False)
     appended: list[str] = field(default_factory=list, repr=False)
     replayed: bool = False  # its speak was sent again on a new connection
     _flushes: dict[str, asyncio.Future[Flushed | None]] = field(default_factory=dict, repr=False)
+    _pending_at: list[float] = field(default_factory=list, repr=False)  # per pending word
     _queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue, repr=False)
     _terminal: asyncio.Future[Done | Cancelled | TTSError] = field(init=False, repr=False)
     _started: asyncio.Future[Started | None] = field(init=False, repr=False)
@@ -279,8 +283,14 @@ class Utterance:
     def _on_words(self, msg: Words, now: float) -> None:
         if self._cancel_sent:
             return
+        # Pending words come again first, in order: their starts came earlier.
+        announced = self._pending_at
         self.words.extend(msg.words)
-        self.words_received_at.extend(now for _ in msg.words)
+        self.words_received_at.extend(announced[i] if i < len(announced) else now
+                                      for i in range(len(msg.words)))
+        kept = announced[len(msg.words):]
+        self._pending_at = kept + [now] * (len(msg.pending) - len(kept))
+        self.pending = list(msg.pending)
         self._queue.put_nowait(msg)
 
     def _on_flushed(self, msg: Flushed) -> None:

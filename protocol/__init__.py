@@ -87,7 +87,16 @@ from protocol.params import (
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
 from protocol.server_codec import decode_server
 from protocol.voices import VoiceKind, is_embedding, seed_of, voice_kind
-from protocol.words import PING_DATA_MAX_CHARS, WORD_METHODS, Flushed, Ping, Pong, Words, WordTiming
+from protocol.words import (
+    PING_DATA_MAX_CHARS,
+    WORD_METHODS,
+    Flushed,
+    Ping,
+    Pong,
+    Words,
+    WordStart,
+    WordTiming,
+)
 
 __all__ = [
     # messages
@@ -104,7 +113,7 @@ __all__ = [
     "SPEED_MIN", "SPEED_MAX", "DEFAULT_SPEED", "REFINE_LEVELS", "REFINE_PROMPT_MAX_CHARS",
     "REFERENCES", "RefineLevels",
     # voice-agent additions
-    "Words", "WordTiming", "WORD_METHODS", "Flushed", "Ping", "Pong", "PING_DATA_MAX_CHARS",
+    "Words", "WordTiming", "WordStart", "WORD_METHODS", "Flushed", "Ping", "Pong", "PING_DATA_MAX_CHARS",
     # errors
     "ErrorCode", "ProtocolError", "NON_TERMINAL_CODES",
     # codec

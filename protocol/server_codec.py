@@ -30,7 +30,7 @@ from protocol.messages import (
     Started,
     Timing,
 )
-from protocol.words import Flushed, Pong, Words, WordTiming
+from protocol.words import Flushed, Pong, Words, WordStart, WordTiming
 
 
 def decode_server(frame: Frame) -> ServerMessage:
@@ -128,22 +128,31 @@ def _error(r: FieldReader) -> Error:
     )
 
 
-def _words(r: FieldReader) -> Words:
-    items = r.obj.get("words")
+def _word_readers(r: FieldReader, name: str) -> list[FieldReader]:
+    """A reader of each object in list field ``name`` (absent: none)."""
+    items = r.obj.get(name)
+    if items is None and name == "pending":
+        return []
     if not isinstance(items, list):
-        raise r.fail("words", "words must be a list of objects")
+        raise r.fail(name, f"{name} must be a list of objects")
+    if not all(isinstance(item, dict) for item in items):
+        n = next(n for n, item in enumerate(items) if not isinstance(item, dict))
+        raise r.fail(f"{name}.{n}", "each word must be an object")
+    return [FieldReader(item, r.msg_id, f"{name}.{n}.") for n, item in enumerate(items)]
+
+
+def _words(r: FieldReader) -> Words:
     words = []
-    for n, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise r.fail(f"words.{n}", "each word must be an object")
-        w = FieldReader(item, r.msg_id, f"words.{n}.")
+    for w in _word_readers(r, "words"):
         start = w.number("start_ms", 0.0, math.inf)
         end = w.number("end_ms", 0.0, math.inf)
         if end < start:
             raise w.fail("end_ms", "a word cannot end before it starts")
         words.append(WordTiming(w.string("word"), start, end, w.string("original", None)))
+    pending = tuple(WordStart(w.string("word"), w.number("start_ms", 0.0, math.inf),
+                              w.string("original", None)) for w in _word_readers(r, "pending"))
     return Words(id=r.string("id"), segment=r.integer("segment", 0, 0xFFFF), words=tuple(words),
-                 method=r.string("method"))
+                 method=r.string("method"), pending=pending)
 
 
 def _flushed(r: FieldReader) -> Flushed:

@@ -101,10 +101,17 @@ def server_schema() -> dict[str, Any]:
     word = {"type": "object", "required": ["word", "start_ms", "end_ms"],
             "properties": {"word": {"type": "string"}, "start_ms": _NUMBER_MS,
                            "end_ms": _NUMBER_MS, "original": {"type": "string"}}}
+    begun = {"type": "object", "required": ["word", "start_ms"],
+             "properties": {"word": {"type": "string"}, "start_ms": _NUMBER_MS,
+                            "original": {"type": "string"}}}
     words = _message("words", {
         "id": _id(), "segment": _integer(0, 0xFFFF),
         "words": {"type": "array", "items": word}, "method": {"type": "string"},
-    })
+        "pending": {"type": "array", "items": begun,
+                    "description": "token chunking: the words after these that have begun "
+                                   "in the audio that follows, end not known yet; each comes "
+                                   "again in a later words list with the same start_ms"},
+    }, optional=("pending",))
     flushed = _message("flushed", {"id": _id(), "flush_id": _id()})
     pong = _message("pong", {"data": {"type": "string"}}, optional=("data",))
     defs = {"hello": hello, "started": started, "segment": segment, "done": done,

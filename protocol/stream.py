@@ -12,6 +12,7 @@ PROTOCOL.md's rules for an utterance's messages, defined once:
 - the errors in ``NON_TERMINAL_CODES`` refuse one message and end nothing;
 - ``words`` of segment k come after ``started`` and before segment k's last
   frame, monotonic, and inside segment k's span (checked at its ``segment``);
+  a ``pending`` word comes again with its start (``protocol.words.WordOrder``);
 - ``flushed`` comes after ``started`` and before the terminal message;
 - ``pong`` names no utterance.
 
@@ -50,7 +51,7 @@ from protocol.messages import (
     Timing,
 )
 from protocol.server_codec import decode_server
-from protocol.words import Flushed, Pong, Words, WordTiming
+from protocol.words import Flushed, Pong, WordOrder, Words, WordStart, WordTiming
 
 _pack_header = HEADER.pack
 _U16 = 0xFFFF
@@ -137,12 +138,13 @@ class UtteranceSender:
         self.seq += 1
         return head + payload
 
-    def words(self, words: tuple[WordTiming, ...], method: str = "estimated") -> Words:
+    def words(self, words: tuple[WordTiming, ...], method: str = "estimated",
+              pending: tuple[WordStart, ...] = ()) -> Words:
         """More words of the segment being spoken, before its last frame."""
         if self.phase is not Phase.STREAMING or self._segment_closed:
             raise StreamStateError(f"{self.id}: words in phase {self.phase.value}"
                                    + (" after its segment's last frame" if self._segment_closed else ""))
-        return Words(self.id, self.segments, words, method)
+        return Words(self.id, self.segments, words, method, pending)
 
     def flushed(self, flush_id: str) -> Flushed:
         """A flush acknowledgement: after ``started``, before the terminal."""
@@ -229,7 +231,7 @@ class Received:
 
 
 class _Utterance:
-    __slots__ = ("id", "phase", "stream", "next_seq", "segments", "last_flags", "word_span")
+    __slots__ = ("id", "phase", "stream", "next_seq", "segments", "last_flags", "words")
 
     def __init__(self, id: str) -> None:  # noqa: A002 - the wire name
         self.id = id
@@ -238,7 +240,7 @@ class _Utterance:
         self.next_seq = 0
         self.segments = 0
         self.last_flags = 0  # flags of the last frame (0: none yet in this segment)
-        self.word_span: tuple[float, float] | None = None  # the open segment's words: first start, last end
+        self.words: WordOrder | None = None  # the open segment's words so far
 
 
 class ClientConnection:
@@ -352,13 +354,13 @@ class ClientConnection:
             self._fail(utt, "segment before its last frame")
         if message.index != utt.segments:
             self._fail(utt, f"segment {message.index}, expected {utt.segments}")
-        span = utt.word_span
-        if span is not None and (span[0] < message.offset_ms - _MS_SLACK or span[1]
-                                 > message.offset_ms + message.audio_ms + _MS_SLACK):
-            self._fail(utt, f"words {span} outside segment {message.index}")
+        if utt.words is not None:
+            broken = utt.words.closed(message.offset_ms, message.audio_ms)
+            if broken is not None:
+                self._fail(utt, f"segment {message.index}: {broken}")
         utt.segments += 1
         utt.last_flags = 0
-        utt.word_span = None
+        utt.words = None
         return Received(Kind.SEGMENT, utt.id, message)
 
     def _words(self, utt: _Utterance, message: Words) -> Received:
@@ -366,15 +368,11 @@ class ClientConnection:
             self._fail(utt, "words after their segment's last frame")
         if message.segment != utt.segments:
             self._fail(utt, f"words of segment {message.segment} while {utt.segments} is open")
-        span = utt.word_span
-        last = span[1] if span is not None else 0.0
-        for word in message.words:
-            if word.start_ms < last - _MS_SLACK:
-                self._fail(utt, f"word {word.word!r} starts before the previous one ends")
-            last = word.end_ms
-        if message.words:
-            first = span[0] if span is not None else message.words[0].start_ms
-            utt.word_span = (first, last)
+        if utt.words is None:
+            utt.words = WordOrder(_MS_SLACK)
+        broken = utt.words.add(message)
+        if broken is not None:
+            self._fail(utt, broken)
         return Received(Kind.WORDS, utt.id, message)
 
     def _done(self, utt: _Utterance, message: Done) -> None:

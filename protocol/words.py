@@ -8,7 +8,12 @@ the text as spoken (after normalization); ``WordTiming.original`` names the
 client's text a word came from when it differs ("$20" -> "twenty" and
 "dollars", each with original "$20"). The ``words`` messages of one segment
 add words in order and never revise one; all of them come before that
-segment's last audio frame (docs/protocol.md, "Word timings").
+segment's last audio frame (docs/protocol.md, "Word timings"). With token
+chunking a message may also carry ``pending``: the words after those that
+have begun in the audio about to be sent but whose end is not known yet
+(``WordStart``: word and start only); each comes again in a later message's
+``words`` with the same start. ``WordOrder`` is a client's check of these
+rules for one open segment.
 
 ``Flushed`` answers a ``flush`` that carried a ``flush_id``, once all audio
 of the text flushed so far has been sent.
@@ -49,9 +54,25 @@ class WordTiming(NamedTuple):  # a tuple: many per message, built on the server'
         return wire
 
 
+class WordStart(NamedTuple):
+    """A word that has begun, its end not known yet (``Words.pending``)."""
+
+    word: str
+    start_ms: float
+    original: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"word": self.word, "start_ms": self.start_ms}
+        if self.original is not None:
+            wire["original"] = self.original
+        return wire
+
+
 @dataclass(frozen=True, slots=True)
 class Words:
-    """More words of segment ``segment`` (the index of its ``segment`` message)."""
+    """More words of segment ``segment`` (the index of its ``segment`` message);
+    ``pending``: the words after them that have begun, in order (replacing
+    the previous message's ``pending`` of the segment; empty: none)."""
 
     TYPE: ClassVar[str] = "words"
 
@@ -59,13 +80,66 @@ class Words:
     segment: int
     words: tuple[WordTiming, ...]
     method: str = "estimated"
+    pending: tuple[WordStart, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
         words = [{"word": w, "start_ms": a, "end_ms": b} if o is None else
                  {"word": w, "start_ms": a, "end_ms": b, "original": o}
                  for w, a, b, o in self.words]  # per word: no method call
-        return {"type": self.TYPE, "id": self.id, "segment": self.segment, "words": words,
+        wire = {"type": self.TYPE, "id": self.id, "segment": self.segment, "words": words,
                 "method": self.method}
+        if self.pending:
+            wire["pending"] = [p.to_wire() for p in self.pending]
+        return wire
+
+
+class WordOrder:
+    """A client's check of one open segment's ``words`` messages: words in
+    order and monotonic, a pending word committed with the start it was
+    announced with, nothing pending at the segment's end. ``add`` and
+    ``closed`` return what broke a rule, or None. ``span``: (first start,
+    last end) of the words so far. ``slack_ms``: the wire's rounding."""
+
+    __slots__ = ("span", "pending", "slack_ms")
+
+    def __init__(self, slack_ms: float) -> None:
+        self.span: tuple[float, float] | None = None
+        self.pending: tuple[WordStart, ...] = ()
+        self.slack_ms = slack_ms
+
+    def add(self, message: Words) -> str | None:
+        slack = self.slack_ms
+        last = self.span[1] if self.span is not None else 0.0
+        for word in message.words:
+            if word.start_ms < last - slack:
+                return f"word {word.word!r} starts before the previous one ends"
+            last = word.end_ms
+        again: list[WordTiming | WordStart] = [*message.words, *message.pending]
+        for early, now in zip(self.pending, again):
+            if early.word != now.word or abs(early.start_ms - now.start_ms) > slack:
+                return f"pending word {early.word!r} came again as {now.word!r} at {now.start_ms}"
+        if len(message.words) + len(message.pending) < len(self.pending):
+            return f"pending word {self.pending[-1].word!r} vanished"
+        ahead = last
+        for started in message.pending:
+            if started.start_ms < ahead - slack:
+                return f"pending word {started.word!r} starts before the previous one ends"
+            ahead = started.start_ms
+        self.pending = message.pending
+        if message.words:
+            first = self.span[0] if self.span is not None else message.words[0].start_ms
+            self.span = (first, last)
+        return None
+
+    def closed(self, offset_ms: float, audio_ms: float) -> str | None:
+        """The segment's ``segment`` message came: its words must lie inside it."""
+        if self.pending:
+            return f"pending word {self.pending[0].word!r} never came"
+        span, slack = self.span, self.slack_ms
+        if span is not None and (span[0] < offset_ms - slack
+                                 or span[1] > offset_ms + audio_ms + slack):
+            return f"words {span} outside the segment"
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ import numpy as np
 
 from protocol import ErrorCode, Speak
 from protocol.stream import UtteranceSender
-from protocol.words import WordTiming
+from protocol.words import WordStart, WordTiming
 from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
@@ -253,7 +253,7 @@ class ServerUtterance:
         if self._words is not None:  # timing goes before the audio it times
             first = self._cursor_pushed == len(samples)
             spoken = self._segments[self._cursor].reading.spoken
-            self._send_words(self._words.pushed(first, len(samples), spoken.text, spoken.pieces))
+            self._send_words(*self._words.pushed(first, len(samples), spoken.text, spoken.pieces))
         if not payloads:
             return
         if self._held is not None:
@@ -328,9 +328,9 @@ class ServerUtterance:
         self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
                                                  self._framer.ms(samples), seg.reading.spoken.text), self)
 
-    def _send_words(self, words: tuple[WordTiming, ...]) -> None:
-        if words and not self._ended:  # purged with the audio if the utterance stops
-            self.link.send_message(self.wire.words(words), self)
+    def _send_words(self, words: tuple[WordTiming, ...], pending: tuple[WordStart, ...] = ()) -> None:
+        if (words or pending) and not self._ended:  # purged with the audio if the utterance stops
+            self.link.send_message(self.wire.words(words, pending=pending), self)
 
     def _answer_flushes(self) -> None:
         if self._flushes and self.admitted and not self._ended:  # flushed comes after started

@@ -16,8 +16,9 @@ from test_clients_library import HELLO, TIMING, Peer, frame
 from websockets.exceptions import ConnectionClosed
 
 from clients import ConnectionLost, RealtimeClient
-from clients.events import Flushed, Words, caller_word
+from clients.events import Flushed, WordCursor, Words, WordStart, caller_word
 from protocol.frames import FLAG_SEGMENT_END, FLAG_UTTERANCE_END
+from protocol.words import WordTiming
 
 WORDS = [{"word": "twenty", "start_ms": 0.0, "end_ms": 6.0, "original": "$20"},
          {"word": "dollars", "start_ms": 6.0, "end_ms": 10.0, "original": "$20"},
@@ -72,6 +73,58 @@ async def test_word_timings_come_in_order_before_their_audio():
     assert len(utt.heard_words()) == 3  # all 20 ms came
     assert peer.received[0]["timestamps"] is True
     assert "timestamps" not in peer.received[1] and plain.words == []
+
+
+def test_the_word_cursor_hands_a_pending_word_on_once_at_its_start():
+    cursor = WordCursor()
+    cursor.add([WordTiming("a", 0.0, 4.0)], (WordStart("twenty", 5.0, "$20"),))
+    assert [w.word for w in cursor.take(5.0)] == ["a"]  # "twenty" starts at 5.0, not before
+    [begun] = cursor.take(6.0)
+    assert isinstance(begun, WordStart) and caller_word(begun) == "$20"
+    cursor.add([], (WordStart("twenty", 5.0, "$20"),))  # still in progress
+    assert cursor.take(9.0) == []
+    cursor.add([WordTiming("twenty", 5.0, 8.0, "$20"), WordTiming("dollars", 8.0, 9.0, "$20"),
+                WordTiming("now", 9.5, 12.0)], (WordStart("ok", 12.0),))
+    # "dollars" came from the same "$20": handed on with "twenty" already
+    assert [w.word for w in cursor.take(13.0)] == ["now", "ok"]
+    cursor.add([WordTiming("ok", 12.0, 14.0)])
+    assert cursor.take(100.0) == []
+
+
+async def test_a_pending_words_timing_counts_from_when_its_start_came():
+    async def peer_side(ws, msg):
+        if msg["type"] != "speak":
+            return
+        await ws.send(json.dumps({"type": "started", "id": "u", "stream": 3,
+                                  "lane": "interactive", "format": "pcm_s16le",
+                                  "sample_rate": 24000}))
+        await ws.send(json.dumps({"type": "words", "id": "u", "segment": 0, "words": [],
+                                  "method": "estimated",
+                                  "pending": [{"word": "hi", "start_ms": 0.0}]}))
+        await ws.send(frame(3, 0))
+        await asyncio.sleep(0.05)
+        await ws.send(json.dumps({"type": "words", "id": "u", "segment": 0, "method": "estimated",
+                                  "words": [{"word": "hi", "start_ms": 0.0, "end_ms": 15.0},
+                                            {"word": "you", "start_ms": 15.0, "end_ms": 20.0}]}))
+        await finish_second_frame(ws)
+
+    async def finish_second_frame(ws):
+        await ws.send(frame(3, 1, flags=FLAG_SEGMENT_END | FLAG_UTTERANCE_END))
+        await ws.send(json.dumps({"type": "segment", "id": "u", "index": 0, "text": "Hi you.",
+                                  "offset_ms": 0, "audio_ms": 20}))
+        await ws.send(json.dumps({"type": "done", "id": "u", "audio_ms": 20, "segments": 1,
+                                  "timing": TIMING}))
+
+    async with Peer(peer_side) as peer, RealtimeClient(peer.url) as client:
+        utt = await client.speak("Hi you.", id="u", timestamps=True)
+        pending_seen = []
+        async for item in utt:
+            if isinstance(item, Words):
+                pending_seen.append([w.word for w in utt.pending])
+        assert pending_seen == [["hi"], []]
+        assert [w.word for w in utt.words] == ["hi", "you"]
+        hi, you = utt.words_received_at
+        assert you - hi >= 0.04  # "hi"'s start came with the first message
 
 
 async def test_flush_waits_for_its_acknowledgement():

@@ -92,8 +92,18 @@ def test_words_shape_on_the_wire():
                   {"word": "now", "start_ms": 800.0, "end_ms": 1000.0}]}
 
 
+PENDING = p.Words("u", 0, (W("it", 0.0, 120.0),), pending=(p.WordStart("twenty", 150.0, "$20"),))
+
+
+def test_pending_words_on_the_wire_and_left_out_when_none():
+    wire = json.loads(p.encode(PENDING))
+    assert wire["pending"] == [{"word": "twenty", "start_ms": 150.0, "original": "$20"}]
+    assert "pending" not in json.loads(p.encode(WORDS))
+    assert p.decode_server(orjson.dumps({**wire, "pending": None})).pending == ()
+
+
 @pytest.mark.parametrize("message", [
-    WORDS, p.Words("u", 0, ()), p.Flushed("u", "f1"), p.Pong(), p.Pong("abc"),
+    WORDS, PENDING, p.Words("u", 0, ()), p.Flushed("u", "f1"), p.Pong(), p.Pong("abc"),
     p.Hello(24000, ("pcm_s16le",), (24000,), (), p.Limits(10, 2, 100, 300.0),
             p.ModelInfo("chattts", "tone", "cpu")),
 ], ids=lambda m: type(m).__name__)
@@ -116,6 +126,19 @@ def test_an_older_hello_without_idle_timeout_still_reads():
 ])
 def test_a_malformed_words_message_names_its_field(words, field):
     wire = {"type": "words", "id": "u", "segment": 0, "words": words, "method": "estimated"}
+    with pytest.raises(p.ProtocolError) as info:
+        p.decode_server(orjson.dumps(wire))
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize(("pending", "field"), [
+    ("x", "pending"), ([1], "pending.0"), ([{"word": "a"}], "pending.0.start_ms"),
+    ([{"word": "a", "start_ms": -1}], "pending.0.start_ms"),
+    ([{"word": None, "start_ms": 1}], "pending.0.word"),
+])
+def test_a_malformed_pending_names_its_field(pending, field):
+    wire = {"type": "words", "id": "u", "segment": 0, "words": [], "method": "estimated",
+            "pending": pending}
     with pytest.raises(p.ProtocolError) as info:
         p.decode_server(orjson.dumps(wire))
     assert info.value.field == field
@@ -194,9 +217,32 @@ def test_the_receiver_catches_words_that_break_the_rules():
     assert "starts before" in _violation([STARTED, p.Words("u", 0, (W("a", 0, 5), W("b", 4, 6)))])
     assert "starts before" in _violation([STARTED, p.Words("u", 0, (W("a", 0, 5),)),
                                           p.Words("u", 0, (W("b", 1, 6),))])
-    assert "outside segment" in _violation([STARTED, p.Words("u", 0, (W("a", 0, 5),)), last,
+    assert "outside the segment" in _violation([STARTED, p.Words("u", 0, (W("a", 0, 5),)), last,
                                             p.Segment("u", 0, "a", 0.0, 4.0)])
     assert "flushed before started" in _violation([p.Flushed("u", "f")])
+
+
+def test_the_receiver_holds_a_pending_word_to_the_start_it_was_announced_with():
+    a, b = p.WordStart("a", 0.0), p.WordStart("b", 5.0)
+    ok = ClientConnection()
+    ok.opened("u")
+    ok.receive(p.encode(STARTED).decode())
+    for m in [p.Words("u", 0, (), pending=(a,)), p.Words("u", 0, (W("a", 0, 5),)),
+              p.Words("u", 0, (), pending=(b,)), p.Words("u", 0, (W("b", 5, 9),))]:
+        assert ok.receive(p.encode(m).decode()).kind is Kind.WORDS
+    assert "came again" in _violation([STARTED, p.Words("u", 0, (), pending=(a,)),
+                                       p.Words("u", 0, (W("a", 1, 5),))])
+    assert "came again" in _violation([STARTED, p.Words("u", 0, (), pending=(a,)),
+                                       p.Words("u", 0, (W("b", 0, 5),))])
+    assert "vanished" in _violation([STARTED, p.Words("u", 0, (), pending=(a,)),
+                                     p.Words("u", 0, ())])
+    assert "starts before" in _violation([STARTED, p.Words("u", 0, (W("a", 0, 5),),
+                                                           pending=(p.WordStart("b", 4.0),))])
+    s = UtteranceSender("u", 1)
+    s.started("interactive", "pcm_s16le", 24000)
+    last = s.frame(b"ab", segment_end=True)
+    assert "never came" in _violation([STARTED, p.Words("u", 0, (), pending=(a,)), last,
+                                       p.Segment("u", 0, "a", 0.0, 4.0)])
 
 
 def test_pong_names_no_utterance():

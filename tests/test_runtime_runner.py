@@ -330,7 +330,7 @@ def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
     d.add(3, request(TEXTS[2], seed=3, min_new_tokens=6, max_new_tokens=6))
     for _ in range(5):
         d.step()
-    real = runner.vocoder.render
+    real = runner.vocoder.render_on_device
     calls = []
 
     def broken(vocoder, hiddens):
@@ -345,7 +345,7 @@ def test_a_vocoder_failure_fails_its_job_only(runner, monkeypatch):
     # The three finish together: their packed call fails, then each is
     # rendered alone and only the one whose render fails is lost.
     monkeypatch.setattr(vocoder_batch, "_render_packed", broken)
-    monkeypatch.setattr(runner.vocoder, "render", flaky)
+    monkeypatch.setattr(runner.vocoder, "render_on_device", flaky)
     out = d.step(check=False)
     assert len(calls) == 3  # the others were still vocoded
     (failed,) = out.failed

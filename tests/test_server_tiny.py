@@ -10,6 +10,7 @@ import asyncio
 
 import numpy as np
 import pytest
+from word_checks import check_words_precede_their_audio
 
 from protocol import Cancelled, Started
 from protocol.pcm import decode_samples
@@ -106,3 +107,20 @@ async def test_words_are_the_text_as_spoken_with_their_original(tiny_server, ws_
     words = [(w.word, w.original) for m in t.words for w in m.words]
     assert ("twenty", "$20") in words and ("dollars", "$20") in words, words
     assert words[0] == ("It", None)
+
+
+@pytest.mark.parametrize("chunking", ["token", "sentence"])
+async def test_every_word_is_received_before_the_frame_its_start_is_in(
+        tiny_server, ws_connect, chunking):
+    """Frame by frame: every word whose start lies before the frame's end came
+    before the frame (token chunking: through `pending` for the word in progress)."""
+    client = await ws_connect(tiny_server.url)
+    t = await client.speak_and_collect(
+        "p", "Hi there, my good friend. How are you doing today? Bye now.", timeout=240,
+        timestamps=True, params=SEED, chunking=chunking, frame_ms=20)
+    t.check_done()
+    through_pending = check_words_precede_their_audio(t)
+    if chunking == "token":
+        assert through_pending > 0  # the first word starts in the first frame, at least
+    else:
+        assert through_pending == 0 and all(not m.pending for m in t.words)

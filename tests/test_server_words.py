@@ -8,6 +8,7 @@ outside their segment; these tests add what the rules alone do not say.
 from __future__ import annotations
 
 import pytest
+from word_checks import check_words_precede_their_audio
 
 from protocol import Cancelled, Done, Error, Segment, Started
 from protocol.stream import Kind
@@ -60,11 +61,24 @@ async def test_without_timestamps_no_words_come(server_factory, ws_connect):
     assert t.words == []
 
 
-async def test_token_chunking_knows_every_started_word_but_one_at_any_moment(
+@pytest.mark.parametrize(("rate", "frame_ms"), [(24000, 20), (16000, 20), (44100, 100),
+                                               (24000, 100)])
+async def test_token_chunking_sends_every_word_before_the_frame_its_start_is_in(
+        server_factory, ws_connect, rate, frame_ms):
+    server = await server_factory(runner=ToneRunner(step_seconds=0.002))
+    client = await ws_connect(server)
+    t = await client.speak_and_collect("u", TEXT * 2, timestamps=True, chunking="token",
+                                       frame_ms=frame_ms, sample_rate=rate)
+    t.check_done(rate=rate)
+    check_cover(t, rate)
+    assert check_words_precede_their_audio(t, rate=rate) > 0
+
+
+async def test_token_chunking_knows_every_started_word_but_one_without_pending(
         server_factory, ws_connect):
-    """At each frame received, the words received cover every word (by the
-    final times) that starts before the end of the audio received so far,
-    except at most one."""
+    """A client that ignores `pending` (written before it existed): at each
+    frame received, the committed words cover every word (by the final times)
+    that starts before the end of the audio received so far, except at most one."""
     server = await server_factory(runner=ToneRunner(step_seconds=0.002))
     client = await ws_connect(server)
     t = await client.speak_and_collect("u", TEXT * 2, timestamps=True, chunking="token",

@@ -71,23 +71,28 @@ def test_the_track_commits_each_word_before_the_audio_passes_it(text, start, len
     """Whatever the real length and however the audio arrives: committed words
     never change, the whole layout covers the segment, and at every moment
     each word that starts before the audio sent was committed, except the one
-    in progress."""
+    in progress, which is the word begun, at the start it keeps."""
     words = t.spoken_words(text)
     if not words:
         return
     end = start + length
     track = t.WordTrack(words, start, unit_ms)
     known: list[t.TimedWord] = []
-    checks: list[tuple[float, int]] = []  # (audio sent, words known then)
+    checks: list[tuple[float, int, float | None]] = []  # (audio sent, words known, begun at)
     for sent in sorted(start + c * length for c in cuts):
         known += track.advance(sent)
-        checks.append((sent, len(known)))
+        begun = track.begun()
+        assert begun is None or begun == words[len(known)]
+        checks.append((sent, len(known), None if begun is None else track.at))
     final = known + track.finish(end)
     _check_layout(words, final, start, end)
     assert final[:len(known)] == known  # never revised
-    for sent, count in checks:
+    for sent, count, begun_at in checks:
         started = sum(1 for w in final if w.start_ms < sent)
         assert count >= started - 1, (sent, count, started)
+        assert count + (begun_at is not None) >= started, (sent, count, started)
+        if begun_at is not None:
+            assert final[count].start_ms == begun_at  # its start, as announced
 
 
 def test_a_slow_speaker_gets_words_at_the_rate_and_the_last_stretches():

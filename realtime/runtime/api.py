@@ -162,6 +162,12 @@ class RuntimeOptions:
     memory (``cuda_profile``); on the CPU the values here stand. ``voices``:
     named voices added to the voice table or replacing its entries (the
     server reads them from ``--voices-file``).
+    ``vocoder_overlap``: ``auto`` (on CUDA only), ``on`` or ``off``: the
+    vocoder on its own stream, its audio delivered one step later
+    (``vocoder_overlap``). ``vocoder_precision``: the vocoder's linears in
+    ``fp32``, ``tf32`` (CUDA only) or ``bf16``, the head and the ISTFT in
+    fp32 always; ``auto``: tf32 on CUDA, fp32 on the CPU
+    (``vocoder_precision``).
     """
 
     weights: str = "auto"
@@ -181,6 +187,8 @@ class RuntimeOptions:
     cpu_threads: int = 0
     record_steps: str | None = None
     auto_shapes: tuple[str, ...] = ()
+    vocoder_overlap: str = "auto"
+    vocoder_precision: str = "auto"
 
 
 class RequestError(ValueError):

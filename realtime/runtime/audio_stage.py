@@ -6,19 +6,24 @@ one bounded Decoder + Vocos call (``vocoder_batch.vocode_step``, at most
 ``steps_per_call`` hidden steps). A one-shot job renders once, at its end. A
 job done decoding whose audio must wait stays in ``awaiting`` (oldest
 first) until the step that delivers its last audio; the runner keeps its
-slot meanwhile, since its hidden states live there.
+slot meanwhile, since its hidden states live there. With ``delayed``
+(``vocoder_overlap``: CUDA's default) the call runs on a stream of its own
+and its audio is handed out by the next step's ``render``, before anything
+new is asked of the streams.
 
 Thread: the model thread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-from realtime.runtime.api import DeviceFailure
 from realtime.runtime.held import HeldJob
 from realtime.runtime.vocoder import StreamingVocoder, Window
-from realtime.runtime.vocoder_batch import Due, vocode_step
+from realtime.runtime.vocoder_batch import Due, Vocoded
+from realtime.runtime.vocoder_overlap import AudioDelivery
 from scheduler import JobId, StepOutput
 
 PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
@@ -39,27 +44,37 @@ class AudioStage:
     the runner's per-slot hidden states. ``vocoder`` None: a runner that
     never renders (shape checks on the meta device)."""
 
-    def __init__(self, vocoder: StreamingVocoder | None, hidden: torch.Tensor, steps_per_call: int):
+    def __init__(self, vocoder: StreamingVocoder | None, hidden: torch.Tensor, steps_per_call: int,
+                 delayed: bool = False):
         self.vocoder = vocoder
         self.hidden = hidden
         self.steps_per_call = steps_per_call
         self.awaiting: dict[JobId, HeldJob] = {}
+        self.delivery = AudioDelivery(vocoder, hidden.device, delayed, is_device_lost)  # type: ignore[arg-type]
 
-    def render(self, jobs: list[HeldJob], out: StepOutput) -> list[JobId]:
+    def render(self, jobs: list[HeldJob], out: StepOutput, held: Callable[[JobId], bool]) -> list[JobId]:
         """Vocode what is due after this step of ``jobs`` into ``out``;
-        returns the jobs whose last audio went out, or that failed."""
+        returns the jobs whose last audio went out, or that failed. ``held``:
+        whether the runner still holds a job (audio in flight for one it
+        released is dropped). Raises ``DeviceFailure`` for a lost device."""
+        ended = self._take(self.delivery.collect(held), out)
         for job in jobs:
             self._feed(job)
             if job.done:
                 self.awaiting[job.id] = job
         running = [j for j in jobs if j.spec.streaming and not j.done]
         due = [self._due(j) for j in running + list(self.awaiting.values())]
-        if not due:
-            return []
-        try:
-            done = vocode_step(self._vocoder(), due, self.steps_per_call, is_device_lost)
-        except Exception as exc:  # only a lost device gets here
-            raise DeviceFailure(f"{type(exc).__name__}: {exc}") from exc
+        self.delivery.launch(due, self.steps_per_call)
+        if not self.delivery.delayed:
+            ended += self._take(self.delivery.collect(held), out)
+        return ended
+
+    def reset(self) -> None:
+        """Forget every job (what is in flight too)."""
+        self.delivery.drop()
+        self.awaiting.clear()
+
+    def _take(self, done: Vocoded, out: StepOutput) -> list[JobId]:
         out.audio.update(done.audio)
         out.failed.update(done.failed)
         for job_id in [*done.failed, *done.ended]:

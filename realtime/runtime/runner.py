@@ -68,6 +68,7 @@ from realtime.runtime.step import DeviceStep, upload
 from realtime.runtime.step_cost import with_step_overhead
 from realtime.runtime.vocoder import StreamingVocoder
 from realtime.runtime.vocoder_batch import STEPS_PER_CALL, STEPS_PER_CALL_CPU
+from realtime.runtime.vocoder_overlap import overlap_for
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
@@ -122,7 +123,8 @@ class ModelRunner:
         self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
         self.vocoder, self.first_audio_steps = vocoder, 1 if vocoder is None else vocoder.first_audio_steps
         self.audio = AudioStage(vocoder, self.hidden,
-                                STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL)
+                                STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL,
+                                overlap_for(options.vocoder_overlap, device))
         self.graphs = None if capture is None else GraphCache(self.model, self.cache, self.step, capture)
         self.jobs: dict[JobId, HeldJob] = {}
         self._seeds = random.Random(options.seed)
@@ -152,7 +154,7 @@ class ModelRunner:
 
     def reset(self) -> None:
         self.jobs.clear()
-        self.audio.awaiting.clear()
+        self.audio.reset()
         self._decode_slots = _BatchSlots()
 
     @torch.no_grad()
@@ -213,7 +215,7 @@ class ModelRunner:
             if hit_eos or job.n_codes >= job.spec.max_new:
                 job.done = True
             out.tokens[job.id] = job.n_codes
-        ended = self.audio.render(jobs, out)  # finished or failed
+        ended = self.audio.render(jobs, out, self.jobs.__contains__)  # finished or failed
         out.finished = tuple(j for j in ended if j not in out.failed)
         for job_id in ended:
             self.jobs.pop(job_id, None)

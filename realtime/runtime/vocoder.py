@@ -155,13 +155,17 @@ class StreamingVocoder:
             return np.zeros(0, dtype=np.float32)
         return self.render(hidden)
 
-    @torch.inference_mode()
     def render(self, hidden: torch.Tensor) -> np.ndarray:
         """Decoder + Vocos over ``hidden [t, D]`` (t >= 1) in one call.
 
         Sample ``i`` of the result is at ``i`` samples after the start of the
         first step; the result has ``audio_samples(t)`` samples.
         """
+        return self.render_on_device(hidden).to(device="cpu").numpy()
+
+    @torch.inference_mode()
+    def render_on_device(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``render`` without the copy back: float32 samples on the vocoder's device."""
         self.calls += 1
         self.steps_rendered += hidden.shape[0]
         # [t, D] -> [1, D, t], as upstream batches hidden states.
@@ -173,7 +177,7 @@ class StreamingVocoder:
             wav = self.vocos.decode(mel)  # [1, 512t - 256]
         else:
             wav = self._decode_low_precision(mel)
-        return wav[0].to(device="cpu", dtype=torch.float32).numpy()
+        return wav[0].float()
 
     def _decode_low_precision(self, mel: torch.Tensor) -> torch.Tensor:
         # The ISTFT needs a float32 complex spectrum; run the backbone and the

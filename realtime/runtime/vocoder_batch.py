@@ -59,7 +59,8 @@ STEPS_PER_CALL_CPU = 128
 # On CUDA a packed call's row is padded with zero steps (masked like the
 # gaps, so every window's audio is unchanged) to the first of these that
 # holds it: the convolutions and FFTs then see a few shapes, planned and
-# warmed at start-up (``warm_packed``), not a new one almost every call.
+# warmed at start-up (``vocoder_overlap.AudioDelivery.warm``), not a new one
+# almost every call.
 # Longer rows (one unit alone over the budget) run at their own length.
 PACKED_STEPS = (64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096)
 
@@ -88,14 +89,32 @@ class Vocoded:
     ended: list[int] = field(default_factory=list)
 
 
+@dataclass
+class VocoderCall:
+    """A step's vocoding between choosing and completing: the units it
+    renders (in order) and the result so far (the units that had nothing
+    left to render are already ended in it)."""
+
+    units: list[Due]
+    result: Vocoded
+
+
 def vocode_step(vocoder: StreamingVocoder, due: Sequence[Due], steps_per_call: int,
                 fatal: Callable[[BaseException], bool]) -> Vocoded:
-    """Render what ``due`` asks in one packed call: streams first (the most
-    audio behind first: they are being listened to), then the rest in the
-    given order, as many units as ``steps_per_call`` takes; the others are
-    left for a later step (ask again: their windows only grow). A failing
-    call is retried unit by unit so a failure fails its job only; an
-    exception for which ``fatal`` is true (a lost device) propagates."""
+    """Render what ``due`` asks in one packed call (``choose_units``) and
+    complete it (``complete_units``). A failing call is retried unit by
+    unit so a failure fails its job only; an exception for which ``fatal``
+    is true (a lost device) propagates."""
+    call = choose_units(vocoder, due, steps_per_call)
+    return complete_units(call, render_units(vocoder, call.units, call.result, fatal))
+
+
+def choose_units(vocoder: StreamingVocoder, due: Sequence[Due], steps_per_call: int) -> VocoderCall:
+    """What one call renders of ``due``: streams first (the most audio
+    behind first: they are being listened to), then the rest in the given
+    order, as many units as ``steps_per_call`` takes; the others are left
+    for a later step (ask again: their windows only grow). Units with
+    nothing left to render end here (their streams closed)."""
     result = Vocoded()
     units = [u for u in due if u.windows]
     for unit in due:
@@ -109,8 +128,14 @@ def vocode_step(vocoder: StreamingVocoder, due: Sequence[Due], steps_per_call: i
     units = streams + [u for u in units if u.stream is None]
     gap = gap_steps(vocoder) if units else 0
     sizes = [sum(w.hidden.shape[0] + gap for w in u.windows) for u in units]
-    units = units[:take_within(sizes, steps_per_call)]
-    for unit, parts in zip(units, _render_units(vocoder, units, result, fatal)):
+    return VocoderCall(units[:take_within(sizes, steps_per_call)], result)
+
+
+def complete_units(call: VocoderCall, rendered: Sequence[list[np.ndarray] | None]) -> Vocoded:
+    """``call``'s result with each unit's window audio (``rendered``, in
+    unit order; ``None``: the unit failed) completed through its stream."""
+    result = call.result
+    for unit, parts in zip(call.units, rendered):
         if parts is None:
             continue
         if unit.stream is not None:
@@ -124,7 +149,7 @@ def vocode_step(vocoder: StreamingVocoder, due: Sequence[Due], steps_per_call: i
     return result
 
 
-def _render_units(vocoder: StreamingVocoder, units: list[Due], result: Vocoded,
+def render_units(vocoder: StreamingVocoder, units: list[Due], result: Vocoded,
                   fatal: Callable[[BaseException], bool]) -> list[list[np.ndarray] | None]:
     """Each unit's window audio (``None`` for a failed unit, recorded in
     ``result.failed``)."""
@@ -138,7 +163,7 @@ def _render_units(vocoder: StreamingVocoder, units: list[Due], result: Vocoded,
         if len(units) > 1:
             log.warning("a packed vocoder call of %d jobs failed (%s: %s); rendering them "
                         "one by one", len(units), type(exc).__name__, exc)
-            return [_render_units(vocoder, [u], result, fatal)[0] for u in units]
+            return [render_units(vocoder, [u], result, fatal)[0] for u in units]
         log.exception("vocoder failed for job %s", units[0].job_id)
         result.failed[units[0].job_id] = f"vocoder failed: {type(exc).__name__}: {exc}"
         return [None]
@@ -180,15 +205,33 @@ def render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) ->
     """The audio of each ``hidden [t_i, D]`` (t_i >= 1), as ``vocoder.render``
     gives it alone, from one call over all of them. A single window runs
     through ``vocoder.render`` itself (bit-identical to upstream's decode)."""
-    if len(hiddens) == 1 and not vocoder.pad_steps:
-        return [vocoder.render(hiddens[0])]
     if not hiddens:
         return []
+    audio, spans = packed_on_device(vocoder, hiddens)
+    host = audio.to(device="cpu").numpy()  # the one copy back
+    return split_audio(host, spans)
+
+
+Spans = list[tuple[int, int]]  # (first sample, sample count) of each window in a packed row
+
+
+def packed_on_device(vocoder: StreamingVocoder,
+                     hiddens: Sequence[torch.Tensor]) -> tuple[torch.Tensor, Spans]:
+    """``render_packed`` before its copy back: the packed row's float32
+    samples on the vocoder's device and each window's span in it
+    (``hiddens`` non-empty)."""
+    if len(hiddens) == 1 and not vocoder.pad_steps:
+        return vocoder.render_on_device(hiddens[0]), [(0, audio_samples(hiddens[0].shape[0]))]
     with torch.inference_mode():
         return _render_packed(vocoder, hiddens)
 
 
-def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -> list[np.ndarray]:
+def split_audio(host: np.ndarray, spans: Spans) -> list[np.ndarray]:
+    """Each window's samples of a packed row on the host, as arrays of their own."""
+    return [host[a:a + n].copy() for a, n in spans]
+
+
+def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -> tuple[torch.Tensor, Spans]:
     dec, voc = vocoder.decoder, vocoder.vocos
     dec_device, dec_dtype = vocoder._dec_device, vocoder._dec_dtype
     gap = gap_steps(vocoder)
@@ -219,23 +262,12 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
     feats = _backbone_masked(voc.backbone, mel, mask)  # [1, 2S, C]
     frames = mask.view(-1).float()
     audio = _audio(voc.head, feats, frames, vocoder._voc_dtype != torch.float32)  # [(2S - 1) * 256]
-    host = audio.to(device="cpu", dtype=torch.float32).numpy()  # the one copy back
-    return [host[a * SAMPLES_PER_STEP:a * SAMPLES_PER_STEP + audio_samples(t)].copy()
-            for a, t in zip(starts, lengths)]
+    return audio.float(), [(a * SAMPLES_PER_STEP, audio_samples(t)) for a, t in zip(starts, lengths)]
 
 
 def padded_steps(steps: int, sizes: Sequence[int]) -> int:
     """The first of ``sizes`` that holds ``steps``; ``steps`` itself when none does."""
     return next((size for size in sizes if size >= steps), steps)
-
-
-def warm_packed(vocoder: StreamingVocoder) -> None:
-    """One packed call per size in ``vocoder.pad_steps`` (plans, kernels)."""
-    dim = vocoder.decoder.decoder.conv_in[0].in_channels * 2
-    for size in vocoder.pad_steps:
-        render_packed(vocoder, [torch.zeros(size, dim)])
-    log.info("vocoder: packed rows padded to %s steps, each shape warmed",
-             ",".join(map(str, vocoder.pad_steps)))
 
 
 def _decoder_masked(dvae, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

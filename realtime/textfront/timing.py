@@ -187,12 +187,15 @@ class WordTrack:
 
     ``advance(sent_ms)`` commits, at ``unit_ms`` per unit from the segment's
     start, every word whose slot (word and pause) ends by ``sent_ms`` (the
-    end of the audio sent so far), never the last word; ``finish(end_ms)``
-    lays the rest over what is left of the segment's exact span, with the
-    word after the one in progress starting no earlier than the audio already
-    sent. So every word that starts before audio already sent was committed,
-    except the one in progress. Committed words never change. Times are on
-    the utterance's clock; one owner.
+    end of the audio sent so far), never the last word; ``begun()`` is then
+    the word in progress, the first uncommitted one when it starts (at
+    ``at``) before ``sent_ms``: its start is fixed from then on, its end is
+    not known yet. ``finish(end_ms)`` lays the rest over what is left of the
+    segment's exact span, keeping the start of the word in progress and
+    starting the words after it no earlier than the audio already sent. So
+    every word that starts before audio already sent was committed or is the
+    one begun. Committed words never change. Times are on the utterance's
+    clock; one owner.
     """
 
     def __init__(self, words: Sequence[SpokenWord], start_ms: float, unit_ms: float) -> None:
@@ -206,6 +209,17 @@ class WordTrack:
     def units(self) -> float:
         return sum(w.units + w.pause for w in self.words[:-1]) + (
             self.words[-1].units if self.words else 0.0)
+
+    @property
+    def at(self) -> float:
+        """Where the first uncommitted word starts."""
+        return self._at
+
+    def begun(self) -> SpokenWord | None:
+        """The first uncommitted word if it starts before the audio sent."""
+        if self._next < len(self.words) and self._at < self._sent:
+            return self.words[self._next]
+        return None
 
     def advance(self, sent_ms: float) -> list[TimedWord]:
         self._sent = max(self._sent, sent_ms)
