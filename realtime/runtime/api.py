@@ -168,6 +168,8 @@ class RuntimeOptions:
     ``fp32``, ``tf32`` (CUDA only) or ``bf16``, the head and the ISTFT in
     fp32 always; ``auto``: tf32 on CUDA, fp32 on the CPU
     (``vocoder_precision``).
+    ``cache_dir``: where start-up work measured or prepared once per machine
+    is kept (``prepared_cache``); None keeps nothing.
     """
 
     weights: str = "auto"
@@ -189,6 +191,7 @@ class RuntimeOptions:
     auto_shapes: tuple[str, ...] = ()
     vocoder_overlap: str = "auto"
     vocoder_precision: str = "auto"
+    cache_dir: str | None = None  # prepared_cache.PreparedCache's root; None: off
 
 
 class RequestError(ValueError):
