@@ -20,6 +20,7 @@ from typing import Any
 
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.prepared_cache import default_cache_dir
+from realtime.voices_file import read_voices_file
 from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
@@ -96,7 +97,8 @@ class ServerConfig:
         return bool(self.auth_tokens)
 
     def runtime_options(self) -> RuntimeOptions:
-        """The part of the config the model runtime needs."""
+        """The part of the config the model runtime needs (the voices file
+        read and resolved: ValueError when it is unreadable or bad)."""
         return RuntimeOptions(
             weights=self.weights,
             model_dir=self.model_dir,
@@ -110,7 +112,7 @@ class ServerConfig:
             kv_buckets=self.kv_buckets,
             max_slots=self.max_slots,
             lookahead_steps=self.lookahead_steps,
-            voices_file=self.voices_file,
+            voices=read_voices_file(self.voices_file) if self.voices_file else (),
             auto_shapes=self.auto_shapes,
             cache_dir=self.cache_dir or None,
         )
