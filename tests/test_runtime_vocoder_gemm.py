@@ -16,11 +16,13 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.cpu.gemm import backend_available
+from realtime.runtime.cpu import vocoder_gemm
+from realtime.runtime.cpu.gemm import backend_available, plain
 from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.cpu.vocoder_gemm import PackedLinear, pack_linears
+from realtime.runtime.cpu.vocoder_gemm import PackedLinear, bf16_layers, pack_linears
 from realtime.runtime.shapes import TINY
 from realtime.runtime.vocoder import StreamingVocoder
+from realtime.runtime.vocoder_precision import BF16Linear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -87,3 +89,43 @@ def test_modules_stay_where_nothing_is_packed(mode, device):
     modules, _ = pack_linears([decoder, vocos], GemmPolicy(mode))
     assert modules[0] is decoder and modules[1] is vocos
     assert not any(isinstance(m, PackedLinear) for m in decoder.modules())
+
+
+def _timer(fp32_s: float, bf16_s: float):
+    """A fake clock for ``bf16_layers``: each shape times fp32, then bf16."""
+    answers = iter([fp32_s, bf16_s] * 100)
+    return lambda call: next(answers)
+
+
+def _all_linears(decoder, vocos) -> list[torch.nn.Linear]:
+    return [m for m in list(decoder.modules()) + list(vocos.modules()) if isinstance(m, torch.nn.Linear)]
+
+
+def test_bf16_is_taken_per_shape_only_where_it_measures_faster():
+    decoder, vocos = _modules()
+    linears = _all_linears(decoder, vocos)
+    matrices = [plain(lin.weight.detach()) for lin in linears]
+    faster = bf16_layers(linears, matrices, 0, timer=_timer(1.0, 0.5))
+    assert set(faster) == {id(lin) for lin in linears}
+    assert all(isinstance(m, BF16Linear) for m in faster.values())
+    assert bf16_layers(linears, matrices, 0, timer=_timer(1.0, 0.95)) == {}  # under the gain
+    # Shapes below the measuring floor are not even timed: tiny models stay exact.
+    assert bf16_layers(linears, matrices, 2**30, timer=lambda call: 1 / 0) == {}
+
+
+def test_a_bf16_vocoder_stays_within_its_documented_snr_of_fp32(monkeypatch):
+    decoder, vocos = _modules()
+    monkeypatch.setattr(vocoder_gemm, "bf16_layers",
+                        lambda linears, matrices, min_bytes: bf16_layers(linears, matrices, 0,
+                                                                         timer=_timer(1.0, 0.5)))
+    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("int8"))
+    layers = [m for m in dec.modules() if isinstance(m, (BF16Linear, torch.nn.Linear))]
+    assert layers and all(isinstance(m, BF16Linear) for m in layers)
+    assert isinstance(voc.head.out, torch.nn.Linear)  # the head stays fp32
+    assert not any(isinstance(m, BF16Linear) for m in decoder.modules())  # the assets untouched
+    hidden = torch.randn(40, TINY.hidden, generator=torch.Generator().manual_seed(0))
+    ref = StreamingVocoder(decoder, vocos).one_shot(hidden)
+    out = StreamingVocoder(dec, voc).one_shot(hidden)
+    assert out.dtype == np.float32 and out.shape == ref.shape
+    snr = 10 * np.log10(np.sum(ref ** 2) / np.sum((out - ref) ** 2))
+    assert 30.0 < snr < 120.0  # bf16 rounding shows, within bounds (full size: 45-48 dB)

@@ -32,17 +32,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from realtime.runtime.cpu import plan_trial
 from realtime.runtime.cpu.gemm import Matrix, matmul
-from realtime.runtime.cpu.plan import GemmPolicy, prepare_matrices, summary, table
+from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, prepare_matrices, summary, table
 from realtime.runtime.shapes import ModelShape
 
 log = logging.getLogger(__name__)
+
+TRIAL_KV_LEN = 128  # the attention length of the whole steps a GEMM plan is judged by
 
 
 def reads_in_place(slots: int, batch: int) -> bool:
@@ -63,7 +68,7 @@ class KVCache:
 
     def __init__(self, shape: ModelShape, slots: int, max_len: int, dtype, device):
         size = (2, slots + 1, shape.kv_heads, max_len, shape.head_dim)
-        kv = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
+        kv = [_zeros(size, dtype, device) for _ in range(shape.layers)]
         self.k = [t[0] for t in kv]
         self.v = [t[1] for t in kv]
         self.rows = [t.view(-1, shape.head_dim) for t in kv]
@@ -83,6 +88,16 @@ class KVCache:
         kind = torch.arange(2, device=slots.device).view(1, 2, 1) * (self.slots + 1)
         head = torch.arange(self.heads, device=slots.device).view(1, 1, -1)
         return ((kind + slots.view(-1, 1, 1)) * self.heads + head) * self.max_len + pos.view(-1, 1, 1)
+
+
+def _zeros(size: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.zeros``; on the CPU from calloc'd memory (numpy's zeros), whose
+    pages the kernel zeroes when first touched: ``torch.zeros`` writes every
+    byte at once, seconds for a full-size cache of 4 GiB at start-up."""
+    np_dtype = {torch.float32: np.float32, torch.float16: np.float16}.get(dtype)
+    if torch.device(device).type != "cpu" or np_dtype is None:
+        return torch.zeros(size, dtype=dtype, device=device)
+    return torch.from_numpy(np.zeros(size, dtype=np_dtype))
 
 
 @dataclass
@@ -123,15 +138,6 @@ class StaticGPT:
                         torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0),
                         w(p + "mlp.down_proj.weight")]
             norms.append((w(p + "input_layernorm.weight"), w(p + "post_attention_layernorm.weight")))
-        started = time.perf_counter()
-        matrices, self.gemm_choices = prepare_matrices(weights, gemm, device, dtype)
-        del weights
-        self.layers = []
-        for i, (ln1, ln2) in enumerate(norms):
-            qkv, o, gate_up, down = matrices[4 * i:4 * i + 4]
-            self.layers.append(_Layer(ln1=ln1, w_qkv=qkv, w_o=o, ln2=ln2, w_gate_up=gate_up,
-                                      w_down=down))
-        self.norm = w("norm.weight")
         with torch.no_grad():
             emb_text = cast(torch.nn.Embedding, embed.emb_text)
             emb_code = cast(torch.nn.ModuleList, embed.emb_code)
@@ -141,13 +147,29 @@ class StaticGPT:
                 device=device, dtype=dtype)  # [Q, V, D]
             # Weight norm folded once: reading .weight evaluates g * v / |v|.
             heads = torch.cat([cast(torch.nn.Linear, h).weight.detach() for h in head_code], 0)  # [Q*V, D]
-        heads_gemm = dataclasses.replace(gemm, mode="auto") \
-            if gemm.mode == "int8" else gemm  # logits stay fp32
-        (self.heads,), head_choice = prepare_matrices([heads.to(device=device, dtype=torch.float32)],
-                                                      heads_gemm, device, torch.float32)
-        self.gemm_choices.update(head_choice)
+        heads = heads.to(device=device, dtype=torch.float32)  # logits stay fp32
+        started = time.perf_counter()
+        # The heads join the decoder's matrices (one plan, judged by whole
+        # steps) unless those are int8: the heads then take what auto picks.
+        joint = gemm.mode != "int8" and dtype == torch.float32
+        begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype)
+        matrices, self.gemm_choices = list(begun.prepared.matrices), begun.prepared.choices
+        del weights
+        if joint:
+            self.heads = matrices.pop()
+        else:
+            (self.heads,), head_choice = prepare_matrices(
+                [heads], dataclasses.replace(gemm, mode="auto"), device, torch.float32)
+            self.gemm_choices.update(head_choice)
+        self.layers = []
+        for i, (ln1, ln2) in enumerate(norms):
+            qkv, o, gate_up, down = matrices[4 * i:4 * i + 4]
+            self.layers.append(_Layer(ln1=ln1, w_qkv=qkv, w_o=o, ln2=ln2, w_gate_up=gate_up,
+                                      w_down=down))
+        self.norm = w("norm.weight")
         self.gemm = gemm
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
+        self.plan_verdicts = plan_trial.settle(begun, self._trial_step)
         self.matrices = matrices + [self.heads]
         self.weight_nbytes = sum(m.nbytes for m in self.matrices)
         if self.gemm_choices:
@@ -157,6 +179,33 @@ class StaticGPT:
         log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
                  self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
                  summary(self.matrices, max(gemm.batch_sizes)))
+
+    def _trial_step(self, rows: int) -> Callable[[], None]:
+        """One decode step of ``rows`` rows (``PREFILL``: a prefill of the
+        policy's prefill rows) on scratch state, logits included: what
+        ``cpu.plan_trial`` times each candidate plan by."""
+        d = self.shape.hidden
+        gen = torch.Generator().manual_seed(0)
+        if rows == PREFILL:
+            length = min(self.gemm.prefill_rows, self.shape.max_positions)
+            cache = KVCache(self.shape, 1, length, self.dtype, self.device)
+            x = torch.randn(1, length, d, generator=gen).to(self.device, self.dtype) * 0.1
+            slots = torch.zeros(1, dtype=torch.int64, device=self.device)
+
+            @torch.no_grad()
+            def prefill() -> None:
+                self.logits(self.prefill(x, slots, cache)[:, -1])
+            return prefill
+        kv_len = min(TRIAL_KV_LEN, self.shape.max_positions)
+        cache = KVCache(self.shape, rows, kv_len, self.dtype, self.device)
+        x = torch.randn(rows, d, generator=gen).to(self.device, self.dtype) * 0.1
+        slots = torch.arange(rows, device=self.device)
+        pos = torch.full((rows,), kv_len - 1, device=self.device)
+
+        @torch.no_grad()
+        def decode() -> None:
+            self.logits(self.decode(x, slots, pos, cache, kv_len, first_slot=0))
+        return decode
 
     def backends(self, rows: int) -> dict[str, int]:
         """How many weight matrices run on each backend at ``rows`` rows."""

@@ -148,6 +148,16 @@ class Matrix:
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         return self._by_rows.get(x.shape[0], self._large)(x, bias)
 
+    def set_form(self, rows: range | None, form: Packed) -> None:
+        """Serve row counts ``rows`` (None: the larger ones, prefill) with
+        ``form`` from now on (``cpu.plan_trial`` tries whole plans this way)."""
+        if rows is None:
+            self._large = form
+        else:
+            self._by_rows.update(dict.fromkeys(rows, form))
+        forms = {id(p): p for p in (*self._by_rows.values(), self._large)}
+        self.forms = tuple(forms.values())
+
     @property
     def nbytes(self) -> int:
         return sum(p.nbytes for p in self.forms)

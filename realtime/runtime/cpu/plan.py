@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +67,8 @@ class GemmPolicy:
     ``mode``: ``auto`` | ``mm`` | ``mkl`` | ``onednn`` | ``int8``.
     ``batch_sizes``: the decode row classes; ``prefill_rows``: the row count
     prefill is timed at; ``budget_s``: the bound on measuring, all shapes;
-    ``min_measured_bytes``: shapes whose matrices total less use ``mm`` unmeasured.
+    ``min_measured_bytes``: shapes whose matrices total less use ``mm`` unmeasured;
+    ``step_budget_s``, ``cache_dir``: the whole-step trial's (``cpu.plan_trial``).
     """
 
     mode: str = "auto"
@@ -74,6 +76,8 @@ class GemmPolicy:
     prefill_rows: int = 64
     budget_s: float = 3.0
     min_measured_bytes: int = 4 * 2**20
+    step_budget_s: float = 20.0  # the whole-step trial's bound (``cpu.plan_trial``)
+    cache_dir: str | None = None  # where the settled plan is kept per machine; None: nowhere
 
     @property
     def pack_rows(self) -> int:
@@ -96,10 +100,23 @@ _CACHE: dict[tuple, ShapeChoice] = {}
 
 def policy_for(options) -> GemmPolicy:
     """The policy ``RuntimeOptions`` ask for: ``int8`` precision, else ``cpu_gemm``;
-    row classes are the batch sizes that fit the slots."""
+    row classes are the batch sizes that fit the slots; the plan cache where
+    ``plan_cache_dir`` says."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
     mode = "int8" if options.precision == "int8" else options.cpu_gemm
-    return GemmPolicy(mode=mode, batch_sizes=sizes)
+    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=plan_cache_dir(options))
+
+
+def plan_cache_dir(options) -> str | None:
+    """Where the settled plan is kept: ``options.cache_dir`` where the options
+    have one ("" is off), else ``$REALTIME_CACHE_DIR`` ("" is off), else the
+    user's cache directory."""
+    from realtime.runtime.cpu.plan_cache import default_dir
+
+    chosen = getattr(options, "cache_dir", None)
+    if chosen is None:
+        chosen = os.environ.get("REALTIME_CACHE_DIR", default_dir())
+    return chosen or None
 
 
 def candidates(device: torch.device, dtype: torch.dtype) -> tuple[str, ...]:
@@ -257,9 +274,10 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
     return choice
 
 
-def _build(packs: _Packs, choice: ShapeChoice, policy: GemmPolicy) -> list[Matrix]:
+def _build(packs: _Packs, choice: ShapeChoice, policy: GemmPolicy, keep: bool = False) -> list[Matrix]:
     """One Matrix per weight with the chosen forms; a form that fails to pack
-    (memory, a later matrix) falls back to ``mm`` for that matrix."""
+    (memory, a later matrix) falls back to ``mm`` for that matrix. ``keep``:
+    leave every packed form in ``packs`` (a whole-step trial uses them)."""
     classes = sorted(r for r in choice.backends if r != PREFILL)
     out = []
     for i, weight in enumerate(packs.weights):
@@ -268,9 +286,21 @@ def _build(packs: _Packs, choice: ShapeChoice, policy: GemmPolicy) -> list[Matri
         large = packs.get_or_mm(i, choice.backends[PREFILL])
         matrix = Matrix((weight.shape[1], weight.shape[0]), by_rows, large)
         out.append(matrix)
-        # Drop the packs measurement made that this matrix does not use.
-        packs.drop_unused(i, {f.backend for f in matrix.forms})
+        if not keep:  # drop the packs measurement made that this matrix does not use
+            packs.drop_unused(i, {f.backend for f in matrix.forms})
     return out
+
+
+@dataclass
+class Prepared:
+    """``prepare``'s result: the matrices (in the weights' order), the choice
+    per shape, the backends that could run here and, with ``keep``, each
+    shape's weight indices and packed forms (a whole-step trial's material)."""
+
+    matrices: list[Matrix]
+    choices: dict[tuple[int, int], ShapeChoice]
+    names: tuple[str, ...] = ()
+    groups: dict[tuple[int, int], tuple[list[int], _Packs]] = field(default_factory=dict)
 
 
 def prepare_matrices(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
@@ -280,31 +310,47 @@ def prepare_matrices(weights: Sequence[torch.Tensor], policy: GemmPolicy, device
 
     Raises ValueError for an unknown mode; ``int8`` off CPU is refused here too.
     """
+    prepared = prepare(weights, policy, device, dtype)
+    return prepared.matrices, prepared.choices
+
+
+def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
+            dtype: torch.dtype, keep: bool = False,
+            fixed: dict[tuple[int, int], dict[int, str]] | None = None) -> Prepared:
+    """As ``prepare_matrices``. ``keep``: hold every packed form for a trial;
+    ``fixed``: the backend per (shape, row class) decided before (a cached
+    plan): the shapes it names are not measured."""
     if policy.mode not in (*GEMM_MODES, "int8"):
         raise ValueError(f"unknown cpu gemm mode {policy.mode!r} ({', '.join(GEMM_MODES)})")
     if policy.mode == "int8":
         if device.type != "cpu":
             raise ValueError("int8 linears run on the CPU only")
-        return _prepare_int8(weights), {}
+        return Prepared(_prepare_int8(weights), {})
     names = candidates(device, dtype)
     if names == ("mm",) or (policy.mode != "auto" and policy.mode not in names):
         if policy.mode not in ("auto", "mm"):
             log.warning("cpu gemm %s is not available on %s %s; using mm", policy.mode, device, dtype)
-        return [cpu_gemm.plain(w) for w in weights], {}
+        return Prepared([cpu_gemm.plain(w) for w in weights], {}, names)
     groups: dict[tuple[int, int], list[int]] = {}
     for i, w in enumerate(weights):
         groups.setdefault((int(w.shape[0]), int(w.shape[1])), []).append(i)
     deadline = time.perf_counter() + policy.budget_s
     out: list[Matrix | None] = [None] * len(weights)
-    choices = {}
+    prepared = Prepared([], {}, names)
     for shape, idx in groups.items():
         packs = _Packs([weights[i] for i in idx], policy.pack_rows)
-        choices[shape] = _choose(packs, policy, names, deadline)
-        for i, matrix in zip(idx, _build(packs, choices[shape], policy)):
+        if fixed is not None and shape in fixed:
+            choice = ShapeChoice(backends=dict(fixed[shape]), complete=True)
+        else:
+            choice = _choose(packs, policy, names, deadline)
+        prepared.choices[shape] = choice
+        for i, matrix in zip(idx, _build(packs, choice, policy, keep)):
             out[i] = matrix
-    matrices = [m for m in out if m is not None]
-    assert len(matrices) == len(weights), "a matrix left without a form"
-    return matrices, choices
+        if keep:
+            prepared.groups[shape] = (idx, packs)
+    prepared.matrices = [m for m in out if m is not None]
+    assert len(prepared.matrices) == len(weights), "a matrix left without a form"
+    return prepared
 
 
 def _prepare_int8(weights: Sequence[torch.Tensor]) -> list[Matrix]:

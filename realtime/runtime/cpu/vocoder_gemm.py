@@ -17,6 +17,17 @@ AMD EPYC Zen 4, 2 threads, full size, side by side: a 12-step window 45.6 ->
 33.8 ms, a 123-step window 174 -> 148 ms (oneDNN packed, 40 of the 41);
 audio within 1e-7 of the ``addmm`` render (peak ~0.1).
 
+bf16 (``precision int8`` only, whose audio already parts from fp32's). A
+block linear (not the Vocos head's, as ``--vocoder-precision bf16``) whose
+shape runs faster with a bf16 copy of its weight (``vocoder_precision.BF16Linear``:
+oneDNN's AMX or AVX-512-BF16 kernels; emulated elsewhere, where it loses and
+is not taken), timed against its fp32 form at ``ROWS`` frames, runs in bf16;
+depthwise convolutions, norms and the ISTFT stay fp32. Intel Xeon (family 6
+model 167, AMX), 2 cores shared with other agents, full-size random weights,
+a 123-step window, medians of alternating rounds: bf16 linears 0.70x the
+time of the fp32 packed render; audio SNR against it 45 dB (int8 dynamic
+linears: 0.50x, but 29 dB, so not a candidate).
+
 Thread: build time (the model thread).
 """
 
@@ -24,17 +35,21 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
 
 from realtime.runtime.cpu.gemm import Matrix
 from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare_matrices
+from realtime.runtime.vocoder_precision import BF16Linear, block_linears
 
 log = logging.getLogger(__name__)
 
 ROWS = 128  # mel frames the backends are timed at: a 64-step window
+BF16_GAIN = 0.9  # bf16 must take at most this share of the fp32 form's time
 
 
 class PackedLinear(torch.nn.Module):
@@ -57,7 +72,8 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
     """``modules`` with their linears on the measured backends: copies where
     any layer changes, the modules themselves otherwise; and the choices
     (for the log). ``policy``: the decoder's, its mode forcing a backend
-    (``int8`` runs the vocoder fp32 as ``auto`` would)."""
+    (``int8`` runs the vocoder as ``auto`` would, with bf16 linears where
+    they measure faster)."""
     mode = "auto" if policy.mode == "int8" else policy.mode
     found = [entry for m in modules for entry in _linears(m)]
     if not found or mode == "mm":
@@ -70,21 +86,73 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
     with torch.no_grad():
         weights = [lin.weight.detach().contiguous() for _, _, lin in found]
         matrices, choices = prepare_matrices(weights, plan, device, dtype)
-    packed = {id(lin): m for (_, _, lin), m in zip(found, matrices) if m.backend_for(ROWS) != "mm"}
-    if not packed:
+    layers: dict[int, torch.nn.Module] = {
+        id(lin): PackedLinear(m, lin.bias) for (_, _, lin), m in zip(found, matrices)
+        if m.backend_for(ROWS) != "mm"}
+    if policy.mode == "int8":
+        # The blocks' linears, as --vocoder-precision bf16 takes them (the head stays fp32).
+        blocks = {id(getattr(parent, name)) for m in modules for parent, name in block_linears(m)}
+        pairs = [(lin, m) for (_, _, lin), m in zip(found, matrices) if id(lin) in blocks]
+        layers.update(bf16_layers([lin for lin, _ in pairs], [m for _, m in pairs],
+                                  policy.min_measured_bytes))
+    if not layers:
         return modules, choices
     out = []
     for module in modules:
         # A copy walks its modules in the original's order: pair them up.
         clone = copy.deepcopy(module)
         for (_, _, child), (parent, name, _) in zip(_linears(module), _linears(clone)):
-            if id(child) in packed:
-                setattr(parent, name, PackedLinear(packed[id(child)], child.bias))
+            if id(child) in layers:
+                setattr(parent, name, layers[id(child)])
         out.append(clone)
-    backends = Counter(m.backend_for(ROWS) for m in matrices)
-    log.info("vocoder gemm (%s, timed at %d frames): %s", mode, ROWS,
-             ", ".join(f"{b} {n}" for b, n in sorted(backends.items())))
+    forms = Counter("bf16" if isinstance(layers.get(id(lin)), BF16Linear) else m.backend_for(ROWS)
+                    for (_, _, lin), m in zip(found, matrices))
+    log.info("vocoder gemm (%s, timed at %d frames): %s", policy.mode if policy.mode == "int8" else mode,
+             ROWS, ", ".join(f"{b} {n}" for b, n in sorted(forms.items())))
     return out, choices
+
+
+def bf16_layers(linears: list[torch.nn.Linear], matrices: list[Matrix], min_bytes: int,
+                timer: Callable[[Callable[[], object]], float] | None = None
+                ) -> dict[int, torch.nn.Module]:
+    """A ``BF16Linear`` per linear (by ``id``) whose shape's bf16 form took at
+    most ``BF16_GAIN`` of its fp32 form's time at ``ROWS`` frames; shapes
+    whose weights total under ``min_bytes`` stay fp32 unmeasured (tiny test
+    models stay exact and deterministic). ``timer``: seconds of a call."""
+    timer = timer or _best_of
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, lin in enumerate(linears):
+        groups.setdefault((int(lin.weight.shape[0]), int(lin.weight.shape[1])), []).append(i)
+    out: dict[int, torch.nn.Module] = {}
+    with torch.inference_mode():
+        for (n, k), idx in groups.items():
+            if len(idx) * n * k * 4 < min_bytes:
+                continue
+            if _bf16_faster(linears[idx[0]], matrices[idx[0]], timer):
+                out.update((id(linears[i]), BF16Linear(linears[i])) for i in idx)
+    return out
+
+
+def _bf16_faster(linear: torch.nn.Linear, matrix: Matrix,
+                 timer: Callable[[Callable[[], object]], float]) -> bool:
+    n, k = linear.weight.shape
+    x = torch.randn(ROWS, k, generator=torch.Generator().manual_seed(0))
+    bf16 = BF16Linear(linear)
+    fp32_s = timer(lambda: matrix(x, linear.bias))
+    bf16_s = timer(lambda: bf16(x))
+    log.debug("vocoder linear %dx%d at %d frames: fp32 %.3f ms, bf16 %.3f ms",
+              k, n, ROWS, fp32_s * 1e3, bf16_s * 1e3)
+    return bf16_s <= BF16_GAIN * fp32_s
+
+
+def _best_of(call: Callable[[], object], repeats: int = 5) -> float:
+    call()  # first-use costs (oneDNN's primitive for this shape)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def _linears(module: torch.nn.Module) -> list[tuple[torch.nn.Module, str, torch.nn.Linear]]:

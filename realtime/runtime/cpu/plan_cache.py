@@ -1,0 +1,76 @@
+"""The settled GEMM plan of this machine, an entry of the prepared cache.
+
+A plan is valid for one machine and one model build. Its key (a
+``prepared_cache.CacheKey`` of kind ``gemm-plan``, which adds the torch
+version and the CPU line of ``cpu.info``: model, ISA flags, ISA limits in the
+environment, CPU count) holds the thread count, the matrix shapes and how many
+of each, the batch sizes, the prefill rows, the candidate backends and the
+mode. Any change is another entry (measured again, never patched). The
+prepared cache writes atomically and treats a torn, edited or mismatched entry
+as a miss (removed with a warning); nothing here raises on a bad cache or an
+unwritable directory: the worst case is measuring again.
+
+Thread: build time (the model thread).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import torch
+
+from realtime.runtime.prepared_cache import CacheKey, PreparedCache, default_cache_dir
+
+log = logging.getLogger(__name__)
+
+KIND = "gemm-plan"
+Plan = dict[tuple[int, int], dict[int, str]]  # backend per (shape [N, K], row class)
+
+
+def default_dir() -> str:
+    return default_cache_dir()
+
+
+def key(weights: Sequence[torch.Tensor], policy, device: torch.device, dtype: torch.dtype,
+        candidates: Sequence[str]) -> CacheKey:
+    """What a plan for ``weights`` under ``policy`` (a ``cpu.plan.GemmPolicy``)
+    among backends ``candidates`` depends on."""
+    shapes: dict[str, int] = {}
+    for w in weights:
+        name = f"{w.shape[0]}x{w.shape[1]}"
+        shapes[name] = shapes.get(name, 0) + 1
+    return CacheKey.of(KIND, threads=torch.get_num_threads(), device=str(device),
+                       dtype=str(dtype).removeprefix("torch."), mode=policy.mode,
+                       shapes=dict(sorted(shapes.items())),
+                       batch_sizes=sorted(set(policy.batch_sizes)),
+                       prefill_rows=policy.prefill_rows, candidates=list(candidates))
+
+
+def describe_key(k: CacheKey) -> str:
+    return f"{k.parts.get('threads')} threads, {str(k.parts.get('cpu', '?'))[:60]}"
+
+
+def load(root: str | None, k: CacheKey | None) -> Plan | None:
+    """The backend per (shape, row class) stored under ``k`` in ``root``, or
+    None (off, absent, or bad)."""
+    if not root or k is None:
+        return None
+    doc = PreparedCache(root).load_json(k)
+    if doc is None:
+        return None
+    try:
+        return {(int(n), int(kk)): {int(r): str(b) for r, b in rows.items()}
+                for n, kk, rows in ((*s.split("x"), rows) for s, rows in doc["plan"].items())}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        log.warning("cpu gemm plan cache: unreadable plan under %s (%s); measuring again", k.name, exc)
+        return None
+
+
+def store(root: str | None, k: CacheKey | None, plan: Plan, verdicts: list[str]) -> None:
+    """Keep ``plan`` (and the verdicts that chose it, for a reader) under ``k``."""
+    if not root or k is None:
+        return
+    body = {f"{n}x{kk}": {str(r): b for r, b in rows.items()} for (n, kk), rows in plan.items()}
+    if PreparedCache(root).store_json(k, {"plan": body, "verdicts": verdicts}):
+        log.info("cpu gemm plan stored in the prepared cache %s (%s)", root, k.name)
