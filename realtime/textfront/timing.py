@@ -162,7 +162,7 @@ def spoken_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> 
     for original, spoken in spans:
         # Only a real difference names an original: a piece that differs
         # from its reading by spaces alone (a sentence read as written) does not.
-        source = original.strip()
+        source: str | None = original.strip()
         if source == spoken.strip():
             source = None
         for token in (_ascii_tokens(spoken) if spoken.isascii() else _tokens(spoken)):
