@@ -13,6 +13,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "int8": ("bench.int8", "int8 vs fp32 divergence: first differing greedy step, logit KL"),
     "cpu-streams": ("bench.cpu_streams",
                     "concurrent real-time streams on the CPU through the real server, int8 and fp32"),
+    "step-split": ("bench.step_split", "the int8 stream's step split (decode, vocoder), before and after"),
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
     "hotpath": ("bench.hotpath", "transfers and launches per decode step, batched vocoder vs per stream"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),
@@ -20,6 +21,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "overload": ("bench.overload", "admission by capacity vs queue-only under overload, real server"),
     "turns": ("bench.turns", "bursts of streamed turns: a held place per accepted turn vs none"),
     "soak": ("bench.soak", "bounded loopback soak of the whole server"),
+    "coldstart": ("bench.coldstart", "process start to /readyz and first audio, cold and warm cache"),
     "text": ("bench.text", "text front end: normalization cost per sentence, share of first audio"),
 }
 

@@ -30,10 +30,14 @@ All clients are closed after the test.
 from __future__ import annotations
 
 import os
+import tempfile
 
 # Triton's CPU interpreter must be on before anything imports triton (torch
 # may, early): tests/test_live_attention.py runs the kernels in it.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# Servers the tests start keep their prepared cache (--cache-dir's default) in a
+# directory of this session's own, never the developer's ~/.cache.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="realtime-test-cache-")
 
 import asyncio
 import socket

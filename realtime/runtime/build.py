@@ -95,14 +95,17 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
                                 options.seed)
     if device.type == "cuda" and options.auto_shapes:
         options = _with_cuda_profile(options, device, assets, dtype)
-    from realtime.runtime.vocoder import StreamingVocoder
+    from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
     decoder, vocos = with_precision(decoder, vocos, vocoder_precision)
     if device.type == "cpu":
         from realtime.runtime.cpu.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
-    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
+    # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
+    growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
+    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
+                               chunk_growth=growth)
     if device.type == "cuda":
         from realtime.runtime.vocoder_batch import PACKED_STEPS
         vocoder.pad_steps = PACKED_STEPS
