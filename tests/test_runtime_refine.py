@@ -24,7 +24,7 @@ from runtime_fixtures import (
     fidelity_runner,
 )
 
-from realtime.runtime.api import REFINE_SAMPLING, RefineRequest, SamplingParams, SegmentRequest
+from realtime.runtime.api import REFINE_SAMPLING, NamedVoice, RefineRequest, SamplingParams, SegmentRequest
 from realtime.runtime.refine import RefineWork
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, process_logits
 from scheduler import StepOutput
@@ -35,11 +35,12 @@ MAX_NEW = 40  # refine tokens per job (upstream's 384 would make the test slow)
 GREEDY_REFINE = dataclasses.replace(REFINE_SAMPLING, temperature=1e-5, max_new_tokens=MAX_NEW)
 AUDIO = SamplingParams(temperature=1e-5, min_new_tokens=8, max_new_tokens=24, seed=3)
 PROMPTS = ("", "[oral_2][laugh_0][break_6]")
+ASH = NamedVoice("ash")
 
 
 def refine_request(text: str, prompt: str = "", params: SamplingParams = GREEDY_REFINE,
                    audio: SamplingParams = AUDIO) -> SegmentRequest:
-    return SegmentRequest(text, voice="ash", params=audio, refine=RefineRequest(prompt, params))
+    return SegmentRequest(text, voice=ASH, params=audio, refine=RefineRequest(prompt, params))
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_greedy_refine_alone_equals_upstream(runner, references):
 def test_greedy_refine_batched_beside_audio_jobs_equals_upstream(runner, references):
     keys = list(references)[:4]
     jobs = {i: refine_request(t, p) for i, (t, p) in enumerate(keys)}
-    jobs[9] = SegmentRequest(TEXTS[0], voice="ash", params=AUDIO)  # no pass: rides along
+    jobs[9] = SegmentRequest(TEXTS[0], voice=ASH, params=AUDIO)  # no pass: rides along
     d = run(runner, jobs)
     for i, key in enumerate(keys):
         assert runner.refine.finished_tokens[i] == references[key].tolist(), key
@@ -118,8 +119,8 @@ def test_refined_text_is_upstreams(runner, chat, references):
 
 def test_audio_after_the_pass_equals_a_fresh_job_of_the_refined_text(runner):
     d = run(runner, {0: refine_request(TEXTS[2], PROMPTS[1])})
-    fresh = run(runner, {1: SegmentRequest(d.refined[0], voice="ash", params=AUDIO, normalized=True)})
-    other = run(runner, {2: SegmentRequest(TEXTS[3], voice="ash", params=AUDIO)})
+    fresh = run(runner, {1: SegmentRequest(d.refined[0], voice=ASH, params=AUDIO, normalized=True)})
+    other = run(runner, {2: SegmentRequest(TEXTS[3], voice=ASH, params=AUDIO)})
     assert not torch.equal(fresh.codes[1], other.codes[2])  # the text decides the codes
     assert torch.equal(d.codes[0], fresh.codes[1])
     assert d.prompt_len[0] == fresh.prompt_len[1]
@@ -148,7 +149,7 @@ def test_pass_ends_at_ebreak_which_is_not_kept(runner, monkeypatch):
 def test_out_of_memory_in_the_audio_part_undoes_the_text_step(runner, monkeypatch):
     d = Driver(runner)
     d.add(0, refine_request(TEXTS[0]))
-    d.add(1, SegmentRequest(TEXTS[1], voice="ash", params=AUDIO))
+    d.add(1, SegmentRequest(TEXTS[1], voice=ASH, params=AUDIO))
     d.step()
     before = list(runner.refine.passes[0].tokens)
     real = runner.refine.execute_audio
