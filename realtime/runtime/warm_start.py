@@ -121,7 +121,8 @@ class StagedWarmup:
         none), folded into ``cost`` (a ``scheduler.CostModel``) when given."""
         if not self._pieces:
             return {}
-        measured = self._pieces.pop(0)()
+        measured = self._pieces[0]()
+        del self._pieces[0]  # after the run: ``left`` counts the piece in progress
         self.table.update(measured)
         if measured and cost is not None:
             cost.calibrate(measured)
