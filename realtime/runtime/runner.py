@@ -122,7 +122,7 @@ class ModelRunner:
         self.codes = torch.zeros(slots, self.max_len, q, dtype=torch.int64, device=device)
         self.hidden = torch.zeros(slots, self.max_len, d, dtype=torch.float32, device=device)
         self.step = DeviceStep(self.model, self.cache, self.codes, self.hidden)
-        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file),
+        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices),
                                   q, assets.shape.num_audio_tokens)
         self.voices = self.front.speakers.names
         self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
