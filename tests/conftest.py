@@ -34,6 +34,13 @@ import os
 # Triton's CPU interpreter must be on before anything imports triton (torch
 # may, early): tests/test_live_attention.py runs the kernels in it.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# The runtime keeps per-machine start-up results (the GEMM plan, the CPU's
+# stream figures) in a cache directory: a test session uses its own, never the
+# user's (servers started as subprocesses inherit it).
+if "REALTIME_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["REALTIME_CACHE_DIR"] = tempfile.mkdtemp(prefix="realtime-test-cache-")
 
 import asyncio
 import socket
