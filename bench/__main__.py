@@ -20,6 +20,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "overload": ("bench.overload", "admission by capacity vs queue-only under overload, real server"),
     "turns": ("bench.turns", "bursts of streamed turns: a held place per accepted turn vs none"),
     "soak": ("bench.soak", "bounded loopback soak of the whole server"),
+    "coldstart": ("bench.coldstart", "process start to /readyz and first audio, cold and warm cache"),
     "text": ("bench.text", "text front end: normalization cost per sentence, share of first audio"),
 }
 

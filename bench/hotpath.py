@@ -61,10 +61,10 @@ def _tiny_runner(capture=None, **options):
 
 
 def _request(i: int, n: int, streaming: bool = False):
-    from realtime.runtime.api import SamplingParams, SegmentRequest
+    from realtime.runtime.api import SamplingParams, SeedVoice, SegmentRequest
 
     texts = ("Hello world, this is a test.", "The test of the world and this, hello again.")
-    return SegmentRequest(texts[i % 2], voice="seed:1", streaming=streaming,
+    return SegmentRequest(texts[i % 2], voice=SeedVoice(1), streaming=streaming,
                           params=SamplingParams(seed=i, min_new_tokens=n, max_new_tokens=n))
 
 

@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="first audio to compare with (CPU, int8 stream, docs/runtime.md)")
     args = ap.parse_args(argv)
 
+    from realtime.runtime.api import SeedVoice
     from realtime.runtime.frontend import Speakers, TextFrontEnd
     from realtime.runtime.shapes import TINY
     from realtime.runtime.spoken import TextNormalizer
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     assets = random_assets(TINY, 0)
     front = TextFrontEnd(assets.tokenizer, Speakers(assets.shape.hidden, assets.spk_stat))
     front.warmup()
-    prompt = _timed(lambda s: front.build(s, "seed:1"), sentences, max(1, args.repeats // 4))
+    prompt = _timed(lambda s: front.build(s, SeedVoice(1)), sentences, max(1, args.repeats // 4))
     prompt_ms = [v for vs in prompt.values() for v in vs]
     first_ms = statistics.median(v for a in answers for v in prompt[a[0]])
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from realtime.runtime.api import RuntimeOptions
+from realtime.runtime.prepared_cache import default_cache_dir
+from realtime.voices_file import read_voices_file
 from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
@@ -78,6 +80,8 @@ class ServerConfig:
     tone_step_ms: float = 0.0
     tone_codes_per_step: int = 1
     web_root: str | None = None
+    # Start-up work kept per machine (step costs, the GEMM plan, prepared weights); "" = off.
+    cache_dir: str = field(default_factory=default_cache_dir)
     disable_speech_api: bool = False  # no POST /v1/audio/speech (WebSocket and GETs only)
     # Admission under overload (docs/scheduler.md): "capacity" or "queue-only".
     admission: str = "capacity"
@@ -93,7 +97,8 @@ class ServerConfig:
         return bool(self.auth_tokens)
 
     def runtime_options(self) -> RuntimeOptions:
-        """The part of the config the model runtime needs."""
+        """The part of the config the model runtime needs (the voices file
+        read and resolved: ValueError when it is unreadable or bad)."""
         return RuntimeOptions(
             weights=self.weights,
             model_dir=self.model_dir,
@@ -107,8 +112,9 @@ class ServerConfig:
             kv_buckets=self.kv_buckets,
             max_slots=self.max_slots,
             lookahead_steps=self.lookahead_steps,
-            voices_file=self.voices_file,
+            voices=read_voices_file(self.voices_file) if self.voices_file else (),
             auto_shapes=self.auto_shapes,
+            cache_dir=self.cache_dir or None,
         )
 
     def summary(self) -> dict[str, object]:
@@ -222,6 +228,9 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--tone-codes-per-step", "tone_codes_per_step", _positive_int,
      "codes per step of the synthetic runner (--weights tone; benches)"),
     ("--web-root", "web_root", str, "directory served at / (default: clients/web)"),
+    ("--cache-dir", "cache_dir", str,
+     "directory for start-up work kept per machine: step costs, GEMM plan, prepared weights "
+     "(default $XDG_CACHE_HOME/realtime-tts or ~/.cache/realtime-tts; '' turns it off)"),
     ("--disable-speech-api", "disable_speech_api", bool,
      "serve no OpenAI-compatible POST /v1/audio/speech on the port"),
     ("--admission", "admission", str,

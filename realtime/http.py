@@ -99,8 +99,8 @@ class HttpRoutes:
 
     def _readyz(self) -> HttpResponse:
         s = self.state
-        body = {"ready": s.accepting, "warm": s.ready, "draining": s.draining,
-                "weights": s.weights, "device": s.device}
+        body = {"ready": s.accepting, "warm": s.ready, "warming": s.warming() if s.ready else 0,
+                "draining": s.draining, "weights": s.weights, "device": s.device}
         if s.failure is not None:
             body["error"] = s.failure
         return exchange.json(_OK if s.accepting else http.HTTPStatus.SERVICE_UNAVAILABLE, body)

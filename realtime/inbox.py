@@ -28,6 +28,10 @@ class Inbox:
         self._commands: collections.deque[Command] = collections.deque()
         self._stopping = False
 
+    def __len__(self) -> int:
+        """Commands queued now (a racy snapshot from another thread)."""
+        return len(self._commands)
+
     def post(self, command: Command) -> None:
         with self._cond:
             self._commands.append(command)

@@ -15,8 +15,9 @@ model thread, and an encode queued as a model-thread command would stall
 every stream's next step for as long as it runs. One encode runs at a time;
 ``max_waiting`` more may queue; beyond that ``EncoderBusy``.
 
-``resolve`` turns a wire voice into what the runtime takes: a voice string
-(name, seed or embedding) or a ``VoiceSample`` with no speaker embedding.
+``resolve`` turns a wire voice into what the runtime takes: a typed voice
+(``SeedVoice``, ``EmbeddingVoice``, ``NamedVoice``) or a ``VoiceSample``
+with no speaker embedding.
 
 Thread: event loop (the encodes run on the encoder's thread).
 """
@@ -31,8 +32,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
-from protocol.voices import sample_of
-from realtime.runtime.api import VoiceSample
+from protocol.voices import is_embedding, sample_of, seed_of
+from realtime.runtime.api import EmbeddingVoice, NamedVoice, SeedVoice, Voice, VoiceSample
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,15 +47,27 @@ DEFAULT_VOICE = "seed:0"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def resolve(voice: str | None, named: Mapping[str, str]) -> tuple[str | None, VoiceSample | None]:
+def resolve(voice: str | None, named: Mapping[str, str]) -> tuple[Voice | None, VoiceSample | None]:
     """(voice, sample) for a ``SegmentRequest`` from a wire voice (already
     validated): a named upload becomes its sample; a sample voice speaks with
     no speaker embedding, as upstream does for a sample alone."""
     voice = named.get(voice, voice) if voice else DEFAULT_VOICE
     parts = sample_of(voice)
-    if parts is None:
-        return voice, None
-    return None, VoiceSample(*parts)
+    if parts is not None:
+        return None, VoiceSample(*parts)
+    return runtime_voice(voice), None
+
+
+def runtime_voice(voice: str) -> Voice:
+    """The runtime's voice for a wire voice that is not a sample: a seed, an
+    embedding, or else a name of the runtime's voice table (the runtime
+    refuses one it does not have)."""
+    seed = seed_of(voice)
+    if seed is not None:
+        return SeedVoice(seed)
+    if is_embedding(voice):
+        return EmbeddingVoice(voice)
+    return NamedVoice(voice)
 
 
 class EncoderBusy(RuntimeError):
@@ -85,7 +98,7 @@ class SampleVoices:
             dropped, _ = self.named.popitem(last=False)
             log.info("named voice %r dropped: more than %d named voices", dropped, self.max_named)
 
-    def resolve(self, voice: str | None) -> tuple[str | None, VoiceSample | None]:
+    def resolve(self, voice: str | None) -> tuple[Voice | None, VoiceSample | None]:
         return resolve(voice, self.named)
 
     async def encode(self, wav: np.ndarray) -> str:

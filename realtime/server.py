@@ -251,6 +251,7 @@ class Server:
         runner = self.worker.runner
         assert runner is not None
         self.state.samples.encoder = runner.sample_encoder  # off the model thread: realtime.samples
+        self.state.warming = lambda: self.worker.warming
         self.state.serve(self._hello(runner), Offer(
             formats=offered_formats(), sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
             max_text_chars=self.config.max_text_chars))

@@ -11,6 +11,7 @@ Thread: event loop only.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocol import Hello, Offer
@@ -28,6 +29,8 @@ class ServiceState:
     offer: Offer | None = None
     samples: SampleVoices = field(default_factory=SampleVoices)
     _model_voices: tuple[str, ...] = ()  # the runner's own named voices
+    # Warm-up pieces left for idle time once ready (the worker's count; /readyz).
+    warming: Callable[[], int] = lambda: 0
 
     @property
     def accepting(self) -> bool:

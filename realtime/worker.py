@@ -156,7 +156,8 @@ class ModelWorker:
         try:
             self.runner = self._runner_factory()
             started = time.perf_counter()
-            self.warmup_table = dict(self.runner.warmup())
+            # A runner that can leave part of its warm-up for idle time does (warm_start.py).
+            self.warmup_table = dict(getattr(self.runner, "warmup_first", self.runner.warmup)())
             log.info("warm-up done in %.2f s: %d (batch, bucket) shapes",
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
@@ -189,7 +190,10 @@ class ModelWorker:
         planned = False
         while True:
             updates: list[WorkerUpdate] = []
-            commands = self._take_commands(busy=planned)
+            # Warm-up left for idle time: one piece per idle pass, none while a job is held.
+            if not planned and sched.idle and self.warming and not self._inbox:
+                self.warmup_table.update(self.runner.warmup_rest.step(sched.cost))  # type: ignore[union-attr]
+            commands = self._take_commands(busy=planned or (sched.idle and self.warming > 0))
             if commands is None:
                 return
             for command in commands:
@@ -206,6 +210,12 @@ class ModelWorker:
             else:
                 self._busy_since = None  # the thread may wait now: no back-to-back period
             self._publish(updates)
+
+    @property
+    def warming(self) -> int:
+        """Warm-up pieces the runner left for idle time (``/readyz``)."""
+        rest = getattr(self.runner, "warmup_rest", None)
+        return 0 if rest is None else rest.left
 
     def _take_commands(self, busy: bool) -> list[Command] | None:
         """Everything in the inbox (None: stop); with work held but nothing

@@ -30,17 +30,14 @@ All clients are closed after the test.
 from __future__ import annotations
 
 import os
+import tempfile
 
 # Triton's CPU interpreter must be on before anything imports triton (torch
 # may, early): tests/test_live_attention.py runs the kernels in it.
 os.environ.setdefault("TRITON_INTERPRET", "1")
-# The runtime keeps per-machine start-up results (the GEMM plan, the CPU's
-# stream figures) in a cache directory: a test session uses its own, never the
-# user's (servers started as subprocesses inherit it).
-if "REALTIME_CACHE_DIR" not in os.environ:
-    import tempfile
-
-    os.environ["REALTIME_CACHE_DIR"] = tempfile.mkdtemp(prefix="realtime-test-cache-")
+# Servers the tests start keep their prepared cache (--cache-dir's default) in a
+# directory of this session's own, never the developer's ~/.cache.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="realtime-test-cache-")
 
 import asyncio
 import socket

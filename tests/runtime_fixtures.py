@@ -23,6 +23,7 @@ from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.build import build_runner
 from realtime.runtime.shapes import TINY
 from realtime.runtime.weights import ModelAssets, random_assets
+from realtime.samples import runtime_voice
 from tools.driver import Driver  # noqa: F401 - re-exported for the test modules
 
 GREEDY = dict(temperature=1e-5, min_new_tokens=8, max_new_tokens=48)
@@ -103,8 +104,9 @@ def meta_runner(max_slots: int = 4):
 
 def request(text: str, streaming: bool = False, voice: str | None = "ash", sample=None,
             **params) -> SegmentRequest:
-    return SegmentRequest(text, voice=voice, params=SamplingParams(**params), streaming=streaming,
-                          sample=sample)
+    """A request with ``voice`` in the wire's syntax, resolved as the server does."""
+    return SegmentRequest(text, voice=None if voice is None else runtime_voice(voice),
+                          params=SamplingParams(**params), streaming=streaming, sample=sample)
 
 
 _UPSTREAM: dict[tuple[str, str], object] = {}

@@ -119,6 +119,15 @@ def test_each_floor_imports_only_what_is_below_it():
     assert not problems, problems
 
 
+def test_the_runtime_parses_no_wire_voice_syntax():
+    # The server resolves the wire's voice strings (protocol.voices) into the
+    # runtime's typed voices (runtime.api.Voice); the runtime only receives them.
+    problems = [f"{name} imports {target}" for name, targets in project_imports(shipped_modules()).items()
+                if _floor(name) == "realtime.runtime" for target in targets
+                if target == "protocol.voices" or target.startswith("protocol.voices.")]
+    assert not problems, problems
+
+
 def test_shipped_code_imports_nothing_unshipped():
     problems = [f"{name} imports {imp}" for name, path in shipped_modules().items()
                 for imp in all_imports(path) if imp.split(".")[0] in UNSHIPPED]

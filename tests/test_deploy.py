@@ -475,6 +475,15 @@ def test_weights_volume_is_the_model_dir():
     assert server_mount.get("readOnly") is True
 
 
+def test_prepared_cache_is_a_writable_node_directory():
+    cache_dir = pod_config().cache_dir
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    (mount,) = [m for m in server_container()["volumeMounts"] if m["mountPath"] == cache_dir]
+    assert not mount.get("readOnly")
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["hostPath"]["type"] == "DirectoryOrCreate"  # per node: keyed by its CPU
+
+
 def test_pods_run_as_the_image_user():
     for kind in ("Deployment", "Job"):
         pod = one(kind)["spec"]["template"]["spec"]

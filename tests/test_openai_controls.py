@@ -16,9 +16,11 @@ from protocol.pcm import decode_samples
 from realtime.api_error import ApiError
 from realtime.openai_speech.instructions import speed_from_instructions
 from realtime.openai_speech.request import parse_request
+from realtime.runtime.api import NamedVoice, SeedVoice
 from realtime.runtime.frontend import Speakers
 from realtime.runtime.voice_table import DEFAULT_VOICES, OPENAI_VOICE_NAMES
 from realtime.textfront.speed import level_for_tempo
+from realtime.voices_file import read_voices_file
 
 VOICES = tuple(DEFAULT_VOICES)
 
@@ -110,8 +112,8 @@ def test_openai_voice_names_each_name_a_fixed_distinct_voice():
     assert len(set(seeds)) == len(seeds)
     # the names that existed before keep their voices
     assert {k: DEFAULT_VOICES[k] for k in ("default", "ash", "birch", "cedar", "dune")} == \
-        {"default": "seed:0", "ash": "seed:2", "birch": "seed:3", "cedar": "seed:5",
-         "dune": "seed:7"}
+        {"default": SeedVoice(0), "ash": SeedVoice(2), "birch": SeedVoice(3), "cedar": SeedVoice(5),
+         "dune": SeedVoice(7)}
     for name in OPENAI_VOICE_NAMES:
         assert parsed(voice=name).voice == name
     err = refused(voice="nobody")
@@ -123,11 +125,11 @@ def test_a_voices_file_remaps_an_openai_name(tmp_path):
     a = tiny_assets()
     path = tmp_path / "voices.json"
     path.write_text(json.dumps({"alloy": {"seed": 99}, "mine": "seed:4"}))
-    speakers = Speakers(a.shape.hidden, a.spk_stat, str(path))
-    assert speakers.registry["alloy"] == "seed:99" and "mine" in speakers.names
+    speakers = Speakers(a.shape.hidden, a.spk_stat, read_voices_file(str(path)))
+    assert speakers.registry["alloy"] == SeedVoice(99) and "mine" in speakers.names
     assert set(OPENAI_VOICE_NAMES) <= set(speakers.names)
     import torch
-    assert torch.equal(speakers.resolve("alloy"), speakers.from_seed(99))
+    assert torch.equal(speakers.resolve(NamedVoice("alloy")), speakers.from_seed(99))
 
 
 # -- the official client against the real runtime ----------------------------------------------

@@ -19,7 +19,7 @@ from test_voice_upload import TINY
 from protocol import Speak
 from protocol.params import Params
 from realtime.handoff import UpdateKind, WorkerUpdate
-from realtime.runtime.api import VoiceSample
+from realtime.runtime.api import SeedVoice, VoiceSample
 from realtime.runtime.encoder import SampleEncoder, decode_codes
 from realtime.samples import SampleVoices
 from realtime.utterance import ServerUtterance
@@ -90,7 +90,7 @@ async def test_first_holds_later_sentences_until_sentence_one_is_encoded():
     later = link.works[1:]
     assert [w.request.text for w in later] == ["A second one follows.", "And a third."]
     sample = VoiceSample("\u4e00" * 20, "The first sentence is here.")
-    assert all(w.request.sample == sample and w.request.voice == "seed:0" for w in later)
+    assert all(w.request.sample == sample and w.request.voice == SeedVoice(0) for w in later)
     assert link.works[0].request.sample is None
     assert len(encoder.wavs) == 1 and np.array_equal(encoder.wavs[0], np.concatenate(chunks))
 

@@ -8,9 +8,17 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.api import RequestError, SamplingParams, VoiceError
+from realtime.runtime.api import (
+    EmbeddingVoice,
+    NamedVoice,
+    RequestError,
+    SamplingParams,
+    SeedVoice,
+    VoiceError,
+)
 from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
 from realtime.runtime.shapes import FULL
+from realtime.voices_file import read_voices_file
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +48,7 @@ def test_prompt_matches_upstream_tokenizer(front):
     text = front.normalize("Hello world, this is a test.")
     decorated = Speaker.decorate_code_prompts([text], "[speed_5]", None, "spk")
     ids, mask, text_mask = up.encode(decorated, 4)
-    prompt = front.build("Hello world, this is a test.", "seed:1")
+    prompt = front.build("Hello world, this is a test.", SeedVoice(1))
     assert torch.equal(ids[0, :, 0], prompt.ids)
     assert prompt.ids[1] == front.spk_emb_id
 
@@ -55,27 +63,27 @@ def test_the_prompt_carries_the_speed_level_as_upstream_writes_it(front, speed):
     upstream_prompt = Chat.InferCodeParams(prompt=f"[speed_{speed}]").prompt
     text = front.normalize("Speak at this pace, please.")
     ids, _, _ = up.encode(Speaker.decorate_code_prompts([text], upstream_prompt, None, "spk"), 4)
-    prompt = front.build("Speak at this pace, please.", "seed:1", speed=speed)
+    prompt = front.build("Speak at this pace, please.", SeedVoice(1), speed=speed)
     assert torch.equal(ids[0, :, 0], prompt.ids)
     assert prompt.ids[2] == front.tokenizer.convert_tokens_to_ids(f"[speed_{speed}]")
 
 
 def test_each_speed_level_is_its_own_token_and_five_is_the_default(front):
-    by_level = [int(front.build("Same words.", "seed:1", speed=n).ids[2]) for n in range(10)]
+    by_level = [int(front.build("Same words.", SeedVoice(1), speed=n).ids[2]) for n in range(10)]
     assert len(set(by_level)) == 10
-    assert torch.equal(front.build("Same words.", "seed:1").ids,
-                       front.build("Same words.", "seed:1", speed=5).ids)
+    assert torch.equal(front.build("Same words.", SeedVoice(1)).ids,
+                       front.build("Same words.", SeedVoice(1), speed=5).ids)
 
 
 @pytest.mark.parametrize("speed", [-1, 10, 5.0])
 def test_a_speed_outside_the_levels_is_a_request_error(front, speed):
     with pytest.raises(RequestError, match="speed"):
-        front.build("Hello.", "seed:1", speed=speed)
+        front.build("Hello.", SeedVoice(1), speed=speed)
 
 
 def test_empty_text(front):
-    assert front.build("  ... [uv_break] ", "default") is None
-    assert front.build("ok", "default") is not None
+    assert front.build("  ... [uv_break] ", NamedVoice("default")) is None
+    assert front.build("ok", NamedVoice("default")) is not None
 
 
 def test_seed_voice_matches_upstream_sampling():
@@ -85,8 +93,8 @@ def test_seed_voice_matches_upstream_sampling():
     upstream = Speaker(FULL.hidden, Config().spk_stat)
     torch.manual_seed(42)
     expected = upstream._sample_random()
-    assert torch.equal(spk.resolve("seed:42"), expected)
-    assert not torch.equal(spk.resolve("seed:43"), expected)
+    assert torch.equal(spk.resolve(SeedVoice(42)), expected)
+    assert not torch.equal(spk.resolve(SeedVoice(43)), expected)
 
 
 def test_voice_encoded_by_upstream_resolves_to_its_vector():
@@ -94,25 +102,26 @@ def test_voice_encoded_by_upstream_resolves_to_its_vector():
     a = tiny_assets()
     spk = Speakers(a.shape.hidden, a.spk_stat)
     vec = spk.from_seed(9)
-    assert torch.equal(spk.resolve(Speaker._encode(vec)), vec)
+    assert torch.equal(spk.resolve(EmbeddingVoice(Speaker._encode(vec))), vec)
     with pytest.raises(VoiceError):
-        spk.resolve("x" * 40)  # not an encoding
+        spk.resolve(EmbeddingVoice("\u4e00" * 40))  # the syntax, but no encoding
     with pytest.raises(VoiceError):
-        spk.resolve("no-such-voice")
-    with pytest.raises(VoiceError):
-        spk.resolve("seed:abc")
+        spk.resolve(NamedVoice("no-such-voice"))
+    assert torch.equal(spk.resolve(NamedVoice("ash")), spk.from_seed(2))
 
 
 def test_voices_file(tmp_path):
     a = tiny_assets()
     path = tmp_path / "voices.json"
     path.write_text(json.dumps({"narrator": "seed:11", "host": {"seed": 12}}))
-    spk = Speakers(a.shape.hidden, a.spk_stat, str(path))
+    spk = Speakers(a.shape.hidden, a.spk_stat, read_voices_file(str(path)))
     assert "narrator" in spk.names and "default" in spk.names
-    assert torch.equal(spk.resolve("host"), spk.from_seed(12))
-    path.write_text("[1, 2]")
-    with pytest.raises(ValueError, match="voices.json"):
-        Speakers(a.shape.hidden, a.spk_stat, str(path))
+    assert torch.equal(spk.resolve(NamedVoice("host")), spk.from_seed(12))
+    assert torch.equal(spk.resolve(NamedVoice("narrator")), spk.from_seed(11))
+    for bad in ("[1, 2]", '{"x": "seed:abc"}', '{"x": 3}'):
+        path.write_text(bad)
+        with pytest.raises(ValueError, match="voices.json"):
+            read_voices_file(str(path))
 
 
 @pytest.mark.parametrize("bad", [dict(temperature=0), dict(top_p=0), dict(top_p=1.5), dict(top_k=0),
@@ -126,10 +135,10 @@ def test_params_validated(bad):
 
 def test_normalized_text_is_not_normalized_again(front):
     # The server's text thread already made the text the model reads.
-    assert front.build("3 cats", "default").text == "three cats"
-    prompt = front.build("3 cats", "default", normalized=True)
+    assert front.build("3 cats", NamedVoice("default")).text == "three cats"
+    prompt = front.build("3 cats", NamedVoice("default"), normalized=True)
     assert prompt.text == "3 cats"
     assert torch.equal(prompt.ids, front.tokenizer("[Stts][spk_emb][speed_5]3 cats[Ptts]",
                                                    add_special_tokens=False,
                                                    return_tensors="pt")["input_ids"][0])
-    assert front.build("", "default", normalized=True) is None
+    assert front.build("", NamedVoice("default"), normalized=True) is None

@@ -15,6 +15,7 @@ from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
 from realtime.runtime.audio_stage import PUSH_EVERY
 from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.vocoder import audio_samples
+from realtime.voices_file import read_voices_file
 from scheduler.plan import Lane, StepPlan
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -179,7 +180,7 @@ def test_warmup_times_each_batch_and_bucket():
 def test_voices_come_from_the_options_file(tmp_path):
     path = tmp_path / "voices.json"
     path.write_text('{"maple": "seed:11"}')
-    r = tiny_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(64,), voices_file=str(path))
+    r = tiny_runner(max_slots=1, batch_sizes=(1,), kv_buckets=(64,), voices=read_voices_file(str(path)))
     assert "maple" in r.voices and "default" in r.voices
     assert r.prepare(request(TEXTS[1], voice="maple")).prompt_len > 0
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, assert_distinct, fidelity_assets, fidelity_runner, request
 
-from realtime.runtime.api import VoiceError, VoiceSample
+from realtime.runtime.api import NamedVoice, VoiceError, VoiceSample
 from realtime.runtime.encoder import SampleEncoder, decode_codes, encode_codes
 from tools.upstream import upstream_chat, upstream_infer_codes
 
@@ -55,7 +55,7 @@ def samples(chat, runner):
 
 def _upstream(chat, runner, text: str, voice: str | None, sample: VoiceSample | None):
     from ChatTTS.model.speaker import Speaker
-    spk_emb = None if voice is None else Speaker._encode(runner.front.speakers.resolve(voice))
+    spk_emb = None if voice is None else Speaker._encode(runner.front.speakers.resolve(NamedVoice(voice)))
     params = chat.InferCodeParams(
         prompt="[speed_5]", spk_emb=spk_emb, spk_smp=sample and sample.spk_smp,
         txt_smp=sample and sample.txt_smp, temperature=GREEDY["temperature"],

@@ -23,10 +23,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from runtime_fixtures import tiny_runner
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
 from realtime.runtime.vocoder import (
+    CPU_CHUNK_GROWTH,
     SAMPLES_PER_STEP,
     StreamingVocoder,
     audio_samples,
@@ -285,6 +287,22 @@ def test_chunks_start_small_and_double_up_to_the_largest(models, hidden):
     vocoder = StreamingVocoder(*models, lookahead_steps=8, min_chunk_steps=4, max_chunk_steps=32)
     sizes = [len(o) // SAMPLES_PER_STEP for o in stream(vocoder, hidden[:150], [1])[:-1] if len(o)]
     assert sizes == [4, 8, 16, 32, 32, 32]
+
+
+def test_a_slower_growth_takes_more_smaller_chunks_to_the_same_audio(models, hidden, reference):
+    # The CPU's schedule: each chunk half again the one before, so a model
+    # 1.5x real time keeps up (module docstring); the seams stay the same.
+    vocoder = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH)
+    outs = stream(vocoder, hidden, [1])
+    sizes = [len(o) // SAMPLES_PER_STEP for o in outs[:-1] if len(o)]
+    assert sizes[:8] == [4, 6, 9, 14, 21, 32, 48, 64] and set(sizes[8:]) == {64}
+    assert snr_db(reference, np.concatenate(outs)) > SNR_BOUND_DB
+    with pytest.raises(ValueError, match="chunk_growth must be > 1"):
+        StreamingVocoder(*models, chunk_growth=1.0)
+
+
+def test_the_cpu_runtime_builds_its_vocoder_with_the_cpu_growth():
+    assert tiny_runner().vocoder.chunk_growth == CPU_CHUNK_GROWTH
 
 
 @pytest.mark.parametrize("lookahead", [0, 1, 3])

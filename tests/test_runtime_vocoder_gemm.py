@@ -19,9 +19,10 @@ from runtime_fixtures import tiny_assets
 from realtime.runtime.cpu import vocoder_gemm
 from realtime.runtime.cpu.gemm import backend_available, plain
 from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.cpu.vocoder_gemm import Bf16Linear, PackedLinear, bf16_layers, pack_linears
+from realtime.runtime.cpu.vocoder_gemm import PackedLinear, bf16_layers, pack_linears
 from realtime.runtime.shapes import TINY
 from realtime.runtime.vocoder import StreamingVocoder
+from realtime.runtime.vocoder_precision import BF16Linear
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -106,7 +107,7 @@ def test_bf16_is_taken_per_shape_only_where_it_measures_faster():
     matrices = [plain(lin.weight.detach()) for lin in linears]
     faster = bf16_layers(linears, matrices, 0, timer=_timer(1.0, 0.5))
     assert set(faster) == {id(lin) for lin in linears}
-    assert all(isinstance(m, Bf16Linear) for m in faster.values())
+    assert all(isinstance(m, BF16Linear) for m in faster.values())
     assert bf16_layers(linears, matrices, 0, timer=_timer(1.0, 0.95)) == {}  # under the gain
     # Shapes below the measuring floor are not even timed: tiny models stay exact.
     assert bf16_layers(linears, matrices, 2**30, timer=lambda call: 1 / 0) == {}
@@ -118,9 +119,10 @@ def test_a_bf16_vocoder_stays_within_its_documented_snr_of_fp32(monkeypatch):
                         lambda linears, matrices, min_bytes: bf16_layers(linears, matrices, 0,
                                                                          timer=_timer(1.0, 0.5)))
     (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("int8"))
-    layers = [m for m in dec.modules() if isinstance(m, (Bf16Linear, torch.nn.Linear))]
-    assert layers and all(isinstance(m, Bf16Linear) for m in layers)
-    assert not any(isinstance(m, Bf16Linear) for m in decoder.modules())  # the assets untouched
+    layers = [m for m in dec.modules() if isinstance(m, (BF16Linear, torch.nn.Linear))]
+    assert layers and all(isinstance(m, BF16Linear) for m in layers)
+    assert isinstance(voc.head.out, torch.nn.Linear)  # the head stays fp32
+    assert not any(isinstance(m, BF16Linear) for m in decoder.modules())  # the assets untouched
     hidden = torch.randn(40, TINY.hidden, generator=torch.Generator().manual_seed(0))
     ref = StreamingVocoder(decoder, vocos).one_shot(hidden)
     out = StreamingVocoder(dec, voc).one_shot(hidden)

@@ -9,7 +9,7 @@ import threading
 import time
 
 from protocol import Done, Error, Params, Speak, decode_client
-from realtime.runtime.api import SegmentRequest
+from realtime.runtime.api import SeedVoice, SegmentRequest
 from realtime.runtime.tone import ToneRunner
 from realtime.segment_request import segment_request
 from realtime.textfront.script import estimate_tokens
@@ -68,7 +68,7 @@ def test_segment_request_defaults_and_overrides():
     assert isinstance(speak, Speak)
     request = segment_request(speak)
     assert (request.speed, request.reference, request.voice, request.streaming) == \
-        (0, "none", "seed:3", True)
+        (0, "none", SeedVoice(3), True)
     assert request.params.top_k == 7 and request.params.min_new_tokens == 1
     assert segment_request(Speak("u", "x")).speed == 5
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from runtime_fixtures import tiny_assets
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
-from realtime.runtime.api import RequestError
+from realtime.runtime.api import RequestError, SeedVoice
 from realtime.runtime.frontend import Speakers, TextFrontEnd
 from realtime.runtime.spoken import Spoken, TextNormalizer
 from realtime.textfront.lang import needs_rules
@@ -91,7 +91,7 @@ def test_plain_prompt_ids_are_upstreams(upstream):
         decorated = Speaker.decorate_code_prompts([upstream(sentence.strip()).strip()], "[speed_5]",
                                                   None, "spk")
         ids, _, _ = up.encode(decorated, 4)
-        prompt = front.build(sentence, "seed:1")
+        prompt = front.build(sentence, SeedVoice(1))
         assert torch.equal(ids[0, :, 0], prompt.ids), sentence
 
 

@@ -10,8 +10,15 @@ import torch
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
 from realtime.runtime import vocoder_batch
+from realtime.runtime.cuda_profile import BUCKETS
 from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_batch import padded_steps, render_packed, warm_packed
+from realtime.runtime.vocoder_batch import (
+    PACKED_STEPS,
+    STEPS_PER_CALL,
+    padded_steps,
+    render_packed,
+)
+from realtime.runtime.vocoder_overlap import AudioDelivery
 
 PACKED_ATOL = 1e-6  # as tests/test_runtime_vocoder_batch.py: float rounding only
 
@@ -67,9 +74,33 @@ def test_rows_longer_than_every_size_run_at_their_length(vocoder, monkeypatch):
     assert padded_steps(70, (64, 128)) == 128 and padded_steps(200, (64, 128)) == 200
 
 
-def test_warming_renders_each_size_once(vocoder, monkeypatch):
+def _delivery(vocoder, delayed=False):
+    return AudioDelivery(vocoder, torch.device("cpu"), delayed, lambda exc: False)
+
+
+@pytest.mark.parametrize("delayed", [False, True])
+def test_warming_renders_each_size_once(vocoder, monkeypatch, delayed):
     rows = _rows(monkeypatch)
     vocoder.pad_steps = (16, 48)
     calls = vocoder.calls
-    warm_packed(vocoder)
+    _delivery(vocoder, delayed).warm()
     assert rows == [16, 48] and vocoder.calls == calls + 2
+
+
+def test_warming_covers_every_size_cuda_pads_to(vocoder, monkeypatch):
+    """Start-up on CUDA warms PACKED_STEPS; every row a step makes within
+    its budget lands on one of them (a unit alone over the budget may run
+    longer: only a one-shot job's whole length, up to the largest bucket)."""
+    rows = _rows(monkeypatch)
+    vocoder.pad_steps = PACKED_STEPS
+    _delivery(vocoder).warm()
+    assert rows == list(PACKED_STEPS)
+    assert padded_steps(STEPS_PER_CALL, PACKED_STEPS) in PACKED_STEPS
+    assert padded_steps(max(BUCKETS), PACKED_STEPS) in PACKED_STEPS  # the profile's longest bucket
+
+
+def test_no_padding_means_nothing_to_warm(vocoder, monkeypatch):
+    rows = _rows(monkeypatch)
+    vocoder.pad_steps = ()
+    _delivery(vocoder).warm()
+    assert rows == []

@@ -9,8 +9,9 @@ import numpy as np
 from conftest import wait_until
 
 from realtime.handoff import SegmentWork, Submission, UpdateKind
-from realtime.runtime.api import SegmentRequest
+from realtime.runtime.api import NamedVoice, SeedVoice, SegmentRequest
 from realtime.runtime.tone import ToneRunner
+from realtime.samples import runtime_voice
 from realtime.worker import ModelWorker
 from scheduler import Lane, SchedulerConfig
 
@@ -35,7 +36,7 @@ def _config(runner):
 
 
 def _submission(sink, texts, first_id, first=True, lane=Lane.INTERACTIVE, voice="seed:1", index=0):
-    work = tuple(SegmentWork(first_id + i, index + i, SegmentRequest(text=t, voice=voice), 10)
+    work = tuple(SegmentWork(first_id + i, index + i, SegmentRequest(text=t, voice=runtime_voice(voice)), 10)
                  for i, t in enumerate(texts))
     return Submission(sink, lane, 0.0, None, work, first)
 
@@ -198,7 +199,7 @@ def test_a_later_submission_refused_at_its_second_segment_is_rolled_back():
     deadline = time.monotonic() + 5.0
 
     def work(job_id: int, index: int, est_tokens: int) -> SegmentWork:
-        return SegmentWork(job_id, index, SegmentRequest(text="A sentence.", voice="seed:1"),
+        return SegmentWork(job_id, index, SegmentRequest(text="A sentence.", voice=SeedVoice(1)),
                            est_tokens)
 
     worker._submit(Submission(sink, Lane.BACKGROUND, 0.0, deadline, (work(1, 0, 10),), True),
@@ -241,13 +242,13 @@ def test_a_segment_that_fills_the_kv_cache():
     runner = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64,))
     worker = _direct_worker(runner)
     sink, updates = Sink(), []
-    long = SegmentRequest(text="word " * 80, voice="ash")
+    long = SegmentRequest(text="word " * 80, voice=NamedVoice("ash"))
     worker._submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, (SegmentWork(1, 0, long, 10),), True),
                    updates)
     assert updates[-1].kind == UpdateKind.REFUSED and updates[-1].code == "unsupported"
     assert "too long" in updates[-1].message and "at most 62" in updates[-1].message
     params = SamplingParams(seed=3, min_new_tokens=500, max_new_tokens=500)
-    fits = SegmentRequest(text="A short one.", voice="ash", params=params)
+    fits = SegmentRequest(text="A short one.", voice=NamedVoice("ash"), params=params)
     prompt_len = runner.prepare(fits).prompt_len
     sink = Sink()
     worker._submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, (SegmentWork(2, 0, fits, 10),), True),

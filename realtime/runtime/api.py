@@ -63,6 +63,35 @@ class SamplingParams:
     max_new_tokens: int = 2048
 
 
+@dataclass(frozen=True, slots=True)
+class SeedVoice:
+    """A speaker drawn from the checkpoint's speaker statistics with a
+    generator seeded ``seed`` (what upstream's ``sample_random_speaker``
+    gives after ``torch.manual_seed(seed)``)."""
+
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingVoice:
+    """A speaker embedding in upstream's text encoding (``Speaker._encode``);
+    the runtime refuses one that does not decode to the model's width."""
+
+    encoded: str
+
+
+@dataclass(frozen=True, slots=True)
+class NamedVoice:
+    """A name of the runtime's voice table (``Runner.voices``)."""
+
+    name: str
+
+
+# A voice as the runtime receives it: the server resolves the wire's syntax
+# (``protocol.voices``) into one of these, so the runtime parses none.
+Voice = SeedVoice | EmbeddingVoice | NamedVoice
+
+
 @dataclass(frozen=True)
 class VoiceSample:
     """A voice from a recording, as upstream's ``InferCodeParams`` carries it:
@@ -77,8 +106,8 @@ class VoiceSample:
 class SegmentRequest:
     """One segment (a sentence or clause) of an utterance to synthesize.
 
-    ``voice`` is a voice name from the registry, ``"seed:<int>"``, or an
-    encoded ChatTTS speaker embedding; None (only with a ``sample``) speaks
+    ``voice`` is a resolved ``Voice``: a name of the voice table, a seed, or
+    an encoded ChatTTS speaker embedding; None (only with a ``sample``) speaks
     with no speaker embedding, as upstream does for ``spk_emb=None``.
     ``sample`` conditions the segment on a recording (``spk_smp``/``txt_smp``
     in upstream's prompt). ``streaming`` asks for audio while the segment is
@@ -96,7 +125,7 @@ class SegmentRequest:
     """
 
     text: str
-    voice: str | None = "seed:0"
+    voice: Voice | None = SeedVoice(0)
     params: SamplingParams = SamplingParams()
     streaming: bool = False
     sample: VoiceSample | None = None
@@ -130,13 +159,17 @@ class RuntimeOptions:
     fp32 on CPU. ``lookahead_steps`` is the streaming vocoder's right context.
     ``auto_shapes`` names the shape fields (``batch_sizes``, ``kv_buckets``,
     ``max_slots``) left to the hardware: on CUDA they come from the GPU's
-    memory (``cuda_profile``); on the CPU the values here stand.
+    memory (``cuda_profile``); on the CPU the values here stand. ``voices``:
+    named voices added to the voice table or replacing its entries (the
+    server reads them from ``--voices-file``).
     ``vocoder_overlap``: ``auto`` (on CUDA only), ``on`` or ``off``: the
     vocoder on its own stream, its audio delivered one step later
     (``vocoder_overlap``). ``vocoder_precision``: the vocoder's linears in
     ``fp32``, ``tf32`` (CUDA only) or ``bf16``, the head and the ISTFT in
     fp32 always; ``auto``: tf32 on CUDA, fp32 on the CPU
     (``vocoder_precision``).
+    ``cache_dir``: where start-up work measured or prepared once per machine
+    is kept (``prepared_cache``); None keeps nothing.
     """
 
     weights: str = "auto"
@@ -150,7 +183,7 @@ class RuntimeOptions:
     max_slots: int = 16
     cuda_graphs: bool = True
     lookahead_steps: int = 8
-    voices_file: str | None = None
+    voices: tuple[tuple[str, SeedVoice | EmbeddingVoice], ...] = ()
     seed: int = 0
     cpu_gemm: str = "auto"
     cpu_threads: int = 0
@@ -158,6 +191,7 @@ class RuntimeOptions:
     auto_shapes: tuple[str, ...] = ()
     vocoder_overlap: str = "auto"
     vocoder_precision: str = "auto"
+    cache_dir: str | None = None  # prepared_cache.PreparedCache's root; None: off
 
 
 class RequestError(ValueError):

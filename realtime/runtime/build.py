@@ -30,6 +30,7 @@ from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
 from realtime.runtime.cpu.threads import configure_threads
 from realtime.runtime.graphs import Capture, CudaCapture
 from realtime.runtime.runner import ModelRunner
+from realtime.runtime.vocoder_precision import vocoder_precision_for, with_precision
 from realtime.runtime.weights import ModelAssets, resolve_assets
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
         raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(GEMM_MODES)})")
     device = pick_device(options.device)
     dtype = pick_dtype(options.precision, device)
+    vocoder_precision = vocoder_precision_for(options.vocoder_precision, device)
     if device.type == "cpu":
         configure_threads(options.cpu_threads)
         _log_cpu_choice(options)
@@ -93,20 +95,24 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
                                 options.seed)
     if device.type == "cuda" and options.auto_shapes:
         options = _with_cuda_profile(options, device, assets, dtype)
-    from realtime.runtime.vocoder import StreamingVocoder
+    from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
+    decoder, vocos = with_precision(decoder, vocos, vocoder_precision)
     if device.type == "cpu":
         from realtime.runtime.cpu.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
-    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps)
+    # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
+    growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
+    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
+                               chunk_growth=growth)
     if device.type == "cuda":
-        from realtime.runtime.vocoder_batch import PACKED_STEPS, warm_packed
+        from realtime.runtime.vocoder_batch import PACKED_STEPS
         vocoder.pad_steps = PACKED_STEPS
-        warm_packed(vocoder)
     if capture is None and device.type == "cuda" and options.cuda_graphs:
         capture = CudaCapture()
     runner = ModelRunner(assets, options, device, dtype, vocoder, capture)
+    runner.audio.delivery.warm()  # every padded size, on the vocoder's own stream
     if options.record_steps:
         from realtime.runtime.step_log import StepRecorder
         log.info("recording every prepare and step plan to %s", options.record_steps)

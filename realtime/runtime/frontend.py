@@ -14,27 +14,35 @@ the last T prompt positions, embedded as audio codes. The transcript is
 normalized like the text (upstream inserts it as given; for a normalized
 transcript, the only kind upstream's own reference makes, that is the same).
 
-Speakers: ``seed:N`` samples from the checkpoint's speaker statistics with a
-generator seeded N (what upstream's ``sample_random_speaker`` gives after
-``torch.manual_seed(N)``); a long string is decoded as upstream's encoded
-embedding; any other name is looked up in the voice registry (the names of
-``voice_table.py``, then ``RuntimeOptions.voices_file``: a JSON object
-mapping names to ``"seed:N"``, ``{"seed": N}`` or an encoded embedding).
+Speakers: voices come resolved (``api.Voice``; the server parses the wire's
+syntax). A ``SeedVoice(N)`` samples from the checkpoint's speaker statistics
+with a generator seeded N (what upstream's ``sample_random_speaker`` gives
+after ``torch.manual_seed(N)``); an ``EmbeddingVoice`` is decoded as
+upstream's encoded embedding; a ``NamedVoice`` is looked up in the voice
+table (the names of ``voice_table.py``, then ``RuntimeOptions.voices``).
 
 Thread: the model thread (the normalizer is not thread-safe).
 """
 
 from __future__ import annotations
 
-import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
 
 import realtime.runtime.compat  # noqa: F401
-from protocol.voices import seed_of
-from realtime.runtime.api import RequestError, SamplingParams, VoiceError, VoiceSample
+from realtime.runtime.api import (
+    EmbeddingVoice,
+    NamedVoice,
+    RequestError,
+    SamplingParams,
+    SeedVoice,
+    Voice,
+    VoiceError,
+    VoiceSample,
+)
 from realtime.runtime.encoder import decode_codes
 from realtime.runtime.spoken import TextNormalizer
 from realtime.runtime.voice_table import DEFAULT_VOICES
@@ -81,35 +89,18 @@ def validate_params(p: SamplingParams) -> None:
 
 
 class Speakers:
-    """Resolves voice strings to speaker vectors (fp16, like upstream's)."""
+    """Resolves voices to speaker vectors (fp16, like upstream's); ``voices``
+    adds named voices to the table or replaces its entries."""
 
-    def __init__(self, hidden: int, spk_stat: str, voices_file: str | None = None):
+    def __init__(self, hidden: int, spk_stat: str,
+                 voices: Iterable[tuple[str, SeedVoice | EmbeddingVoice]] = ()):
         self.hidden = hidden
         self.std, self.mean = decode_spk_stat(spk_stat)
         if self.std.shape[0] != hidden:
             raise ValueError(f"speaker statistics have {self.std.shape[0]} dims, model {hidden}")
-        self.registry = dict(DEFAULT_VOICES)
-        if voices_file:
-            self.registry.update(self._read_registry(voices_file))
-        self._cache: dict[str, torch.Tensor] = {}
-
-    @staticmethod
-    def _read_registry(path: str) -> dict[str, str]:
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"voices file {path} unreadable: {exc}") from None
-        if not isinstance(raw, dict):
-            raise ValueError(f"voices file {path} must hold a JSON object of name -> voice")
-        out = {}
-        for name, spec in raw.items():
-            if isinstance(spec, dict) and isinstance(spec.get("seed"), int):
-                spec = f"seed:{spec['seed']}"
-            if not isinstance(spec, str):
-                raise ValueError(f"voices file {path}: voice {name!r} is not a string or {{seed}}")
-            out[str(name)] = spec
-        return out
+        self.registry: dict[str, SeedVoice | EmbeddingVoice] = dict(DEFAULT_VOICES)
+        self.registry.update(voices)
+        self._cache: dict[Voice, torch.Tensor] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -119,20 +110,22 @@ class Speakers:
         gen = torch.Generator().manual_seed(seed)
         return torch.randn(self.hidden, generator=gen, dtype=self.std.dtype).mul_(self.std).add_(self.mean)
 
-    def resolve(self, voice: str) -> torch.Tensor:
+    def resolve(self, voice: Voice) -> torch.Tensor:
         """Speaker vector [hidden] fp16; raises VoiceError."""
         if voice in self._cache:
             return self._cache[voice]
-        spec = self.registry.get(voice, voice)
-        seed = seed_of(spec)
-        if seed is not None:
-            vec = self.from_seed(seed)
-        elif spec.startswith("seed:"):
-            raise VoiceError(f"bad voice seed {spec[:40]!r}")
-        elif len(spec) >= 16:
-            vec = self._decode(spec)
-        else:
-            raise VoiceError(f"unknown voice {voice!r}")
+        match voice:
+            case NamedVoice(name=name):
+                spec = self.registry.get(name)
+                if spec is None:
+                    raise VoiceError(f"unknown voice {name[:40]!r}")
+                vec = self.resolve(spec)
+            case SeedVoice(seed=seed):
+                vec = self.from_seed(seed)
+            case EmbeddingVoice(encoded=encoded):
+                vec = self._decode(encoded)
+            case _:  # the server resolves wire strings before they get here
+                raise TypeError(f"not a resolved voice: {voice!r:.60}")
         if len(self._cache) < 256:
             self._cache[voice] = vec
         return vec
@@ -167,7 +160,7 @@ class TextFrontEnd:
         """The text the model reads ("" when nothing speakable is left)."""
         return self.normalizer.spoken(text, lang).text
 
-    def build(self, text: str, voice: str | None, lang: str | None = None,
+    def build(self, text: str, voice: Voice | None, lang: str | None = None,
               speed: int = 5, sample: VoiceSample | None = None,
               normalized: bool = False) -> Prompt | None:
         """The prompt for ``text`` at speed level ``speed``; None when it

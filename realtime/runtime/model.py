@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -67,7 +68,7 @@ class KVCache:
 
     def __init__(self, shape: ModelShape, slots: int, max_len: int, dtype, device):
         size = (2, slots + 1, shape.kv_heads, max_len, shape.head_dim)
-        kv = [torch.zeros(size, dtype=dtype, device=device) for _ in range(shape.layers)]
+        kv = [_zeros(size, dtype, device) for _ in range(shape.layers)]
         self.k = [t[0] for t in kv]
         self.v = [t[1] for t in kv]
         self.rows = [t.view(-1, shape.head_dim) for t in kv]
@@ -87,6 +88,16 @@ class KVCache:
         kind = torch.arange(2, device=slots.device).view(1, 2, 1) * (self.slots + 1)
         head = torch.arange(self.heads, device=slots.device).view(1, 1, -1)
         return ((kind + slots.view(-1, 1, 1)) * self.heads + head) * self.max_len + pos.view(-1, 1, 1)
+
+
+def _zeros(size: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.zeros``; on the CPU from calloc'd memory (numpy's zeros), whose
+    pages the kernel zeroes when first touched: ``torch.zeros`` writes every
+    byte at once, seconds for a full-size cache of 4 GiB at start-up."""
+    np_dtype = {torch.float32: np.float32, torch.float16: np.float16}.get(dtype)
+    if torch.device(device).type != "cpu" or np_dtype is None:
+        return torch.zeros(size, dtype=dtype, device=device)
+    return torch.from_numpy(np.zeros(size, dtype=np_dtype))
 
 
 @dataclass

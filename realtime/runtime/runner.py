@@ -45,6 +45,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -72,6 +73,9 @@ from realtime.runtime.vocoder_overlap import overlap_for
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, StepOutput, StepPlan
 
+if TYPE_CHECKING:
+    from realtime.runtime.warm_start import StagedWarmup
+
 log = logging.getLogger(__name__)
 
 
@@ -94,6 +98,7 @@ class ModelRunner:
     """``Runner`` over ChatTTS weights; see the module docstring."""
 
     sample_rate = SAMPLE_RATE
+    warmup_rest: StagedWarmup | None = None  # CPU: what warmup_first() left for idle time
 
     def __init__(self, assets: ModelAssets, options: RuntimeOptions, device: torch.device,
                  dtype: torch.dtype, vocoder: StreamingVocoder | None, capture: Capture | None = None):
@@ -117,7 +122,7 @@ class ModelRunner:
         self.codes = torch.zeros(slots, self.max_len, q, dtype=torch.int64, device=device)
         self.hidden = torch.zeros(slots, self.max_len, d, dtype=torch.float32, device=device)
         self.step = DeviceStep(self.model, self.cache, self.codes, self.hidden)
-        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices_file),
+        self.front = TextFrontEnd(assets.tokenizer, Speakers(d, assets.spk_stat, options.voices),
                                   q, assets.shape.num_audio_tokens)
         self.voices = self.front.speakers.names
         self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
@@ -171,6 +176,18 @@ class ModelRunner:
             from realtime.runtime.cpu.stream_advice import log_advice
             log_advice(self, table, plan_cache_dir(self.options))
         return table
+
+    @torch.no_grad()
+    def warmup_first(self) -> dict[tuple[int, int], float]:
+        """``warmup`` for a server: on the CPU only what the first requests
+        need, the rest left in ``warmup_rest`` for idle time (warm_start.py)."""
+        if self.torch_device.type != "cpu":
+            return self.warmup()
+        from realtime.runtime.prepared_cache import PreparedCache
+        from realtime.runtime.warm_start import StagedWarmup
+        self.front.warmup()
+        self.warmup_rest = StagedWarmup(self, PreparedCache(self.options.cache_dir))
+        return self.warmup_rest.before_ready()
 
     @torch.no_grad()
     def execute(self, plan: StepPlan) -> StepOutput:

@@ -20,7 +20,15 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from realtime.runtime.api import PreparedJob, SamplingParams, SegmentRequest
+from realtime.runtime.api import (
+    EmbeddingVoice,
+    NamedVoice,
+    PreparedJob,
+    SamplingParams,
+    SeedVoice,
+    SegmentRequest,
+    Voice,
+)
 from scheduler import StepOutput
 from scheduler.plan import Lane, StepPlan
 
@@ -45,16 +53,40 @@ def plan_from_json(data: dict, work: tuple = ()) -> StepPlan:
     return StepPlan(**fields, work=work)
 
 
+def voice_to_json(voice: Voice | None) -> dict | None:
+    match voice:
+        case None:
+            return None
+        case SeedVoice(seed=seed):
+            return {"seed": seed}
+        case EmbeddingVoice(encoded=encoded):
+            return {"embedding": encoded}
+        case NamedVoice(name=name):
+            return {"name": name}
+
+
+def voice_from_json(data: dict | None) -> Voice | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):  # recordings made before voices were typed held the wire's string
+        raise ValueError(f"a recorded voice must be an object (seed, embedding or name), not {data!r:.40}")
+    if "seed" in data:
+        return SeedVoice(int(data["seed"]))
+    if "embedding" in data:
+        return EmbeddingVoice(str(data["embedding"]))
+    return NamedVoice(str(data["name"]))
+
+
 def request_to_json(request: SegmentRequest) -> dict:
-    return {"text": request.text, "voice": request.voice, "streaming": request.streaming,
+    return {"text": request.text, "voice": voice_to_json(request.voice), "streaming": request.streaming,
             "params": dataclasses.asdict(request.params), "speed": request.speed,
             "reference": request.reference}
 
 
 def request_from_json(data: dict) -> SegmentRequest:
     # speed and reference came later: a recording without them used the defaults.
-    return SegmentRequest(text=data["text"], voice=data["voice"], streaming=data["streaming"],
-                          params=SamplingParams(**data["params"]),
+    return SegmentRequest(text=data["text"], voice=voice_from_json(data["voice"]),
+                          streaming=data["streaming"], params=SamplingParams(**data["params"]),
                           speed=data.get("speed", 5), reference=data.get("reference", "none"))
 
 

@@ -28,13 +28,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from protocol.voices import seed_of
 from realtime.runtime.api import (
     SAMPLE_RATE,
     SAMPLES_PER_STEP,
     DeviceFailure,
+    EmbeddingVoice,
+    NamedVoice,
     PreparedJob,
     SegmentRequest,
+    Voice,
     VoiceError,
     WeightsKind,
 )
@@ -228,10 +230,12 @@ class ToneRunner:
     def slots_in_use(self) -> int:
         return len(self._slots)
 
-    def _check_voice(self, voice: str | None) -> None:
-        if voice is None or voice in self.voices or seed_of(voice) is not None:
-            return
-        raise VoiceError(f"voice {voice[:40]!r} is not a named voice or seed:<int>")
+    def _check_voice(self, voice: Voice | None) -> None:
+        match voice:
+            case NamedVoice(name=name) if name not in self.voices:
+                raise VoiceError(f"voice {name[:40]!r} is not a named voice or seed:<int>")
+            case EmbeddingVoice(encoded=encoded):
+                raise VoiceError(f"voice {encoded[:40]!r} is not a named voice or seed:<int>")
 
     def _tone(self, spec: ToneSpec, first_code: int, end_code: int) -> np.ndarray:
         # A cached table keeps the runner's own cost far below the server's,

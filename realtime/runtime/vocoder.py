@@ -36,11 +36,22 @@ next chunk, so where the lookahead is shorter than the receptive field the two
 estimates meet without a step. With ``lookahead_steps`` and
 ``left_context_steps`` >= 53 the windows see everything one-shot sees and the
 stream equals one-shot to float rounding. Chunks start at ``min_chunk_steps``
-(first audio after ``min_chunk_steps + lookahead_steps`` steps) and double
-after every emission up to ``max_chunk_steps``, so the left-context overhead
-is amortized and the total work stays linear in the utterance length: for
-a 20 s utterance pushed one step at a time the defaults run 1,855 steps
-through the models where upstream's re-decode every 24 steps runs 19,657.
+(first audio after ``min_chunk_steps + lookahead_steps`` steps) and grow by
+``chunk_growth`` (2 by default: they double) after every emission up to
+``max_chunk_steps``, so the left-context overhead is amortized and the total
+work stays linear in the utterance length: for a 20 s utterance pushed one
+step at a time the defaults run 1,855 steps through the models where
+upstream's re-decode every 24 steps runs 19,657.
+
+Growth and real time. A listener starts playing at the first chunk. Chunk
+``k`` ends at step ``E_k``; it is emitted once ``E_k + lookahead`` steps
+exist, so with the model making ``s`` times real time's codes the next chunk
+comes in time only while ``E_{k+1} <= E_1 + s * E_k``: with growth ``g`` that
+needs ``s >= g`` until the chunks reach their largest size. Doubling asks a
+model twice as fast as real time at the start of every utterance, which a
+GPU is and a CPU is not (int8 on two cores: 1.2-1.7x), hence
+``CPU_CHUNK_GROWTH`` (about a third more windows, and vocoder steps, in a
+segment's first second; the seams are the same crossfades).
 
 Fidelity with the defaults (tiny random models of the real depth, 300 steps,
 tests/test_runtime_vocoder.py): SNR against one-shot 58 dB (lookahead 4:
@@ -64,6 +75,9 @@ from realtime.runtime.api import SAMPLES_PER_STEP
 log = logging.getLogger(__name__)
 
 FRAMES_PER_STEP = 2
+# The chunk growth the CPU runtime builds its vocoder with (module docstring):
+# in time from 1.5x real time on, where doubling needs 2x.
+CPU_CHUNK_GROWTH = 1.5
 
 
 def audio_samples(steps: int) -> int:
@@ -111,7 +125,9 @@ class StreamingVocoder:
     the CPU. ``lookahead_steps``: right context a chunk waits for;
     ``left_context_steps``: steps re-run before each chunk;
     ``crossfade_samples``: overlap between consecutive chunks;
-    ``min_chunk_steps`` / ``max_chunk_steps``: first and largest chunk.
+    ``min_chunk_steps`` / ``max_chunk_steps``: first and largest chunk;
+    ``chunk_growth``: each chunk's size over the one before (at least one
+    step more, up to the largest).
 
     ``calls`` and ``steps_rendered`` count model calls and the steps they ran
     over (for cost accounting).
@@ -119,9 +135,11 @@ class StreamingVocoder:
 
     def __init__(self, decoder, vocos, lookahead_steps: int = 8,
                  left_context_steps: int = 51, crossfade_samples: int = 256,
-                 min_chunk_steps: int = 4, max_chunk_steps: int = 64):
+                 min_chunk_steps: int = 4, max_chunk_steps: int = 64, chunk_growth: float = 2.0):
         if lookahead_steps < 0 or left_context_steps < 0 or crossfade_samples < 0:
             raise ValueError("lookahead, left context and crossfade must be >= 0")
+        if not chunk_growth > 1.0:
+            raise ValueError("chunk_growth must be > 1")
         if not 1 <= min_chunk_steps <= max_chunk_steps:
             raise ValueError("need 1 <= min_chunk_steps <= max_chunk_steps")
         self.decoder = decoder
@@ -131,6 +149,7 @@ class StreamingVocoder:
         self.crossfade_samples = crossfade_samples
         self.min_chunk_steps = min_chunk_steps
         self.max_chunk_steps = max_chunk_steps
+        self.chunk_growth = chunk_growth
         # Decode steps from a stream's first code to its first audio (the scheduler's).
         self.first_audio_steps = min_chunk_steps + lookahead_steps
         self.calls = 0
@@ -302,7 +321,8 @@ class VocoderStream:
         if end_step is not None:
             self._tail = audio[hi:hi + vocoder.crossfade_samples].copy()
             self._final_steps = end_step
-            self._next_chunk = min(2 * self._next_chunk, vocoder.max_chunk_steps)
+            self._next_chunk = min(max(self._next_chunk + 1, round(vocoder.chunk_growth * self._next_chunk)),
+                                   vocoder.max_chunk_steps)
             self._forget_before(end_step - vocoder.left_context_steps)
         else:
             self._tail = np.zeros(0, dtype=np.float32)

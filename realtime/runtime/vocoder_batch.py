@@ -59,7 +59,8 @@ STEPS_PER_CALL_CPU = 128
 # On CUDA a packed call's row is padded with zero steps (masked like the
 # gaps, so every window's audio is unchanged) to the first of these that
 # holds it: the convolutions and FFTs then see a few shapes, planned and
-# warmed at start-up (``warm_packed``), not a new one almost every call.
+# warmed at start-up (``vocoder_overlap.AudioDelivery.warm``), not a new one
+# almost every call.
 # Longer rows (one unit alone over the budget) run at their own length.
 PACKED_STEPS = (64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096)
 
@@ -267,15 +268,6 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
 def padded_steps(steps: int, sizes: Sequence[int]) -> int:
     """The first of ``sizes`` that holds ``steps``; ``steps`` itself when none does."""
     return next((size for size in sizes if size >= steps), steps)
-
-
-def warm_packed(vocoder: StreamingVocoder) -> None:
-    """One packed call per size in ``vocoder.pad_steps`` (plans, kernels)."""
-    dim = vocoder.decoder.decoder.conv_in[0].in_channels * 2
-    for size in vocoder.pad_steps:
-        render_packed(vocoder, [torch.zeros(size, dim)])
-    log.info("vocoder: packed rows padded to %s steps, each shape warmed",
-             ",".join(map(str, vocoder.pad_steps)))
 
 
 def _decoder_masked(dvae, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -217,6 +217,24 @@ class AudioDelivery:
         result.ended = [j for j in result.ended if held(j)]
         return complete_units(VocoderCall([u for u, _ in kept], result), [r for _, r in kept])
 
+    def warm(self) -> None:
+        """One packed call per padded size (``vocoder.pad_steps``; none:
+        nothing to warm), on the lane serving will use: every convolution
+        and FFT plan and every kernel the sizes need is made before serving."""
+        sizes = () if self.vocoder is None else self.vocoder.pad_steps
+        if not sizes:
+            return
+        dim = self.vocoder.decoder.decoder.conv_in[0].in_channels * 2
+        with _device_failure():
+            for size in sizes:
+                with self._lane.enter():
+                    audio, _ = packed_on_device(self.vocoder, [torch.zeros(size, dim)])
+                    self._copy_back(audio)
+                    event = self._lane.record()
+                event.synchronize()
+        log.info("vocoder: packed rows padded to %s steps, each shape warmed",
+                 ",".join(map(str, sizes)))
+
     def drop(self) -> None:
         """Forget what is in flight (after the vocoder stream is past it)."""
         flight, self._in_flight = self._in_flight, None

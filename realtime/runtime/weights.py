@@ -38,6 +38,7 @@ from transformers import BertTokenizerFast
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
 from realtime.runtime.api import SAMPLE_RATE, WeightsKind
 from realtime.runtime.encoder import DVAE_FULL, DVAE_TINY, build_dvae, dvae_shape_from
+from realtime.runtime.no_init import random_init_skipped
 from realtime.runtime.shapes import FULL, N_MELS, TINY, ModelShape
 from realtime.runtime.tokenizer import generate_tokenizer, load_tokenizer, save_tokenizer
 
@@ -279,7 +280,8 @@ def load_checkpoint(path: str) -> ModelAssets:
     voc_state = _read_safetensors(os.path.join(asset, "Vocos.safetensors"))
     shape = _shape_from(asset, gpt_cfg, embed_state, dec_state, voc_state)
     _check_gpt_state(gpt_state, shape, os.path.join(asset, "gpt"))
-    embed, decoder, vocos = _build_embed(shape).eval(), _build_decoder(shape), _build_vocos(shape)
+    with random_init_skipped():  # every parameter is loaded just below
+        embed, decoder, vocos = _build_embed(shape).eval(), _build_decoder(shape), _build_vocos(shape)
     _load_into(embed, os.path.join(asset, "Embed.safetensors"))
     _load_into(decoder, os.path.join(asset, "Decoder.safetensors"))
     _load_into(vocos, os.path.join(asset, "Vocos.safetensors"))
@@ -309,7 +311,8 @@ def _load_dvae(path: str) -> torch.nn.Module | None:
         shape = dvae_shape_from(_read_safetensors(path))
     except KeyError as exc:
         raise WeightsError(f"checkpoint file {path} lacks tensor {exc}") from None
-    dvae = build_dvae(shape)
+    with random_init_skipped():
+        dvae = build_dvae(shape)
     _load_into(dvae, path)
     return dvae
 

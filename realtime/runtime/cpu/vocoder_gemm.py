@@ -18,7 +18,8 @@ AMD EPYC Zen 4, 2 threads, full size, side by side: a 12-step window 45.6 ->
 audio within 1e-7 of the ``addmm`` render (peak ~0.1).
 
 bf16 (``precision int8`` only, whose audio already parts from fp32's). A
-linear whose shape runs faster with a bf16 copy of its weight (``Bf16Linear``:
+block linear (not the Vocos head's, as ``--vocoder-precision bf16``) whose
+shape runs faster with a bf16 copy of its weight (``vocoder_precision.BF16Linear``:
 oneDNN's AMX or AVX-512-BF16 kernels; emulated elsewhere, where it loses and
 is not taken), timed against its fp32 form at ``ROWS`` frames, runs in bf16;
 depthwise convolutions, norms and the ISTFT stay fp32. Intel Xeon (family 6
@@ -43,6 +44,7 @@ import torch
 
 from realtime.runtime.cpu.gemm import Matrix
 from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare_matrices
+from realtime.runtime.vocoder_precision import BF16Linear, block_linears
 
 log = logging.getLogger(__name__)
 
@@ -63,21 +65,6 @@ class PackedLinear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1])
         return self.matrix(rows, self.bias).view(*x.shape[:-1], self.out_features)
-
-
-class Bf16Linear(torch.nn.Module):
-    """``nn.Linear`` through a bf16 copy of its weight: ``x`` fp32 in, fp32 out."""
-
-    def __init__(self, linear: torch.nn.Linear):
-        super().__init__()
-        self.weight = torch.nn.Parameter(linear.weight.detach().to(torch.bfloat16).contiguous(),
-                                         requires_grad=False)
-        self.bias = None if linear.bias is None else torch.nn.Parameter(
-            linear.bias.detach().to(torch.bfloat16), requires_grad=False)
-        self.out_features = linear.out_features
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, self.bias).float()
 
 
 def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
@@ -103,7 +90,11 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
         id(lin): PackedLinear(m, lin.bias) for (_, _, lin), m in zip(found, matrices)
         if m.backend_for(ROWS) != "mm"}
     if policy.mode == "int8":
-        layers.update(bf16_layers([lin for _, _, lin in found], matrices, policy.min_measured_bytes))
+        # The blocks' linears, as --vocoder-precision bf16 takes them (the head stays fp32).
+        blocks = {id(getattr(parent, name)) for m in modules for parent, name in block_linears(m)}
+        pairs = [(lin, m) for (_, _, lin), m in zip(found, matrices) if id(lin) in blocks]
+        layers.update(bf16_layers([lin for lin, _ in pairs], [m for _, m in pairs],
+                                  policy.min_measured_bytes))
     if not layers:
         return modules, choices
     out = []
@@ -114,7 +105,7 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
             if id(child) in layers:
                 setattr(parent, name, layers[id(child)])
         out.append(clone)
-    forms = Counter("bf16" if isinstance(layers.get(id(lin)), Bf16Linear) else m.backend_for(ROWS)
+    forms = Counter("bf16" if isinstance(layers.get(id(lin)), BF16Linear) else m.backend_for(ROWS)
                     for (_, _, lin), m in zip(found, matrices))
     log.info("vocoder gemm (%s, timed at %d frames): %s", policy.mode if policy.mode == "int8" else mode,
              ROWS, ", ".join(f"{b} {n}" for b, n in sorted(forms.items())))
@@ -124,7 +115,7 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
 def bf16_layers(linears: list[torch.nn.Linear], matrices: list[Matrix], min_bytes: int,
                 timer: Callable[[Callable[[], object]], float] | None = None
                 ) -> dict[int, torch.nn.Module]:
-    """A ``Bf16Linear`` per linear (by ``id``) whose shape's bf16 form took at
+    """A ``BF16Linear`` per linear (by ``id``) whose shape's bf16 form took at
     most ``BF16_GAIN`` of its fp32 form's time at ``ROWS`` frames; shapes
     whose weights total under ``min_bytes`` stay fp32 unmeasured (tiny test
     models stay exact and deterministic). ``timer``: seconds of a call."""
@@ -138,7 +129,7 @@ def bf16_layers(linears: list[torch.nn.Linear], matrices: list[Matrix], min_byte
             if len(idx) * n * k * 4 < min_bytes:
                 continue
             if _bf16_faster(linears[idx[0]], matrices[idx[0]], timer):
-                out.update((id(linears[i]), Bf16Linear(linears[i])) for i in idx)
+                out.update((id(linears[i]), BF16Linear(linears[i])) for i in idx)
     return out
 
 
@@ -146,7 +137,7 @@ def _bf16_faster(linear: torch.nn.Linear, matrix: Matrix,
                  timer: Callable[[Callable[[], object]], float]) -> bool:
     n, k = linear.weight.shape
     x = torch.randn(ROWS, k, generator=torch.Generator().manual_seed(0))
-    bf16 = Bf16Linear(linear)
+    bf16 = BF16Linear(linear)
     fp32_s = timer(lambda: matrix(x, linear.bias))
     bf16_s = timer(lambda: bf16(x))
     log.debug("vocoder linear %dx%d at %d frames: fp32 %.3f ms, bf16 %.3f ms",

@@ -1,0 +1,169 @@
+"""Cold start: process start -> ``/readyz`` 200 -> first audio, cold and warm.
+
+``python -m bench coldstart [--work-dir DIR] [--warm-runs N] [--precision P]
+[--cpu-threads N] [--text TEXT]``
+
+Writes a full-size checkpoint in upstream's asset layout with seeded random
+values (``weights.random_assets`` + ``write_checkpoint``; kept in
+``--work-dir`` and reused by later runs), then starts
+``python -m realtime serve --model-dir ... --device cpu`` as a subprocess:
+
+- cold: with an empty ``--cache-dir``; after the first audio it waits until
+  ``/readyz`` says ``warming: 0`` (the idle-time warm-up stored its table)
+  before stopping the server;
+- warm: ``--warm-runs`` more starts with that cache (medians reported).
+
+Each start is timed from just before the process is spawned to ``/readyz``
+answering 200 (polled every 20 ms) and to the first binary audio frame of a
+real WebSocket ``speak`` (token chunking) sent as soon as it is ready. The
+checkpoint's files are in the page cache for every run but perhaps the
+first (the bench just wrote them).
+
+The last stdout line is one JSON object: ``ready_s_cold``,
+``first_audio_s_cold``, ``ready_s_warm``, ``first_audio_s_warm`` (medians),
+``warm_runs`` (each run's pair), ``cache_mib``, ``cpu`` (``cpu.info``) and
+``load_average`` (before, after). Targets on CPU with a warm cache: ready
+<= 5 s, first audio <= 6 s (docs/runtime.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = "Hello there, this is a cold start."
+MARKER = "bench-coldstart-checkpoint.json"
+
+
+def ensure_checkpoint(work: Path) -> Path:
+    """A full-size random checkpoint under ``work/checkpoint`` (written once)."""
+    root = work / "checkpoint"
+    if (root / MARKER).exists():
+        return root
+    from realtime.runtime.weights import random_assets, write_checkpoint
+
+    started = time.perf_counter()
+    shutil.rmtree(root, ignore_errors=True)
+    write_checkpoint(random_assets(seed=0), str(root))
+    (root / MARKER).write_text(json.dumps({"seed": 0, "written_s": time.perf_counter() - started}))
+    return root
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _readyz(port: int) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, {}
+    except OSError:
+        return 0, {}
+
+
+def _first_audio(port: int, text: str, timeout: float) -> None:
+    from websockets.sync.client import connect
+
+    with connect(f"ws://127.0.0.1:{port}/v1/stream", open_timeout=timeout) as ws:
+        ws.recv(timeout=timeout)  # hello
+        ws.send(json.dumps({"type": "speak", "id": "cold", "text": text, "chunking": "token",
+                            "params": {"seed": 1}}))
+        while True:
+            message = ws.recv(timeout=timeout)
+            if isinstance(message, bytes):
+                return
+            if json.loads(message).get("type") == "error":
+                raise RuntimeError(f"speak refused: {message}")
+
+
+def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool) -> dict:
+    """Start a server, time ready and first audio; with ``settle``, wait for its
+    idle-time warm-up to finish before stopping it."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "realtime", "serve", "--model-dir", str(checkpoint),
+           "--device", "cpu", "--port", str(port), "--cache-dir", str(cache),
+           "--precision", args.precision]
+    if args.cpu_threads:
+        cmd += ["--cpu-threads", str(args.cpu_threads)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    with open(log_path, "w") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while _readyz(port)[0] != 200:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"server exited with {proc.returncode}; see {log_path}")
+                if time.perf_counter() - start > args.timeout:
+                    raise RuntimeError(f"not ready within {args.timeout} s; see {log_path}")
+                time.sleep(0.02)
+            ready = time.perf_counter() - start
+            _first_audio(port, args.text, args.timeout)
+            first = time.perf_counter() - start
+            while settle and _readyz(port)[1].get("warming", 0) > 0:
+                if time.perf_counter() - start > args.timeout * 4:
+                    break
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return {"ready_s": round(ready, 3), "first_audio_s": round(first, 3)}
+
+
+def _cache_mib(cache: Path) -> float:
+    return round(sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) / 2**20, 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench coldstart", description=__doc__.split("\n")[0])
+    parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "bench-coldstart"),
+                        help="where the checkpoint (kept) and the cache go")
+    parser.add_argument("--warm-runs", type=int, default=3)
+    parser.add_argument("--precision", default="auto")
+    parser.add_argument("--cpu-threads", type=int, default=0)
+    parser.add_argument("--text", default=TEXT)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    work = Path(args.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    checkpoint = ensure_checkpoint(work)
+    cache = work / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    load_before = os.getloadavg()
+    cold = one_start(checkpoint, cache, args, work / "server-cold.log", settle=True)
+    print(f"cold: {cold}", file=sys.stderr)
+    warm = []
+    for i in range(args.warm_runs):
+        warm.append(one_start(checkpoint, cache, args, work / f"server-warm-{i}.log", settle=False))
+        print(f"warm {i}: {warm[-1]}", file=sys.stderr)
+    from realtime.runtime.cpu.info import describe
+
+    result = {
+        "bench": "coldstart", "precision": args.precision,
+        "ready_s_cold": cold["ready_s"], "first_audio_s_cold": cold["first_audio_s"],
+        "ready_s_warm": statistics.median(r["ready_s"] for r in warm) if warm else None,
+        "first_audio_s_warm": statistics.median(r["first_audio_s"] for r in warm) if warm else None,
+        "warm_runs": warm, "cache_mib": _cache_mib(cache), "cpu": describe(),
+        "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+        "logs": str(work),
+    }
+    print(json.dumps(result))
+    return 0

@@ -1,0 +1,142 @@
+"""The staged CPU warm-up: the first requests' part before ready, the rest in
+idle time, the cost table cached per machine; and a server started warm
+serves what a cold one does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from conftest import http_get
+from runtime_fixtures import tiny_assets, tiny_runner
+
+from realtime.runtime.prepared_cache import PreparedCache
+from realtime.runtime.warm_start import table_key
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+SHAPES = dict(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(128, 256))
+ALL = {(b, k) for b in (1, 2, 4) for k in (128, 256)}
+
+
+def _runner(tmp_path, **overrides):
+    options = {**SHAPES, **overrides}
+    return tiny_runner(assets=tiny_assets(), cache_dir=str(tmp_path / "cache"), **options)
+
+
+def _count_decodes(monkeypatch, runner) -> list[tuple[int, int]]:
+    calls: list[tuple[int, int]] = []
+    real = runner._time_decode
+    monkeypatch.setattr(runner, "_time_decode", lambda b, k, *a: calls.append((b, k)) or real(b, k, *a))
+    return calls
+
+
+def _finish(runner) -> None:
+    while runner.warmup_rest.left:
+        runner.warmup_rest.step()
+
+
+def test_cold_start_times_batch_one_then_the_rest_and_stores_it(tmp_path, monkeypatch):
+    runner = _runner(tmp_path)
+    calls = _count_decodes(monkeypatch, runner)
+    first = runner.warmup_first()
+    assert set(first) == {(1, 128), (1, 256)}
+    assert set(calls) == {(1, 128), (1, 256)}
+    rest = runner.warmup_rest
+    assert rest.left == 4  # batches 2 and 4 at each bucket
+    cache = PreparedCache(tmp_path / "cache")
+    assert cache.load_json(table_key(runner, cache)) is None  # not stored half done
+    measured = rest.step()
+    assert len(measured) == 1 and rest.left == 3
+    _finish(runner)
+    assert set(rest.table) == ALL
+    stored = cache.load_json(table_key(runner, cache))
+    assert {(b, k) for b, k, _ in stored} == ALL
+    # The batch-1 whole-step overhead rides on the larger shapes too.
+    assert all(s > 0 for _, _, s in stored)
+
+
+def test_warm_start_takes_the_table_from_the_cache(tmp_path, monkeypatch):
+    cold = _runner(tmp_path)
+    cold.warmup_first()
+    _finish(cold)
+    warm = _runner(tmp_path)
+    calls = _count_decodes(monkeypatch, warm)
+    table = warm.warmup_first()
+    assert table == cold.warmup_rest.table
+    assert calls == [(1, 128)]  # one decode pages the first requests' path in
+    assert warm.warmup_rest.left == 2  # batches 2 and 4 warmed once each, untimed
+    assert warm.warmup_rest.step() == {} and warm.warmup_rest.step() == {}
+    assert calls[1:] == [(2, 128), (4, 128)]
+
+
+@pytest.mark.parametrize("change", [dict(kv_buckets=(128, 512)), dict(batch_sizes=(1, 2)),
+                                    dict(max_slots=2), dict(cpu_gemm="mm"), dict(lookahead_steps=4)])
+def test_another_shape_or_backend_measures_again(tmp_path, monkeypatch, change):
+    cold = _runner(tmp_path)
+    cold.warmup_first()
+    _finish(cold)
+    other = _runner(tmp_path, **change)
+    calls = _count_decodes(monkeypatch, other)
+    other.warmup_first()
+    assert calls and other.warmup_rest.left != 2 or calls != [(1, 128)]
+    assert other.warmup_rest.key != cold.warmup_rest.key
+
+
+def test_without_a_cache_it_stages_and_stores_nothing(tmp_path):
+    runner = tiny_runner(assets=tiny_assets(), cache_dir=None, **SHAPES)
+    runner.warmup_first()
+    _finish(runner)
+    assert set(runner.warmup_rest.table) == ALL and runner.warmup_rest.key is None
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_bad_cached_table_is_measured_again(tmp_path, caplog):
+    cold = _runner(tmp_path)
+    cold.warmup_first()
+    _finish(cold)
+    cache = PreparedCache(tmp_path / "cache")
+    cache.store_json(cold.warmup_rest.key, [[1, 128, 0.01]])  # whole, but not these shapes
+    again = _runner(tmp_path)
+    with caplog.at_level("WARNING", logger="realtime.runtime.warm_start"):
+        assert set(again.warmup_first()) == {(1, 128), (1, 256)}
+    assert "do not fit" in caplog.text
+
+
+async def _serve_once(cache_dir: str, ws_connect) -> tuple[bytes, int, dict]:
+    from realtime.config import ServerConfig
+    from realtime.server import Server
+
+    config = ServerConfig(port=0, weights="tiny-random", device="cpu", batch_sizes=(1, 2),
+                          kv_buckets=(256, 512), max_slots=4, admission="queue-only",
+                          cache_dir=cache_dir)
+    server = Server(config)
+    await server.start()
+    try:
+        await asyncio.wait_for(server.wait_ready(), 180)
+        deferred = server.worker.runner.warmup_rest.deferred
+        client = await ws_connect(server)
+        t = await client.speak_and_collect("a", "Hello there. Goodbye.", params={"seed": 5},
+                                           timeout=240)
+        t.check_done()
+        for _ in range(600):  # idle now: the rest of the warm-up runs
+            if server.worker.warming == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert server.worker.warming == 0
+        status, _, body = await asyncio.to_thread(http_get, server.port, "/readyz")
+        assert status == 200 and json.loads(body)["warming"] == 0
+        return bytes(t.audio), deferred, dict(server.worker.scheduler.cost.table)
+    finally:
+        await server.close()
+
+
+async def test_a_warm_start_serves_the_audio_of_a_cold_one(tmp_path, ws_connect):
+    cache_dir = str(tmp_path / "cache")
+    cold_audio, cold_left, cold_costs = await _serve_once(cache_dir, ws_connect)
+    warm_audio, warm_left, _ = await _serve_once(cache_dir, ws_connect)
+    assert cold_audio and warm_audio == cold_audio
+    assert cold_left == 2  # batch 2 at both buckets, left for idle time
+    assert warm_left == 1  # batch 2 warmed once, untimed
+    # Once idle, the cold server's cost model knew every shape.
+    assert {(2, 256), (2, 512)} <= set(cold_costs)
