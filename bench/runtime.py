@@ -24,8 +24,8 @@ Prints a table and, as the last line, one JSON object with (among others)
 ``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``rtf_stream_fp32``,
 ``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio``,
 ``gemm_plan_verdicts`` (``auto``'s whole-step verdict per batch size) and
-``peak_rss_mb``. ``auto`` settles its plan afresh unless ``REALTIME_CACHE_DIR``
-is set. ``--quick`` takes a few minutes; ``--no-server`` skips the
+``peak_rss_mb``. ``auto`` settles its plan afresh (no cache: runtime options
+without ``cache_dir``). ``--quick`` takes a few minutes; ``--no-server`` skips the
 end-to-end part. To see an AVX2-only machine on an AVX-512 one, run it under
 ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2`` (the server subprocess inherits them).
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import sys
@@ -184,9 +183,6 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     from tools.upstream import UpstreamGPT
 
     torch.set_num_threads(threads)
-    # A plan settled now, not one a cache kept from another hour's load
-    # (REALTIME_CACHE_DIR set: reuse it, as a server would).
-    os.environ.setdefault("REALTIME_CACHE_DIR", "")
     assets = random_assets(FULL, seed=0)
     runners = _runners(assets, threads)
     auto = runners["auto"]

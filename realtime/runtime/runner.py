@@ -172,9 +172,8 @@ class ModelRunner:
                    for b in self.batch_sizes if b <= self.max_slots for k in self.kv_buckets}
         table = with_step_overhead(self, timings)  # the cost model's seed: whole steps
         if self.torch_device.type == "cpu":
-            from realtime.runtime.cpu.plan import plan_cache_dir
             from realtime.runtime.cpu.stream_advice import log_advice
-            log_advice(self, table, plan_cache_dir(self.options))
+            log_advice(self, table, self.options.cache_dir)
         return table
 
     @torch.no_grad()

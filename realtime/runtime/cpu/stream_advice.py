@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from realtime.runtime.prepared_cache import CacheKey, PreparedCache
 from scheduler.jobs import CODES_PER_SECOND
@@ -96,7 +97,7 @@ def log_advice(runner, table: Mapping[tuple[int, int], float], cache_dir: str | 
     for p in PRECISIONS:
         if p == running:
             continue
-        doc = cache.load_json(_key(runner, p))
+        doc: Any = cache.load_json(_key(runner, p))
         try:
             figures[p] = (int(doc["streams"]), {int(b): float(ms) for b, ms in doc["step_ms"].items()})
         except (TypeError, KeyError, ValueError, AttributeError):
