@@ -54,13 +54,15 @@ def model_id(assets, cache: PreparedCache) -> str:
 
 
 def table_key(runner, cache: PreparedCache) -> CacheKey:
-    """The cost table's key: the model, how it runs (precision, the GEMM
-    backends the plan chose, threads) and the shapes timed."""
+    """The cost table's key: the model, how it runs (precision, GEMM mode,
+    threads) and the shapes timed. Not the backends a measured plan chose:
+    a plan measured again on a loaded machine may differ by a matrix or two,
+    and the cost model's moving average corrects a seed that is a little
+    off, while a miss costs the whole measurement."""
     o = runner.options
     return CacheKey.of(
         "step-costs", model=model_id(runner.assets, cache), dtype=str(runner.dtype),
         precision=o.precision, cpu_gemm=o.cpu_gemm, threads=torch.get_num_threads(),
-        backends=[runner.model.backends(b) for b in runner.batch_sizes],
         batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
         max_slots=runner.max_slots, lookahead=o.lookahead_steps,
         vocoder=[o.vocoder_precision, o.vocoder_overlap])
@@ -119,7 +121,8 @@ class StagedWarmup:
         none), folded into ``cost`` (a ``scheduler.CostModel``) when given."""
         if not self._pieces:
             return {}
-        measured = self._pieces.pop(0)()
+        measured = self._pieces[0]()
+        del self._pieces[0]  # after the run: ``left`` counts the piece in progress
         self.table.update(measured)
         if measured and cost is not None:
             cost.calibrate(measured)
