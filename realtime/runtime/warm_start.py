@@ -114,6 +114,7 @@ class StagedWarmup:
                  "no cache" if self.key is None else "nothing cached yet", len(self._pieces))
         if not self._pieces:
             self._store()
+            self._advise()
         return dict(self.table)
 
     def step(self, cost=None) -> Table:
@@ -130,6 +131,7 @@ class StagedWarmup:
             log.info("warm-up: the rest done (%d shapes)", len(self.table))
             if measured:
                 self._store()
+            self._advise()
         return measured
 
     def _timed(self, batch: int, bucket: int) -> Callable[[], Table]:
@@ -156,6 +158,12 @@ class StagedWarmup:
                 log.warning("warm-up: cached step costs do not fit these shapes; measuring")
             return None
         return table
+
+    def _advise(self) -> None:
+        """The whole table is known: log the CPU's real-time streams per precision
+        (in idle time, like the rest: its cache I/O delays no request)."""
+        from realtime.runtime.cpu.stream_advice import log_advice
+        log_advice(self.runner, self.table, self.cache.root)
 
     def _store(self) -> None:
         if self.key is not None:
