@@ -120,9 +120,7 @@ def test_stop_cancels(page):
     assert demo(page, "bufferedSamples") == 0
 
 
-def test_speed_control_sends_the_level_and_voices_list_openai_names(page):
-    options = page.evaluate("[...document.querySelectorAll('#voice option')].map(o => o.value)")
-    assert "alloy" in options and "cedar" in options
+def record_speaks(page) -> None:
     page.evaluate("""() => {
         window.sentSpeaks = [];
         const send = WebSocket.prototype.send;
@@ -133,6 +131,12 @@ def test_speed_control_sends_the_level_and_voices_list_openai_names(page):
             return send.call(this, data);
         };
     }""")
+
+
+def test_speed_control_sends_the_level_and_voices_list_openai_names(page):
+    options = page.evaluate("[...document.querySelectorAll('#voice option')].map(o => o.value)")
+    assert "alloy" in options and "cedar" in options
+    record_speaks(page)
     page.fill("#speed", "2")
     page.dispatch_event("#speed", "input")
     assert page.locator("#speed-value").inner_text() == "2"
@@ -141,6 +145,18 @@ def test_speed_control_sends_the_level_and_voices_list_openai_names(page):
     page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS)
     sent = page.evaluate("window.sentSpeaks")
     assert len(sent) == 1 and sent[0]["params"]["speed"] == 2
+
+
+def test_refine_control_sends_the_prompt_and_shows_what_the_model_read(page):
+    record_speaks(page)
+    page.select_option("#refine", "[oral_2][laugh_0][break_6]")
+    page.fill("#text", "Hello world.")
+    page.click("#speak")
+    page.wait_for_function("window.demo.status === 'done'", timeout=WAIT_MS * 2)
+    sent = page.evaluate("window.sentSpeaks")
+    assert len(sent) == 1 and sent[0]["params"]["refine"] == "[oral_2][laugh_0][break_6]"
+    spoken = demo(page, "spoken")
+    assert spoken and spoken[0] and spoken[0] != "Hello world."  # the refined text
 
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))

@@ -171,7 +171,8 @@ function onText(msg) {
       }
       break;
     case "segment":
-      log(`segment ${msg.index}: ${msg.audio_ms.toFixed(1)} ms "${msg.text}"`);
+      log(`segment ${msg.index}: ${msg.audio_ms.toFixed(1)} ms "${msg.text}"`
+          + (msg.spoken && msg.spoken !== msg.text ? ` read as "${msg.spoken}"` : ""));
       if (msg.id === demo.utteranceId) onSegmentText(msg);
       break;
     case "words":
@@ -313,6 +314,8 @@ async function speak() {
   const params = {};
   if ($("seed").value !== "") params.seed = parseInt($("seed").value, 10);
   if ($("speed").value !== "5") params.speed = parseInt($("speed").value, 10);
+  const refine = $("refine").value;  // "": no pass; "true": upstream's default prompt
+  if (refine) params.refine = refine === "true" ? true : refine;
   if (Object.keys(params).length) msg.params = params;
   player.port.postMessage({type: "start", prebuffer: Math.round(demo.sampleRate * PREBUFFER_MS / 1000)});
   sentAt = performance.now();
