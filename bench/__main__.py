@@ -13,6 +13,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "int8": ("bench.int8", "int8 vs fp32 divergence: first differing greedy step, logit KL"),
     "cpu-streams": ("bench.cpu_streams",
                     "concurrent real-time streams on the CPU through the real server, int8 and fp32"),
+    "step-split": ("bench.step_split", "the int8 stream's step split (decode, vocoder), before and after"),
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
     "hotpath": ("bench.hotpath", "transfers and launches per decode step, batched vocoder vs per stream"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),

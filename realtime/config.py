@@ -27,6 +27,8 @@ ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
+VOCODER_OVERLAPS = ("auto", "on", "off")  # realtime.runtime.vocoder_overlap.OVERLAP_MODES
+VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16")  # realtime.runtime.vocoder_precision
 
 WEIGHT_CHOICES_HELP = (
     "auto | random | tiny-random | tone | PATH (checkpoint directory). "
@@ -55,6 +57,8 @@ class ServerConfig:
     max_slots: int = 16
     interactive_batch_size: int = 1
     lookahead_steps: int = 8
+    vocoder_overlap: str = "auto"
+    vocoder_precision: str = "auto"
     voices_file: str | None = None
     auth_tokens: tuple[str, ...] = field(default=(), repr=False)
     allowed_origins: tuple[str, ...] = ()
@@ -66,6 +70,9 @@ class ServerConfig:
     max_message_bytes: int = 65536
     max_connections: int = 2000
     default_deadline_ms: int = 60000
+    # The refine pass for background speaks that leave params.refine out (it
+    # costs first audio a text pass, which the interactive lane cannot spare).
+    refine_background: bool = False
     drain_timeout: float = 30.0
     send_queue_bytes: int = 8 * 1024 * 1024
     # Long enough for a voice agent's pauses between turns (a user thinking,
@@ -112,6 +119,8 @@ class ServerConfig:
             kv_buckets=self.kv_buckets,
             max_slots=self.max_slots,
             lookahead_steps=self.lookahead_steps,
+            vocoder_overlap=self.vocoder_overlap,
+            vocoder_precision=self.vocoder_precision,
             voices=read_voices_file(self.voices_file) if self.voices_file else (),
             auto_shapes=self.auto_shapes,
             cache_dir=self.cache_dir or None,
@@ -197,6 +206,10 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--interactive-batch-size", "interactive_batch_size", _positive_int,
      "batch size of the interactive lane"),
     ("--lookahead-steps", "lookahead_steps", _positive_int, "streaming vocoder right context"),
+    ("--vocoder-overlap", "vocoder_overlap", str,
+     "auto | on | off: vocoder on its own CUDA stream, audio one step later (auto: CUDA only)"),
+    ("--vocoder-precision", "vocoder_precision", str,
+     "auto | fp32 | tf32 | bf16: the vocoder's block linears (auto: tf32 on CUDA, else fp32)"),
     ("--voices-file", "voices_file", str, "JSON file of named voices"),
     ("--auth-token", "auth_tokens", str, "accepted bearer token (repeatable)"),
     ("--allowed-origin", "allowed_origins", str, "allowed Origin header (repeatable)"),
@@ -212,6 +225,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--max-connections", "max_connections", _positive_int, "open WebSocket connections"),
     ("--default-deadline-ms", "default_deadline_ms", _positive_int,
      "background deadline when a speak gives none"),
+    ("--refine-background", "refine_background", bool,
+     "run the refine-text pass for background speaks that leave params.refine out"),
     ("--drain-timeout", "drain_timeout", _non_negative_float,
      "seconds in-flight utterances get to finish on SIGTERM"),
     ("--send-queue-bytes", "send_queue_bytes", _positive_int,
@@ -331,6 +346,12 @@ def validate(config: ServerConfig) -> None:
         raise ConfigError("--precision int8 is a CPU mode; with --device cuda use auto, bf16 or fp16")
     if config.cpu_gemm not in CPU_GEMMS:
         raise ConfigError(f"--cpu-gemm must be one of {', '.join(CPU_GEMMS)}, not {config.cpu_gemm!r}")
+    for flag, value, choices in (("--vocoder-overlap", config.vocoder_overlap, VOCODER_OVERLAPS),
+                                 ("--vocoder-precision", config.vocoder_precision, VOCODER_PRECISIONS)):
+        if value not in choices:
+            raise ConfigError(f"{flag} must be one of {', '.join(choices)}, not {value!r}")
+    if config.vocoder_precision == "tf32" and config.device == "cpu":
+        raise ConfigError("--vocoder-precision tf32 is a CUDA mode; on the CPU use fp32 or bf16")
     if config.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
         raise ConfigError(f"--log-level {config.log_level!r} is not a logging level")
     if not 0 <= config.port <= 65535:

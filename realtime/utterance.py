@@ -59,7 +59,6 @@ class Transport(Protocol):
     def purge(self, utterance: ServerUtterance) -> None: ...
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
 
-
 class ServerUtterance:
     """See the module docstring. ``link`` carries it to the client,
     ``model`` runs its segments; ``received`` is the speak's receipt time
@@ -171,6 +170,9 @@ class ServerUtterance:
             self.clock.job_started(update.at)
         elif kind is UpdateKind.FINISHED or kind is UpdateKind.EMPTY:
             self._segment_resolved(update.job_id, kind)
+        elif kind is UpdateKind.REFINED:
+            if (index := self._by_job.get(update.job_id or -1)) is not None:
+                self._segments[index].refined = update.message
         else:  # REFUSED or FAILED: the utterance ends with the update's code
             code = ErrorCode(update.code or ErrorCode.INTERNAL.value)
             error = self.wire.error(code, update.message, update.field, update.retry_after_ms)
@@ -324,7 +326,7 @@ class ServerUtterance:
         offset = self._framer.samples_sent - samples
         # Purged with the audio it follows if the utterance stops before both are out.
         self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
-                                                 self._framer.ms(samples), seg.reading.spoken.text), self)
+                                                 self._framer.ms(samples), seg.spoken), self)
 
     def _send_words(self, words: tuple[WordTiming, ...], pending: tuple[WordStart, ...] = ()) -> None:
         if (words or pending) and not self._ended:  # purged with the audio if the utterance stops

@@ -273,6 +273,14 @@ class WsTestClient:
         await self.send({"type": "speak", "id": msg_id, "text": text, **fields})
         return (await self.collect([msg_id], timeout))[msg_id]
 
+    async def cancel_once_started(self, msg_id: str, text: str, timeout: float = 60,
+                                  **fields: Any) -> Transcript:
+        """Speak ``text``, cancel it as soon as it has started; its transcript."""
+        await self.send({"type": "speak", "id": msg_id, "text": text, **fields})
+        await self.next_message(Started, timeout=timeout)
+        await self.send({"type": "cancel", "id": msg_id})
+        return (await self.collect([msg_id], timeout))[msg_id]
+
     async def next_message(self, kind: type, timeout: float = TIMEOUT) -> Any:
         """Receive until a message of ``kind`` arrives; return it."""
         loop = asyncio.get_running_loop()

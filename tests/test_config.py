@@ -109,3 +109,22 @@ def test_negative_cpu_threads_are_refused():
         load_config(["--cpu-threads", "-1"], environ={})
     with pytest.raises(ConfigError, match="CHATTTS_RT_CPU_THREADS"):
         load_config([], environ={"CHATTTS_RT_CPU_THREADS": "-2"})
+
+
+def test_vocoder_flags_reach_the_runtime():
+    _, cfg = load_config(["--vocoder-overlap", "on", "--vocoder-precision", "bf16"], environ={})
+    opts = cfg.runtime_options()
+    assert (opts.vocoder_overlap, opts.vocoder_precision) == ("on", "bf16")
+    _, cfg = load_config([], environ={"CHATTTS_RT_VOCODER_OVERLAP": "off"})
+    assert cfg.runtime_options().vocoder_overlap == "off"
+    assert (ServerConfig().vocoder_overlap, ServerConfig().vocoder_precision) == ("auto", "auto")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--vocoder-overlap", "later"], "--vocoder-overlap must be one of auto, on, off"),
+    (["--vocoder-precision", "fp8"], "--vocoder-precision must be one of"),
+    (["--vocoder-precision", "tf32", "--device", "cpu"], "CUDA mode"),
+])
+def test_vocoder_flags_are_validated(argv, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(argv, environ={})

@@ -161,6 +161,10 @@ def test_the_script_runs_every_section_on_the_cpu(tmp_path):
     assert hot["host_syncs_per_step"] >= 1 and hot["launches_per_step"] > 0
     assert hot["plan_shape"] == [4, 256] and hot["longest"] <= 256
     assert hot["kv_plan_shape"]["read_mib"] > hot["kv_real_rows"]["read_mib"] > 0
+    lap = report["overlap"]["streams_2"]
+    assert lap["audio_identical"] is True and lap["on_step_ms_p99"] >= lap["on_step_ms_p50"] > 0
+    precision = report["vocoder_precision"]
+    assert "tf32" not in precision and precision["bf16"]["snr_db_min"] >= 40  # tf32: CUDA only
     fid = report["fidelity"]
     assert fid["steps"] == 12 and fid["precision"] == "bf16"
     assert len(fid.get("hidden_rel_err_by_step", [])) == fid["steps_compared"]

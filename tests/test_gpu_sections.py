@@ -13,7 +13,7 @@ from runtime_fixtures import tiny_runner
 
 from realtime.runtime import sdpa
 from realtime.runtime.api import DeviceFailure
-from tools import gpu_check, gpu_sections, gpu_streams
+from tools import gpu_audio, gpu_check, gpu_sections, gpu_streams
 from tools.gpu_busy import BusySampler
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -126,3 +126,37 @@ def test_attention_section_times_both_paths_and_they_agree():
         assert row["current_read_mib"] > row["live_read_mib"] > 0 and row["current_us"] > 0
         if live_attention.available("cpu") is None:
             assert row["max_abs_diff"] < 1e-4 and row["live_us"] > 0
+
+
+def test_overlap_section_times_both_modes_and_restores_the_runner():
+    runner = _runner(budget=2048)
+    entry = gpu_audio.overlap(runner, (2, 8), 256, 16, 4, 1)
+    row = entry["streams_2"]
+    assert row["audio_identical"] is True and "error" not in row
+    assert row["off_step_ms_p99"] >= row["off_step_ms_p50"] > 0 and row["on_step_ms_p50"] > 0
+    assert "skipped" in entry["streams_8"]  # more than the runner's slots
+    assert runner.audio.delivery.delayed is False and gpu_sections.left_in(runner) == 0
+
+
+def test_overlap_section_fails_a_delayed_path_that_loses_audio(monkeypatch):
+    runner = _runner(budget=2048)
+    delivery = runner.audio.delivery
+    real = delivery.collect
+
+    def lossy(held):
+        done = real(held)
+        if delivery.delayed:
+            done.audio = {j: a[1:] for j, a in done.audio.items()}
+        return done
+
+    monkeypatch.setattr(delivery, "collect", lossy)
+    row = gpu_audio.overlap(runner, (2,), 256, 16, 4, 1)["streams_2"]
+    assert row["audio_identical"] is False and gpu_check._failed({"streams_2": row})
+
+
+def test_vocoder_precision_section_reports_bf16_against_fp32_on_the_cpu():
+    from runtime_fixtures import tiny_assets
+    entry = gpu_audio.vocoder_precision(tiny_assets(), "cpu", 1)
+    assert set(entry) >= {"fp32", "bf16"} and "tf32" not in entry
+    assert 40 <= entry["bf16"]["snr_db_min"] <= entry["bf16"]["snr_db_median"] < 120
+    assert entry["fp32"]["packed_call_ms"] > 0

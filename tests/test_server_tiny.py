@@ -45,11 +45,8 @@ async def test_sentence_and_token_chunking_produce_matching_audio(tiny_server, w
 async def test_cancel_and_disconnect_free_the_runtime_slots(tiny_server, ws_connect):
     worker = tiny_server.server.worker
     client = await ws_connect(tiny_server.url)
-    await client.send({"type": "speak", "id": "c", "text": "A sentence to cut short.",
-                       "chunking": "token", "frame_ms": 20, "params": SEED})
-    await client.next_message(Started, timeout=60)
-    await client.send({"type": "cancel", "id": "c"})
-    t = (await client.collect(["c"], timeout=60))["c"]
+    t = await client.cancel_once_started("c", "A sentence to cut short.", chunking="token",
+                                         frame_ms=20, params=SEED)
     assert isinstance(t.terminal, Cancelled)
     other = await ws_connect(tiny_server.url)
     await other.send({"type": "speak", "id": "d", "text": "Going away now.", "params": SEED})

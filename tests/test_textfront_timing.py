@@ -27,6 +27,9 @@ def test_pieces_give_each_word_its_original():
     words = t.spoken_words("It costs twenty dollars now.", pieces)
     assert [(w.word, w.original) for w in words] == [
         ("It", None), ("costs", None), ("twenty", "$20"), ("dollars", "$20"), ("now", None)]
+    # a sentence read as written, its spaces trimmed: no word has an original
+    words = t.spoken_words("Read as written.", [(" Read as written. ", "Read as written.")])
+    assert [w.original for w in words] == [None, None, None]
 
 
 def test_the_vowel_rule_is_measured_against_the_dictionary():
@@ -115,3 +118,18 @@ def test_a_fast_speaker_keeps_later_words_after_the_audio_already_sent():
 @pytest.mark.parametrize("text", ["", "...", "!!"])
 def test_nothing_to_say_gives_no_words(text):
     assert t.spoken_words(text) == [] and t.lay_out([], 0, 1) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcXY .,!?'-0123\t\n;:\"()’", max_size=40))
+def test_ascii_text_is_cut_into_the_tokens_the_expression_finds(text):
+    if text.isascii():
+        assert t._ascii_tokens(text) == t._TOKEN.findall(text)
+
+
+def test_the_weight_table_stays_bounded(monkeypatch):
+    monkeypatch.setattr(t, "_WEIGHTS_MAX", 4)
+    t._WEIGHTS.clear()
+    words = t.spoken_words("one two three four five six, ten.")
+    assert [w.units for w in words] == [1.0] * 7 and words[5].pause == t.CLAUSE_PAUSE
+    assert len(t._WEIGHTS) <= 4

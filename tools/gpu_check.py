@@ -17,12 +17,16 @@ vocoder and the hot path's per-step counts, on a GPU.
    at 1,024 and 2,048 positions, swept to 512 (``tools/gpu_streams.py``);
 4. ``first_audio``, ``throughput`` (every job run to its end), ``vocoder``
    (streaming vs one-shot step cost), ``hot_path`` (host syncs, launches,
-   KV bytes per step), all on the serving runner, which each resets and
-   must leave empty;
+   KV bytes per step), ``overlap`` (step p50/p99 with the vocoder on its
+   own stream, audio one step later, vs at once; the audio must be the
+   same: ``tools/gpu_audio.py``), all on the serving runner, which each
+   resets and must leave empty;
 5. ``attention``: the model's decode attention (SDPA over the bucket) vs the
    live-length kernels (``realtime.runtime.live_attention``), timed and
    compared on one layer's cache (``tools/gpu_attention.py``);
-6. ``fidelity`` (fp32 vs bf16 greedy codes) and ``graphs`` (graphs vs eager).
+6. ``vocoder_precision`` (the vocoder's linears in TF32 and bf16: SNR
+   against fp32 and packed-call time, ``tools/gpu_audio.py``), ``fidelity``
+   (fp32 vs bf16 greedy codes) and ``graphs`` (graphs vs eager).
 
 Each section runs in its own ``try``: a failure is recorded in that section
 (``error``, ``traceback``) and the next section still runs, except after a
@@ -60,17 +64,17 @@ import torch
 
 from realtime.runtime.shapes import FULL, TINY
 from realtime.runtime.weights import random_assets
+from tools import gpu_audio, gpu_streams, step_counts
 from tools import gpu_sections as sections
-from tools import gpu_streams, step_counts
 from tools.gpu_attention import attention_section
 from tools.gpu_env import attention_kernels, environment
 from tools.gpu_server import ServerPlan, server_args, server_section
 
 log = logging.getLogger(__name__)
 SECTIONS = ("server", "serving", "streams", "first_audio", "throughput", "vocoder", "hot_path",
-            "attention", "fidelity", "graphs")
+            "overlap", "attention", "vocoder_precision", "fidelity", "graphs")
 # Sections that run on the serving runner: a capture failure there fails them too.
-ON_SERVING_RUNNER = ("streams", "first_audio", "throughput", "vocoder", "hot_path")
+ON_SERVING_RUNNER = ("streams", "first_audio", "throughput", "vocoder", "hot_path", "overlap")
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,11 @@ class Sizes:
                                                      (128, 2048), (256, 2048), (64, 1024), (256, 1024))
     attention_slots: int = 512
     attention_repeats: int = 20
+    overlap_streams: tuple[int, ...] = (64, 256)
+    overlap_kv: int = 1024
+    overlap_measured: int = 32
+    overlap_rounds: int = 2
+    precision_repeats: int = 10
 
 
 # On the GPU the server's shapes are the hardware profile's (realtime.runtime.cuda_profile:
@@ -113,7 +122,9 @@ CPU_SMOKE = Sizes(server=CPU_SERVER, fidelity_steps=12, graph_batches=(2,), grap
                   serving_batches=(1, 2, 4), serving_kv=(256,), stream_counts=(2, 4),
                   stream_limit_ms=10_000.0, stream_measured=8, batches=(2, 4),
                   hot_path_batches=(4,), warm_steps=4, measured_steps=4, throughput_steps=8,
-                  attention_shapes=((2, 128), (4, 256)), attention_slots=8, attention_repeats=1)
+                  attention_shapes=((2, 128), (4, 256)), attention_slots=8, attention_repeats=1,
+                  overlap_streams=(2,), overlap_kv=256, overlap_measured=4, overlap_rounds=1,
+                  precision_repeats=1)
 
 
 def _device_lost(exc: BaseException) -> bool:
@@ -212,6 +223,7 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[mixed] if device == "cuda" else torch.float32
     section("attention", lambda: attention_section(assets.shape, device, dtype, s.attention_slots,
                                                    s.attention_shapes, s.attention_repeats))
+    section("vocoder_precision", lambda: gpu_audio.vocoder_precision(assets, device, s.precision_repeats))
     section("fidelity", lambda: sections.fidelity(assets, device, mixed, s.fidelity_steps))
     section("graphs", lambda: sections.graphs_vs_eager(assets, device, s.graph_batches, s.graph_buckets,
                                                        s.warm_steps, s.measured_steps))
@@ -240,6 +252,9 @@ def _serve(runner, s: Sizes, section) -> None:
     section("hot_path", _clean(runner, lambda: {
         f"batch_{b}": _or_error(step_counts.hot_path, runner, b, s.warm_steps, s.measured_steps)
         for b in s.hot_path_batches}))
+    section("overlap", _clean(runner, lambda: gpu_audio.overlap(
+        runner, s.overlap_streams, s.overlap_kv, s.stream_warm_steps, s.overlap_measured,
+        s.overlap_rounds)))
 
 
 def _clean(runner, fn):

@@ -137,28 +137,65 @@ def _tokens(text: str) -> Iterable[str]:
             yield token
 
 
+def _ascii_tokens(text: str) -> list[str]:
+    """``_TOKEN.findall(text)`` for ASCII text, faster: most pieces between
+    spaces are one word of letters, kept whole; only the rest go through the
+    regular expression."""
+    tokens: list[str] = []
+    for piece in text.split():
+        if piece.isalpha():
+            tokens.append(piece)
+        else:
+            tokens += _TOKEN.findall(piece)
+    return tokens
+
+
 def spoken_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> list[SpokenWord]:
     """The words of a segment's spoken ``text``, in order. With ``pieces``
     ((original, spoken) pairs whose spoken parts make up the text), words
     from a piece whose spoken form differs carry its original, stripped."""
     spans = pieces if pieces else [(text, text)]
-    table = syllable_table()
+    weights = _WEIGHTS
     words: list[SpokenWord] = []
+    append = words.append
     make = SpokenWord._make  # tuple.__new__: cheaper than the class call, per word
     for original, spoken in spans:
-        source = original.strip() if original != spoken else None
-        for token in (_TOKEN.findall(spoken) if spoken.isascii() else _tokens(spoken)):
-            if token[0].isalnum():
-                known = table.get(token.lower()) if token.isalpha() else None
-                units = float(known) if known else units_of(token, table)
-                words.append(make((token, units, 0.0, source)))
-            elif words:  # punctuation: a pause after the word before it
-                pause = _pause_of(token)
-                if pause > words[-1].pause:
-                    words[-1] = words[-1]._replace(pause=pause)
+        # Only a real difference names an original: a piece that differs
+        # from its reading by spaces alone (a sentence read as written) does not.
+        source: str | None = original.strip()
+        if source == spoken.strip():
+            source = None
+        for token in (_ascii_tokens(spoken) if spoken.isascii() else _tokens(spoken)):
+            weight = weights.get(token)
+            if weight is None:
+                weight = _weigh(token)
+            if weight > 0.0:
+                append(make((token, weight, 0.0, source)))
+            elif words and -weight > words[-1].pause:  # punctuation: a pause after the word before it
+                words[-1] = words[-1]._replace(pause=-weight)
     if words and words[-1].pause:
         words[-1] = words[-1]._replace(pause=0.0)
     return words
+
+
+# Token -> its units (> 0), or minus the pause after it for punctuation: one
+# dictionary lookup per token on the event loop instead of the tests and the
+# syllable lookup. Bounded (clients choose the tokens): cleared when full.
+_WEIGHTS: dict[str, float] = {}
+_WEIGHTS_MAX = 1 << 16
+
+
+def _weigh(token: str) -> float:
+    if token[0].isalnum():
+        table = syllable_table()
+        known = table.get(token.lower()) if token.isalpha() else None
+        weight = float(known) if known else units_of(token, table)
+    else:
+        weight = -_pause_of(token)
+    if len(_WEIGHTS) >= _WEIGHTS_MAX:
+        _WEIGHTS.clear()
+    _WEIGHTS[token] = weight
+    return weight
 
 
 def lay_out(words: Sequence[SpokenWord], start_ms: float, end_ms: float) -> list[TimedWord]:
@@ -167,15 +204,16 @@ def lay_out(words: Sequence[SpokenWord], start_ms: float, end_ms: float) -> list
     ending at ``end_ms`` exactly. The last word's pause is not counted."""
     if not words:
         return []
-    slots = [w.units + w.pause for w in words[:-1]] + [words[-1].units]
-    scale = (end_ms - start_ms) / sum(slots) if sum(slots) > 0 else 0.0
+    total = sum([units + pause for _, units, pause, _ in words]) - words[-1].pause
+    scale = (end_ms - start_ms) / total if total > 0 else 0.0
     make = TimedWord._make
     out: list[TimedWord] = []
+    append = out.append
     at = start_ms
-    for (word, units, _, original), slot in zip(words, slots):
+    for word, units, pause, original in words:
         spoken = at + units * scale
-        out.append(make((word, at, spoken if spoken < end_ms else end_ms, original)))
-        at += slot * scale
+        append(make((word, at, spoken if spoken < end_ms else end_ms, original)))
+        at += (units + pause) * scale
         if at > end_ms:
             at = end_ms
     out[-1] = out[-1]._replace(end_ms=end_ms)
@@ -204,11 +242,9 @@ class WordTrack:
         self._next = 0  # the first uncommitted word
         self._at = start_ms  # where it starts
         self._sent = start_ms
-
-    @property
-    def units(self) -> float:
-        return sum(w.units + w.pause for w in self.words[:-1]) + (
-            self.words[-1].units if self.words else 0.0)
+        # units and pauses, without the last word's pause (lay_out's rule)
+        self.units = sum(w.units + w.pause for w in self.words) - (
+            self.words[-1].pause if self.words else 0.0)
 
     @property
     def at(self) -> float:
@@ -224,15 +260,17 @@ class WordTrack:
     def advance(self, sent_ms: float) -> list[TimedWord]:
         self._sent = max(self._sent, sent_ms)
         out: list[TimedWord] = []
-        while self._next < len(self.words) - 1:
-            word = self.words[self._next]
-            slot_end = self._at + (word.units + word.pause) * self.unit_ms
+        words, unit_ms, at, n = self.words, self.unit_ms, self._at, self._next
+        make = TimedWord._make
+        while n < len(words) - 1:
+            word, units, pause, original = words[n]
+            slot_end = at + (units + pause) * unit_ms
             if slot_end > self._sent:
                 break
-            out.append(TimedWord(word.word, self._at, self._at + word.units * self.unit_ms,
-                                 word.original))
-            self._at = slot_end
-            self._next += 1
+            out.append(make((word, at, at + units * unit_ms, original)))
+            at = slot_end
+            n += 1
+        self._at, self._next = at, n
         return out
 
     def finish(self, end_ms: float) -> list[TimedWord]:
