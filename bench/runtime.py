@@ -22,8 +22,10 @@ Full-size random weights (the real architecture), side by side in one process:
 Prints a table and, as the last line, one JSON object with (among others)
 ``cpu``, ``cpu_gemm``, ``decode_speedup_bs1``, ``decode_speedup_bs8``,
 ``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``rtf_stream_fp32``,
-``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio`` and
-``peak_rss_mb``. ``--quick`` takes a few minutes; ``--no-server`` skips the
+``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio``,
+``gemm_plan_verdicts`` (``auto``'s whole-step verdict per batch size) and
+``peak_rss_mb``. ``auto`` settles its plan afresh (no cache: runtime options
+without ``cache_dir``). ``--quick`` takes a few minutes; ``--no-server`` skips the
 end-to-end part. To see an AVX2-only machine on an AVX-512 one, run it under
 ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2`` (the server subprocess inherits them).
@@ -87,8 +89,10 @@ def _runners(assets, threads: int) -> dict:
     # The server of the end-to-end part runs with the same slots and KV length,
     # so that auto's and int8's runners can replay its steps.
     base = dict(weights="random", device="cpu", cpu_threads=threads, **RUNNER_OPTIONS)
-    modes = {b: dict(cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)}
-    modes["auto"] = {}
+    # auto first: its whole-step trial holds every backend's copy of the
+    # weights for a while, best before the forced runners hold theirs.
+    modes: dict[str, dict] = {"auto": {}}
+    modes.update({b: dict(cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)})
     if cpu_int8.available() is None:
         modes["int8"] = dict(precision="int8")
     runners = {}
@@ -185,7 +189,8 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     upstream = UpstreamGPT(assets)
     prompt = auto.prepare(SegmentRequest(PROMPT_TEXT)).work.prompt
     result = {"cpu": describe(), "threads": threads, "omp": omp_env.describe(),
-              "prompt_tokens": prompt.length, "cpu_gemm": _gemm_summary(auto)}
+              "prompt_tokens": prompt.length, "cpu_gemm": _gemm_summary(auto),
+              "gemm_plan_verdicts": auto.model.plan_verdicts}
     result.update(_decode_rounds(runners, upstream, prompt, quick))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
@@ -215,6 +220,7 @@ def _num(x) -> str:
 
 def _table(r: dict) -> str:
     lines = [f"cpu: {r['cpu']}", f"auto picked: {r['cpu_gemm']}",
+             *(f"  {v}" for v in r.get("gemm_plan_verdicts", [])),
              f"{'measure':<38}{'ours':>12}{'upstream':>12}{'ratio':>10}"]
     for b in (1, 8):
         up = r[f"upstream_step_ms_bs{b}"]

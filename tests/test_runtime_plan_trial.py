@@ -218,14 +218,12 @@ def test_an_unwritable_cache_dir_is_logged_not_raised(tmp_path, caplog):
     assert "cannot write" in caplog.text
 
 
-def test_policy_cache_dir_from_options_and_environment(monkeypatch):
+def test_the_policy_keeps_the_plan_where_the_options_say():
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.cpu.plan import policy_for
 
-    monkeypatch.setenv("REALTIME_CACHE_DIR", "/some/where")
-    assert policy_for(RuntimeOptions()).cache_dir == "/some/where"
-    monkeypatch.setenv("REALTIME_CACHE_DIR", "")
-    assert policy_for(RuntimeOptions()).cache_dir is None
+    assert policy_for(RuntimeOptions(cache_dir="/some/where")).cache_dir == "/some/where"
+    assert policy_for(RuntimeOptions()).cache_dir is None  # off, as the prepared cache's None
 
 
 @needs_all

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
-from conftest import http_get
+from conftest import async_http_get, http_get
 from runtime_fixtures import tiny_assets, tiny_runner
 
 from realtime.runtime.prepared_cache import PreparedCache
@@ -116,10 +117,12 @@ async def _serve_once(cache_dir: str, ws_connect) -> tuple[bytes, int, dict]:
         await asyncio.wait_for(server.wait_ready(), 180)
         deferred = server.worker.runner.warmup_rest.deferred
         client = await ws_connect(server)
-        t = await client.speak_and_collect("a", "Hello there. Goodbye.", params={"seed": 5},
+        # One sentence: one segment, so no batching choice (which the cost
+        # model makes, and which may move fp32 rounding) separates the runs.
+        t = await client.speak_and_collect("a", "Hello there, goodbye.", params={"seed": 5},
                                            timeout=240)
         t.check_done()
-        for _ in range(600):  # idle now: the rest of the warm-up runs
+        for _ in range(2400):  # idle now: the rest of the warm-up runs
             if server.worker.warming == 0:
                 break
             await asyncio.sleep(0.05)
@@ -140,3 +143,49 @@ async def test_a_warm_start_serves_the_audio_of_a_cold_one(tmp_path, ws_connect)
     assert warm_left == 1  # batch 2 warmed once, untimed
     # Once idle, the cold server's cost model knew every shape.
     assert {(2, 256), (2, 512)} <= set(cold_costs)
+
+
+class _HeldRest:
+    """Warm-up pieces that wait for the test's go: what ``StagedWarmup`` offers."""
+
+    def __init__(self, pieces: int):
+        self.left, self.go, self.ran = pieces, threading.Event(), 0
+
+    def step(self, cost=None):
+        self.go.wait(30)
+        self.left -= 1
+        self.ran += 1
+        return {}
+
+
+async def test_readyz_counts_the_warm_up_left_and_work_is_served(server_factory, ws_connect):
+    from realtime.runtime.tone import ToneRunner
+
+    rest = _HeldRest(3)
+    runner = ToneRunner()
+    runner.warmup_rest = rest  # type: ignore[attr-defined]
+    server = await server_factory(runner=runner)
+    status, _, body = await async_http_get(server.port, "/readyz")
+    assert status == 200 and json.loads(body)["warming"] == 3  # ready, and honest about the rest
+    client = await ws_connect(server)
+    await client.send({"type": "speak", "id": "a", "text": "Served between pieces."})
+    rest.go.set()  # the piece in progress ends; the speak is served
+    t = (await client.collect(["a"], timeout=60))["a"]
+    t.check_done()
+    for _ in range(200):
+        if rest.left == 0:
+            break
+        await asyncio.sleep(0.05)
+    status, _, body = await async_http_get(server.port, "/readyz")
+    assert json.loads(body)["warming"] == 0 and rest.ran == 3
+
+
+def test_the_piece_in_progress_still_counts_as_left(tmp_path, monkeypatch):
+    runner = _runner(tmp_path)
+    runner.warmup_first()
+    rest = runner.warmup_rest
+    seen = []
+    real = runner._time_decode
+    monkeypatch.setattr(runner, "_time_decode", lambda b, k, *a: seen.append(rest.left) or real(b, k, *a))
+    _finish(runner)
+    assert seen == [4, 3, 2, 1]  # a server stopped mid-piece has not stored a half table

@@ -30,6 +30,8 @@ import types
 
 import torch
 
+from realtime.runtime.chattts_import import bare_packages
+
 log = logging.getLogger(__name__)
 
 SHIM_MARKER = "__chattts_realtime_shim__"
@@ -211,9 +213,9 @@ def ensure_torchaudio() -> bool:
 def check_install() -> None:
     """Fail loudly when the installed stack cannot run the model (used by make)."""
     real = ensure_torchaudio()
-    import ChatTTS  # noqa: F401  (the import itself is the check)
     import transformers
     import vocos  # noqa: F401
+    from ChatTTS import Chat  # noqa: F401  (the import itself is the check: the whole package)
 
     major = int(transformers.__version__.split(".")[0])
     if major >= 5:
@@ -224,3 +226,5 @@ def check_install() -> None:
 
 
 ensure_torchaudio()
+# ChatTTS's own __init__ imports all of upstream's pipeline: defer it (chattts_import.py).
+bare_packages()

@@ -170,7 +170,11 @@ class ModelRunner:
                                                         self.prompt_buckets, self.max_slots, self.max_len))
         timings = {(b, k): self._time_decode(b, min(k, self.max_len))
                    for b in self.batch_sizes if b <= self.max_slots for k in self.kv_buckets}
-        return with_step_overhead(self, timings)  # the cost model's seed: whole steps
+        table = with_step_overhead(self, timings)  # the cost model's seed: whole steps
+        if self.torch_device.type == "cpu":
+            from realtime.runtime.cpu.stream_advice import log_advice
+            log_advice(self, table, self.options.cache_dir)
+        return table
 
     @torch.no_grad()
     def warmup_first(self) -> dict[tuple[int, int], float]:

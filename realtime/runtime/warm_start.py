@@ -54,13 +54,15 @@ def model_id(assets, cache: PreparedCache) -> str:
 
 
 def table_key(runner, cache: PreparedCache) -> CacheKey:
-    """The cost table's key: the model, how it runs (precision, the GEMM
-    backends the plan chose, threads) and the shapes timed."""
+    """The cost table's key: the model, how it runs (precision, GEMM mode,
+    threads) and the shapes timed. Not the backends a measured plan chose:
+    a plan measured again on a loaded machine may differ by a matrix or two,
+    and the cost model's moving average corrects a seed that is a little
+    off, while a miss costs the whole measurement."""
     o = runner.options
     return CacheKey.of(
         "step-costs", model=model_id(runner.assets, cache), dtype=str(runner.dtype),
         precision=o.precision, cpu_gemm=o.cpu_gemm, threads=torch.get_num_threads(),
-        backends=[runner.model.backends(b) for b in runner.batch_sizes],
         batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
         max_slots=runner.max_slots, lookahead=o.lookahead_steps,
         vocoder=[o.vocoder_precision, o.vocoder_overlap])
@@ -112,6 +114,7 @@ class StagedWarmup:
                  "no cache" if self.key is None else "nothing cached yet", len(self._pieces))
         if not self._pieces:
             self._store()
+            self._advise()
         return dict(self.table)
 
     def step(self, cost=None) -> Table:
@@ -119,7 +122,8 @@ class StagedWarmup:
         none), folded into ``cost`` (a ``scheduler.CostModel``) when given."""
         if not self._pieces:
             return {}
-        measured = self._pieces.pop(0)()
+        measured = self._pieces[0]()
+        del self._pieces[0]  # after the run: ``left`` counts the piece in progress
         self.table.update(measured)
         if measured and cost is not None:
             cost.calibrate(measured)
@@ -127,6 +131,7 @@ class StagedWarmup:
             log.info("warm-up: the rest done (%d shapes)", len(self.table))
             if measured:
                 self._store()
+            self._advise()
         return measured
 
     def _timed(self, batch: int, bucket: int) -> Callable[[], Table]:
@@ -153,6 +158,12 @@ class StagedWarmup:
                 log.warning("warm-up: cached step costs do not fit these shapes; measuring")
             return None
         return table
+
+    def _advise(self) -> None:
+        """The whole table is known: log the CPU's real-time streams per precision
+        (in idle time, like the rest: its cache I/O delays no request)."""
+        from realtime.runtime.cpu.stream_advice import log_advice
+        log_advice(self.runner, self.table, self.cache.root)
 
     def _store(self) -> None:
         if self.key is not None:

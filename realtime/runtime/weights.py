@@ -83,12 +83,12 @@ class ModelAssets:
 # --- building the upstream modules ---------------------------------------------------
 
 def _build_embed(shape: ModelShape):
-    from ChatTTS.model import Embed
+    from ChatTTS.model.embed import Embed
     return Embed(shape.hidden, shape.num_audio_tokens, shape.num_text_tokens, shape.num_vq)
 
 
 def _build_decoder(shape: ModelShape, coef: str | None = None):
-    from ChatTTS.model import DVAE
+    from ChatTTS.model.dvae import DVAE
     cfg = dict(idim=shape.decoder_idim, odim=shape.decoder_idim, hidden=shape.decoder_hidden,
                n_layer=shape.decoder_layers, bn_dim=shape.decoder_bn)
     return DVAE(decoder_config=cfg, dim=shape.decoder_idim, coef=coef).eval()

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -100,23 +99,11 @@ _CACHE: dict[tuple, ShapeChoice] = {}
 
 def policy_for(options) -> GemmPolicy:
     """The policy ``RuntimeOptions`` ask for: ``int8`` precision, else ``cpu_gemm``;
-    row classes are the batch sizes that fit the slots; the plan cache where
-    ``plan_cache_dir`` says."""
+    row classes are the batch sizes that fit the slots; the settled plan is
+    kept in ``options.cache_dir`` (None: nowhere)."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
     mode = "int8" if options.precision == "int8" else options.cpu_gemm
-    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=plan_cache_dir(options))
-
-
-def plan_cache_dir(options) -> str | None:
-    """Where the settled plan is kept: ``options.cache_dir`` where the options
-    have one ("" is off), else ``$REALTIME_CACHE_DIR`` ("" is off), else the
-    user's cache directory."""
-    from realtime.runtime.cpu.plan_cache import default_dir
-
-    chosen = getattr(options, "cache_dir", None)
-    if chosen is None:
-        chosen = os.environ.get("REALTIME_CACHE_DIR", default_dir())
-    return chosen or None
+    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir)
 
 
 def candidates(device: torch.device, dtype: torch.dtype) -> tuple[str, ...]:

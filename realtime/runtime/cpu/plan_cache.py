@@ -20,16 +20,12 @@ from collections.abc import Sequence
 
 import torch
 
-from realtime.runtime.prepared_cache import CacheKey, PreparedCache, default_cache_dir
+from realtime.runtime.prepared_cache import CacheKey, PreparedCache
 
 log = logging.getLogger(__name__)
 
 KIND = "gemm-plan"
 Plan = dict[tuple[int, int], dict[int, str]]  # backend per (shape [N, K], row class)
-
-
-def default_dir() -> str:
-    return default_cache_dir()
 
 
 def key(weights: Sequence[torch.Tensor], policy, device: torch.device, dtype: torch.dtype,
