@@ -16,6 +16,7 @@ Full-size random weights (the real architecture), side by side in one process:
   process's runner alone;
 - time to first audio and total vocoder time for a streamed 20 s utterance,
   from ``bench.vocoder.measure`` (ours vs upstream's stream scheme);
+- the refine pass's cost to first audio, on vs off (``bench.refine``);
 - the CPU (model name, ISA flags, kernel limits from the environment), the
   weight memory per backend and peak resident memory.
 
@@ -23,10 +24,11 @@ Prints a table and, as the last line, one JSON object with (among others)
 ``cpu``, ``cpu_gemm``, ``decode_speedup_bs1``, ``decode_speedup_bs8``,
 ``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``rtf_stream_fp32``,
 ``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio``,
-``gemm_plan_verdicts`` (``auto``'s whole-step verdict per batch size) and
-``peak_rss_mb``. ``auto`` settles its plan afresh (no cache: runtime options
-without ``cache_dir``). ``--quick`` takes a few minutes; ``--no-server`` skips the
-end-to-end part. To see an AVX2-only machine on an AVX-512 one, run it under
+``refine_added_ms``, ``refine_ms_per_token``, ``gemm_plan_verdicts``
+(``auto``'s whole-step verdict per batch size) and ``peak_rss_mb``. ``auto``
+settles its plan afresh (no cache: runtime options without ``cache_dir``).
+``--quick`` takes a few minutes; ``--no-server`` skips the end-to-end part. To
+see an AVX2-only machine on an AVX-512 one, run it under
 ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2`` (the server subprocess inherits them).
 """
@@ -194,6 +196,8 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     result.update(_decode_rounds(runners, upstream, prompt, quick))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
+    from bench.refine import measure as refine_measure
+    result.update(refine_measure(auto, rounds=3 if quick else 5))
     del upstream
     runners = {k: v for k, v in runners.items() if k in ("auto", "int8")}  # free the rest
     if server:
@@ -236,6 +240,11 @@ def _table(r: dict) -> str:
             lines.append(f"{f'  step ms: server / runtime, {p}':<38}{r[f'server_step_ms_{p}']:>12}"
                          f"{r.get(f'runtime_stream_step_ms_{p}')!s:>12}"
                          f"{r.get(f'serving_overhead_{p}', 0) + 1:>9.3f}x")
+    if r.get("refine_added_ms") is not None:
+        lines.append(f"{'first audio ms, refine off / on':<38}{r['refine_first_audio_ms_off']:>12}"
+                     f"{r['refine_first_audio_ms_on']:>12}")
+        lines.append(f"{'  refine: added ms (' + str(r['refine_tokens']) + ' tokens)':<38}"
+                     f"{r['refine_added_ms']:>12}{r['refine_ms_per_token']:>12}  ms/token")
     for name, ours, up, ratio in r.get("vocoder_rows", []):
         lines.append(f"{name[:37]:<38}{_num(ours):>12}{_num(up):>12}{_num(ratio):>10}")
     lines.append(f"{'peak RSS MB':<38}{r['peak_rss_mb']:>12}")

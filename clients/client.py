@@ -43,6 +43,7 @@ from clients.events import Flushed, Words
 from clients.keepalive import Keepalive, idle_timeout_s
 from clients.utterance import Utterance
 from protocol import ClientMessage, Error, Hello, Params, ProtocolError, Speak, encode
+from protocol.params import Refine
 from protocol.stream import Audio, ClientConnection, Kind, Received, StreamViolation
 
 log = logging.getLogger(__name__)
@@ -193,11 +194,14 @@ class RealtimeClient:
                     format: str = "pcm_s16le", sample_rate: int | None = None,
                     frame_ms: int = 100, chunking: str = "sentence",
                     deadline_ms: int | None = None, params: Params | None = None,
-                    timestamps: bool = False, speed: int | None = None) -> Utterance:
+                    timestamps: bool = False, speed: int | None = None,
+                    refine: Refine | None = None) -> Utterance:
         """Start an utterance and return its handle at once (before `started`).
 
         `timestamps=True` asks for word timings (`Words` items). `speed` (ChatTTS's
-        level 0-9, the server's default 5) overrides `params.speed`. Refusals (overloaded,
+        level 0-9, the server's default 5) overrides `params.speed`, and `refine` (`True`,
+        `RefineLevels(oral=2, ...)` or a prompt string: ChatTTS's refine-text pass;
+        `False`: none) overrides `params.refine`. Refusals (overloaded,
         unsupported, ...) surface when the handle is iterated or `result()`/`started()`
         is awaited. Raises `DuplicateId` for an id still active here and
         `ConnectionLost` if the connection is gone and cannot be opened again.
@@ -210,7 +214,7 @@ class RealtimeClient:
         rate = sample_rate or self.hello.sample_rate
         msg = Speak(id=uid, text=text, final=final, lane=lane, deadline_ms=deadline_ms,
                     voice=voice, format=format, sample_rate=rate, frame_ms=frame_ms,
-                    chunking=chunking, params=_with_speed(params or Params(), speed),
+                    chunking=chunking, params=_with_controls(params or Params(), speed, refine),
                     timestamps=timestamps)
         try:
             self._wire.opened(uid)
@@ -369,5 +373,7 @@ class RealtimeClient:
 __all__ = ["DEFAULT_URL", "IDLE_CLOSE_CODE", "RealtimeClient"]
 
 
-def _with_speed(params: Params, speed: int | None) -> Params:
-    return params if speed is None else dataclasses.replace(params, speed=speed)
+def _with_controls(params: Params, speed: int | None, refine: Refine | None) -> Params:
+    if speed is not None:
+        params = dataclasses.replace(params, speed=speed)
+    return params if refine is None else dataclasses.replace(params, refine=refine)

@@ -20,7 +20,7 @@ from clients.errors import TTSError
 from clients.events import Words
 from clients.utterance import AudioChunk
 from clients.wav import to_s16, write_wav
-from protocol import Segment
+from protocol import RefineLevels, Segment
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--chunking", default="sentence", choices=("sentence", "token"))
     p.add_argument("--speed", type=int, default=None, choices=range(10), metavar="0-9",
                    help="ChatTTS speed level [speed_N] (server default 5)")
+    p.add_argument("--refine", nargs="?", const=True, default=None, type=refine_arg,
+                   metavar="PROMPT|oral=N,laugh=N,break=N",
+                   help="run ChatTTS's refine-text pass first: alone, the server's default; "
+                        "levels as oral=2,laugh=0,break=6; or a prompt like [oral_2][break_6]")
     p.add_argument("--timestamps", action="store_true",
                    help="print each word's start and end (ms into the audio) on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
@@ -49,6 +53,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not args.output and not args.stream:
         p.error("give -o FILE.wav or --stream")
     return args
+
+
+def refine_arg(text: str) -> str | RefineLevels:
+    """``--refine``'s value: ``oral=2,laugh=0,break=6`` (any subset) as
+    levels, anything else as a refine prompt (the server validates both)."""
+    if "=" not in text:
+        return text
+    levels: dict[str, int] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        if name.strip() not in ("oral", "laugh", "break") or not value.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"expected oral=N,laugh=N,break=N, got {text!r}")
+        levels[name.strip()] = int(value)
+    return RefineLevels(oral=levels.get("oral"), laugh=levels.get("laugh"), break_=levels.get("break"))
 
 
 async def run(args: argparse.Namespace, text: str) -> int:
@@ -60,7 +78,8 @@ async def run(args: argparse.Namespace, text: str) -> int:
         utt = await client.speak(text, voice=args.voice, lane=args.lane, format=args.format,
                                  sample_rate=args.rate, frame_ms=args.frame_ms,
                                  chunking=args.chunking, deadline_ms=args.deadline_ms,
-                                 timestamps=args.timestamps, speed=args.speed)
+                                 timestamps=args.timestamps, speed=args.speed,
+                                 refine=args.refine)
         try:
             async for item in utt:
                 if not isinstance(item, AudioChunk):

@@ -70,6 +70,9 @@ class ServerConfig:
     max_message_bytes: int = 65536
     max_connections: int = 2000
     default_deadline_ms: int = 60000
+    # The refine pass for background speaks that leave params.refine out (it
+    # costs first audio a text pass, which the interactive lane cannot spare).
+    refine_background: bool = False
     drain_timeout: float = 30.0
     send_queue_bytes: int = 8 * 1024 * 1024
     # Long enough for a voice agent's pauses between turns (a user thinking,
@@ -222,6 +225,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--max-connections", "max_connections", _positive_int, "open WebSocket connections"),
     ("--default-deadline-ms", "default_deadline_ms", _positive_int,
      "background deadline when a speak gives none"),
+    ("--refine-background", "refine_background", bool,
+     "run the refine-text pass for background speaks that leave params.refine out"),
     ("--drain-timeout", "drain_timeout", _non_negative_float,
      "seconds in-flight utterances get to finish on SIGTERM"),
     ("--send-queue-bytes", "send_queue_bytes", _positive_int,

@@ -33,6 +33,7 @@ class UpdateKind(enum.Enum):
     REFUSED = "refused"  # a submission was refused (code: overloaded, unsupported, ...)
     EMPTY = "empty"  # the segment normalized to nothing: done, no audio
     STARTED = "started"  # the job got its first model step
+    REFINED = "refined"  # the job's refine pass ended: ``message`` is the text it reads
     AUDIO = "audio"  # samples for the job (float32, 24 kHz)
     FINISHED = "finished"  # the job produced all its audio
     FAILED = "failed"  # the job failed (code: internal)

@@ -142,6 +142,12 @@ class SegmentEntry:
     job_id: int
     status: SegmentStatus = SegmentStatus.SUBMITTED
     buffered: list[np.ndarray] = field(default_factory=list)  # audio before its turn
+    refined: str | None = None  # the text after a refine pass: what the model read
+
+    @property
+    def spoken(self) -> str:
+        """``segment.spoken``: the text as the model read it."""
+        return self.reading.spoken.text if self.refined is None else self.refined
 
 
 ReadJob = Callable[[SentenceReader], list[Reading]]

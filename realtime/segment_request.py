@@ -3,16 +3,24 @@
 ``segment_request(speak)`` turns the wire's ``speak`` (voice, chunking,
 ``params``) into the runtime's ``SegmentRequest`` with the text left empty;
 the utterance fills in each sentence. Fields the ``speak`` leaves out take
-the server's defaults: upstream ChatTTS's sampling, speed level 5, and
-``reference`` ``DEFAULT_REFERENCE``.
+the server's defaults: upstream ChatTTS's sampling, speed level 5,
+``reference`` ``DEFAULT_REFERENCE`` and no refine pass (``lane_params``
+turns it on for the background lane under ``--refine-background``).
+``params.refine`` becomes upstream's refine prompt: ``true`` the empty one
+(upstream's ``RefineTextParams`` default: the model's own choice), levels
+``[oral_N][laugh_N][break_N]`` in that order (a level left out is left out
+of the prompt), a string as it is.
 
 Thread: pure functions.
 """
 
 from __future__ import annotations
 
-from protocol import Speak
-from realtime.runtime.api import SamplingParams, SegmentRequest
+from dataclasses import replace
+
+from protocol import Params, RefineLevels, Speak
+from protocol.params import Refine
+from realtime.runtime.api import RefineRequest, SamplingParams, SegmentRequest
 from realtime.samples import SampleVoices, resolve
 from realtime.textfront.speed import DEFAULT_LEVEL
 
@@ -30,7 +38,28 @@ def segment_request(speak: Speak, samples: SampleVoices | None = None) -> Segmen
     return SegmentRequest(text="", voice=voice, sample=sample, params=_sampling(speak),
                           streaming=speak.chunking == "token",
                           speed=DEFAULT_LEVEL if p.speed is None else p.speed,
-                          reference=p.reference or DEFAULT_REFERENCE)
+                          reference=p.reference or DEFAULT_REFERENCE,
+                          refine=refine_request(p.refine))
+
+
+def refine_request(refine: Refine | None) -> RefineRequest | None:
+    """The runtime's refine pass for ``params.refine`` (None: no pass)."""
+    if refine is None or refine is False:
+        return None
+    if refine is True:
+        return RefineRequest("")
+    if isinstance(refine, RefineLevels):
+        levels = (("oral", refine.oral), ("laugh", refine.laugh), ("break", refine.break_))
+        return RefineRequest("".join(f"[{name}_{n}]" for name, n in levels if n is not None))
+    return RefineRequest(refine)
+
+
+def lane_params(lane: str, params: Params, refine_background: bool) -> Params:
+    """``params`` with the lane's server defaults: the refine pass on the
+    background lane when ``refine_background`` and ``params.refine`` is absent."""
+    if refine_background and lane == "background" and params.refine is None:
+        return replace(params, refine=True)
+    return params
 
 
 def _sampling(speak: Speak) -> SamplingParams:

@@ -254,7 +254,7 @@ class Server:
         self.state.warming = lambda: self.worker.warming
         self.state.serve(self._hello(runner), Offer(
             formats=offered_formats(), sample_rates=SUPPORTED_RATES, voices=tuple(runner.voices),
-            max_text_chars=self.config.max_text_chars))
+            max_text_chars=self.config.max_text_chars, refine=runner.offers_refine))
         if runner.weights_kind is not WeightsKind.CHECKPOINT:
             log.warning("serving %s weights: the audio is noise, not speech", runner.weights_kind.value)
         log.info("ready in %.2f s: device=%s weights=%s batch_sizes=%s kv_buckets=%s max_slots=%d",

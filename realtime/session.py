@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import logging
 import time
+from dataclasses import replace
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -43,6 +44,7 @@ from realtime.intake import TextReader
 from realtime.outbox import Outbox
 from realtime.ratelimit import QuotaBook
 from realtime.retry import active_retry_s, quota_retry_ms, to_ms
+from realtime.segment_request import lane_params
 from realtime.state import ServiceState
 from realtime.utterance import ServerUtterance
 from realtime.utterance_link import Outcome, UtteranceMessage
@@ -170,6 +172,8 @@ class Session:
             self._error(speak.id, refusal.code, refusal.message,
                         retry_after_ms=quota_retry_ms(refusal, self.utterances.values(), received))
             return
+        speak = replace(speak, params=lane_params(speak.lane, speak.params,
+                                                  self.config.refine_background))
         utterance = ServerUtterance(
             speak, next(self._streams), self, received,
             default_deadline_ms=self.config.default_deadline_ms,

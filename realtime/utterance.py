@@ -64,7 +64,6 @@ class UtteranceLink(Protocol):
     def next_job_id(self) -> int: ...
 
 
-
 class ServerUtterance:
     """See the module docstring. ``received`` is the speak's receipt time
     (``time.monotonic()``); ``stream`` the connection-unique stream number;
@@ -176,6 +175,9 @@ class ServerUtterance:
                 self._first_job_at = update.at
         elif kind is UpdateKind.FINISHED or kind is UpdateKind.EMPTY:
             self._segment_resolved(update.job_id, kind)
+        elif kind is UpdateKind.REFINED:
+            if (index := self._by_job.get(update.job_id or -1)) is not None:
+                self._segments[index].refined = update.message
         else:  # REFUSED or FAILED: the utterance ends with the update's code
             code = ErrorCode(update.code or ErrorCode.INTERNAL.value)
             error = self.wire.error(code, update.message, update.field, update.retry_after_ms)
@@ -326,7 +328,7 @@ class ServerUtterance:
         offset = self._framer.samples_sent - samples
         # Purged with the audio it follows if the utterance stops before both are out.
         self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
-                                                 self._framer.ms(samples), seg.reading.spoken.text), self)
+                                                 self._framer.ms(samples), seg.spoken), self)
 
     def _send_words(self, words: tuple[WordTiming, ...], pending: tuple[WordStart, ...] = ()) -> None:
         if (words or pending) and not self._ended:  # purged with the audio if the utterance stops

@@ -261,7 +261,7 @@ class ModelWorker:
                 id=seg.job_id, utterance=sub.sink, index=seg.index, lane=sub.lane,
                 prompt_len=prepared.prompt_len, est_tokens=seg.est_tokens,
                 max_tokens=seg.request.params.max_new_tokens, deadline=sub.deadline,
-                arrival=sub.arrival, work=prepared.work,
+                arrival=sub.arrival, work=prepared.work, refine_tokens=prepared.refine_tokens,
             ))
         refusal = self._enqueue(sub, jobs, now)
         self._observer.admission_changed()
@@ -322,6 +322,10 @@ class ModelWorker:
         self._busy_since = time.perf_counter()
         self.stats.steps += 1
         at = time.monotonic()
+        for job_id, refined in out.refined.items():  # before the audio it reads
+            if (tracked := self._jobs.get(job_id)) is not None:
+                updates.append(WorkerUpdate(tracked.sink, UpdateKind.REFINED, job_id,
+                                            message=refined.text, at=at))
         for job_id, samples in out.audio.items():
             tracked = self._jobs.get(job_id)
             if tracked is not None and samples is not None and len(samples):

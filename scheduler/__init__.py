@@ -24,7 +24,7 @@ from scheduler.jobs import (
     Refusal,
     RefusalReason,
 )
-from scheduler.plan import JobId, Lane, StepOutput, StepPlan
+from scheduler.plan import JobId, Lane, Refined, StepOutput, StepPlan
 
 __all__ = [
     "ADMISSION_MODES",
@@ -41,6 +41,7 @@ __all__ = [
     "JobState",
     "Lane",
     "QUEUE_ONLY",
+    "Refined",
     "Refusal",
     "RefusalReason",
     "Saturation",

@@ -224,7 +224,8 @@ class InteractiveCapacity:
         """When the stream of ``jobs`` (new, not yet in the books) would get
         its prefill and its first audio, behind the streams already admitted:
         a step (the one in flight, or the one a slot frees in), the prefill,
-        then ``first_audio_steps`` codes."""
+        the first segment's refine pass if it has one, then
+        ``first_audio_steps`` codes."""
         cfg = self.config
         bucket = self.bucket(jobs)
         streams = self.streams()
@@ -233,9 +234,11 @@ class InteractiveCapacity:
         interval = self.interval(ahead + 1, bucket)
         _, starts = self.schedule_streams(streams, now, interval, self.slot_room(), held)
         step = self.cost.step_time(cfg.padded_batch(min(ahead + 1, self.rows(bucket))), bucket)
-        first_audio = starts + (1.0 + PREFILL_STEPS) * step + cfg.first_audio_steps * interval
+        # A refine pass first: its text tokens and the audio prompt's prefill.
+        before = cfg.first_audio_steps + min(jobs, key=lambda j: j.index).refine_steps_left
+        first_audio = starts + (1.0 + PREFILL_STEPS) * step + before * interval
         alone = ((1.0 + PREFILL_STEPS) * self.cost.step_time(cfg.batch_sizes[0], bucket)
-                 + cfg.first_audio_steps * self.interval(1, bucket))
+                 + before * self.interval(1, bucket))
         return StartEstimate(starts, first_audio, alone)
 
     def behind(self, now: float, bucket: int) -> bool:

@@ -48,7 +48,7 @@ from scheduler.capacity import InteractiveCapacity, Saturation
 from scheduler.config import QUEUE_ONLY, SchedulerConfig
 from scheduler.cost import CostModel
 from scheduler.estimate import INF, BackgroundForecast
-from scheduler.jobs import Job, JobEvent, JobOutcome, JobState, Refusal
+from scheduler.jobs import Job, JobEvent, JobOutcome, JobState, Refusal, take_refine
 from scheduler.load import InteractiveLoad
 from scheduler.plan import JobId, Lane, StepOutput, StepPlan
 from scheduler.reservations import NOMINAL_CODES, StreamReservations
@@ -229,8 +229,8 @@ class Scheduler:
         self._account(plan, output.seconds, now)
         if output.oom:
             return self._after_oom(plan, now)
-        if plan.decode and not plan.prefill and output.seconds > 0:
-            self.cost.observe(plan.batch_size, plan.kv_bucket, output.seconds)
+        if plan.decode and not plan.prefill and output.seconds > 0 and not output.refining:
+            self.cost.observe(plan.batch_size, plan.kv_bucket, output.seconds)  # a (batch, bucket) step
         # The runner forgets ended jobs itself: do not release them again.
         self.book.drop_releases(set(output.finished) | set(output.failed))
         for job_id, count in output.tokens.items():
@@ -242,6 +242,7 @@ class Scheduler:
                 if job.first_code_at is None:
                     job.first_code_at = now
             job.tokens = count
+        take_refine(self.book.job, output)
         events: list[JobEvent] = []
         for job_id, message in output.failed.items():
             job = self.book.job(job_id)

@@ -12,11 +12,11 @@ Thread: jobs are read and written on the model thread only.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.plan import JobId, Lane
+from scheduler.plan import JobId, Lane, StepOutput
 
 # One GPT step yields 2 mel frames = 512 samples at 24 kHz: 46.875 codes per
 # second of audio. Playback deadlines are derived from token counts with it.
@@ -48,7 +48,10 @@ class Job:
     deadline from the playback of the segment before them (see
     ``scheduler.playout``). ``est_tokens`` is the expected number of codes
     (from the text length), ``max_tokens`` the runner's hard limit. ``params``
-    is carried for the worker and never read here.
+    is carried for the worker and never read here. ``refine_tokens`` (0:
+    none) are the text tokens a refine pass is expected to draw before the
+    codes: steps the job needs before its audio prompt's prefill (one more
+    step's work), counted in ``remaining_tokens`` but never as audio.
     """
 
     id: JobId
@@ -61,6 +64,7 @@ class Job:
     deadline: float | None = None
     arrival: float = 0.0
     work: Any = None
+    refine_tokens: int = 0
     # Progress, owned by the scheduler.
     state: JobState = field(default=JobState.WAITING, init=False)
     slot: int = field(default=-1, init=False)
@@ -71,6 +75,19 @@ class Job:
     ended_at: float | None = field(default=None, init=False)
     # Largest batch this job may run in; halved on each out-of-memory step.
     batch_cap: int = field(default=1 << 30, init=False)
+    text_tokens: int = field(default=0, init=False)  # drawn by the refine pass so far
+    refined: bool = field(default=False, init=False)  # the refine pass ended
+
+    @property
+    def refining(self) -> bool:
+        """In the refine pass (or waiting to begin one): no codes yet."""
+        return self.refine_tokens > 0 and not self.refined
+
+    @property
+    def refine_steps_left(self) -> int:
+        """Steps before the first code: the rest of the refine pass, then
+        the audio prompt's prefill (0 without a refine pass)."""
+        return max(self.refine_tokens - self.text_tokens, 1) + 1 if self.refining else 0
 
     @property
     def started(self) -> bool:
@@ -83,12 +100,13 @@ class Job:
 
     @property
     def remaining_tokens(self) -> int:
-        return max(self.expected_tokens - self.tokens, 1)
+        """Steps this job still needs (codes, and any refine pass before them)."""
+        return max(self.expected_tokens - self.tokens, 1) + self.refine_steps_left
 
     @property
     def kv_len(self) -> int:
         """KV positions this job covers after its next step."""
-        return self.prompt_len + self.tokens + 1
+        return self.prompt_len + (self.text_tokens if self.refining else self.tokens) + 1
 
     @property
     def final_kv_len(self) -> int:
@@ -129,3 +147,16 @@ class JobEvent:
     job_id: JobId
     outcome: JobOutcome
     message: str = ""
+
+
+def take_refine(find: Callable[[JobId], Job | None], output: StepOutput) -> None:
+    """Record the refine passes of one step: text tokens drawn so far, and
+    for a pass that ended, its audio prompt's length (codes count from it)."""
+    for job_id, count in output.refining.items():
+        job = find(job_id)
+        if job is not None:
+            job.text_tokens = count
+    for job_id, refined in output.refined.items():
+        job = find(job_id)
+        if job is not None:
+            job.prompt_len, job.refined = refined.prompt_len, True

@@ -80,6 +80,15 @@ class StepPlan:
         return not (self.prefill or self.decode or self.release)
 
 
+@dataclass(frozen=True, slots=True)
+class Refined:
+    """A job's refine pass ended: its audio prompt (``prompt_len`` tokens,
+    reading ``text``) now fills its slot, and its codes count from there."""
+
+    prompt_len: int
+    text: str
+
+
 @dataclass(slots=True)
 class StepOutput:
     """What one executed ``StepPlan`` produced.
@@ -93,7 +102,12 @@ class StepOutput:
     the scheduler splits the batch and retries. ``seconds`` is the measured
     step time, which calibrates the cost model. ``audio`` maps a job to the
     samples its codes produced this step; the scheduler never reads it, the
-    worker forwards it to the job's utterance.
+    worker forwards it to the job's utterance. ``refining`` maps each job
+    that ran its refine pass this step to the text tokens it drew so far
+    (its KV covers its prompt plus those; it has no codes yet; such a step
+    is no plain (batch, bucket) step for the cost model); ``refined`` the
+    jobs whose refine pass ended this step (``Refined``; the worker sends
+    the text, the scheduler takes the new prompt length).
     """
 
     tokens: dict[JobId, int] = field(default_factory=dict)
@@ -102,3 +116,5 @@ class StepOutput:
     oom: bool = False
     seconds: float = 0.0
     audio: dict[JobId, Samples] = field(default_factory=dict)
+    refining: dict[JobId, int] = field(default_factory=dict)
+    refined: dict[JobId, Refined] = field(default_factory=dict)

@@ -63,7 +63,7 @@ def fidelity_assets(seed: int = 0) -> ModelAssets:
             for name, weight in assets.gpt_state.items():
                 if name.endswith("proj.weight"):
                     weight.copy_(torch.randn(weight.shape, generator=gen) / weight.shape[1] ** 0.5)
-            for head in assets.embed.head_code:
+            for head in [*assets.embed.head_code, assets.embed.head_text]:  # text: the refine pass
                 head.parametrizations.weight.original0.mul_(HEAD_GAIN)
         _FIDELITY[seed] = assets
     return _FIDELITY[seed]

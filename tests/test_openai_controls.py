@@ -14,7 +14,7 @@ import pytest
 from protocol import Params, RefineLevels
 from protocol.pcm import decode_samples
 from realtime.api_error import ApiError
-from realtime.openai_speech.instructions import speed_from_instructions
+from realtime.openai_speech.instructions import refine_from_instructions, speed_from_instructions
 from realtime.openai_speech.request import parse_request
 from realtime.runtime.api import NamedVoice, SeedVoice
 from realtime.runtime.frontend import Speakers
@@ -25,14 +25,14 @@ from realtime.voices_file import read_voices_file
 VOICES = tuple(DEFAULT_VOICES)
 
 
-def parsed(**fields):
+def parsed(offered: bool = True, **fields):
     body = {"model": "tts-1", "input": "Hi there.", "voice": "alloy", **fields}
-    return parse_request(json.dumps(body).encode(), VOICES, 1000)
+    return parse_request(json.dumps(body).encode(), VOICES, 1000, refine_offered=offered)
 
 
-def refused(**fields) -> ApiError:
+def refused(offered: bool = True, **fields) -> ApiError:
     with pytest.raises(ApiError) as caught:
-        parsed(**fields)
+        parsed(offered, **fields)
     return caught.value
 
 
@@ -98,12 +98,19 @@ def test_sampling_extensions_are_read_as_the_websocket_reads_them():
 @pytest.mark.parametrize(("field", "value", "code"), [
     ("seed", -1, "bad_message"), ("seed", 1.0, "bad_message"), ("temperature", 0, "bad_message"),
     ("top_p", 1.5, "bad_message"), ("top_k", True, "bad_message"),
-    ("refine", 1, "bad_message"), ("refine", True, "unsupported"),
-    ("refine", {"oral": 2}, "unsupported"), ("refine", "[oral_2]", "unsupported"),
+    ("refine", 1, "bad_message"), ("refine", {"oral": 10}, "bad_message"),
 ])
 def test_bad_extensions_are_400_naming_the_field(field, value, code):
     err = refused(**{field: value})
-    assert (err.status, err.code, err.param) == (400, code, field)
+    assert (err.status, err.code, err.param.split(".")[0]) == (400, code, field)
+
+
+@pytest.mark.parametrize("value", [True, {"oral": 2}, "[oral_2]"])
+def test_refine_extension_is_read_or_unsupported_without_the_pass(value):
+    kept = parsed(refine=value).params.refine
+    assert kept == (RefineLevels(oral=2) if isinstance(value, dict) else value)
+    err = refused(offered=False, refine=value)
+    assert (err.status, err.code, err.param) == (400, "unsupported", "refine")
 
 
 def test_openai_voice_names_each_name_a_fixed_distinct_voice():
@@ -168,7 +175,14 @@ async def test_voices_lists_openai_names_on_the_websocket_and_http(tiny_server, 
     assert isinstance(listed, dict) and set(OPENAI_VOICE_NAMES) <= set(listed["voices"])
 
 
-def test_refine_levels_are_not_read_from_instructions_yet():
-    # ChatTTS's refine prompt in instructions is ignored, not an error (no refine pass).
-    request = parsed(instructions="[oral_2][laugh_0][break_6]")
-    assert request.params.refine is None and not isinstance(request.params.refine, RefineLevels)
+@pytest.mark.parametrize(("text", "prompt"), [
+    ("[oral_2][laugh_0][break_6]", "[oral_2][laugh_0][break_6]"),
+    ("Be chatty: [break_4] and [oral_3], then [oral_7]", "[oral_3][break_4]"),
+    ("[laugh_5][laugh_1] [speed_2]", "[laugh_1]"),  # out of range: skipped
+    ("Cheerful and chatty, please.", None), ("[oral_x]", None), ("", None),
+])
+def test_instructions_naming_refine_levels_turn_the_pass_on(text, prompt):
+    assert refine_from_instructions(text) == prompt
+    assert parsed(instructions=text).params.refine == prompt
+    assert parsed(offered=False, instructions=text).params.refine is None  # no pass: ignored
+    assert parsed(instructions=text, refine=False).params.refine is False  # explicit wins

@@ -130,3 +130,72 @@ def test_the_host_buffer_grows_and_is_reused():
     assert a.data_ptr() == b.data_ptr() and b.shape == (60,)
     c = buf.take(150)
     assert c.shape == (150,) and buf.take(200).shape == (200,)
+
+
+class _FakeCuda:
+    """torch.cuda's stream API as the lane uses it, logging the order of calls."""
+
+    def __init__(self, log):
+        self.log = log
+        fake = self
+
+        class Stream:
+            def __init__(self, device):
+                self.device = device
+
+            def wait_stream(self, other):
+                fake.log.append(("wait", other))
+
+            def record_event(self):
+                fake.log.append("record")
+                return fake.Event()
+
+        class Event:
+            def synchronize(self):
+                fake.log.append("sync")
+
+        self.Stream, self.Event = Stream, Event
+
+    def current_stream(self, device):
+        return "model stream"
+
+    def stream(self, stream):
+        import contextlib
+
+        @contextlib.contextmanager
+        def on():
+            self.log.append("enter")
+            yield
+            self.log.append("exit")
+        return on()
+
+
+def test_on_cuda_the_call_waits_for_the_model_stream_and_is_collected_after_its_event(monkeypatch):
+    """The CUDA lane's order, with torch.cuda's stream API stood in: the
+    lane waits for the model stream, the packed call and its copy back are
+    issued on it, an event follows; nothing waits until the next step's
+    collect, which synchronizes on that event before completing a stream."""
+    from realtime.runtime import vocoder_overlap
+    from realtime.runtime.vocoder_batch import Due
+
+    log: list = []
+    fake = _FakeCuda(log)
+    for name in ("Stream", "current_stream", "stream"):
+        monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
+    real = vocoder_overlap.packed_on_device
+    monkeypatch.setattr(vocoder_overlap, "packed_on_device",
+                        lambda v, hs: log.append("render") or real(v, hs))
+    runner = _runner("off")
+    delivery = vocoder_overlap.AudioDelivery(runner.vocoder, torch.device("cuda"), True,
+                                             lambda exc: False)
+    stream = runner.vocoder.start()
+    stream.append(torch.randn(30, runner.shape.hidden))
+    completed = []
+    real_complete = stream.complete
+    monkeypatch.setattr(stream, "complete", lambda w, a: completed.append(len(log)) or real_complete(w, a))
+    delivery.launch([Due(1, stream.windows(final=True), stream, True)], 2048)
+    assert log == [("wait", "model stream"), "enter", "render", "record", "exit"]
+    assert not completed and delivery.pending
+    done = delivery.collect(lambda j: True)
+    assert log[5:] == ["sync"] and completed == [6, 6]  # two windows, after the event passed
+    assert done.ended == [1] and len(done.audio[1]) == audio_samples(30)

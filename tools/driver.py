@@ -81,6 +81,8 @@ class Driver:
         self.hidden: dict[int, torch.Tensor] = {} if self.recorder is None else self.recorder.hidden
         self.audio: dict[int, list] = {}
         self.tokens: dict[int, int] = {}
+        self.text_tokens: dict[int, int] = {}  # jobs in their refine pass
+        self.refined: dict[int, str] = {}  # the refined text of each job that had a pass
         self.finished: list[int] = []
 
     def add(self, job_id: int, req: SegmentRequest) -> None:
@@ -103,9 +105,13 @@ class Driver:
             self.lane, prefill=tuple(pre), decode=tuple(dec), release=tuple(release),
             slots=tuple(self.slot[j] for j in pre + dec), work=tuple(self.work[j] for j in pre),
             batch_size=cfg.padded_batch(len(dec)) if dec else 1,
-            kv_bucket=cfg.bucket(max(self.prompt_len[j] + self.tokens[j] + 1 for j in dec)) if dec else 0,
+            kv_bucket=cfg.bucket(max(self.prompt_len[j] + self._progress(j) + 1 for j in dec)) if dec else 0,
             prefill_batch=cfg.padded_batch(len(pre)) if pre else 0,
             prompt_bucket=cfg.prompt_bucket(max(self.prompt_len[j] for j in pre)) if pre else 0)
+
+    def _progress(self, job_id: int) -> int:
+        """Positions past the prompt: text tokens in a refine pass, else codes."""
+        return self.text_tokens.get(job_id, self.tokens.get(job_id, 0))
 
     def step(self, release=(), check: bool = True) -> StepOutput:
         """One ``execute``. With ``check`` a failed job or an out-of-memory
@@ -124,6 +130,10 @@ class Driver:
         for j, chunk in out.audio.items():
             self.audio[j].append(chunk)
         self.tokens.update(out.tokens)
+        self.text_tokens.update(out.refining)
+        for j, refined in out.refined.items():
+            self.prompt_len[j], self.refined[j] = refined.prompt_len, refined.text
+            self.text_tokens.pop(j, None)
         self.finished.extend(out.finished)
         return out
 

@@ -23,6 +23,7 @@ import asyncio
 import base64
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -41,6 +42,7 @@ from realtime.openai_speech.request import SpeechRequest, parse_request
 from realtime.ratelimit import ConnectionQuota, QuotaBook
 from realtime.retry import quota_retry_ms
 from realtime.runtime.api import SAMPLES_PER_STEP
+from realtime.segment_request import lane_params
 from realtime.state import ServiceState
 from realtime.worker import ModelWorker
 
@@ -85,7 +87,8 @@ class SpeechEndpoint:
             if refused is not None:
                 raise refused
             speech = parse_request(await ex.body(), self.state.voices, self.config.max_text_chars,
-                                   available_formats())
+                                   available_formats(), self.state.offer is not None
+                                   and self.state.offer.refine)
         except ApiError as exc:
             await self._refuse(ex, exc, access)
             return
@@ -104,6 +107,7 @@ class SpeechEndpoint:
     async def _run(self, speech: SpeechRequest, quota: ConnectionQuota, ex: Exchange,
                    access: Access) -> None:
         config = self.config
+        speech = replace(speech, params=lane_params(speech.lane, speech.params, config.refine_background))
         job = SpeechJob(speech, self.worker, self.accounting, quota,
                         default_deadline_ms=config.default_deadline_ms,
                         max_text_chars=config.max_text_chars, limit_bytes=config.send_queue_bytes,

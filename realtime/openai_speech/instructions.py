@@ -2,22 +2,27 @@
 
 OpenAI's ``instructions`` is free text for a style-following model ("speak
 cheerfully, with a British accent"). ChatTTS follows no free-text style: it
-has a handful of prompt controls. ``speed_from_instructions`` reads the one
-of them that this server runs, the speed:
+has a handful of prompt controls, and this module reads the two this server
+runs. ``speed_from_instructions`` reads the speed:
 
 - a ChatTTS speed token ``[speed_N]`` (N = 0..9) anywhere in the text;
 - else a speed word, whole words, any case: "very slow(ly)" -> 1,
   "slow(ly)"/"slower" -> 3, "fast"/"quick(ly)"/"faster" -> 7,
   "very fast"/"very quick(ly)" -> 9.
 
-Everything else (tone, emotion, accent, and the refine levels
-``[oral_N][laugh_N][break_N]``, since this server has no refine pass yet) is
-ignored; docs/server.md says why. Thread: pure functions.
+``refine_from_instructions`` reads the refine pass's levels: the tokens
+``[oral_N]`` (0-9), ``[laugh_N]`` (0-2) and ``[break_N]`` (0-7) anywhere in
+the text, the first of each kind, become the refine prompt in upstream's
+order (``[oral_2][laugh_0][break_6]``). Everything else (tone, emotion,
+accent, words such as "chatty") is ignored; docs/server.md says why.
+Thread: pure functions.
 """
 
 from __future__ import annotations
 
 import re
+
+from protocol.params import REFINE_LEVELS
 
 _SPEED_TOKEN = re.compile(r"\[speed_([0-9])\]")
 # Longest phrases first, so "very slowly" is not read as "slowly".
@@ -42,3 +47,21 @@ def speed_from_instructions(instructions: str | None) -> int | None:
         if pattern.search(instructions):
             return level
     return None
+
+
+_LEVEL_TOKENS = {name: re.compile(rf"\[{name}_([0-9])\]") for name in REFINE_LEVELS}
+
+
+def refine_from_instructions(instructions: str | None) -> str | None:
+    """The refine prompt the levels in ``instructions`` make (in upstream's
+    order, each kind once, within its range); None when it names none."""
+    if not instructions:
+        return None
+    prompt = ""
+    for name, pattern in _LEVEL_TOKENS.items():
+        low, high = REFINE_LEVELS[name]
+        level = next((int(m.group(1)) for m in pattern.finditer(instructions)
+                      if low <= int(m.group(1)) <= high), None)
+        if level is not None:
+            prompt += f"[{name}_{level}]"
+    return prompt or None

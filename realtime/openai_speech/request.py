@@ -18,12 +18,14 @@
   (``realtime.textfront.speed.level_for_tempo``: monotonic, 1.0 -> 5);
 - ``stream_format``: ``audio`` (default; chunked bytes) or ``sse``;
 - ``instructions``: a speed it names (``[speed_N]`` or a speed word, see
-  ``instructions.py``) applies when ``speed`` is absent; the rest is ignored;
+  ``instructions.py``) applies when ``speed`` is absent, and the refine
+  levels it names (``[oral_N]``, ``[laugh_N]``, ``[break_N]``) when
+  ``refine`` is absent and the server runs the pass; the rest is ignored;
 - extensions: ``lane`` (``interactive`` default, or ``background``),
   ``chunking`` (``sentence`` default, or ``token``) and ``seed``,
   ``temperature``, ``top_p``, ``top_k``, ``refine``, each validated as the
   WebSocket's ``speak.params`` member of that name (``refine`` other than
-  ``false`` is ``unsupported``: no refine pass on this server).
+  ``false`` is ``unsupported`` on a server without the pass, as there).
 Unknown fields are ignored, as OpenAI's clients may send newer ones.
 
 Thread: pure functions.
@@ -48,7 +50,7 @@ from protocol.fields import FieldReader
 from protocol.params_reader import read_params
 from protocol.voices import voice_kind
 from realtime.api_error import ApiError
-from realtime.openai_speech.instructions import speed_from_instructions
+from realtime.openai_speech.instructions import refine_from_instructions, speed_from_instructions
 from realtime.textfront.speed import level_for_tempo
 
 RESPONSE_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
@@ -75,17 +77,19 @@ class SpeechRequest:
 
 
 def parse_request(body: bytes, voices: Collection[str], max_text_chars: int,
-                  formats: Collection[str] = RESPONSE_FORMATS) -> SpeechRequest:
+                  formats: Collection[str] = RESPONSE_FORMATS,
+                  refine_offered: bool = True) -> SpeechRequest:
     """Validate one request body. ``voices`` are the offered voice names,
-    ``formats`` the response formats this server can encode. Raises ``ApiError``."""
+    ``formats`` the response formats this server can encode,
+    ``refine_offered`` whether it runs the refine pass. Raises ``ApiError``."""
     try:
-        return _parse(body, voices, max_text_chars, formats)
+        return _parse(body, voices, max_text_chars, formats, refine_offered)
     except ProtocolError as exc:
         raise ApiError.from_wire(exc.code.value, exc.message, exc.field) from None
 
 
 def _parse(body: bytes, voices: Collection[str], max_text_chars: int,
-           formats: Collection[str]) -> SpeechRequest:
+           formats: Collection[str], refine_offered: bool) -> SpeechRequest:
     r = FieldReader(load_object(body))
     model = r.string("model")
     if not model.strip():
@@ -108,7 +112,9 @@ def _parse(body: bytes, voices: Collection[str], max_text_chars: int,
     lane = r.choice("lane", LANES, DEFAULT_LANE)
     chunking = r.choice("chunking", CHUNKINGS, DEFAULT_CHUNKING)
     extensions = FieldReader({k: r.obj[k] for k in PARAM_EXTENSIONS if k in r.obj})
-    params = replace(read_params(extensions, refine_offered=False), speed=level)
+    params = replace(read_params(extensions, refine_offered), speed=level)
+    if params.refine is None and refine_offered:
+        params = replace(params, refine=refine_from_instructions(instructions))
     return SpeechRequest(
         model=model, input=text, voice=voice, response_format=response_format,
         stream_format=stream_format, speed=DEFAULT_SPEED if speed is None else speed,

@@ -63,6 +63,24 @@ class SamplingParams:
     max_new_tokens: int = 2048
 
 
+# Upstream's ``Chat.RefineTextParams`` sampling (ChatTTS 0.2.5): the refine
+# pass draws text tokens hotter than audio codes and with no repetition penalty.
+REFINE_SAMPLING = SamplingParams(temperature=0.7, top_p=0.7, top_k=20, repetition_penalty=1.0,
+                                 min_new_tokens=0, max_new_tokens=384)
+
+
+@dataclass(frozen=True)
+class RefineRequest:
+    """Run ChatTTS's refine-text pass before a segment's audio: the GPT's
+    text head rewrites the normalized text under ``prompt`` (upstream's
+    ``RefineTextParams.prompt``: ``""``, the model's own choice, or levels
+    such as ``"[oral_2][laugh_0][break_6]"``), sampling with ``params``
+    (upstream's defaults; ``seed`` None: derived from the segment's seed)."""
+
+    prompt: str = ""
+    params: SamplingParams = REFINE_SAMPLING
+
+
 @dataclass(frozen=True, slots=True)
 class SeedVoice:
     """A speaker drawn from the checkpoint's speaker statistics with a
@@ -121,7 +139,8 @@ class SegmentRequest:
     ``normalized``: ``text`` is already exactly what the model reads
     (``TextNormalizer.spoken``'s text, made by the server's text thread), so
     ``prepare`` does not normalize it again; raw text (the default) is
-    normalized in ``prepare``.
+    normalized in ``prepare``. ``refine``: run the refine-text pass first
+    (``RefineRequest``); its text is what the audio prompt reads.
     """
 
     text: str
@@ -133,6 +152,7 @@ class SegmentRequest:
     speed: int = 5
     reference: str = "none"
     normalized: bool = False
+    refine: RefineRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,11 +160,14 @@ class PreparedJob:
     """What ``prepare`` made of a segment: the prompt length in tokens, and
     ``work``, the runner's own description of the job (opaque to everyone
     else; the plan that prefills the job hands it back). ``empty`` segments
-    normalized to nothing: they are done with no audio and never scheduled."""
+    normalized to nothing: they are done with no audio and never scheduled.
+    ``refine_tokens``: the text tokens its refine pass is expected to draw
+    (0: none); ``prompt_len`` is then the refine prompt's length."""
 
     prompt_len: int
     work: object = None
     empty: bool = False
+    refine_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -226,6 +249,7 @@ class Runner(Protocol):
     weights_kind: WeightsKind  # hello.model.weights
     device: str  # "cuda" | "cpu" (hello.model.device)
     voices: tuple[str, ...]  # named voices (hello.voices, /v1/voices)
+    offers_refine: bool  # runs ``SegmentRequest.refine`` (else ignores it)
     # Decode steps from a job's first code to its first audio: a streaming
     # vocoder's first chunk plus its lookahead (1: every code sounds).
     first_audio_steps: int

@@ -64,6 +64,7 @@ from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
 from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
 from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.refine import RefineStage
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
 from realtime.runtime.step_cost import with_step_overhead
@@ -98,6 +99,7 @@ class ModelRunner:
     """``Runner`` over ChatTTS weights; see the module docstring."""
 
     sample_rate = SAMPLE_RATE
+    offers_refine = True
     warmup_rest: StagedWarmup | None = None  # CPU: what warmup_first() left for idle time
 
     def __init__(self, assets: ModelAssets, options: RuntimeOptions, device: torch.device,
@@ -136,6 +138,8 @@ class ModelRunner:
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
         self.pad_batches = self.graphs is not None
+        self.refine = RefineStage(self.model, self.cache, assets, self.max_len, self.prepare,
+                                  self._execute, (self.batch_sizes, self.prompt_buckets))
         log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
                  assets.kind.value, device, str(dtype).removeprefix("torch."), self.max_slots,
                  self.max_len, self.cache.nbytes / 2**20)
@@ -151,6 +155,8 @@ class ModelRunner:
         if prompt.length >= self.max_len - 1:
             raise RequestError(f"segment too long: {prompt.length} prompt tokens, at most {self.max_len - 2}")
         seed = request.params.seed if request.params.seed is not None else self._seeds.getrandbits(32)
+        if request.refine is not None:  # the refine pass first (realtime/runtime/refine.py)
+            return self.refine.prepare(request, prompt.text, seed)
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
         ids = prompt.ids.tolist() + ([] if prompt.codes is None else prompt.codes.flatten().tolist())
         spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
@@ -158,6 +164,7 @@ class ModelRunner:
         return PreparedJob(prompt_len=prompt.length, work=spec)
 
     def reset(self) -> None:
+        self.refine.reset()
         self.jobs.clear()
         self.audio.reset()
         self._decode_slots = _BatchSlots()
@@ -190,6 +197,9 @@ class ModelRunner:
 
     @torch.no_grad()
     def execute(self, plan: StepPlan) -> StepOutput:
+        return self.refine.execute(plan) if self.refine.involved(plan) else self._execute(plan)
+
+    def _execute(self, plan: StepPlan) -> StepOutput:
         start = time.perf_counter()
         out = StepOutput()
         for job_id in plan.release:

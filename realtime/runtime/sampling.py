@@ -98,9 +98,10 @@ class RowParams:
 
 
 def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tensor,
-                   p: RowParams) -> torch.Tensor:
+                   p: RowParams, eos: int = EOS_CODE) -> torch.Tensor:
     """Upstream's logit pipeline. ``logits`` [B, Q, V] fp32, ``history`` [B, Q, W]
-    (the last codes; value V marks an empty place), ``step`` [B] codes so far."""
+    (the last codes; value V marks an empty place), ``step`` [B] codes so far;
+    ``eos`` the id masked before ``min_new`` (the refine pass's is ``[Ebreak]``)."""
     b, q, v = logits.shape
     logits = logits / p.temperature.view(b, 1, 1)
     counts = torch.zeros(b, q, v + 1, device=logits.device, dtype=torch.float32)
@@ -123,7 +124,7 @@ def process_logits(logits: torch.Tensor, history: torch.Tensor, step: torch.Tens
     kth = kept_sorted.gather(-1, (v - p.top_k).view(b, 1, 1).expand(b, q, 1))
     logits = logits.masked_fill(logits < kth, -float("inf"))
     early = (step < p.min_new).view(b, 1)
-    logits[..., EOS_CODE] = logits[..., EOS_CODE].masked_fill(early, -float("inf"))
+    logits[..., eos] = logits[..., eos].masked_fill(early, -float("inf"))
     return logits
 
 

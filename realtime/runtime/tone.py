@@ -89,6 +89,7 @@ class ToneRunner:
     sample_rate = SAMPLE_RATE
     weights_kind = WeightsKind.TONE
     device = "cpu"
+    offers_refine = False  # a tone has no text to refine
     first_audio_steps = 1  # every code sounds at once
 
     def __init__(
