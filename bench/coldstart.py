@@ -21,7 +21,7 @@ first (the bench just wrote them).
 
 The last stdout line is one JSON object: ``ready_s_cold``,
 ``first_audio_s_cold``, ``ready_s_warm``, ``first_audio_s_warm`` (medians),
-``warm_runs`` (each run's pair), ``cache_mib``, ``cpu`` (``cpu.info``) and
+``warm_runs`` (each run's pair), ``cache_bytes``, ``cpu`` (``cpu.info``) and
 ``load_average`` (before, after). Targets on CPU with a warm cache: ready
 <= 5 s, first audio <= 6 s (docs/runtime.md).
 """
@@ -131,8 +131,8 @@ def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool)
     return {"ready_s": round(ready, 3), "first_audio_s": round(first, 3)}
 
 
-def _cache_mib(cache: Path) -> float:
-    return round(sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) / 2**20, 2)
+def _cache_bytes(cache: Path) -> int:
+    return sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "ready_s_cold": cold["ready_s"], "first_audio_s_cold": cold["first_audio_s"],
         "ready_s_warm": statistics.median(r["ready_s"] for r in warm) if warm else None,
         "first_audio_s_warm": statistics.median(r["first_audio_s"] for r in warm) if warm else None,
-        "warm_runs": warm, "cache_mib": _cache_mib(cache), "cpu": describe(),
+        "warm_runs": warm, "cache_bytes": _cache_bytes(cache), "cpu": describe(),
         "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "logs": str(work),
     }

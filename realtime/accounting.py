@@ -49,12 +49,12 @@ class Accounting:
         m = self.metrics
         m.active_utterances.set(self.active_utterances)
         m.utterances.labels(code or outcome.value).inc()
-        first = utterance.first_audio_seconds
+        first = utterance.clock.first_audio_seconds
         if first is not None:
             m.first_audio.labels(utterance.lane.value).observe(first)
         if utterance.audio_seconds:
             m.audio_seconds.inc(utterance.audio_seconds)
-        if utterance.deadline_met is False:
+        if utterance.clock.deadline_met is False:
             m.deadline_misses.inc()
 
     def error_sent(self, code: str) -> None:

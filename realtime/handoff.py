@@ -46,6 +46,16 @@ class UpdateSink(Hashable, Protocol):
     def on_worker_update(self, update: WorkerUpdate) -> None: ...
 
 
+class ModelSide(Protocol):
+    """What an utterance asks of the model side: ``ModelWorker`` itself
+    (tests give a fake). Called on the event loop only."""
+
+    def submit(self, submission: Submission) -> None: ...
+    def cancel(self, job_ids: tuple[int, ...], sink: UpdateSink | None = None) -> None:
+        """Stop these jobs; with ``sink``, its utterance ended (the capacity it held goes)."""
+    def new_job_id(self) -> int: ...
+
+
 @dataclass(slots=True)
 class WorkerUpdate:
     """One thing that happened to a job, for its utterance. Read-only once

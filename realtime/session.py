@@ -39,7 +39,6 @@ from protocol import (
 from realtime.accounting import Accounting
 from realtime.config import ServerConfig
 from realtime.gate import quota_for
-from realtime.handoff import Submission
 from realtime.intake import TextReader
 from realtime.outbox import Outbox
 from realtime.ratelimit import QuotaBook
@@ -175,7 +174,7 @@ class Session:
         speak = replace(speak, params=lane_params(speak.lane, speak.params,
                                                   self.config.refine_background))
         utterance = ServerUtterance(
-            speak, next(self._streams), self, received,
+            speak, next(self._streams), self, self.worker, received,
             default_deadline_ms=self.config.default_deadline_ms,
             max_text_chars=self.config.max_text_chars, samples=self.state.samples,
             text=self.text,
@@ -217,7 +216,7 @@ class Session:
         if utterance is not None:
             utterance.cancel()
 
-    # -- the UtteranceLink side ------------------------------------------------------------
+    # -- the Transport side (the model side is the worker itself) ---------------------
 
     def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         self._send(message, owner)
@@ -225,17 +224,8 @@ class Session:
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
         self.outbox.put_audio(utterance, frame)
 
-    def submit(self, submission: Submission) -> None:
-        self.worker.submit(submission)
-
-    def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:
-        self.worker.cancel(job_ids, utterance)
-
     def purge(self, utterance: ServerUtterance) -> None:
         self.outbox.purge(utterance)
-
-    def next_job_id(self) -> int:
-        return self.worker.new_job_id()
 
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None:
         if self.utterances.get(utterance.id) is utterance:

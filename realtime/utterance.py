@@ -25,7 +25,6 @@ Thread: event loop only.
 from __future__ import annotations
 
 import logging
-import time
 from functools import partial
 from typing import Protocol
 
@@ -37,55 +36,55 @@ from protocol.words import WordStart, WordTiming
 from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
-from realtime.handoff import SegmentWork, Submission, UpdateKind, WorkerUpdate
+from realtime.handoff import ModelSide, SegmentWork, Submission, UpdateKind, WorkerUpdate
 from realtime.intake import InlineText, Owe, Reading, SegmentEntry, SegmentStatus, SentenceIntake, TextReader
 from realtime.reference import first_reference
 from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
 from realtime.textfront.script import estimate_tokens
-from realtime.utterance_link import Outcome, UtteranceMessage, done_timing
+from realtime.utterance_link import Outcome, UtteranceClock, UtteranceMessage
 from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
 
 
-class UtteranceLink(Protocol):
-    """What an utterance needs from its connection (the session)."""
+class Transport(Protocol):
+    """What an utterance needs from what carries it to the client (a
+    ``Session``, a ``SpeechJob``); the model side is ``handoff.ModelSide``."""
 
     def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         """``owner``: the message goes if the utterance's queued audio is purged."""
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
-    def submit(self, submission: Submission) -> None: ...
-    def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:
-        """``utterance`` ended: its live jobs stop, the capacity it held goes."""
     def purge(self, utterance: ServerUtterance) -> None: ...
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
-    def next_job_id(self) -> int: ...
-
 
 class ServerUtterance:
-    """See the module docstring. ``received`` is the speak's receipt time
+    """See the module docstring. ``link`` carries it to the client,
+    ``model`` runs its segments; ``received`` is the speak's receipt time
     (``time.monotonic()``); ``stream`` the connection-unique stream number;
-    ``text`` reads the sentences (by default as written, at once)."""
+    ``text`` reads the sentences (by default as written, at once);
+    ``unspoken_field``: when every sentence reads as nothing, fail
+    (``unsupported``, naming that field) rather than end with no audio."""
 
-    def __init__(self, speak: Speak, stream: int, link: UtteranceLink, received: float,
+    def __init__(self, speak: Speak, stream: int, link: Transport, model: ModelSide, received: float,
                  default_deadline_ms: int, max_text_chars: int, max_sentence_chars: int = 150,
-                 samples: SampleVoices | None = None, text: TextReader | None = None):
+                 samples: SampleVoices | None = None, text: TextReader | None = None,
+                 unspoken_field: str | None = None):
         self.speak = speak
         self.id = speak.id
         self.lane = Lane(speak.lane)
         self.link = link
-        self.received = received
+        self.model = model
+        self.unspoken_field = unspoken_field
         self.wire = UtteranceSender(speak.id, stream)
         self.admitted = False  # the worker accepted the first submission
         self.input_final = False
         self.max_text_chars = max_text_chars
         self.text_chars = 0
-        if self.lane is Lane.BACKGROUND:
-            self.deadline_ms: int | None = speak.deadline_ms or default_deadline_ms
-        else:
-            self.deadline_ms = None
+        background = self.lane is Lane.BACKGROUND
+        deadline_ms = (speak.deadline_ms or default_deadline_ms) if background else None
+        self.clock = UtteranceClock(received, deadline_ms)
         self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
         request = segment_request(speak, samples)  # each segment's, but for its text
         self.intake = SentenceIntake(request, text or InlineText(), self._on_read, max_sentence_chars)
@@ -102,9 +101,6 @@ class ServerUtterance:
         self._held: bytes | None = None
         self._cancel_requested = False
         self._ended = False
-        self._first_job_at: float | None = None
-        self._first_audio_at: float | None = None
-        self.deadline_met: bool | None = None  # background: set by done
 
     @property
     def ended(self) -> bool:
@@ -156,7 +152,7 @@ class ServerUtterance:
             self._ended = True
             self.intake.close()
             self._reference.close()
-            self.link.cancel_jobs(self._live_jobs(), self)
+            self.model.cancel(self._live_jobs(), self)
             self.link.utterance_ended(self, Outcome.DISCONNECTED, None)
 
     # -- worker updates ------------------------------------------------------------
@@ -171,8 +167,7 @@ class ServerUtterance:
         elif kind is UpdateKind.ADMITTED:
             self._admitted()
         elif kind is UpdateKind.STARTED:
-            if self._first_job_at is None:
-                self._first_job_at = update.at
+            self.clock.job_started(update.at)
         elif kind is UpdateKind.FINISHED or kind is UpdateKind.EMPTY:
             self._segment_resolved(update.job_id, kind)
         elif kind is UpdateKind.REFINED:
@@ -211,7 +206,7 @@ class ServerUtterance:
         if self._ended:
             return
         for order, reading in readings:
-            job_id = self.link.next_job_id()
+            job_id = self.model.new_job_id()
             index = len(self._segments)
             self._by_job[job_id] = index
             self._segments.append(SegmentEntry(reading, order, job_id))
@@ -227,14 +222,17 @@ class ServerUtterance:
         if not first and (not self.admitted or not self._unsubmitted):
             return  # before admission, segments wait in _unsubmitted for the answer
         self._first_submitted = True
-        deadline = None
-        if self.deadline_ms is not None:
-            deadline = self.received + self.deadline_ms / 1000.0
         work, self._unsubmitted = tuple(self._unsubmitted), []
         work = self._reference.admit(work)  # "first": sentences 2..n wait for sentence 1's audio
         if not work and not first:
             return
-        self.link.submit(Submission(self, self.lane, self.received, deadline, work, first))
+        if not work and self.unspoken_field is not None and self.intake.unspoken:
+            shown = "; ".join(repr(s[:40]) for s in self.intake.unspoken[:3])
+            self.fail(ErrorCode.UNSUPPORTED, "the input has nothing to speak: every sentence "
+                      f"normalized to nothing (an unsupported script, or symbols only): {shown}",
+                      self.unspoken_field)
+            return
+        self.model.submit(Submission(self, self.lane, self.clock.received, self.clock.deadline, work, first))
 
     # -- audio -> frames -------------------------------------------------------------
 
@@ -351,8 +349,7 @@ class ServerUtterance:
         if self._ended:
             return
         frame = self.wire.frame(payload, segment_end, utterance_end)
-        if self._first_audio_at is None:
-            self._first_audio_at = time.monotonic()
+        self.clock.frame_sent()
         self.link.send_frame(self, frame)
 
     # -- endings -----------------------------------------------------------------------
@@ -362,11 +359,8 @@ class ServerUtterance:
                 or self._cursor < len(self._segments) or self._unsubmitted):
             return
         audio_ms = self._framer.ms(self._framer.samples_sent)
-        timing = done_timing(self.received, self._first_job_at, self._first_audio_at,
-                             time.monotonic(), audio_ms)
-        if self.deadline_ms is not None:
-            self.deadline_met = timing.total_ms <= self.deadline_ms
-        self._end(self.wire.done(audio_ms, timing, self.deadline_met, self.intake.unspoken),
+        timing = self.clock.done(audio_ms)
+        self._end(self.wire.done(audio_ms, timing, self.clock.deadline_met, self.intake.unspoken),
                   Outcome.DONE)
 
     def _end(self, message: UtteranceMessage, outcome: Outcome, code: str | None = None) -> None:
@@ -378,7 +372,7 @@ class ServerUtterance:
         if outcome is not Outcome.DONE:
             self.link.purge(self)  # queued audio of an utterance that stopped goes unsent
         # Jobs the worker refused or never saw are simply unknown there.
-        self.link.cancel_jobs(self._live_jobs(), self)
+        self.model.cancel(self._live_jobs(), self)
         self.link.send_message(message)
         self.link.utterance_ended(self, outcome, code)
 
@@ -388,10 +382,8 @@ class ServerUtterance:
     # -- timing for metrics --------------------------------------------------------------
 
     @property
-    def first_audio_seconds(self) -> float | None:
-        if self._first_audio_at is None:
-            return None
-        return self._first_audio_at - self.received
+    def received(self) -> float:
+        return self.clock.received
 
     @property
     def audio_seconds(self) -> float:

@@ -1,13 +1,15 @@
 """What an utterance says to whatever carries it (a WebSocket session, an
 OpenAI speech request): ``UtteranceMessage``, the wire messages it sends,
-``done_timing``, the timing its ``done`` reports, and ``Outcome``, how it
-ended, for accounting. The carrier's interface, ``UtteranceLink``, is in
-realtime.utterance.
+``UtteranceClock``, its times (the timing its ``done`` reports, the deadline
+it is submitted with, the metrics' first audio), and ``Outcome``, how it
+ended, for accounting. The carrier's interface, ``Transport``, is in
+realtime.utterance; the model side's, ``ModelSide``, in realtime.handoff.
 """
 
 from __future__ import annotations
 
 import enum
+import time
 
 from protocol.messages import Cancelled, Done, Error, Segment, Started, Timing
 from protocol.words import Flushed, Words
@@ -22,6 +24,44 @@ class Outcome(enum.Enum):
     CANCELLED = "cancelled"
     FAILED = "failed"  # an error message; the code says why
     DISCONNECTED = "disconnected"  # the connection went away first
+
+
+class UtteranceClock:
+    """An utterance's times, monotonic: ``received`` (the speak's receipt),
+    its first model step and first frame, and, on the background lane,
+    ``deadline_ms`` and whether ``done`` met it (``deadline_met``)."""
+
+    def __init__(self, received: float, deadline_ms: int | None) -> None:
+        self.received = received
+        self.deadline_ms = deadline_ms
+        self.first_job_at: float | None = None
+        self.first_audio_at: float | None = None
+        self.deadline_met: bool | None = None  # background: set by done
+
+    @property
+    def deadline(self) -> float | None:
+        """The deadline as a monotonic time (None on the interactive lane)."""
+        return None if self.deadline_ms is None else self.received + self.deadline_ms / 1000.0
+
+    def job_started(self, at: float) -> None:
+        if self.first_job_at is None:
+            self.first_job_at = at
+
+    def frame_sent(self) -> None:
+        if self.first_audio_at is None:
+            self.first_audio_at = time.monotonic()
+
+    def done(self, audio_ms: float) -> Timing:
+        """``done.timing`` now (and ``deadline_met``)."""
+        timing = done_timing(self.received, self.first_job_at, self.first_audio_at,
+                             time.monotonic(), audio_ms)
+        if self.deadline_ms is not None:
+            self.deadline_met = timing.total_ms <= self.deadline_ms
+        return timing
+
+    @property
+    def first_audio_seconds(self) -> float | None:
+        return None if self.first_audio_at is None else self.first_audio_at - self.received
 
 
 def done_timing(received: float, first_job_at: float | None, first_audio_at: float | None,

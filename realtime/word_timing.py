@@ -81,6 +81,7 @@ class WordTimer:
         if first:
             start, _ = self._span_ms()
             words = spoken_words(text, pieces)
+            self._pending = ()  # a new segment: nothing of it announced yet
             if not self.streaming:  # the whole segment: its exact span now
                 self._track = None
                 out = self.framer.sample_rate * source_samples // SOURCE_RATE

@@ -173,7 +173,7 @@ class _Link:
     def submit(self, submission):
         self.submissions.append(submission)
 
-    def cancel_jobs(self, job_ids, utterance):
+    def cancel(self, job_ids, sink=None):
         pass
 
     def purge(self, utterance):
@@ -182,12 +182,12 @@ class _Link:
     def utterance_ended(self, utterance, outcome, code):
         pass
 
-    def next_job_id(self):
+    def new_job_id(self):
         return next(self._ids)
 
 
 def _utterance(link: _Link, speak: Speak, text) -> ServerUtterance:
-    return ServerUtterance(speak, 1, link, time.monotonic(), default_deadline_ms=10_000,
+    return ServerUtterance(speak, 1, link, link, time.monotonic(), default_deadline_ms=10_000,
                            max_text_chars=1000, text=text)
 
 

@@ -36,10 +36,10 @@ class _Link:
     def send_frame(self, utterance, frame) -> None: ...
     def submit(self, submission) -> None:
         self.submissions.append(submission)
-    def cancel_jobs(self, job_ids, utterance) -> None: ...
+    def cancel(self, job_ids, sink=None) -> None: ...
     def purge(self, utterance) -> None: ...
     def utterance_ended(self, utterance, outcome, code) -> None: ...
-    def next_job_id(self) -> int:
+    def new_job_id(self) -> int:
         return next(self._ids)
 
     @property
@@ -64,7 +64,7 @@ class _Encoder:
 def _utterance(reference: str | None, voice: str | None = None, fail: bool = False):
     link, encoder = _Link(), _Encoder(fail)
     speak = Speak("u1", TEXT, voice=voice, params=Params(reference=reference))
-    utterance = ServerUtterance(speak, 1, link, time.monotonic(), default_deadline_ms=10_000,
+    utterance = ServerUtterance(speak, 1, link, link, time.monotonic(), default_deadline_ms=10_000,
                                 max_text_chars=1000, samples=SampleVoices(encoder))  # type: ignore[arg-type]
     utterance.begin()
     utterance.on_worker_update(WorkerUpdate(utterance, UpdateKind.ADMITTED))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 
 import pytest
 import torch
@@ -14,11 +13,8 @@ from realtime.runtime import weights as W
 from realtime.runtime.shapes import FULL, TINY
 
 
-def test_tiny_random_is_fast_and_seeded():
-    tiny_assets()  # imports paid once
-    start = time.perf_counter()
+def test_tiny_random_is_seeded():
     a = W.random_assets(TINY, seed=3)
-    assert time.perf_counter() - start < 1.0
     b = W.random_assets(TINY, seed=3)
     c = W.random_assets(TINY, seed=4)
     assert a.kind == "tiny-random" and a.shape == TINY

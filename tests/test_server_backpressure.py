@@ -56,7 +56,7 @@ async def test_abrupt_disconnect_frees_the_model_slots(server_factory, ws_connec
 
 
 class _OverflowingLink:
-    """An UtteranceLink whose outbox overflows at the ``overflow_at``-th frame:
+    """A Transport (and model side) whose outbox overflows at the ``overflow_at``-th frame:
     like the session, it fails the utterance (slow_consumer) from inside send_frame."""
 
     def __init__(self, overflow_at: int) -> None:
@@ -76,7 +76,7 @@ class _OverflowingLink:
     def submit(self, submission) -> None:
         self.submissions.append(submission)
 
-    def cancel_jobs(self, job_ids, utterance) -> None:
+    def cancel(self, job_ids, sink=None) -> None:
         pass
 
     def purge(self, utterance) -> None:
@@ -85,7 +85,7 @@ class _OverflowingLink:
     def utterance_ended(self, utterance, outcome, code) -> None:
         pass
 
-    def next_job_id(self) -> int:
+    def new_job_id(self) -> int:
         return next(self._job_ids)
 
 
@@ -93,7 +93,7 @@ def test_no_frame_or_segment_follows_a_slow_consumer_error_mid_burst():
     # One chunk completes many frames; the outbox overflows on the third of them.
     link = _OverflowingLink(overflow_at=3)
     speak = Speak("u1", "One sentence here. And a second one.", frame_ms=20)
-    utterance = ServerUtterance(speak, 1, link, time.monotonic(), default_deadline_ms=10_000,
+    utterance = ServerUtterance(speak, 1, link, link, time.monotonic(), default_deadline_ms=10_000,
                           max_text_chars=1000)
     utterance.begin()
     utterance.on_worker_update(WorkerUpdate(utterance, UpdateKind.ADMITTED))

@@ -93,7 +93,7 @@ def _planned_codes(speed: int | None) -> list[int]:
     from test_reference import _Link
     link = _Link()
     speak = Speak("u", "One sentence here. And a second one.", params=Params(speed=speed))
-    utterance = ServerUtterance(speak, 1, link, time.monotonic(),  # type: ignore[arg-type]
+    utterance = ServerUtterance(speak, 1, link, link, time.monotonic(),  # type: ignore[arg-type]
                                 default_deadline_ms=10_000, max_text_chars=1000)
     utterance.begin()
     return [w.est_tokens for w in link.works]

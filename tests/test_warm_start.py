@@ -8,10 +8,12 @@ import asyncio
 import json
 import threading
 
+import numpy as np
 import pytest
 from conftest import async_http_get, http_get
 from runtime_fixtures import tiny_assets, tiny_runner
 
+from protocol.pcm import decode_samples
 from realtime.runtime.prepared_cache import PreparedCache
 from realtime.runtime.warm_start import table_key
 
@@ -138,7 +140,11 @@ async def test_a_warm_start_serves_the_audio_of_a_cold_one(tmp_path, ws_connect)
     cache_dir = str(tmp_path / "cache")
     cold_audio, cold_left, cold_costs = await _serve_once(cache_dir, ws_connect)
     warm_audio, warm_left, _ = await _serve_once(cache_dir, ws_connect)
-    assert cold_audio and warm_audio == cold_audio
+    # The audio within a few 16-bit steps: the servers' timing may
+    # pack vocoder windows differently, which moves a sample by a rounding step
+    # (as in tests/test_server_overlap.py). A lost or shifted chunk is ~0.1 off.
+    cold, warm = (decode_samples(a, "pcm_s16le") for a in (cold_audio, warm_audio))
+    assert len(cold) == len(warm) > 0 and float(np.abs(cold - warm).max()) <= 4 / 32768
     assert cold_left == 2  # batch 2 at both buckets, left for idle time
     assert warm_left == 1  # batch 2 warmed once, untimed
     # Once idle, the cold server's cost model knew every shape.

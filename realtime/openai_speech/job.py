@@ -31,7 +31,6 @@ import numpy as np
 from protocol import HEADER_SIZE, Cancelled, Done, Error, ErrorCode, Speak, Started
 from realtime.accounting import Accounting
 from realtime.api_error import ApiError
-from realtime.handoff import Submission
 from realtime.intake import TextReader
 from realtime.openai_speech.encoders import encoder_for
 from realtime.openai_speech.request import SpeechRequest
@@ -73,10 +72,12 @@ class SpeechJob:
         speak = Speak(id=UTTERANCE_ID, text=request.input, final=True, lane=request.lane,
                       voice=request.voice, format="pcm_f32le", sample_rate=SAMPLE_RATE,
                       frame_ms=FRAME_MS, chunking=request.chunking, params=request.params)
-        self.utterance = ServerUtterance(speak, 1, self, time.monotonic(),
+        # The input is final: a first submission without a segment means every
+        # sentence normalized to nothing, which fails naming ``input``.
+        self.utterance = ServerUtterance(speak, 1, self, worker, time.monotonic(),
                                          default_deadline_ms=default_deadline_ms,
                                          max_text_chars=max_text_chars, samples=samples,
-                                         text=text)
+                                         text=text, unspoken_field="input")
         loop = asyncio.get_running_loop()
         self._admitted: asyncio.Future[None] = loop.create_future()
         self._chunks: collections.deque[bytes] = collections.deque()
@@ -124,7 +125,7 @@ class SpeechJob:
     def shut_down(self, message: str) -> None:
         self.utterance.fail(ErrorCode.SHUTTING_DOWN, message)
 
-    # -- the UtteranceLink side -------------------------------------------------------------
+    # -- the Transport side (the model side is the worker itself) ---------------------
 
     def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         if isinstance(message, Started):
@@ -154,20 +155,6 @@ class SpeechJob:
             log.info("speech request is not reading its audio; slow_consumer")
             utterance.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
 
-    def submit(self, submission: Submission) -> None:
-        # The input is final: its first submission holds every sentence read.
-        unspoken = self.utterance.intake.unspoken
-        if submission.first and not submission.segments and unspoken:
-            shown = "; ".join(repr(s[:40]) for s in unspoken[:3])
-            self.utterance.fail(ErrorCode.UNSUPPORTED, "the input has nothing to speak: every "
-                                "sentence normalized to nothing (an unsupported script, or "
-                                f"symbols only): {shown}", "input")
-            return
-        self.worker.submit(submission)
-
-    def cancel_jobs(self, job_ids: tuple[int, ...], utterance: ServerUtterance) -> None:
-        self.worker.cancel(job_ids, utterance)
-
     def purge(self, utterance: ServerUtterance) -> None:
         self._chunks.clear()
         self._queued = 0
@@ -175,9 +162,6 @@ class SpeechJob:
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None:
         self.quota.utterance_ended()
         self.accounting.utterance_ended(utterance, outcome, code)
-
-    def next_job_id(self) -> int:
-        return self.worker.new_job_id()
 
     def _finish(self, end: Done | StreamFailed) -> None:
         if self._end is None:

@@ -108,7 +108,8 @@ def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[s
             prepared.choices[shape].backends[rows] = backend
         label = f"{policy.prefill_rows} rows (prefill)" if rows == PREFILL else f"batch {rows}"
         lines.append(verdict.describe(label) if verdict.medians_ms else
-                     f"{label}: {verdict.chosen} (" + ("the only candidate" if len(plans) == 1
+                     f"{label}: {verdict.chosen} (" + (f"the only candidate within {SINGLE_SLACK}x of the "
+                     "best per-shape estimate" if len(plans) == 1
                      else f"the trial's {policy.step_budget_s:.0f} s budget was spent: "
                      "the best single backend by its per-shape estimate") + ")")
     _drop_unused(prepared)
