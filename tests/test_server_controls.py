@@ -1,7 +1,7 @@
 """ChatTTS's controls through the real server: ``params.speed`` and
 ``params.reference`` reach the runtime's request, the planning estimate
-knows speed, and ``params.refine`` is refused while the refine pass does not
-exist."""
+knows speed, and ``params.refine`` is refused by a runner without the refine
+pass (the tone runner; the pass itself: test_server_refine.py)."""
 
 from __future__ import annotations
 
