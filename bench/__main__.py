@@ -23,6 +23,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "soak": ("bench.soak", "bounded loopback soak of the whole server"),
     "coldstart": ("bench.coldstart", "process start to /readyz and first audio, cold and warm cache"),
     "text": ("bench.text", "text front end: normalization cost per sentence, share of first audio"),
+    "admission": ("bench.admission", "the model thread's time per admission: prepared inline vs off it"),
 }
 
 
