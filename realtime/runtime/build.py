@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import realtime.runtime.compat  # noqa: F401
+from realtime.runtime import startup_clock
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.cpu import int8 as cpu_int8
 from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
@@ -80,6 +81,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     around it); ``assets`` skips weight resolution (tests); ``capture``
     replaces the device's graph capture (tests and tools run the graph path
     on the CPU with tools/strict_graphs.py's stand-in)."""
+    startup_clock.mark("runtime imports")
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
     if options.cpu_gemm not in GEMM_MODES:
@@ -96,6 +98,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if assets is None:
         assets = resolve_assets(options.weights, options.model_dir, options.require_weights,
                                 options.seed)
+        startup_clock.mark("weights loaded")
     if device.type == "cuda" and options.auto_shapes:
         options = _with_cuda_profile(options, device, assets, dtype)
     from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
@@ -105,6 +108,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if device.type == "cpu":
         from realtime.runtime.cpu.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
+        startup_clock.mark("vocoder gemm")
     # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
     growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
@@ -115,7 +119,9 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if capture is None and device.type == "cuda" and options.cuda_graphs:
         capture = CudaCapture()
     runner = ModelRunner(assets, options, device, dtype, vocoder, capture)
+    startup_clock.mark("kv cache, runner")
     runner.audio.delivery.warm()  # every padded size, on the vocoder's own stream
+    startup_clock.mark("vocoder delivery warmed")
     if options.record_steps:
         from realtime.runtime.step_log import StepRecorder
         log.info("recording every prepare and step plan to %s", options.record_steps)

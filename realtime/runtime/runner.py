@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from realtime.runtime import startup_clock
 from realtime.runtime.api import (
     SAMPLE_RATE,
     DeviceFailure,
@@ -118,6 +119,7 @@ class ModelRunner:
         self.shape = assets.shape
         self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype,
                                policy_for(options))
+        startup_clock.mark("decoder matrices (gemm plan, packing)")
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
         self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)
         slots = self.max_slots + 1
