@@ -21,7 +21,7 @@ from typing import Any
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.prepared_cache import default_cache_dir
 from realtime.voices_file import read_voices_file
-from scheduler import DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
+from scheduler import ADMISSION_MODES, DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
@@ -90,7 +90,7 @@ class ServerConfig:
     # Start-up work kept per machine (step costs, the GEMM plan, prepared weights); "" = off.
     cache_dir: str = field(default_factory=default_cache_dir)
     disable_speech_api: bool = False  # no POST /v1/audio/speech (WebSocket and GETs only)
-    # Admission under overload (docs/scheduler.md): "capacity" or "queue-only".
+    # Admission under overload (docs/scheduler.md): "capacity", "strict" or "queue-only".
     admission: str = "capacity"
     interactive_first_audio_ms: float = 0.0  # 0: derived from the cost model
     # A streamed utterance accepted before its first sentence holds capacity this long.
@@ -193,7 +193,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--require-weights", "require_weights", bool, "refuse to start without real weights"),
     ("--device", "device", str, "auto | cpu | cuda"),
     ("--precision", "precision", str,
-     "auto | fp32 | bf16 | fp16 | int8 (int8: CPU only, opt-in, decoder linears in int8)"),
+     "auto | fp32 | bf16 | fp16 | int8 (int8: CPU only, opt-in, decoder linears in int8; "
+     "bf16 on a CPU: decoder matrices in bf16 where it has AMX or AVX-512-BF16, else fp32)"),
     ("--cpu-gemm", "cpu_gemm", str,
      "auto | mm | mkl | onednn: CPU fp32 matrix backend (auto: measured at start-up)"),
     ("--cpu-threads", "cpu_threads", _non_negative_int,
@@ -249,8 +250,9 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--disable-speech-api", "disable_speech_api", bool,
      "serve no OpenAI-compatible POST /v1/audio/speech on the port"),
     ("--admission", "admission", str,
-     "capacity (refuse interactive work the model cannot start in time or keep real time) "
-     "| queue-only (refuse only when a queue is full)"),
+     "capacity (refuse interactive work the model cannot start in time or keep real time; "
+     "a machine slower than real time still serves its best) | strict (the same, but such "
+     "a machine refuses every interactive stream) | queue-only (refuse only when a queue is full)"),
     ("--interactive-first-audio-ms", "interactive_first_audio_ms", _non_negative_float,
      "first-audio budget of an interactive utterance (0: derived from the cost model)"),
     ("--stream-reservation-s", "stream_reservation_s", _non_negative_float,
@@ -360,7 +362,8 @@ def validate(config: ServerConfig) -> None:
         raise ConfigError("--interactive-batch-size is larger than every --batch-sizes entry")
     if config.max_slots < 2:
         raise ConfigError("--max-slots must be at least 2 (one is kept for the interactive lane)")
-    if config.admission not in ("capacity", "queue-only"):
-        raise ConfigError(f"--admission must be capacity or queue-only, not {config.admission!r}")
+    if config.admission not in ADMISSION_MODES:
+        raise ConfigError(f"--admission must be one of {', '.join(ADMISSION_MODES)}, "
+                          f"not {config.admission!r}")
     if config.weights == "tone" and not config.tone_codes_per_char > 0:
         raise ConfigError("--tone-codes-per-char must be > 0")

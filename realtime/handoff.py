@@ -106,10 +106,6 @@ class CancelJobs:
     sink: UpdateSink | None = None  # its utterance ended: free the place it held
 
 
-# What the event loop puts in the model thread's inbox.
-Command = Submission | CancelJobs
-
-
 def refused(sub: Submission, code: ErrorCode, message: str, field_name: str | None = None,
             retry_after_ms: int | None = None) -> WorkerUpdate:
     """The update that refuses every segment of ``sub``."""

@@ -1,8 +1,9 @@
 """The model thread's inbox: commands from the event loop, taken in batches.
 
-The event loop ``post``s commands (``ModelWorker.submit``/``cancel``) and
-``stop``s; the model thread ``take``s everything queued at once, between
-steps. How long ``take`` waits is the caller's to say: after a step
+The event loop (and the preparation thread, ``preparation.py``) ``post``
+commands (``ModelWorker.submit``/``cancel``: a ``Prepared`` submission or a
+``CancelJobs``), the event loop ``stop``s; the model thread ``take``s
+everything queued at once, between steps. How long ``take`` waits is the caller's to say: after a step
 (``busy``) it never waits; with work held but nothing planned (a background
 batch filling) it waits until ``wake_at()`` or the next command; with
 nothing held it waits for a command (no polling).
@@ -16,12 +17,13 @@ import collections
 import threading
 import time
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
-from realtime.handoff import Command
+Command = TypeVar("Command")
 
 
-class Inbox:
-    """A thread-safe queue of ``Command`` with a stop flag."""
+class Inbox(Generic[Command]):
+    """A thread-safe queue of commands with a stop flag."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()

@@ -4,15 +4,18 @@ Sessions on the event loop talk to it only through ``ModelWorker``'s methods
 (``submit``, ``cancel``), which put commands in a thread-safe ``Inbox``. The
 thread loops::
 
-    drain the inbox (prepare + admit/add new segment jobs, cancel jobs)
+    drain the inbox (admit/add prepared segment jobs, cancel jobs)
     plan = scheduler.schedule(now)        # None: wait on the inbox, no polling
     out = runner.execute(plan)
     events = scheduler.update(plan, out, now)
 
-and hands everything the step produced (admissions, starts, audio, ends) back
-to the event loop as a list of ``WorkerUpdate`` delivered to each update's
-``sink``: at most one ``loop.call_soon_threadsafe`` per iteration, none while
-the loop has not yet taken the previous list (the new updates join it).
+Segments are prepared (``Runner.prepare``: tokenized) on the preparation
+thread before they reach the inbox (``preparation.py``): an admission never
+stalls the decoding streams. The thread hands everything the step produced
+(admissions, starts, audio, ends) back to the event loop as a list of
+``WorkerUpdate`` delivered to each update's ``sink``: at most one
+``loop.call_soon_threadsafe`` per iteration, none while the loop has not yet
+taken the previous list (the new updates join it).
 
 Failure handling: a model failure of some jobs comes back from the runner in
 ``StepOutput.failed`` and fails only those utterances (``internal``). If the
@@ -39,7 +42,6 @@ from typing import assert_never
 from protocol import ErrorCode
 from realtime.handoff import (
     CancelJobs,
-    Command,
     Submission,
     UpdateChannel,
     UpdateKind,
@@ -52,8 +54,9 @@ from realtime.inbox import Inbox
 from realtime.loop_lag import LoopLag
 from realtime.metrics import Metrics
 from realtime.observe import StepObserver
+from realtime.preparation import Command, Preparation, Prepared, prepare_submission
 from realtime.retry import to_ms
-from realtime.runtime.api import DeviceFailure, RequestError, Runner
+from realtime.runtime.api import DeviceFailure, Runner
 from scheduler import (
     CostModel,
     Job,
@@ -96,7 +99,8 @@ class ModelWorker:
         self._metrics = metrics
         self._on_device_lost = on_device_lost  # called on the event loop
         self.device_lost: str | None = None
-        self._inbox = Inbox()
+        self._inbox: Inbox[Command] = Inbox()
+        self._preparation = Preparation(self._inbox)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.runner: Runner | None = None
@@ -133,18 +137,19 @@ class ModelWorker:
         return next(self._job_ids)
 
     def submit(self, submission: Submission) -> None:
-        self._inbox.post(submission)
+        self._preparation.submit(submission)  # prepared off the model thread, then to the inbox
 
     def cancel(self, job_ids: tuple[int, ...], sink: UpdateSink | None = None) -> None:
         """Stop these jobs; with ``sink``, its utterance ended: the scheduler
         also frees the capacity it held while it had no sentence yet."""
         if job_ids or sink is not None:
-            self._inbox.post(CancelJobs(tuple(job_ids), sink))
+            self._preparation.cancel(CancelJobs(tuple(job_ids), sink))
 
     async def stop(self) -> None:
         """Ask the thread to finish its current step and exit; wait for it."""
         self.loop_lag.stop()
         self._inbox.stop()
+        self._preparation.stop(0.0)
         if self._thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10.0)
 
@@ -162,6 +167,7 @@ class ModelWorker:
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
             self._new_scheduler()
+            self._preparation.start(self.runner)
         except BaseException as exc:  # handed to the awaiting coroutine
             log.exception("model start-up failed")
             loop.call_soon_threadsafe(_set_exception, ready, exc)
@@ -191,7 +197,8 @@ class ModelWorker:
         while True:
             updates: list[WorkerUpdate] = []
             # Warm-up left for idle time: one piece per idle pass, none while a job is held.
-            if not planned and sched.idle and self.warming and not self._inbox:
+            if not planned and sched.idle and self.warming and not self._inbox \
+                    and not self._preparation.busy:
                 self.warmup_table.update(self.runner.warmup_rest.step(sched.cost))  # type: ignore[union-attr]
             commands = self._take_commands(busy=planned or (sched.idle and self.warming > 0))
             if commands is None:
@@ -229,31 +236,27 @@ class ModelWorker:
         match command:
             case CancelJobs(job_ids=job_ids, sink=sink):
                 self._cancel(job_ids, sink)
-            case Submission() if self.device_lost is not None:
-                updates.append(refused(command, ErrorCode.INTERNAL,
+            case Prepared() if self.device_lost is not None:
+                updates.append(refused(command.submission, ErrorCode.INTERNAL,
                                         "the model's device failed; the server is restarting"))
-            case Submission():
+            case Prepared():
                 self._submit(command, updates)
             case _:
                 assert_never(command)
 
-    def _submit(self, sub: Submission, updates: list[WorkerUpdate]) -> None:
-        """Prepare every segment of ``sub`` and queue them all, or refuse them all."""
+    def _submit(self, done: Prepared | Submission, updates: list[WorkerUpdate]) -> None:
+        """Queue every prepared segment, or refuse them all. A bare
+        ``Submission`` (tests driving the loop) is prepared here first."""
         sched, runner = self.scheduler, self.runner
         assert sched is not None and runner is not None
-        now = time.monotonic()
+        if isinstance(done, Submission):
+            done = prepare_submission(runner, done)
+        sub, now = done.submission, time.monotonic()
+        if done.refusal is not None:
+            updates.append(refused(sub, done.refusal.code, done.refusal.message, done.refusal.field))
+            return
         jobs: list[Job] = []
-        for seg in sub.segments:
-            try:
-                prepared = runner.prepare(seg.request)
-            except RequestError as exc:
-                updates.append(refused(sub, ErrorCode.UNSUPPORTED, str(exc), exc.field))
-                return
-            except Exception:  # a failure of the front end on this request, not the client's
-                log.exception("prepare failed for job %s", seg.job_id)
-                updates.append(refused(sub, ErrorCode.INTERNAL,
-                                        "the text front end failed on this utterance"))
-                return
+        for seg, prepared in zip(sub.segments, done.jobs):
             if prepared.empty:
                 updates.append(WorkerUpdate(sub.sink, UpdateKind.EMPTY, seg.job_id, at=now))
                 continue

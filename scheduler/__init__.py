@@ -11,6 +11,7 @@ from scheduler.config import (
     DEFAULT_KV_BUCKETS,
     DEFAULT_PROMPT_BUCKETS,
     QUEUE_ONLY,
+    STRICT,
     SchedulerConfig,
 )
 from scheduler.core import Scheduler
@@ -46,6 +47,7 @@ __all__ = [
     "RefusalReason",
     "Saturation",
     "Scheduler",
+    "STRICT",
     "SchedulerConfig",
     "StepOutput",
     "StepPlan",

@@ -12,6 +12,10 @@ Two modes (``SchedulerConfig.admission``):
   backstop and count waiting utterances, not segments: an utterance is not
   refused for its number of sentences, and later segments of an admitted
   utterance are never refused for load.
+- ``strict``: the same, except that on a machine too slow to keep even one
+  stream in real time every interactive utterance is refused ``overloaded``,
+  with the longest retry hint (the cost model's figures may still improve
+  as it observes steps; nothing else frees capacity).
 - ``queue-only`` (the old rule). ``overloaded`` when the lane's queue of
   waiting segments would exceed its bound.
 
@@ -35,7 +39,7 @@ from collections.abc import Sequence
 
 from scheduler.book import JobBook
 from scheduler.capacity import InteractiveCapacity, clamp_retry
-from scheduler.config import QUEUE_ONLY, SchedulerConfig
+from scheduler.config import QUEUE_ONLY, STRICT, SchedulerConfig
 from scheduler.estimate import BackgroundForecast, first_late
 from scheduler.jobs import Job, Refusal, RefusalReason
 from scheduler.plan import Lane
@@ -91,6 +95,12 @@ class Admission:
         capacity = self.capacity
         streams = capacity.committed(now)
         bucket = capacity.bucket(jobs)
+        if not capacity.realtime_alone(bucket) and self.config.admission == STRICT:
+            return self._overloaded(
+                "this model keeps no interactive stream in real time "
+                f"({capacity.lone_rate(bucket):.1f} codes/s alone, real time with the headroom "
+                f"needs {capacity.target_rate(bucket):.1f}); --admission strict refuses them",
+                self.config.retry_after_max_s)
         if not capacity.keeps_rate(streams + 1, bucket):
             return self._overloaded(
                 f"the interactive lane is at its capacity of {capacity.stream_capacity(bucket)} "

@@ -24,7 +24,8 @@ at least ``46.875 * (1 + realtime_headroom)`` codes per second. A machine
 that cannot give even one stream that rate (a CPU) still serves: its target
 is then a lone stream's rate over ``1 + realtime_headroom``, so admission
 degrades to "no stream slower than the machine's best by more than the
-headroom" instead of refusing everything. The *stream capacity* is the
+headroom" instead of refusing everything; under ``admission="strict"`` the
+target stays real time and such a machine's capacity is 0. The *stream capacity* is the
 largest ``N`` meeting the target; the *slot room* is the KV slots streams
 may hold (all but the background lane's, and one kept for waiting
 background work that holds none, so its starvation bound can act).
@@ -40,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduler.book import JobBook
-from scheduler.config import SchedulerConfig
+from scheduler.config import STRICT, SchedulerConfig
 from scheduler.cost import CostModel
 from scheduler.jobs import CODES_PER_SECOND, Job, JobState
 from scheduler.plan import Lane
@@ -111,22 +112,35 @@ class InteractiveCapacity:
 
     def target_rate(self, bucket: int) -> float:
         """Codes per second an admitted stream must keep getting: real time
-        with the headroom, or, where not even a lone stream gets that, the
-        lone stream's rate less the headroom."""
+        with the headroom, or, where not even a lone stream gets that (and
+        admission is not strict), the lone stream's rate less the headroom."""
         headroom = 1.0 + self.config.realtime_headroom
-        alone = 1.0 / self.interval(1, bucket)
         target = CODES_PER_SECOND * headroom
+        if self.config.admission == STRICT:
+            return target
+        alone = 1.0 / self.interval(1, bucket)
         return target if alone >= target else alone / headroom
+
+    def lone_rate(self, bucket: int) -> float:
+        """Codes per second a lone stream gets."""
+        return 1.0 / self.interval(1, bucket)
+
+    def realtime_alone(self, bucket: int) -> bool:
+        """Does a lone stream get real time with the headroom?"""
+        return self.lone_rate(bucket) >= CODES_PER_SECOND * (1.0 + self.config.realtime_headroom)
 
     def keeps_rate(self, streams: int, bucket: int) -> bool:
         """Would ``streams`` streams all keep the target rate?"""
         return 1.0 / self.interval(streams, bucket) >= self.target_rate(bucket) * (1 - 1e-9)
 
     def stream_capacity(self, bucket: int) -> int:
-        """The most streams that all keep the target rate (at least 1).
+        """The most streams that all keep the target rate (at least 1, except
+        under strict admission, where a machine slower than real time has 0).
         ``interval`` grows with the count (step times never fall with more
         rows), so a bisection finds it; the slot room caps it far below
         four times the slots."""
+        if not self.keeps_rate(1, bucket):
+            return 0
         low, high = 1, 4 * self.config.max_slots
         while low < high:
             mid = (low + high + 1) // 2
@@ -159,7 +173,7 @@ class InteractiveCapacity:
         and the first chunk at full capacity, with the headroom on top."""
         cfg = self.config
         bucket = cfg.kv_buckets[0]
-        streams = min(self.stream_capacity(bucket), self.book.max_slots)
+        streams = max(min(self.stream_capacity(bucket), self.book.max_slots), 1)
         interval = self.interval(streams, bucket)
         step = self.cost.step_time(cfg.padded_batch(min(streams, self.rows(bucket))), bucket)
         work = PREFILL_STEPS * step + cfg.first_audio_steps * interval
@@ -301,5 +315,8 @@ class Saturation:
 
     @property
     def ratio(self) -> float:
-        """Streams over capacity: 1.0 and above refuses new interactive work."""
-        return self.streams / max(self.capacity, 1)
+        """Streams over capacity: 1.0 and above refuses new interactive work
+        (a capacity of 0, under strict admission, refuses all of it)."""
+        if self.capacity == 0:
+            return 1.0 + self.streams
+        return self.streams / self.capacity

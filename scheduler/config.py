@@ -16,10 +16,12 @@ DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8)
 DEFAULT_KV_BUCKETS: tuple[int, ...] = (256, 512, 1024, 2048)
 DEFAULT_PROMPT_BUCKETS: tuple[int, ...] = (32, 64, 128, 256)
 
-# Admission modes: by capacity (the default), or today's queue bound alone.
+# Admission modes: by capacity (the default), by capacity with no stream
+# served slower than real time, or today's queue bound alone.
 CAPACITY = "capacity"
+STRICT = "strict"
 QUEUE_ONLY = "queue-only"
-ADMISSION_MODES: tuple[str, ...] = (CAPACITY, QUEUE_ONLY)
+ADMISSION_MODES: tuple[str, ...] = (CAPACITY, STRICT, QUEUE_ONLY)
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,12 @@ class SchedulerConfig:
     - ``admission``: ``"capacity"`` (interactive work is admitted only while
       the cost model says it can start in time and every admitted stream stays
       real time, see ``scheduler.capacity``; queue bounds count waiting
-      utterances) or ``"queue-only"`` (the old rule: refuse only when a lane's
-      queue of waiting segments is full).
+      utterances), ``"strict"`` (the same, except on a machine that cannot
+      keep even one stream in real time: ``"capacity"`` then admits the
+      streams that slow each other by no more than the headroom, ``"strict"``
+      refuses every interactive stream, for a fleet whose load balancer
+      should send them to a faster replica) or ``"queue-only"`` (the old
+      rule: refuse only when a lane's queue of waiting segments is full).
     - ``interactive_first_audio_s``: first-audio deadline of an interactive
       segment 0 that came without one (arrival + this); ``None`` derives it
       from the cost model (``InteractiveCapacity.derived_first_audio_s``).

@@ -64,3 +64,36 @@ async def test_the_stream_past_the_cpus_capacity_is_refused_with_a_retry_hint(se
     done = await busy.collect(["busy0", "busy1", "busy2"], timeout=60)
     for transcript in done.values():
         transcript.check_done()
+
+
+class SlowCpuRunner(CpuLikeRunner):
+    """Slower than real time even alone: 30 ms a lone step, where real time
+    with the headroom allows 16.4 ms a code."""
+
+    def step_cost(self, batch: int) -> float:
+        return 0.024 + 0.006 * batch
+
+
+async def test_strict_admission_refuses_interactive_streams_a_slow_cpu_cannot_keep(server_factory,
+                                                                                  ws_connect):
+    server = await server_factory(runner=SlowCpuRunner(), max_active=8, admission="strict")
+    load = await http_json(server.port, "/load")
+    assert load["interactive"]["capacity"] == 0 and load["saturated"]
+    client = await ws_connect(server)
+    refused = await client.speak_and_collect("now", "Hello there.", timeout=5)
+    assert isinstance(refused.terminal, Error) and refused.terminal.code == "overloaded"
+    assert "real time" in refused.terminal.message and refused.started is None
+    assert refused.terminal.retry_after_ms == 30_000
+    # Background work is judged by its deadline, not a rate: it is served.
+    narration = await client.speak_and_collect("later", "Hello there.", timeout=30,
+                                               lane="background", deadline_ms=60_000)
+    narration.check_done()
+
+
+async def test_capacity_admission_serves_the_same_slow_cpu_one_stream(server_factory, ws_connect):
+    server = await server_factory(runner=SlowCpuRunner(), max_active=8)
+    load = await http_json(server.port, "/load")
+    assert load["interactive"]["capacity"] >= 1
+    client = await ws_connect(server)
+    served = await client.speak_and_collect("now", "Hello there.", timeout=30)
+    served.check_done()

@@ -4,10 +4,13 @@ The worker (realtime/worker.py) owns one ``Runner`` on the model thread. The
 contract has two calls:
 
 - ``prepare(request) -> PreparedJob`` runs the text front end once per
-  segment (normalization, speaker, prompt, sampling settings). It keeps
-  nothing: the ``PreparedJob``'s ``work`` travels with the scheduler's job
-  and comes back to the runner in the ``StepPlan`` that prefills it. A
-  segment refused or cancelled before it runs needs no clean-up.
+  segment (normalization, speaker, prompt, sampling settings). The worker
+  calls it on its preparation thread (``realtime/preparation.py``), one
+  call at a time in submission order, while steps run: it must share no
+  unguarded state with ``execute``. It keeps nothing: the ``PreparedJob``'s
+  ``work`` travels with the scheduler's job and comes back to the runner in
+  the ``StepPlan`` that prefills it. A segment refused or cancelled before
+  it runs needs no clean-up.
 - ``execute(plan) -> StepOutput`` runs one step exactly as planned: it drops
   the released jobs, prefills new jobs into the KV slots the plan names,
   decodes the running ones, and reports codes, ends and audio. The runner
@@ -15,7 +18,8 @@ contract has two calls:
   plan releases it; ``reset()`` drops every job at once (after the worker's
   loop failed).
 
-Thread: every method runs on the model thread only.
+Thread: ``prepare`` on the preparation thread (above); every other method
+on the model thread only.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ after ``torch.manual_seed(N)``); an ``EmbeddingVoice`` is decoded as
 upstream's encoded embedding; a ``NamedVoice`` is looked up in the voice
 table (the names of ``voice_table.py``, then ``RuntimeOptions.voices``).
 
-Thread: the model thread (the normalizer is not thread-safe).
+Thread: one caller at a time (the normalizer is not thread-safe):
+``ModelRunner.prepare`` holds a lock around it.
 """
 
 from __future__ import annotations

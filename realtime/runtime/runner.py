@@ -2,8 +2,9 @@
 
 ``ModelRunner`` implements ``realtime.runtime.api.Runner`` over our
 ``StaticGPT`` and the streaming vocoder. ``prepare`` turns a segment request
-into a ``JobSpec`` (prompt, sampling, seed) and keeps nothing. Per ``execute``,
-exactly as planned:
+into a ``JobSpec`` (prompt, sampling, seed: ``prepare.JobPreparer``) and
+keeps nothing; the server calls it on its preparation thread, beside steps.
+Per ``execute``, exactly as planned:
 
 1. release: the plan's released jobs are dropped;
 2. prefill: new jobs run their prompts in the KV slots the plan names
@@ -36,34 +37,35 @@ Device state per slot is written in place at index (slot, code number):
 codes, hidden states and K/V, so re-running a step after an out-of-memory
 failure simply overwrites what the failed attempt wrote.
 
-Thread: every method runs on the model thread only.
+Thread: ``prepare`` on any thread (``JobPreparer`` locks); every other
+method on the model thread only.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
 
+from realtime.runtime import startup_clock
 from realtime.runtime.api import (
     SAMPLE_RATE,
     DeviceFailure,
     PreparedJob,
-    RequestError,
     RuntimeOptions,
     SegmentRequest,
 )
 from realtime.runtime.audio_stage import AudioStage, is_device_lost, is_oom
 from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
-from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
+from realtime.runtime.frontend import Speakers, TextFrontEnd
 from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
 from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.prepare import JobPreparer
 from realtime.runtime.refine import RefineStage
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
@@ -117,6 +119,7 @@ class ModelRunner:
         self.shape = assets.shape
         self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype,
                                policy_for(options))
+        startup_clock.mark("decoder matrices (gemm plan, packing)")
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
         self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)
         slots = self.max_slots + 1
@@ -134,12 +137,13 @@ class ModelRunner:
                                 overlap_for(options.vocoder_overlap, device))
         self.graphs = None if capture is None else GraphCache(self.model, self.cache, self.step, capture)
         self.jobs: dict[JobId, HeldJob] = {}
-        self._seeds = random.Random(options.seed)
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
         self.pad_batches = self.graphs is not None
+        self.preparer = JobPreparer(self.front, self.max_len, options.seed)
         self.refine = RefineStage(self.model, self.cache, assets, self.max_len, self.prepare,
                                   self._execute, (self.batch_sizes, self.prompt_buckets))
+        self.preparer.refine = self.refine.prepare
         log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
                  assets.kind.value, device, str(dtype).removeprefix("torch."), self.max_slots,
                  self.max_len, self.cache.nbytes / 2**20)
@@ -147,21 +151,7 @@ class ModelRunner:
     # --- api.Runner -------------------------------------------------------------------
 
     def prepare(self, request: SegmentRequest) -> PreparedJob:
-        validate_params(request.params)
-        prompt = self.front.build(request.text, request.voice, request.lang, request.speed,
-                                  request.sample, request.normalized)
-        if prompt is None:
-            return PreparedJob(prompt_len=0, empty=True)
-        if prompt.length >= self.max_len - 1:
-            raise RequestError(f"segment too long: {prompt.length} prompt tokens, at most {self.max_len - 2}")
-        seed = request.params.seed if request.params.seed is not None else self._seeds.getrandbits(32)
-        if request.refine is not None:  # the refine pass first (realtime/runtime/refine.py)
-            return self.refine.prepare(request, prompt.text, seed)
-        max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
-        ids = prompt.ids.tolist() + ([] if prompt.codes is None else prompt.codes.flatten().tolist())
-        spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
-                       tuple(ids), tuple(prompt.speaker.tolist()))
-        return PreparedJob(prompt_len=prompt.length, work=spec)
+        return self.preparer.prepare(request)
 
     def reset(self) -> None:
         self.refine.reset()

@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 import torch
 
+from realtime.runtime import startup_clock
 from realtime.runtime.api import WeightsKind
 from realtime.runtime.prepared_cache import CacheKey, PreparedCache, checkpoint_id
 from realtime.runtime.step_cost import with_step_overhead
@@ -100,6 +101,7 @@ class StagedWarmup:
             self.table = cached
             self._pieces = [self._warm_only(b) for b in larger]
             self.deferred = len(self._pieces)
+            startup_clock.mark("warm-up: first requests' path")
             log.info("warm-up: step costs of %d shapes from the cache; first requests' path "
                      "warmed in %.2f s, %d batch sizes left for idle time",
                      len(cached), time.perf_counter() - started, len(larger))
@@ -109,6 +111,7 @@ class StagedWarmup:
         self._overhead = max(0.0, max(self.table[k] - decode[k] for k in decode))
         self._pieces = [self._timed(b, k) for b in larger for k in r.kv_buckets]
         self.deferred = len(self._pieces)
+        startup_clock.mark("warm-up: batch 1 measured")
         log.info("warm-up: batch %d measured in %.2f s (%s); %d shapes left for idle time",
                  smallest, time.perf_counter() - started,
                  "no cache" if self.key is None else "nothing cached yet", len(self._pieces))
