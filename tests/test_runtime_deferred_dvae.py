@@ -23,7 +23,7 @@ PROBE = """
 import sys
 from realtime.runtime.weights import load_checkpoint
 assets = load_checkpoint(sys.argv[1])
-print("AFTER LOAD", [m for m in ("vector_quantize_pytorch", "einx", "torch._dynamo")
+print("AFTER LOAD", [m for m in ("vector_quantize_pytorch", "einx", "torch._dynamo", "transformers")
                      if m in sys.modules])
 import numpy as np
 from realtime.runtime.encoder import SampleEncoder

@@ -29,11 +29,11 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pybase16384 as b14
 import torch
-from transformers import BertTokenizerFast
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
 from realtime.runtime.api import SAMPLE_RATE, WeightsKind
@@ -77,7 +77,7 @@ class ModelAssets:
     embed: torch.nn.Module
     decoder: torch.nn.Module
     vocos: torch.nn.Module
-    tokenizer: BertTokenizerFast
+    tokenizer: Any  # transformers' BertTokenizerFast, or a LeanTokenizer (lean_tokenizer.py)
     spk_stat: str
     source: str = "memory"
     extra: dict = field(default_factory=dict)
