@@ -111,8 +111,6 @@ class LeanTokenizer:
         """The ``BertTokenizerFast`` of the same directory (imports transformers, once)."""
         with self._lock:
             if self._full is None:
-                from realtime.runtime.tokenizer import load_full_tokenizer
-
                 self._full = load_full_tokenizer(self.path)
             return self._full
 
@@ -120,6 +118,13 @@ class LeanTokenizer:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.full(), name)
+
+
+def load_full_tokenizer(path: str) -> Any:
+    """``BertTokenizerFast.from_pretrained(path)`` (imports transformers)."""
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast.from_pretrained(path)
 
 
 def _unfaithful(backend: Any, config: dict[str, Any]) -> str | None:

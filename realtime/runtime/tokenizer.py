@@ -73,7 +73,7 @@ def load_tokenizer(path: str) -> Any:
     """Load a checkpoint's tokenizer directory: a ``LeanTokenizer`` where it
     encodes as ``BertTokenizerFast`` would (lean_tokenizer.py: no
     transformers import), else ``BertTokenizerFast``; raises OSError/ValueError."""
-    from realtime.runtime.lean_tokenizer import LeanTokenizer
+    from realtime.runtime.lean_tokenizer import LeanTokenizer, load_full_tokenizer
 
     tok = LeanTokenizer.load(path) or load_full_tokenizer(path)
     missing = [t for t in ("[Stts]", "[spk_emb]", "[Ptts]")
@@ -81,13 +81,6 @@ def load_tokenizer(path: str) -> Any:
     if missing:
         raise ValueError(f"tokenizer in {path} lacks {', '.join(missing)}")
     return tok
-
-
-def load_full_tokenizer(path: str) -> BertTokenizerFast:
-    """``BertTokenizerFast.from_pretrained(path)`` (imports transformers)."""
-    from transformers import BertTokenizerFast
-
-    return BertTokenizerFast.from_pretrained(path)
 
 
 def save_tokenizer(tok: BertTokenizerFast, path: str) -> None:

@@ -77,6 +77,7 @@ class GemmPolicy:
     min_measured_bytes: int = 4 * 2**20
     step_budget_s: float = 20.0  # the whole-step trial's bound (``cpu.plan_trial``)
     cache_dir: str | None = None  # where the settled plan is kept per machine; None: nowhere
+    defer_packing: bool = False  # a cached plan's packed forms: made later (``cpu.plan_trial``)
 
     @property
     def pack_rows(self) -> int:
@@ -100,10 +101,11 @@ _CACHE: dict[tuple, ShapeChoice] = {}
 def policy_for(options) -> GemmPolicy:
     """The policy ``RuntimeOptions`` ask for: ``int8`` precision, else ``cpu_gemm``;
     row classes are the batch sizes that fit the slots; the settled plan is
-    kept in ``options.cache_dir`` (None: nowhere)."""
+    kept in ``options.cache_dir`` (None: nowhere), and a cached plan's packing
+    is left to the runner's warm-up (``ModelRunner.warmup``, warm_start.py)."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
     mode = "int8" if options.precision == "int8" else options.cpu_gemm
-    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir)
+    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir, defer_packing=True)
 
 
 def candidates(device: torch.device, dtype: torch.dtype) -> tuple[str, ...]:
