@@ -150,8 +150,8 @@ class StaticGPT:
         heads = heads.to(device=device, dtype=torch.float32)  # logits stay fp32
         started = time.perf_counter()
         # The heads join the decoder's matrices (one plan, judged by whole
-        # steps) unless those are int8: the heads then take what auto picks.
-        joint = gemm.mode != "int8" and dtype == torch.float32
+        # steps) unless those are int8 or bf16: the heads then take what auto picks.
+        joint = gemm.mode not in ("int8", "bf16") and dtype == torch.float32
         begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype)
         matrices, self.gemm_choices = list(begun.prepared.matrices), begun.prepared.choices
         del weights

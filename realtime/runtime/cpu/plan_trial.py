@@ -39,8 +39,9 @@ from functools import partial
 import torch
 
 from realtime.runtime.cpu import plan_cache
+from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates
 from realtime.runtime.cpu.gemm import Matrix, PlainMatrix
-from realtime.runtime.cpu.plan import PACKERS, PREFILL, GemmPolicy, Prepared, candidates, prepare
+from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, Prepared, prepare
 from realtime.runtime.cpu.step_verdict import MIXED, StepVerdict, decide, time_plans
 from realtime.runtime.prepared_cache import CacheKey
 
@@ -73,13 +74,15 @@ class Begun:
 def begin(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
           dtype: torch.dtype) -> Begun:
     """Prepare ``weights`` [N, K] as ``cpu.plan.prepare`` does, from the cached
-    plan of this machine if there is one; in ``auto`` mode on a CPU where
-    several backends run, every candidate's form is kept for ``settle``."""
-    trial = policy.mode == "auto" and device.type == "cpu" and len(candidates(device, dtype)) > 1
-    key = plan_cache.key(weights, policy, device, dtype, candidates(device, dtype)) if trial else None
+    plan of this machine if there is one; in a measured mode (``auto``,
+    ``int8``, ``bf16``) on a CPU where several of its forms run, every
+    candidate's form is kept for ``settle``."""
+    names = candidates(device, dtype, policy.mode) if policy.mode in FAMILIES else ()
+    trial = device.type == "cpu" and len(names) > 1
+    key = plan_cache.key(weights, policy, device, dtype, names) if trial else None
     fixed = plan_cache.load(policy.cache_dir, key) if trial else None
     deferred: list[Callable[[], None]] = []
-    if fixed is not None and policy.defer_packing:
+    if fixed is not None and policy.defer_packing and policy.mode == "auto":  # fp32's mm first
         plain = {shape: dict.fromkeys(rows, "mm") for shape, rows in fixed.items()}
         prepared = prepare(weights, policy, device, dtype, fixed=plain)
         for shape, rows in fixed.items():
