@@ -81,6 +81,7 @@ class GemmPolicy:
     min_measured_bytes: int = 4 * 2**20
     step_budget_s: float = 20.0  # the whole-step trial's bound (``cpu.plan_trial``)
     cache_dir: str | None = None  # where the settled plan is kept per machine; None: nowhere
+    defer_packing: bool = False  # a cached plan's packed forms: made later (``cpu.plan_trial``)
 
     @property
     def pack_rows(self) -> int:
@@ -105,12 +106,14 @@ def policy_for(options) -> GemmPolicy:
     """The policy ``RuntimeOptions`` ask for: ``int8`` or ``bf16`` precision
     (bf16's matrices on a CPU: ``cpu.bf16``), else ``cpu_gemm``; row classes
     are the batch sizes that fit the slots; the settled plan is kept in
-    ``options.cache_dir`` (None: nowhere)."""
+    ``options.cache_dir`` (None: nowhere), and a cached plan's packing is
+    left to the runner's warm-up (``ModelRunner.warmup``, warm_start.py)."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
     mode = options.cpu_gemm
     if options.precision == "int8" or (options.precision == "bf16" and cpu_bf16.available() is None):
         mode = options.precision  # bf16 where this CPU lacks it: fp32 (build logs why)
-    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir)
+    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir,
+                      defer_packing=True)
 
 
 
