@@ -54,7 +54,10 @@ def pick_device(name: str) -> torch.device:
 
 def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
     """The activation dtype; ``int8`` keeps fp32 activations (its weights are
-    int8) and is refused off the CPU."""
+    int8) and is refused off the CPU; ``bf16`` on a CPU keeps them fp32 too
+    (only its matrices are bf16: ``cpu.bf16``)."""
+    if precision == "bf16" and device.type == "cpu":
+        return torch.float32
     if precision == "auto":
         if device.type != "cuda":
             return torch.float32
@@ -141,11 +144,23 @@ def _with_cuda_profile(options: RuntimeOptions, device: torch.device, assets: Mo
 def _log_cpu_choice(options: RuntimeOptions) -> None:
     """Say what the CPU fallback runs and why (the GEMM table follows from the model)."""
     if options.precision == "int8":
-        log.warning("PRECISION INT8: the decoder's linears run in int8 (fbgemm: per-channel "
-                    "weights, 7-bit without VNNI; inputs quantized per call); codes and audio "
+        log.warning("PRECISION INT8: the decoder's linears run in int8 (per-channel weights; "
+                    "the form measured fastest among fbgemm's, oneDNN's AMX/VNNI kernels and "
+                    "weight-only int8 where the CPU has them); codes and audio "
                     "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
                     "Logits and sampling stay fp32; the Decoder's and Vocos's linears run bf16 "
                     "where that measures faster (AMX, AVX-512-BF16), the rest of them fp32.")
+        return
+    if options.precision == "bf16":
+        from realtime.runtime.cpu import bf16 as cpu_bf16
+        reason = cpu_bf16.available()
+        if reason is None:
+            log.warning("PRECISION BF16: the decoder's matrices are bf16 (oneDNN's %s kernels, "
+                        "fp32 accumulation); activations, K/V, norms, logits and sampling stay "
+                        "fp32; codes and audio differ from fp32 after some steps (divergence "
+                        "figures: docs/runtime.md)", "AMX" if cpu_bf16.isa.amx_bf16() else "AVX-512-BF16")
+        else:
+            log.warning("precision bf16 asked, but %s: running fp32 instead", reason)
         return
     why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
            else f"--precision {options.precision}")
