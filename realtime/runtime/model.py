@@ -170,6 +170,8 @@ class StaticGPT:
         self.gemm = gemm
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
         self.plan_verdicts = plan_trial.settle(begun, self._trial_step)
+        # A cached plan's packed forms, one matrix per piece (``finish_packing``).
+        self.deferred_packing: list[Callable[[], None]] = list(begun.deferred)
         self.matrices = matrices + [self.heads]
         self.weight_nbytes = sum(m.nbytes for m in self.matrices)
         if self.gemm_choices:
@@ -179,6 +181,11 @@ class StaticGPT:
         log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
                  self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
                  summary(self.matrices, max(gemm.batch_sizes)))
+
+    def finish_packing(self) -> None:
+        """Run every deferred packing piece now (a full warm-up's first step)."""
+        while self.deferred_packing:
+            self.deferred_packing.pop(0)()
 
     def _trial_step(self, rows: int) -> Callable[[], None]:
         """One decode step of ``rows`` rows (``PREFILL``: a prefill of the

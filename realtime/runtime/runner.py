@@ -161,6 +161,7 @@ class ModelRunner:
 
     @torch.no_grad()
     def warmup(self) -> dict[tuple[int, int], float]:
+        self.model.finish_packing()  # a cached plan's packed forms (cpu.plan_trial)
         self.front.warmup()
         if self.graphs is not None:
             self.graphs.capture_all(GraphShapes.offered(self.batch_sizes, self.kv_buckets,

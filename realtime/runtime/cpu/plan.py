@@ -36,6 +36,7 @@ Thread: build time (the model thread); the cache is process-wide.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
@@ -80,6 +81,7 @@ class GemmPolicy:
     min_measured_bytes: int = 4 * 2**20
     step_budget_s: float = 20.0  # the whole-step trial's bound (``cpu.plan_trial``)
     cache_dir: str | None = None  # where the settled plan is kept per machine; None: nowhere
+    defer_packing: bool = False  # a cached plan's packed forms: made later (``cpu.plan_trial``)
 
     @property
     def pack_rows(self) -> int:
@@ -104,12 +106,14 @@ def policy_for(options) -> GemmPolicy:
     """The policy ``RuntimeOptions`` ask for: ``int8`` or ``bf16`` precision
     (bf16's matrices on a CPU: ``cpu.bf16``), else ``cpu_gemm``; row classes
     are the batch sizes that fit the slots; the settled plan is kept in
-    ``options.cache_dir`` (None: nowhere)."""
+    ``options.cache_dir`` (None: nowhere), and a cached plan's packing is
+    left to the runner's warm-up (``ModelRunner.warmup``, warm_start.py)."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
     mode = options.cpu_gemm
     if options.precision == "int8" or (options.precision == "bf16" and cpu_bf16.available() is None):
         mode = options.precision  # bf16 where this CPU lacks it: fp32 (build logs why)
-    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir)
+    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir,
+                      defer_packing=True)
 
 
 
@@ -245,7 +249,9 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
     key = ((n, k), classes, policy.prefill_rows, torch.get_num_threads(), names)
     measured = policy.mode in FAMILIES
     if measured and key in _CACHE:
-        return _CACHE[key]
+        # A copy: a whole-step trial rewrites its model's choices, which must
+        # not reach the next model that hits the cache (another precision's heads).
+        return copy.deepcopy(_CACHE[key])
     choice = ShapeChoice(backends={})
     if measured and sum(w.numel() * 4 for w in packs.weights) < policy.min_measured_bytes:
         # Matrices this small stay in cache and cost microseconds whatever
@@ -258,7 +264,7 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
             _measure(packs, usable, classes, policy, deadline, choice)
         choice.backends = pick(choice.seconds, classes, _any_rows, _fallback(usable))
         if choice.complete:
-            _CACHE[key] = choice
+            _CACHE[key] = copy.deepcopy(choice)
         return choice
     usable = _usable(packs, (policy.mode,), choice) or [packs.plain]
     forced = usable[0]

@@ -43,9 +43,11 @@ from dataclasses import replace
 
 import torch
 
+from realtime.runtime.cpu import plan_cache
 from realtime.runtime.cpu.bf16 import available as bf16_available
+from realtime.runtime.cpu.forms import candidates
 from realtime.runtime.cpu.gemm import Matrix
-from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare_matrices
+from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare
 from realtime.runtime.vocoder_precision import BF16Linear, block_linears
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,7 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
     plan = replace(policy, mode=mode, batch_sizes=(1,), prefill_rows=ROWS)
     with torch.no_grad():
         weights = [lin.weight.detach().contiguous() for _, _, lin in found]
-        matrices, choices = prepare_matrices(weights, plan, device, dtype)
+        matrices, choices = _prepared(weights, plan, device, dtype)
     layers: dict[int, torch.nn.Module] = {
         id(lin): PackedLinear(m, lin.bias) for (_, _, lin), m in zip(found, matrices)
         if m.backend_for(ROWS) != "mm"}
@@ -113,6 +115,29 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
     log.info("vocoder gemm (%s, timed at %d frames): %s", policy.mode if reduced else mode,
              ROWS, ", ".join(f"{b} {n}" for b, n in sorted(forms.items())))
     return out, choices
+
+
+def _prepared(weights: list[torch.Tensor], plan: GemmPolicy, device: torch.device,
+              dtype: torch.dtype) -> tuple[list[Matrix], dict[tuple[int, int], ShapeChoice]]:
+    """``cpu.plan.prepare_matrices``, from the choices this machine measured
+    at an earlier start when ``plan.cache_dir`` holds them (``cpu.plan_cache``,
+    kind ``VOCODER_KIND``: keyed by the shapes, threads, candidates, torch and
+    CPU); what it measured is stored there for the next start."""
+    key = None
+    if plan.mode == "auto" and plan.cache_dir:
+        key = plan_cache.key(weights, plan, device, dtype, candidates(device, dtype),
+                             kind=plan_cache.VOCODER_KIND)
+    fixed = plan_cache.load(plan.cache_dir, key) or {}
+    prepared = prepare(weights, plan, device, dtype, fixed=fixed or None)
+    # Shapes too small to measure are decided by size alone (no entry needed);
+    # the shapes a budget left unmeasured are measured at the next start.
+    measured = {s: c.backends for s, c in prepared.choices.items() if c.complete and s not in fixed}
+    if fixed:
+        log.info("vocoder gemm plan from this machine's cache: %d of %d shapes", len(fixed),
+                 len(prepared.choices))
+    if measured:
+        plan_cache.store(plan.cache_dir, key, {**fixed, **measured}, [f"timed at {ROWS} frames"])
+    return prepared.matrices, prepared.choices
 
 
 def bf16_layers(linears: list[torch.nn.Linear], matrices: list[Matrix], min_bytes: int,
