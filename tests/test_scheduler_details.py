@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from scheduler_fakes import Harness
 
-from scheduler import CostModel, JobState, Lane, SchedulerConfig
+from scheduler import CODES_PER_SECOND, CostModel, JobState, Lane, RefusalReason, SchedulerConfig
 from scheduler.capacity import clamp_retry
 from scheduler.playout import ScheduledUtterance, playback
 from scheduler.reservations import StreamReservations
@@ -117,3 +117,151 @@ def test_a_prefill_cancelled_during_an_out_of_memory_step_is_not_released():
     h.run()  # the fake runner raises on a release of a slot it never filled
     assert jobs[0].state is JobState.CANCELLED and h.finished() == [jobs[1].id]
 
+
+
+@pytest.mark.parametrize(("alpha", "ok"), [(1.0, True), (1.0 + 1e-9, False), (1e-9, True), (0.0, False)])
+def test_the_smoothing_factor_is_in_the_half_open_unit_interval(alpha, ok):
+    table = {(1, 1): 0.01}  # the smallest shape there is
+    if ok:
+        assert CostModel(table, alpha).alpha == alpha
+    else:
+        with pytest.raises(ValueError):
+            CostModel(table, alpha)
+
+
+def test_the_cpu_profile_adds_a_tenth_per_kv_doubling():
+    cpu = CostModel.default_cpu()  # built here: a module-level one is built before a mutant acts
+    assert cpu.step_time(1, 512) / cpu.step_time(1, 256) == pytest.approx(1.1)
+    assert cpu.step_time(1, 2048) / cpu.step_time(1, 256) == pytest.approx(1.3)
+
+
+def test_an_undefined_wait_hints_the_longest_retry():
+    cfg = SchedulerConfig()
+    assert clamp_retry(float("nan"), cfg) == cfg.retry_after_max_s
+
+
+def test_release_says_whether_a_place_was_held():
+    places = StreamReservations(5.0)
+    places.hold("turn", 0.0)
+    assert places.release("turn") is True and places.release("turn") is False
+
+
+def _observed(table, *steps):
+    cost = CostModel.from_table(table, alpha=1.0)
+    for shape, seconds in steps:
+        cost.observe(*shape, seconds)
+    return cost
+
+
+@pytest.mark.parametrize("grid", [True, False])
+def test_a_shape_that_got_dearer_raises_every_shape_that_dominates_it(grid):
+    table = {(1, 256): 0.010, (1, 512): 0.011, (1, 1024): 0.012, (2, 256): 0.012,
+             (2, 512): 0.020, (2, 1024): 0.021}
+    if not grid:
+        del table[(1, 1024)]
+    # a longer KV at the same batch (one observed step moves at most 1.5x)
+    cost = _observed(table, ((2, 256), 0.018), ((2, 256), 0.027))
+    assert cost.step_time(2, 512) == cost.step_time(2, 1024) == pytest.approx(0.027)
+    # a bigger batch at the same KV
+    cost = _observed(table, ((1, 512), 0.0165), ((1, 512), 0.02475))
+    assert cost.step_time(2, 512) == pytest.approx(0.02475)
+    assert cost.step_time(1, 256) == pytest.approx(0.010)
+
+
+@pytest.mark.parametrize(("sizes", "rows", "cap"), [
+    ((1, 2, 4, 8), 8, 4), ((1, 2, 4, 8), 4, 2), ((1, 2, 4, 8), 3, 2), ((1, 2, 4, 8), 2, 1),
+    ((1, 8), 2, 1),  # half the padded batch would be 4: fewer rows than before, always
+])
+def test_out_of_memory_halves_the_padded_batch_below_the_rows_it_had(sizes, rows, cap):
+    h = Harness(cost=flat(0.010), config=SchedulerConfig(batch_sizes=sizes))  # all rows at once
+    jobs = [h.job(f"u{i}", B, length=5, deadline=1e6) for i in range(rows)]
+    for job in jobs:
+        h.sched.admit([job], 0.0)
+    h.runner.oom_above = 0
+    assert len(h.step().jobs) == rows
+    assert [j.batch_cap for j in jobs] == [cap] * rows
+
+
+def test_a_cancelled_job_ends_now():
+    h = Harness(cost=CPU)
+    [job] = h.utterance("u", I, 1)
+    h.sched.admit([job], 0.0)
+    h.sched.cancel(job.id, 3.0)
+    assert job.ended_at == 3.0
+
+
+def test_later_background_segments_are_refused_when_late():
+    h = Harness(cost=CPU)
+    h.sched.admit([h.job("book", B, deadline=1e6)], 0.0)
+    late = h.job("book", B, index=1, length=500, deadline=1.0)
+    assert h.sched.add(late, 0.0).reason is RefusalReason.DEADLINE_UNMEETABLE
+    # and the first segments of one accepted empty
+    assert h.sched.admit_empty("notes", B, 0.0, 0.0) is None
+    first = h.job("notes", B, length=500, deadline=1.0)
+    assert h.sched.add(first, 0.0).reason is RefusalReason.DEADLINE_UNMEETABLE
+
+
+def test_segments_of_an_empty_stream_stay_in_its_lane():
+    h = Harness(cost=CPU)
+    assert h.sched.admit_empty("turn", I, 0.0, 0.0) is None
+    for index in range(2):
+        assert h.sched.add(h.job("turn", I, index=index), 0.0) is None
+    with pytest.raises(ValueError):
+        h.sched.add(h.job("turn", B, index=2), 0.0)
+
+
+@pytest.mark.parametrize(("queue", "expected"), [(0, 0.05), (1, None)])
+def test_a_full_background_queue_hints_its_earliest_end(queue, expected):
+    cfg = SchedulerConfig(admission="queue-only", max_queue_background=queue)
+    h = Harness(cost=CPU, config=cfg)
+    h.now = 100.0
+    if queue:
+        assert h.sched.admit([h.job("a", B, length=40, deadline=1e6)], h.now) is None
+        forecast = h.sched.forecast
+        live = list(h.sched.book.jobs(B).values())
+        expected = min(forecast.finish_times(live, h.now).values()) - h.now
+    refusal = h.sched.admit([h.job("b", B, deadline=1e6)], h.now)
+    assert refusal.retry_after_s == pytest.approx(expected)
+
+
+def one_row(seconds: float) -> CostModel:
+    """Riders cost too much: one row a step, and a quarter of the steps go to
+    background, so two streams get codes half as often as one."""
+    return CostModel.from_table({(b, k): seconds * {1: 1, 2: 3, 4: 6, 8: 12}[b]
+                                 for b in (1, 2, 4, 8) for k in BUCKETS})
+
+
+@pytest.mark.parametrize(("seconds", "why"), [(0.010, "capacity"), (0.003, "behind")])
+def test_a_capacity_refusal_hints_a_wait_from_now(seconds, why):
+    h = Harness(cost=one_row(seconds))  # a stream capacity of 1, then of 2
+    h.now = 100.0
+    assert h.sched.admit(h.utterance("s", I, 1, length=400), h.now) is None
+    for _ in range(3):
+        h.step()
+    if why == "behind":
+        h.now += 1.0  # its codes stopped coming: its audio ran out
+    refusal = h.sched.admit(h.utterance("next", I, 1, length=50), h.now)
+    assert why in refusal.message and refusal.retry_after_s < 10.0  # 30 (the bound) from 0
+
+
+def test_a_lone_stream_is_real_time_just_at_the_headroom():
+    target = CODES_PER_SECOND * 1.3
+    for factor, alone in [(1 - 1e-6, True), (1 + 1e-6, False)]:
+        cap = Harness(cost=flat(factor / target)).sched.capacity
+        assert cap.lone_rate(256) == pytest.approx(target / factor)
+        assert cap.realtime_alone(256) is alone
+
+
+def test_a_stream_is_behind_only_past_its_slack():
+    h = Harness(cost=one_row(0.010))
+    h.sched.admit(h.utterance("s", I, 1, length=400), 0.0)
+    for _ in range(5):
+        h.step()
+    cap, cfg = h.sched.capacity, h.config
+    assert cap.interval(2, 256) > cap.interval(1, 256)
+    [job] = cap.book.jobs(I).values()
+    slack = (cfg.first_audio_steps + 2) * cap.interval(1, 256)
+    bound = job.first_code_at + job.tokens / CODES_PER_SECOND + slack
+    assert not cap.behind(bound, 256)  # exactly at it: not yet
+    assert cap.behind(bound + 1e-9, 256)
+    assert not cap.behind(bound - cap.interval(1, 256) / 2, 256)
