@@ -21,8 +21,10 @@ first (the bench just wrote them).
 
 The last stdout line is one JSON object: ``ready_s_cold``,
 ``first_audio_s_cold``, ``ready_s_warm``, ``first_audio_s_warm`` (medians),
-``warm_runs`` (each run's pair), ``cache_bytes``, ``cpu`` (``cpu.info``) and
-``load_average`` (before, after). Targets on CPU with a warm cache: ready
+``warm_runs`` (each run's pair), ``phases_ms_cold`` and ``phases_ms_warm``
+(the server's start-up timeline, ``runtime/startup_clock.py``: ms per phase,
+warm: medians), ``cache_bytes``, ``cpu`` (``cpu.info``) and ``load_average``
+(before, after). Targets on CPU with a warm cache: ready
 <= 5 s, first audio <= 6 s (docs/runtime.md).
 """
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -131,6 +134,23 @@ def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool)
     return {"ready_s": round(ready, 3), "first_audio_s": round(first, 3)}
 
 
+_PHASE = re.compile(r"start-up: (.+) (\d+) ms \(at \d+ ms\)$")
+
+
+def phases_ms(log_path: Path) -> dict[str, int]:
+    """The start-up timeline a server logged: ms per phase, in order."""
+    out: dict[str, int] = {}
+    for line in log_path.read_text(errors="replace").splitlines():
+        if m := _PHASE.search(line):
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def _median_phases(runs: list[dict[str, int]]) -> dict[str, float]:
+    names = [p for p in runs[0] if all(p in r for r in runs)] if runs else []
+    return {p: statistics.median(r[p] for r in runs) for p in names}
+
+
 def _cache_bytes(cache: Path) -> int:
     return sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
 
@@ -164,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         "ready_s_cold": cold["ready_s"], "first_audio_s_cold": cold["first_audio_s"],
         "ready_s_warm": statistics.median(r["ready_s"] for r in warm) if warm else None,
         "first_audio_s_warm": statistics.median(r["first_audio_s"] for r in warm) if warm else None,
-        "warm_runs": warm, "cache_bytes": _cache_bytes(cache), "cpu": describe(),
+        "warm_runs": warm,
+        "phases_ms_cold": phases_ms(work / "server-cold.log"),
+        "phases_ms_warm": _median_phases([phases_ms(work / f"server-warm-{i}.log")
+                                          for i in range(args.warm_runs)]),
+        "cache_bytes": _cache_bytes(cache), "cpu": describe(),
         "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "logs": str(work),
     }

@@ -1,25 +1,34 @@
-"""How far ``--precision int8`` drifts from fp32: first differing greedy step, per-step logit KL.
+"""How far ``--precision int8`` and ``bf16`` drift from fp32: first differing
+greedy step, per-step logit KL, hidden-state error, audio SNR.
 
 For full-size random weights (one seed) and tiny-random weights (three
 seeds), three prompts each (``--tiny-only`` skips the full size), each prompt
 runs through ``StaticGPT`` models built from the same assets: fp32
-(``cpu_gemm`` auto) and int8. Then:
+(``cpu_gemm`` auto) and each reduced precision (``--precision``, repeatable;
+default: those this CPU runs natively, bf16 only with AMX or AVX-512-BF16).
+Then, per precision:
 
 - greedy: each model decodes ``--steps`` codes by argmax of its own raw logits
   (no temperature, penalty or top-p, EOS ignored, so the stream never ends
   early); reported: the first step whose 4 codes differ (``None``: none did);
-- teacher-forced: the int8 model is fed the fp32 model's greedy codes, so both
+- teacher-forced: the model is fed the fp32 model's greedy codes, so both
   see the same history at every step; reported per step, averaged over the 4
-  codebooks: KL(fp32 || int8) of the softmax at temperature 1 and at 0.3
+  codebooks: KL(fp32 || other) of the softmax at temperature 1 and at 0.3
   (upstream's sampling temperature: sharper, so larger), the share of
   (step, codebook) pairs whose top code differs, and the relative error of the
   last hidden state. Median and max over steps;
+- audio: those teacher-forced hidden states rendered by the precision's own
+  vocoder (bf16 block linears where native) against fp32's hidden states
+  through fp32's vocoder: SNR in dB (``audio_snr_db``), and fp32's hidden
+  states through the precision's vocoder (``vocoder_snr_db``: its share);
 - for scale, the same greedy comparison between two fp32 backends (``mm``
   against the one ``auto`` picks): how soon fp32 rounding alone diverges.
 
-Prints a table and, last, one JSON line. Random weights are not trained ones:
-a trained model's activations have outlier channels that per-tensor int8
-inputs handle worse, so these figures are a floor, not a promise.
+Prints a table and, last, one JSON line (``cpu``, ``precisions``, and per
+precision ``full`` and ``tiny``). Random weights are not trained ones: a
+trained model's activations have outlier channels that per-tensor int8 inputs
+handle worse, so these figures are a floor, not a promise.
+``python -m bench precision`` is the same bench.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ PROMPTS = ("The quick brown fox jumps over the lazy dog, and then it runs far aw
            "into the forest where nobody can find it again.",
            "Please hold the line, your call is important to us.",
            "On the third day the rain stopped, and the whole valley smelled of wet pine.")
+SNR_CAP_DB = 200.0
 
 
 def _prompt(runner, text: str):
@@ -80,65 +90,111 @@ def _kl(ref: torch.Tensor, other: torch.Tensor, temperature: float) -> torch.Ten
     return (p.exp() * (p - q)).sum(-1).mean(-1)
 
 
-def compare(assets, steps: int, texts: tuple[str, ...] = PROMPTS) -> list[dict]:
-    """Divergence of int8 from fp32 on ``assets``, one result per prompt text;
-    see the module docstring."""
+def snr_db(ref, other) -> float:
+    """10 log10(|ref|^2 / |ref - other|^2) of two sample arrays (the shorter
+    length), capped at ``SNR_CAP_DB`` (identical samples: the cap, not infinity)."""
+    import numpy as np
+
+    n = min(len(ref), len(other))
+    a, b = np.asarray(ref[:n], dtype=np.float64), np.asarray(other[:n], dtype=np.float64)
+    noise = float(((a - b) ** 2).sum())
+    if noise == 0:
+        return SNR_CAP_DB
+    return min(SNR_CAP_DB, 10 * float(np.log10(float((a ** 2).sum()) / noise)))
+
+
+def available_precisions() -> tuple[str, ...]:
+    """The reduced precisions this CPU runs natively (bf16 only with AMX or AVX-512-BF16)."""
+    from realtime.runtime.cpu import bf16 as cpu_bf16
+    from realtime.runtime.cpu import int8 as cpu_int8
+
+    return tuple(p for p, why in (("int8", cpu_int8.available()), ("bf16", cpu_bf16.available()))
+                 if why is None)
+
+
+def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
+            texts: tuple[str, ...] = PROMPTS) -> dict[str, list[dict]]:
+    """Divergence of each precision from fp32 on ``assets``, one result per
+    prompt text and precision; see the module docstring."""
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
 
     opts = dict(weights="random", device="cpu", max_slots=1, kv_buckets=(512,))
     fp32 = build_runner(RuntimeOptions(**opts), assets=assets)
-    int8 = build_runner(RuntimeOptions(**opts, precision="int8"), assets=assets)
     plain = build_runner(RuntimeOptions(**opts, cpu_gemm="mm"), assets=assets)
-    return [_compare_one(fp32.model, int8.model, plain.model, _prompt(fp32, t), steps) for t in texts]
+    others = {p: build_runner(RuntimeOptions(**opts, precision=p), assets=assets) for p in precisions}
+    out: dict[str, list[dict]] = {p: [] for p in precisions}
+    for text in texts:
+        x = _prompt(fp32, text)
+        ref = trace(fp32.model, x, steps)
+        codes_mm, _, _ = trace(plain.model, x, steps)
+        audio32 = fp32.vocoder.render(ref[2])
+        for p, runner in others.items():
+            row = _compare_one(ref, runner.model, x, steps)
+            row["fp32_backends_first_differing_step"] = _first_difference(ref[0], codes_mm)
+            # Audio of the same (fp32's) codes: the precision's hidden states
+            # through its own vocoder, and fp32's through it (its vocoder alone).
+            row["audio_snr_db"] = snr_db(audio32, runner.vocoder.render(row.pop("_hidden")))
+            row["vocoder_snr_db"] = snr_db(audio32, runner.vocoder.render(ref[2]))
+            out[p].append(row)
+    return out
 
 
-def _compare_one(fp32, int8, plain, x: torch.Tensor, steps: int) -> dict:
-    codes32, logits32, hidden32 = trace(fp32, x, steps)
-    codes8, _, _ = trace(int8, x, steps)
-    codes_mm, _, _ = trace(plain, x, steps)
-    _, logits8, hidden8 = trace(int8, x, steps, forced=codes32)
-    kl1, kl03 = _kl(logits32, logits8, 1.0), _kl(logits32, logits8, 0.3)
-    top_differs = (logits32.argmax(-1) != logits8.argmax(-1)).float()
-    rel = (hidden8 - hidden32).norm(dim=-1) / hidden32.norm(dim=-1)
+def _compare_one(ref, other, x: torch.Tensor, steps: int) -> dict:
+    codes32, logits32, hidden32 = ref
+    codes_p, _, _ = trace(other, x, steps)
+    _, logits_p, hidden_p = trace(other, x, steps, forced=codes32)
+    kl1, kl03 = _kl(logits32, logits_p, 1.0), _kl(logits32, logits_p, 0.3)
+    top_differs = (logits32.argmax(-1) != logits_p.argmax(-1)).float()
+    rel = (hidden_p - hidden32).norm(dim=-1) / hidden32.norm(dim=-1)
 
     def med_max(t: torch.Tensor) -> tuple[float, float]:
         return float(t.median()), float(t.max())
 
     return {
         "steps": steps,
-        "first_differing_step": _first_difference(codes32, codes8),
-        "fp32_backends_first_differing_step": _first_difference(codes32, codes_mm),
+        "first_differing_step": _first_difference(codes32, codes_p),
         "kl_t1_median": med_max(kl1)[0], "kl_t1_max": med_max(kl1)[1],
         "kl_t03_median": med_max(kl03)[0], "kl_t03_max": med_max(kl03)[1],
         "top_code_differs": float(top_differs.mean()),
         "hidden_rel_err_median": med_max(rel)[0], "hidden_rel_err_max": med_max(rel)[1],
+        "_hidden": hidden_p,
     }
 
 
-def measure(steps: int, tiny_steps: int, full: bool = True) -> dict:
+def measure(steps: int, tiny_steps: int, full: bool = True,
+            precisions: tuple[str, ...] = ("int8",)) -> dict:
     import realtime.runtime.compat  # noqa: F401
     from realtime.runtime.cpu.info import describe
     from realtime.runtime.shapes import FULL, TINY
     from realtime.runtime.weights import random_assets
 
-    result = {"cpu": describe(), "threads": torch.get_num_threads()}
-    tiny = [run for seed in (0, 1, 2) for run in compare(random_assets(TINY, seed), tiny_steps)]
-    result["tiny"] = _pool(tiny)
-    if full:
-        result["full"] = _pool(compare(random_assets(FULL, 0), steps))
+    result: dict = {"cpu": describe(), "threads": torch.get_num_threads(),
+                    "precisions": list(precisions)}
+    tiny: dict[str, list[dict]] = {p: [] for p in precisions}
+    for seed in (0, 1, 2):
+        for p, runs in compare(random_assets(TINY, seed), tiny_steps, precisions).items():
+            tiny[p] += runs
+    big = compare(random_assets(FULL, 0), steps, precisions) if full else {}
+    for p in precisions:
+        result[p] = {"tiny": _pool(tiny[p])}
+        if full:
+            result[p]["full"] = _pool(big[p])
     return result
 
 
 def _pool(runs: list[dict]) -> dict:
     """Several runs (seeds x prompts): first differing steps listed, other
-    figures as medians of the runs' figures (maxima: the largest)."""
+    figures as medians of the runs' figures (maxima: the largest; SNRs: the
+    smallest too)."""
     firsts = ("first_differing_step", "fp32_backends_first_differing_step")
     out = {"runs": len(runs), **{k: [r[k] for r in runs] for k in firsts}}
     for key in runs[0]:
         if key not in out and key != "steps":
             pool = max if key.endswith("_max") else statistics.median
             out[key] = pool(r[key] for r in runs)
+            if key.endswith("_snr_db"):
+                out[key.replace("_snr_db", "_snr_db_min")] = min(r[key] for r in runs)
     out["steps"] = runs[0]["steps"]
     return out
 
@@ -150,19 +206,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny-steps", type=int, default=400, help="greedy steps, tiny")
     parser.add_argument("--tiny-only", action="store_true")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--precision", action="append", choices=("int8", "bf16"),
+                        help="repeatable; default: each this CPU runs natively")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = measure(args.steps, args.tiny_steps, full=not args.tiny_only)
+    precisions = tuple(args.precision or available_precisions())
+    result = measure(args.steps, args.tiny_steps, full=not args.tiny_only, precisions=precisions)
     print(f"cpu: {result['cpu']}")
-    for name in ("full", "tiny"):
-        if name in result:
-            r = result[name]
-            print(f"{name}: first differing greedy step {r['first_differing_step']} of {r['steps']} "
+    for p, name in ((p, n) for p in precisions for n in ("full", "tiny")):
+        if name in result[p]:
+            r = result[p][name]
+            print(f"{p} {name}: first differing greedy step {r['first_differing_step']} of {r['steps']} "
                   f"(fp32 mm vs auto: {r['fp32_backends_first_differing_step']}); "
                   f"KL t=1 median {r['kl_t1_median']:.2e} max {r['kl_t1_max']:.2e}; "
                   f"KL t=0.3 median {r['kl_t03_median']:.2e} max {r['kl_t03_max']:.2e}; "
                   f"top code differs {r['top_code_differs']:.2%}; hidden rel err median "
-                  f"{r['hidden_rel_err_median']:.2e} max {r['hidden_rel_err_max']:.2e}")
+                  f"{r['hidden_rel_err_median']:.2e} max {r['hidden_rel_err_max']:.2e}; audio SNR "
+                  f"median {r['audio_snr_db']:.1f} dB min {r['audio_snr_db_min']:.1f} "
+                  f"(vocoder alone {r['vocoder_snr_db']:.1f})")
     print(json.dumps(result))
     return 0
 

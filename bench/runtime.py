@@ -25,7 +25,12 @@ Prints a table and, as the last line, one JSON object with (among others)
 ``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``rtf_stream_fp32``,
 ``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio``,
 ``refine_added_ms``, ``refine_ms_per_token``, ``gemm_plan_verdicts``
-(``auto``'s whole-step verdict per batch size) and ``peak_rss_mb``. ``auto``
+(``auto``'s whole-step verdict per batch size), ``int8_gemm`` and
+``int8_plan_verdicts`` (which int8 forms won: fbgemm, oneDNN, weight-only),
+where the CPU runs bf16 natively ``bf16_step_ms_bs1``/``_bs8``,
+``bf16_speedup_bs1``/``_bs8`` (over upstream), ``bf16_vs_fp32_bs1``/``_bs8``
+and ``int8_vs_fp32_bs1``/``_bs8`` (over ``auto``, same rounds), ``bf16_gemm``,
+``bf16_plan_verdicts``; and ``peak_rss_mb``. ``auto``
 settles its plan afresh (no cache: runtime options without ``cache_dir``).
 ``--quick`` takes a few minutes; ``--no-server`` skips the end-to-end part. To
 see an AVX2-only machine on an AVX-512 one, run it under
@@ -81,10 +86,12 @@ def _upstream_runs_s(upstream, prompt, batch: int, short: int, long: int) -> tup
 
 
 def _runners(assets, threads: int) -> dict:
-    """name -> runner: each available fp32 backend forced, ``auto``, ``int8``."""
+    """name -> runner: each available fp32 backend forced, ``auto``, ``int8``,
+    and ``bf16`` where this CPU runs it natively (AMX or AVX-512-BF16)."""
     from bench.stream_rtf import RUNNER_OPTIONS
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
+    from realtime.runtime.cpu import bf16 as cpu_bf16
     from realtime.runtime.cpu import int8 as cpu_int8
     from realtime.runtime.cpu.plan import candidates
 
@@ -97,6 +104,8 @@ def _runners(assets, threads: int) -> dict:
     modes.update({b: dict(cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)})
     if cpu_int8.available() is None:
         modes["int8"] = dict(precision="int8")
+    if cpu_bf16.available() is None:
+        modes["bf16"] = dict(precision="bf16")
     runners = {}
     for name, extra in modes.items():
         runners[name] = build_runner(RuntimeOptions(**base, **extra), assets=assets)
@@ -132,6 +141,10 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
             result[f"{key}_step_ms_bs{batch}"] = round(ms, 2)
             speedup = "decode_speedup" if name == "auto" else f"{key}_speedup"
             result[f"{speedup}_bs{batch}"] = round(up_ms / ms, 3)
+        for name in ("int8", "bf16"):  # the reduced precisions against fp32's auto, same rounds
+            if name in runners:
+                result[f"{name}_vs_fp32_bs{batch}"] = round(
+                    result[f"ours_step_ms_bs{batch}"] / result[f"{name}_step_ms_bs{batch}"], 3)
     return result
 
 
@@ -193,6 +206,10 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     result = {"cpu": describe(), "threads": threads, "omp": omp_env.describe(),
               "prompt_tokens": prompt.length, "cpu_gemm": _gemm_summary(auto),
               "gemm_plan_verdicts": auto.model.plan_verdicts}
+    for name in ("int8", "bf16"):  # which of the precision's forms won, and by how much
+        if name in runners:
+            result[f"{name}_gemm"] = _gemm_summary(runners[name])
+            result[f"{name}_plan_verdicts"] = runners[name].model.plan_verdicts
     result.update(_decode_rounds(runners, upstream, prompt, quick))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
@@ -229,7 +246,7 @@ def _table(r: dict) -> str:
     for b in (1, 8):
         up = r[f"upstream_step_ms_bs{b}"]
         for key, label in (("ours", "auto"), ("mm", "mm"), ("mkl", "mkl"), ("onednn", "onednn"),
-                           ("int8", "int8")):
+                           ("int8", "int8"), ("bf16", "bf16")):
             ms = r.get(f"{key}_step_ms_bs{b}")
             if ms is not None:
                 lines.append(f"{f'decode step ms, batch {b}, {label}':<38}{ms:>12}{up:>12}"

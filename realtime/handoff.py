@@ -73,6 +73,7 @@ class WorkerUpdate:
     at: float = 0.0  # time.monotonic() on the model thread
     field: str | None = None
     retry_after_ms: int | None = None
+    last: bool = False  # AUDIO: the job's last audio (its FINISHED follows)
 
 
 @dataclass(frozen=True, slots=True)

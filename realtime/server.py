@@ -54,6 +54,7 @@ from realtime.metrics import Metrics
 from realtime.openai_speech.app import SpeechEndpoint
 from realtime.policy import scheduler_policy
 from realtime.ratelimit import QuotaBook, QuotaLimits
+from realtime.runtime import startup_clock
 from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.session import Session
 from realtime.state import ServiceState
@@ -228,6 +229,7 @@ class Server:
         )
         log.info("listening on http://%s:%d (WebSocket at /v1/stream%s)", c.host, self.port,
                  "" if self.speech is None else ", POST /v1/audio/speech")
+        startup_clock.mark("process start to listening")
         self._load_task = asyncio.create_task(self._load(), name="model-load")
 
     async def wait_ready(self) -> None:
@@ -238,12 +240,14 @@ class Server:
     async def _load(self) -> None:
         started = time.perf_counter()
         log_hardware(self.config)
+        startup_clock.mark("hardware line (imports torch)")
         try:
             # The word-timing dictionary loads beside the model (a second, once).
             await asyncio.gather(self.worker.start(), asyncio.to_thread(word_timing_warm))
             # After the model: importing ChatTTS on two threads at once races in
             # transformers' lazy imports; the runtime compiled numba's kernels already.
             await self.text.start()
+            startup_clock.mark("text thread")
         except Exception as exc:
             self.startup_error = f"{type(exc).__name__}: {exc}"
             self.state.failure = type(exc).__name__
@@ -260,6 +264,8 @@ class Server:
         log.info("ready in %.2f s: device=%s weights=%s batch_sizes=%s kv_buckets=%s max_slots=%d",
                  time.perf_counter() - started, runner.device, runner.weights_kind.value,
                  runner.batch_sizes, runner.kv_buckets, runner.max_slots)
+        startup_clock.mark("ready")
+        log.info("start-up timeline (ms): %s", startup_clock.CLOCK.summary())
 
     def _hello(self, runner: Runner) -> Hello:
         c = self.config

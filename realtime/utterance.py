@@ -163,7 +163,7 @@ class ServerUtterance:
         kind = update.kind
         if kind is UpdateKind.AUDIO:  # the common case first
             assert update.audio is not None
-            self._audio(update.job_id, update.audio)
+            self._audio(update.job_id, update.audio, update.last)
         elif kind is UpdateKind.ADMITTED:
             self._admitted()
         elif kind is UpdateKind.STARTED:
@@ -236,7 +236,7 @@ class ServerUtterance:
 
     # -- audio -> frames -------------------------------------------------------------
 
-    def _audio(self, job_id: int | None, samples: np.ndarray) -> None:
+    def _audio(self, job_id: int | None, samples: np.ndarray, last: bool) -> None:
         index = self._by_job.get(job_id) if job_id is not None else None
         if index is None:
             return
@@ -244,16 +244,18 @@ class ServerUtterance:
         if index != self._cursor:
             self._segments[index].buffered.append(samples)
             return
-        self._push(samples)
+        self._push(samples, last)
 
-    def _push(self, samples: np.ndarray) -> None:
+    def _push(self, samples: np.ndarray, last: bool) -> None:
+        """``last``: the segment's last audio (word timings then know its span)."""
         self._cursor_open = True
         self._cursor_pushed += len(samples)
         payloads = self._framer.push(samples)
         if self._words is not None:  # timing goes before the audio it times
-            first = self._cursor_pushed == len(samples)
             spoken = self._segments[self._cursor].reading.spoken
-            self._send_words(*self._words.pushed(first, len(samples), spoken.text, spoken.pieces))
+            self._send_words(*self._words.pushed(self._cursor_pushed == len(samples),
+                                                 self._cursor_pushed, spoken.text,
+                                                 spoken.pieces, last))
         if not payloads:
             return
         if self._held is not None:
@@ -294,8 +296,9 @@ class ServerUtterance:
             seg = self._segments[self._cursor]
             if seg.buffered:
                 chunks, seg.buffered = seg.buffered, []
-                for chunk in chunks:
-                    self._push(chunk)
+                finished = seg.status is SegmentStatus.FINISHED
+                for i, chunk in enumerate(chunks, 1):
+                    self._push(chunk, finished and i == len(chunks))
             if seg.status is SegmentStatus.SUBMITTED:
                 return
             if self.input_final and self.intake.reading and self._cursor == len(self._segments) - 1:

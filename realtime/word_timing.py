@@ -9,8 +9,11 @@ now, as ``protocol.WordTiming``s, which the utterance sends (through its
   the exact span and every word goes out at once, before the first frame;
 - token chunking: ``realtime.textfront.timing.WordTrack`` commits each word
   once the audio framed so far has passed its end (at the utterance's
-  measured speaking rate, the prior for its first segment), and the rest at
-  the segment's end, before its last frame. The word in progress, begun in
+  measured speaking rate, the prior for its first segment), and the rest
+  once the segment's span is known: with its last chunk (the worker marks
+  it, ``WorkerUpdate.last``), before that chunk's frames, or else at the
+  segment's end, before its last frame; either way one message per push
+  in which a word begins, and no more. The word in progress, begun in
   the audio framed so far but not committed, goes as ``pending`` (its start,
   fixed from then on) with the first message before a frame that carries
   its start, so every word that starts in a frame is known before that
@@ -18,9 +21,13 @@ now, as ``protocol.WordTiming``s, which the utterance sends (through its
 
 Spans are in output-rate samples, as the framer counts them (the clock of
 ``segment.offset_ms``). A resampled segment's exact length is known only
-when it ends; the first push of a sentence-chunked segment takes the floor
-of its resampled length, which soxr never undershoots, so words stay inside
-the segment and cover it to within one output sample.
+when it ends; its last push (the first of a sentence-chunked segment) takes
+the floor of its resampled length, which soxr never undershoots, so words
+stay inside the segment and cover it to within one output sample.
+
+Cost (issue 23, item 7: the server bench's per-frame CPU): a segment's
+words are cut and weighed once, into columns (``WordPlan``), and a word
+becomes one object, the ``WordTiming`` sent, only once its times are final.
 
 Thread: event loop (the utterance's).
 """
@@ -29,11 +36,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Protocol
 
 from protocol import WordStart, WordTiming
 from realtime.audio import SOURCE_RATE
-from realtime.textfront.timing import PRIOR_UNIT_MS, TimedWord, WordTrack, lay_out, spoken_words
+from realtime.textfront.timing import PRIOR_UNIT_MS, WordPlan, WordTrack, plan_words
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +56,19 @@ class _Framer(Protocol):  # what the timer reads of the utterance's framer (PCM 
     def ms(self, samples: int) -> float: ...
 
 
-def _wire(words: list[TimedWord]) -> tuple[WordTiming, ...]:
-    return tuple(map(WordTiming._make, words))
-
-
 # What to send before the frames of a push: committed words and the pending ones.
 WordsToSend = tuple[tuple[WordTiming, ...], tuple[WordStart, ...]]
 NOTHING: WordsToSend = ((), ())
+_new = tuple.__new__  # WordTiming._make without its Python call: once per word
+
+
+def _timings(plan: WordPlan, lo: int, times: tuple[list[float], list[float]]
+             ) -> tuple[WordTiming, ...]:
+    """Words ``lo``, ``lo + 1``, ... of ``plan`` at ``times`` (starts, ends)."""
+    starts, ends = times
+    hi = lo + len(starts)
+    return tuple(map(_new, repeat(WordTiming),
+                     zip(plan.words[lo:hi], starts, ends, plan.originals[lo:hi])))
 
 
 class WordTimer:
@@ -65,50 +79,51 @@ class WordTimer:
         self.streaming = streaming
         self.unit_ms = PRIOR_UNIT_MS  # learnt from each finished segment
         self._track: WordTrack | None = None
-        self._pending: tuple[WordStart, ...] = ()  # as last sent
-
-    def _span_ms(self) -> tuple[float, float]:
-        """(start, end so far) of the open segment, after a push."""
-        f = self.framer
-        start = f.samples_sent - f.segment_samples
-        return f.ms(start), f.ms(f.samples_sent)
+        self._pending_at: float | None = None  # start of the pending word as last sent
 
     def pushed(self, first: bool, source_samples: int, text: str,
-               pieces: Sequence[tuple[str, str]] | None = None) -> WordsToSend:
-        """Audio of the open segment went into the framer (``first``: its first
-        chunk, ``source_samples`` long at 24 kHz); the words to send before
-        its frames (committed, pending), ``NOTHING`` when no message is due."""
-        if first:
-            start, _ = self._span_ms()
-            words = spoken_words(text, pieces)
-            self._pending = ()  # a new segment: nothing of it announced yet
-            if not self.streaming:  # the whole segment: its exact span now
-                self._track = None
-                out = self.framer.sample_rate * source_samples // SOURCE_RATE
-                return _wire(lay_out(words, start, start + self.framer.ms(out))), ()
-            self._track = WordTrack(words, start, self.unit_ms)
+               pieces: Sequence[tuple[str, str]] | None = None, last: bool = False) -> WordsToSend:
+        """Audio of the open segment went into the framer (``first``: its
+        first chunk; ``source_samples``: 24 kHz samples of it pushed so far;
+        ``last``: that was all of it). The words to send before its frames
+        (committed, pending), ``NOTHING`` when no message is due."""
+        f = self.framer
+        if first:  # a new segment: nothing of it announced yet
+            self._pending_at = None
+            plan = plan_words(text, pieces)
+            self._track = (WordTrack(plan, f.ms(f.samples_sent - f.segment_samples), self.unit_ms)
+                           if plan.words else None)
         track = self._track
         if track is None:
             return NOTHING
-        committed = track.advance(self.framer.ms(self.framer.samples_sent))
-        begun = track.begun()
-        # Nothing committed, and the same word still in progress (its start
-        # is where it was) or none begun: nothing new to say.
-        if not committed and (begun is None or (self._pending
-                                                and self._pending[0].start_ms == track.at)):
-            return NOTHING
-        pending = () if begun is None else (WordStart(begun.word, track.at, begun.original),)
-        self._pending = pending
-        return _wire(committed), pending
+        if last or not self.streaming:  # its exact span is known: every word now
+            start = f.samples_sent - f.segment_samples
+            return self._finish(f.ms(start + f.sample_rate * source_samples // SOURCE_RATE)), ()
+        lo = track.next
+        committed = _timings(track.plan, lo, track.advance(f.ms(f.samples_sent)))
+        if not track.begun:
+            self._pending_at = None
+            return (committed, ()) if committed else NOTHING
+        at = track.at
+        if not committed and self._pending_at == at:
+            return NOTHING  # the same word still in progress: nothing new to say
+        self._pending_at = at
+        plan, n = track.plan, track.next
+        return committed, (WordStart(plan.words[n], at, plan.originals[n]),)
 
     def ended(self) -> tuple[WordTiming, ...]:
         """The open segment ended (its last frames are framed, not yet sent):
         its remaining words (the pending one among them, with its start)."""
+        return self._finish(self.framer.ms(self.framer.samples_sent))
+
+    def _finish(self, end_ms: float) -> tuple[WordTiming, ...]:
+        """The open segment's remaining words, up to its end ``end_ms``; the
+        utterance's speaking rate learnt from it."""
         track, self._track = self._track, None
-        self._pending = ()
+        self._pending_at = None
         if track is None:
             return ()
-        start, end = self._span_ms()
-        if track.units > 0 and end > start:
-            self.unit_ms = (end - start) / track.units
-        return _wire(track.finish(end))
+        units = track.plan.total
+        if units > 0 and end_ms > track.origin_ms:
+            self.unit_ms = (end_ms - track.origin_ms) / units
+        return _timings(track.plan, track.next, track.finish(end_ms))

@@ -329,10 +329,12 @@ class ModelWorker:
             if (tracked := self._jobs.get(job_id)) is not None:
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.REFINED, job_id,
                                             message=refined.text, at=at))
+        finished = out.finished  # their audio now is their last (word timings need it)
         for job_id, samples in out.audio.items():
             tracked = self._jobs.get(job_id)
             if tracked is not None and samples is not None and len(samples):
-                updates.append(WorkerUpdate(tracked.sink, UpdateKind.AUDIO, job_id, audio=samples, at=at))
+                updates.append(WorkerUpdate(tracked.sink, UpdateKind.AUDIO, job_id, audio=samples,
+                                            at=at, last=job_id in finished))
         for event in events:
             tracked = self._jobs.pop(event.job_id, None)
             if tracked is None:

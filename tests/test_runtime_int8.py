@@ -25,16 +25,21 @@ def int8_runner():
     return tiny_runner(precision="int8")
 
 
-def test_int8_runner_decodes_and_streams_audio(int8_runner):
-    assert int8_runner.dtype == torch.float32  # activations, logits, vocoder
-    assert set(int8_runner.model.backends(1)) == {"int8", int8_runner.model.heads.backend_for(1)}
-    assert int8_runner.model.heads.backend_for(1) != "int8"  # logits stay fp32
-    d = Driver(int8_runner)
+def decodes_and_streams(runner) -> None:
+    """A streamed and a one-shot job run to their ends, with audio."""
+    d = Driver(runner)
     d.add(1, request(TEXTS[0], seed=1, min_new_tokens=12, max_new_tokens=12, streaming=True))
     d.add(2, request(TEXTS[1], seed=2, min_new_tokens=9, max_new_tokens=9))
     d.run()
     assert d.tokens == {1: 12, 2: 9}
     assert sum(len(c) for c in d.audio[1]) > 0 and len(d.audio[2]) == 1
+
+
+def test_int8_runner_decodes_and_streams_audio(int8_runner):
+    assert int8_runner.dtype == torch.float32  # activations, logits, vocoder
+    assert set(int8_runner.model.backends(1)) == {"int8", int8_runner.model.heads.backend_for(1)}
+    assert int8_runner.model.heads.backend_for(1) != "int8"  # logits stay fp32
+    decodes_and_streams(int8_runner)
 
 
 def test_int8_weights_take_a_quarter_of_the_memory(int8_runner):
@@ -79,15 +84,20 @@ def _hidden_and_logits(model, cache_len: int = 40, steps: int = 16):
     return hidden, model.logits(hidden)
 
 
-def test_int8_logits_stay_close_to_fp32_on_tiny_weights():
+def against_fp32(mode: str):
+    """(fp32 hidden, fp32 logits, hidden, logits) of tiny models in ``mm`` and ``mode``."""
     from realtime.runtime.cpu.plan import GemmPolicy
     from realtime.runtime.model import StaticGPT
     from realtime.runtime.shapes import TINY
 
     assets = tiny_assets()
-    fp32, int8 = (StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(m))
-                  for m in ("mm", "int8"))
-    (h32, a), (h8, b) = _hidden_and_logits(fp32), _hidden_and_logits(int8)
+    fp32, other = (StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(m))
+                   for m in ("mm", mode))
+    return (*_hidden_and_logits(fp32), *_hidden_and_logits(other))
+
+
+def test_int8_logits_stay_close_to_fp32_on_tiny_weights():
+    h32, a, h8, b = against_fp32("int8")
     assert not torch.equal(h32, h8)  # it is int8
     # Measured here: 3e-4 (7-bit inputs, the AVX2 default of torch's own dynamic
     # quantization: 5e-4); a kernel saturating on 8-bit inputs gave 1.6e-3.

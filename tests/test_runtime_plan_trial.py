@@ -255,3 +255,31 @@ def test_a_model_settles_its_plan_by_real_whole_steps(tmp_path):
         outs.append(mdl.logits(mdl.decode(x, torch.arange(4), torch.tensor([3, 5, 7, 9]), cache, 10,
                                           first_slot=0)))
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+@needs_all
+def test_a_cached_plan_can_leave_its_packing_for_later(monkeypatch, tmp_path, caplog):
+    """``defer_packing``: built on ``mm`` alone (what the first requests run
+    on), one piece per matrix packs the cached plan's forms and puts them in
+    place; the products stay those of the plain matrices within fp32 rounding."""
+    _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "onednn"})
+    _whole_step_clock(monkeypatch, {"mm": 1.3, "onednn": 1.0, "mkl": 3.0}, 0.0)
+    settled, _ = _run_trial(tmp_path)
+    planned = [(m.backend_for(1), m.backend_for(64)) for m in settled.prepared.matrices]
+    assert ("onednn", "onednn") in planned
+    lazy = GemmPolicy(**{**POLICY.__dict__, "cache_dir": str(tmp_path), "defer_packing": True})
+    with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.plan_trial"):
+        begun = plan_trial.begin(_weights(), lazy, CPU, torch.float32)
+    assert begun.cached and "packed in idle time" in caplog.text
+    matrices = begun.prepared.matrices
+    assert {m.backend_for(r) for m in matrices for r in (1, 2, 64)} == {"mm"}
+    assert len(begun.deferred) == sum(b != ("mm", "mm") for b in planned)
+    x = torch.randn(2, 32, generator=torch.Generator().manual_seed(0))
+    w = _weights()[0]
+    before = matrices[0](x)
+    for piece in begun.deferred:
+        piece()
+    assert [(m.backend_for(1), m.backend_for(64)) for m in matrices] == planned
+    assert {f.backend for m in matrices for f in m.forms} == {b for p in planned for b in p}
+    torch.testing.assert_close(matrices[0](x), before, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(before, x @ w.t(), rtol=1e-5, atol=1e-5)

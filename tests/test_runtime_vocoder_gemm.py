@@ -129,3 +129,42 @@ def test_a_bf16_vocoder_stays_within_its_documented_snr_of_fp32(monkeypatch):
     assert out.dtype == np.float32 and out.shape == ref.shape
     snr = 10 * np.log10(np.sum(ref ** 2) / np.sum((out - ref) ** 2))
     assert 30.0 < snr < 120.0  # bf16 rounding shows, within bounds (full size: 45-48 dB)
+
+
+@needs_onednn
+def test_the_vocoder_plan_is_measured_once_per_machine(tmp_path, monkeypatch, caplog):
+    """The per-shape measurement is stored (its own kind of entry) and
+    the next start packs from it without timing anything; another key (the
+    thread count) misses, and a torn entry is a miss that is measured again."""
+    import logging
+
+    from realtime.runtime.cpu import plan as gemm_plan
+    from realtime.runtime.cpu import plan_cache
+
+    policy = GemmPolicy("auto", min_measured_bytes=0, cache_dir=str(tmp_path))
+    monkeypatch.setattr(gemm_plan, "_CACHE", {})
+    monkeypatch.setattr(gemm_plan, "_time_pass",
+                        lambda forms, x: 1.0 if forms[0].backend == "onednn" else 2.0)
+    (dec, _), _ = pack_linears(list(_modules()), policy)
+    assert isinstance(_linears(dec)[0], PackedLinear)
+    (entry,) = [p for p in tmp_path.iterdir() if p.name.startswith(plan_cache.VOCODER_KIND + "-")]
+
+    def no_measuring(forms, x):
+        raise AssertionError("a cached vocoder plan measured again")
+    monkeypatch.setattr(gemm_plan, "_CACHE", {})
+    monkeypatch.setattr(gemm_plan, "_time_pass", no_measuring)
+    with caplog.at_level(logging.INFO):
+        (dec, _), _ = pack_linears(list(_modules()), policy)
+    assert "vocoder gemm plan from this machine's cache" in caplog.text
+    assert isinstance(_linears(dec)[0], PackedLinear)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 7)  # another key: measured
+    with pytest.raises(AssertionError, match="measured again"):
+        pack_linears(list(_modules()), policy)
+    monkeypatch.undo()
+    entry.write_text(entry.read_text()[:40])  # torn: a miss, measured and stored again
+    monkeypatch.setattr(gemm_plan, "_CACHE", {})
+    monkeypatch.setattr(gemm_plan, "_time_pass", lambda forms, x: 1.0)
+    with caplog.at_level(logging.WARNING):
+        pack_linears(list(_modules()), policy)
+    assert "rebuilding" in caplog.text
+    assert plan_cache.load(str(tmp_path), None) is None and entry.exists()

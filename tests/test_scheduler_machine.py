@@ -9,6 +9,7 @@ import sys
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from mutation_budget import examples
 from scheduler_fakes import Harness
 
 from scheduler import CostModel, JobState, Lane, SchedulerConfig
@@ -104,7 +105,7 @@ class SchedulerMachine(RuleBasedStateMachine):
 
 
 SchedulerMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None,
+    max_examples=examples(60), stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 TestSchedulerMachine = SchedulerMachine.TestCase
 

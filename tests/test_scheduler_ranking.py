@@ -2,6 +2,7 @@
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mutation_budget import examples
 
 from scheduler import Job, JobState, Lane
 from scheduler.playout import ScheduledUtterance, playback
@@ -65,7 +66,7 @@ def _utterances(draw):
     return utts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_utterances())
 def test_ranking_matches_playback_and_segment_order(utts):
     assert ranked_interactive(utts, FIRST_AUDIO, LEAD) == _brute_force(utts)

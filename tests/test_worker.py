@@ -63,6 +63,22 @@ async def test_segments_are_admitted_run_and_finished_with_their_audio():
     await worker.stop()
 
 
+async def test_only_a_jobs_last_audio_is_marked_last():
+    """Word timings fold a segment's end into its last chunk on this mark."""
+    runner = ToneRunner(codes_per_step=4)
+    worker = await _worker(runner)
+    sink = Sink()
+    work = (SegmentWork(1, 0, SegmentRequest(text="A streaming sentence here.", voice=SeedVoice(1),
+                                             streaming=True), 10),)
+    worker.submit(Submission(sink, Lane.INTERACTIVE, 0.0, None, work, True))
+    await wait_until(lambda: UpdateKind.FINISHED in sink.kinds())
+    marks = [u.last for u in sink.updates if u.kind == UpdateKind.AUDIO]
+    assert len(marks) > 2 and marks == [False] * (len(marks) - 1) + [True]
+    after = sink.kinds(1)[sink.kinds(1).index(UpdateKind.AUDIO):]
+    assert after[-2:] == [UpdateKind.AUDIO, UpdateKind.FINISHED]
+    await worker.stop()
+
+
 async def test_updates_arrive_in_one_callback_per_step():
     runner = ToneRunner(step_seconds=0.002)
     worker = await _worker(runner)

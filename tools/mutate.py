@@ -8,11 +8,16 @@ mutmut runs there: it mutates only those files, first runs the subset once to
 learn which tests reach which function, then runs each mutant against those
 tests (``-x``: the first failure kills it). Log calls are left alone. torch
 runs on one thread: forked test processes hang in an OpenMP pool started
-before the fork.
+before the fork. ``REALTIME_MUTATION`` is set there: property tests draw a
+fifth of their examples (tests/mutation_budget.py), since the slowest reruns
+once per surviving mutant. pytest's own timeout is off there: mutmut times
+each mutant out itself (from the first pass's durations), and on a loaded
+machine the first pass alone ran past 300 s.
 
 At the end each target's counts and surviving mutants are written to
 ``.mutate/TARGET.json`` and ``.mutate/TARGET-survivors.txt`` (with
-``mutmut show`` diffs); docs/testing.md records the scores and explains each
+``mutmut show`` diffs; ``--report`` writes them again from a run already
+there, one cut short too); docs/testing.md records the scores and explains each
 survivor. Not part of CI: it takes tens of minutes per target on two cores.
 
 Thread: a command-line tool.
@@ -87,7 +92,7 @@ def _configure(dest: Path, files: list[str], tests: list[str]) -> None:
 source_paths = ["realtime", "scheduler", "protocol"]
 only_mutate = {json.dumps(files)}
 pytest_add_cli_args_test_selection = {json.dumps(tests)}
-pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--timeout=0"]
 also_copy = ["tools/", "bench/", "clients/"]
 use_git_change_detection = false
 do_not_mutate_patterns = {json.dumps([LOG_CALL])}
@@ -113,42 +118,52 @@ def run_target(name: str, max_children: int) -> dict:
     _copy_tree(dest)
     _configure(dest, files, tests)
     mutmut = str(Path(sys.executable).with_name("mutmut"))
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CI="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CI="1", REALTIME_MUTATION="1")
     start = time.monotonic()
     with open(WORK / f"{name}.log", "w", encoding="utf-8") as log_file:
         subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=dest, env=env,
                        stdout=log_file, stderr=subprocess.STDOUT, check=False)
+    return report(name, (time.monotonic() - start) / 60)
+
+
+def report(name: str, minutes: float | None = None) -> dict:
+    """Counts and survivors of ``.mutate/NAME`` as mutmut left it (finished or not)."""
+    files, tests = TARGETS[name]
+    dest = WORK / name
+    mutmut = str(Path(sys.executable).with_name("mutmut"))
     statuses = _results(dest, mutmut)
     counts: dict[str, int] = {}
     for status in statuses.values():
         counts[status] = counts.get(status, 0) + 1
     killed = counts.get("killed", 0) + counts.get("timeout", 0)
     tested = killed + counts.get("survived", 0)
-    report = dict(target=name, files=files, tests=tests, counts=counts,
+    summary = dict(target=name, files=files, tests=tests, counts=counts,
                   score=round(killed / tested, 4) if tested else None,
-                  minutes=round((time.monotonic() - start) / 60, 1))
+                  minutes=None if minutes is None else round(minutes, 1))
     survivors = sorted(m for m, s in statuses.items() if s in ("survived", "no tests"))
     with open(WORK / f"{name}-survivors.txt", "w", encoding="utf-8") as f:
         for mutant in survivors:
             diff = subprocess.run([mutmut, "show", mutant], cwd=dest, capture_output=True,
                                   text=True).stdout
             f.write(f"## {mutant} ({statuses[mutant]})\n{diff}\n")
-    (WORK / f"{name}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
-    return report
+    (WORK / f"{name}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="*", help=f"module groups (default: all of {', '.join(TARGETS)})")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--report", action="store_true",
+                        help="only write the reports of runs already under .mutate/ (one cut short too)")
     args = parser.parse_args(argv)
     unknown = set(args.targets) - set(TARGETS)
     if unknown:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
     WORK.mkdir(exist_ok=True)
     for name in args.targets or list(TARGETS):
-        report = run_target(name, args.max_children)
-        print(f"{name}: score {report['score']} {report['counts']} in {report['minutes']} min")
+        done = report(name) if args.report else run_target(name, args.max_children)
+        print(f"{name}: score {done['score']} {done['counts']} in {done['minutes']} min")
     return 0
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import realtime.runtime.compat  # noqa: F401
+from realtime.runtime import startup_clock
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.cpu import int8 as cpu_int8
 from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
@@ -53,7 +54,10 @@ def pick_device(name: str) -> torch.device:
 
 def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
     """The activation dtype; ``int8`` keeps fp32 activations (its weights are
-    int8) and is refused off the CPU."""
+    int8) and is refused off the CPU; ``bf16`` on a CPU keeps them fp32 too
+    (only its matrices are bf16: ``cpu.bf16``)."""
+    if precision == "bf16" and device.type == "cpu":
+        return torch.float32
     if precision == "auto":
         if device.type != "cuda":
             return torch.float32
@@ -77,6 +81,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     around it); ``assets`` skips weight resolution (tests); ``capture``
     replaces the device's graph capture (tests and tools run the graph path
     on the CPU with tools/strict_graphs.py's stand-in)."""
+    startup_clock.mark("runtime imports")
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
     if options.cpu_gemm not in GEMM_MODES:
@@ -93,6 +98,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if assets is None:
         assets = resolve_assets(options.weights, options.model_dir, options.require_weights,
                                 options.seed)
+        startup_clock.mark("weights loaded")
     if device.type == "cuda" and options.auto_shapes:
         options = _with_cuda_profile(options, device, assets, dtype)
     from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
@@ -102,6 +108,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if device.type == "cpu":
         from realtime.runtime.cpu.vocoder_gemm import pack_linears
         (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
+        startup_clock.mark("vocoder gemm")
     # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
     growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
@@ -112,7 +119,9 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if capture is None and device.type == "cuda" and options.cuda_graphs:
         capture = CudaCapture()
     runner = ModelRunner(assets, options, device, dtype, vocoder, capture)
+    startup_clock.mark("kv cache, runner")
     runner.audio.delivery.warm()  # every padded size, on the vocoder's own stream
+    startup_clock.mark("vocoder delivery warmed")
     if options.record_steps:
         from realtime.runtime.step_log import StepRecorder
         log.info("recording every prepare and step plan to %s", options.record_steps)
@@ -135,11 +144,23 @@ def _with_cuda_profile(options: RuntimeOptions, device: torch.device, assets: Mo
 def _log_cpu_choice(options: RuntimeOptions) -> None:
     """Say what the CPU fallback runs and why (the GEMM table follows from the model)."""
     if options.precision == "int8":
-        log.warning("PRECISION INT8: the decoder's linears run in int8 (fbgemm: per-channel "
-                    "weights, 7-bit without VNNI; inputs quantized per call); codes and audio "
+        log.warning("PRECISION INT8: the decoder's linears run in int8 (per-channel weights; "
+                    "the form measured fastest among fbgemm's, oneDNN's AMX/VNNI kernels and "
+                    "weight-only int8 where the CPU has them); codes and audio "
                     "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
                     "Logits and sampling stay fp32; the Decoder's and Vocos's linears run bf16 "
                     "where that measures faster (AMX, AVX-512-BF16), the rest of them fp32.")
+        return
+    if options.precision == "bf16":
+        from realtime.runtime.cpu import bf16 as cpu_bf16
+        reason = cpu_bf16.available()
+        if reason is None:
+            log.warning("PRECISION BF16: the decoder's matrices are bf16 (oneDNN's %s kernels, "
+                        "fp32 accumulation); activations, K/V, norms, logits and sampling stay "
+                        "fp32; codes and audio differ from fp32 after some steps (divergence "
+                        "figures: docs/runtime.md)", "AMX" if cpu_bf16.isa.amx_bf16() else "AVX-512-BF16")
+        else:
+            log.warning("precision bf16 asked, but %s: running fp32 instead", reason)
         return
     why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
            else f"--precision {options.precision}")

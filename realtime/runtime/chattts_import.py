@@ -14,6 +14,16 @@ ChatTTS.model import GPT``), the ``__init__`` runs then, so code that imports
 ChatTTS the usual way (the text normalizer, upstream references in tests)
 gets the whole package as before.
 
+``ChatTTS.model.dvae`` imports ``vector_quantize_pytorch`` at module level
+(for the encoder's quantizer, ``GFSQ``), and that imports einx and with it
+``torch._dynamo``: about a second of a warm start on a quiet 2-core Xeon, for
+a class the speech path never builds (the Decoder is a ``DVAE`` without
+``vq_config``). ``bare_packages()`` therefore imports ``ChatTTS.model.dvae``
+with a stand-in ``vector_quantize_pytorch`` in ``sys.modules`` whose
+``GroupedResidualFSQ`` imports the real class when first called, and removes
+the stand-in right after: every later import gets the real package, and a
+DVAE built with ``vq_config`` holds the real quantizer.
+
 Call it before anything imports ChatTTS; once the real package is loaded it
 does nothing.
 
@@ -30,6 +40,7 @@ import types
 log = logging.getLogger(__name__)
 
 PACKAGES = ("ChatTTS", "ChatTTS.model")
+QUANTIZER = "vector_quantize_pytorch"
 
 
 class _DeferredPackage(types.ModuleType):
@@ -64,3 +75,25 @@ def bare_packages() -> None:
         parent, _, child = name.rpartition(".")
         if parent:
             setattr(sys.modules[parent], child, module)
+    _import_dvae_without_quantizer()
+
+
+def _grouped_residual_fsq(*args, **kwargs):
+    """``vector_quantize_pytorch.GroupedResidualFSQ(*args, **kwargs)``, imported now."""
+    from vector_quantize_pytorch import GroupedResidualFSQ
+
+    return GroupedResidualFSQ(*args, **kwargs)
+
+
+def _import_dvae_without_quantizer() -> None:
+    """``ChatTTS.model.dvae`` with ``GroupedResidualFSQ`` deferred (docstring)."""
+    if "ChatTTS.model.dvae" in sys.modules or QUANTIZER in sys.modules:
+        return
+    stand_in = types.ModuleType(QUANTIZER)
+    stand_in.GroupedResidualFSQ = _grouped_residual_fsq  # type: ignore[attr-defined]
+    sys.modules[QUANTIZER] = stand_in
+    try:
+        importlib.import_module("ChatTTS.model.dvae")
+    finally:
+        if sys.modules.get(QUANTIZER) is stand_in:
+            del sys.modules[QUANTIZER]

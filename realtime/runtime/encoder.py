@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,12 +105,47 @@ def decode_codes(spk_smp: str) -> torch.Tensor:
     return codes.to(torch.int64)
 
 
+class DeferredDvae:
+    """Upstream's DVAE, built and loaded by ``load()`` on first use.
+
+    Building it imports ``vector_quantize_pytorch`` (einx, ``torch._dynamo``):
+    a second of a start-up on a quiet 2-core Xeon, for voices from a sample
+    only. ``load`` is the checkpoint's strict loader (it raises what that
+    raises, every call until one succeeds); reading any other attribute
+    (``.coef``, ``.state_dict()``, ``.sample_audio``) loads the module, once,
+    behind a lock. Thread: any.
+    """
+
+    def __init__(self, load: Callable[[], torch.nn.Module]):
+        self._load = load
+        self._module: torch.nn.Module | None = None
+        self._lock = threading.Lock()
+
+    def module(self) -> torch.nn.Module:
+        with self._lock:
+            if self._module is None:
+                self._module = self._load().to("cpu").eval()
+            return self._module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.module(), name)
+
+
 class SampleEncoder:
-    """The DVAE encoder, off the model thread (see the module docstring)."""
+    """The DVAE encoder, off the model thread (see the module docstring);
+    ``dvae`` upstream's DVAE or a ``DeferredDvae`` (loaded at the first encode)."""
 
     def __init__(self, dvae: Any):
-        self.dvae = dvae.to("cpu").eval()  # upstream's DVAE (its methods are untyped)
+        self._source = dvae
         self._lock = threading.Lock()
+
+    @property
+    def dvae(self) -> Any:
+        """Upstream's DVAE on the CPU (its methods are untyped)."""
+        source = self._source
+        return source.module() if isinstance(source, DeferredDvae) else source.to("cpu").eval()
 
     @torch.inference_mode()
     def codes(self, wav: np.ndarray) -> torch.Tensor:

@@ -150,8 +150,8 @@ class StaticGPT:
         heads = heads.to(device=device, dtype=torch.float32)  # logits stay fp32
         started = time.perf_counter()
         # The heads join the decoder's matrices (one plan, judged by whole
-        # steps) unless those are int8: the heads then take what auto picks.
-        joint = gemm.mode != "int8" and dtype == torch.float32
+        # steps) unless those are int8 or bf16: the heads then take what auto picks.
+        joint = gemm.mode not in ("int8", "bf16") and dtype == torch.float32
         begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype)
         matrices, self.gemm_choices = list(begun.prepared.matrices), begun.prepared.choices
         del weights
@@ -170,6 +170,8 @@ class StaticGPT:
         self.gemm = gemm
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
         self.plan_verdicts = plan_trial.settle(begun, self._trial_step)
+        # A cached plan's packed forms, one matrix per piece (``finish_packing``).
+        self.deferred_packing: list[Callable[[], None]] = list(begun.deferred)
         self.matrices = matrices + [self.heads]
         self.weight_nbytes = sum(m.nbytes for m in self.matrices)
         if self.gemm_choices:
@@ -179,6 +181,11 @@ class StaticGPT:
         log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
                  self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
                  summary(self.matrices, max(gemm.batch_sizes)))
+
+    def finish_packing(self) -> None:
+        """Run every deferred packing piece now (a full warm-up's first step)."""
+        while self.deferred_packing:
+            self.deferred_packing.pop(0)()
 
     def _trial_step(self, rows: int) -> Callable[[], None]:
         """One decode step of ``rows`` rows (``PREFILL``: a prefill of the

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from realtime.runtime import startup_clock
 from realtime.runtime.api import (
     SAMPLE_RATE,
     DeviceFailure,
@@ -120,6 +121,7 @@ class ModelRunner:
         self.shape = assets.shape
         self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype,
                                policy_for(options))
+        startup_clock.mark("decoder matrices (gemm plan, packing)")
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
         self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)
         slots = self.max_slots + 1
@@ -163,6 +165,7 @@ class ModelRunner:
 
     @torch.no_grad()
     def warmup(self) -> dict[tuple[int, int], float]:
+        self.model.finish_packing()  # a cached plan's packed forms (cpu.plan_trial)
         self.front.warmup()
         if self.graphs is not None:
             self.graphs.capture_all(GraphShapes.offered(self.batch_sizes, self.kv_buckets,

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING, Any
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-from transformers import BertTokenizerFast
+
+if TYPE_CHECKING:
+    from transformers import BertTokenizerFast
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,8 @@ def _base_vocab() -> list[str]:
 
 
 def generate_tokenizer(max_vocab: int | None = None) -> BertTokenizerFast:
+    from transformers import BertTokenizerFast
+
     """A WordPiece tokenizer holding ChatTTS's special tokens.
 
     ``max_vocab`` (the model's text vocabulary) bounds the size; raises
@@ -64,9 +69,13 @@ def generate_tokenizer(max_vocab: int | None = None) -> BertTokenizerFast:
     return fast
 
 
-def load_tokenizer(path: str) -> BertTokenizerFast:
-    """Load a checkpoint's tokenizer directory; raises OSError/ValueError."""
-    tok = BertTokenizerFast.from_pretrained(path)
+def load_tokenizer(path: str) -> Any:
+    """Load a checkpoint's tokenizer directory: a ``LeanTokenizer`` where it
+    encodes as ``BertTokenizerFast`` would (lean_tokenizer.py: no
+    transformers import), else ``BertTokenizerFast``; raises OSError/ValueError."""
+    from realtime.runtime.lean_tokenizer import LeanTokenizer, load_full_tokenizer
+
+    tok = LeanTokenizer.load(path) or load_full_tokenizer(path)
     missing = [t for t in ("[Stts]", "[spk_emb]", "[Ptts]")
                if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
     if missing:

@@ -29,15 +29,22 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pybase16384 as b14
 import torch
-from transformers import BertTokenizerFast
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
 from realtime.runtime.api import SAMPLE_RATE, WeightsKind
-from realtime.runtime.encoder import DVAE_FULL, DVAE_TINY, build_dvae, dvae_shape_from
+from realtime.runtime.checkpoint_io import WeightsError, load_into, read_safetensors, read_shapes
+from realtime.runtime.encoder import (
+    DVAE_FULL,
+    DVAE_TINY,
+    DeferredDvae,
+    build_dvae,
+    dvae_shape_from,
+)
 from realtime.runtime.no_init import random_init_skipped
 from realtime.runtime.shapes import FULL, N_MELS, TINY, ModelShape
 from realtime.runtime.tokenizer import generate_tokenizer, load_tokenizer, save_tokenizer
@@ -51,10 +58,6 @@ REQUIRED_FILES = ("Embed.safetensors", "Decoder.safetensors", "Vocos.safetensors
 HUB_SNAPSHOTS = "hub/models--2Noise--ChatTTS/snapshots"
 
 
-class WeightsError(RuntimeError):
-    """Weights cannot be loaded; the message names the path and the problem."""
-
-
 @dataclass
 class ModelAssets:
     """Everything the runtime builds from: weights on CPU in fp32.
@@ -64,7 +67,8 @@ class ModelAssets:
     weight-normed heads); ``decoder`` upstream's ``DVAE`` built as Decoder;
     ``vocos`` a ``vocos.Vocos``; ``spk_stat`` the encoded speaker statistics;
     ``dvae`` upstream's full ``DVAE`` (encoder and VQ), None when the checkpoint
-    lacks ``DVAE.safetensors``.
+    lacks ``DVAE.safetensors``; from a checkpoint a ``DeferredDvae`` (loaded
+    at its first use).
     """
 
     kind: WeightsKind
@@ -73,11 +77,11 @@ class ModelAssets:
     embed: torch.nn.Module
     decoder: torch.nn.Module
     vocos: torch.nn.Module
-    tokenizer: BertTokenizerFast
+    tokenizer: Any  # transformers' BertTokenizerFast, or a LeanTokenizer (lean_tokenizer.py)
     spk_stat: str
     source: str = "memory"
     extra: dict = field(default_factory=dict)
-    dvae: torch.nn.Module | None = None
+    dvae: torch.nn.Module | DeferredDvae | None = None
 
 
 # --- building the upstream modules ---------------------------------------------------
@@ -205,27 +209,6 @@ def hub_cache_dir() -> str | None:
     return max(entries, key=os.path.getmtime) if entries else None
 
 
-def _read_safetensors(path: str) -> dict[str, torch.Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-    if not os.path.isfile(path):
-        raise WeightsError(f"checkpoint file missing: {path}")
-    try:
-        return load_file(path)
-    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-        raise WeightsError(f"checkpoint file unreadable: {path} ({exc})") from None
-
-
-def _load_into(module: torch.nn.Module, path: str) -> None:
-    state = _read_safetensors(path)
-    try:
-        module.load_state_dict(state)
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()
-        detail = " ".join(first[:2])[:300]
-        raise WeightsError(f"checkpoint file does not match the model: {path} ({detail})") from None
-
-
 def _count(state: dict, pattern: str) -> int:
     return len({m.group(1) for k in state if (m := re.match(pattern, k))})
 
@@ -272,19 +255,21 @@ def load_checkpoint(path: str) -> ModelAssets:
         raise WeightsError(f"checkpoint file unreadable: {cfg_path} ({exc})") from None
     gpt_state: dict[str, torch.Tensor] = {}
     for name in gpt_files:
-        gpt_state.update(_read_safetensors(os.path.join(asset, "gpt", name)))
+        gpt_state.update(read_safetensors(os.path.join(asset, "gpt", name)))
     gpt_state = {k.removeprefix("model."): v.float() for k, v in gpt_state.items()
                  if not k.endswith("embed_tokens.weight")}
-    embed_state = _read_safetensors(os.path.join(asset, "Embed.safetensors"))
-    dec_state = _read_safetensors(os.path.join(asset, "Decoder.safetensors"))
-    voc_state = _read_safetensors(os.path.join(asset, "Vocos.safetensors"))
+    embed_state = read_safetensors(os.path.join(asset, "Embed.safetensors"))
+    dec_state = read_safetensors(os.path.join(asset, "Decoder.safetensors"))
+    voc_state = read_safetensors(os.path.join(asset, "Vocos.safetensors"))
     shape = _shape_from(asset, gpt_cfg, embed_state, dec_state, voc_state)
     _check_gpt_state(gpt_state, shape, os.path.join(asset, "gpt"))
     with random_init_skipped():  # every parameter is loaded just below
         embed, decoder, vocos = _build_embed(shape).eval(), _build_decoder(shape), _build_vocos(shape)
-    _load_into(embed, os.path.join(asset, "Embed.safetensors"))
-    _load_into(decoder, os.path.join(asset, "Decoder.safetensors"))
-    _load_into(vocos, os.path.join(asset, "Vocos.safetensors"))
+    # The states read above (for the shape) are loaded: each file is read once.
+    load_into(embed, os.path.join(asset, "Embed.safetensors"), embed_state)
+    load_into(decoder, os.path.join(asset, "Decoder.safetensors"), dec_state)
+    load_into(vocos, os.path.join(asset, "Vocos.safetensors"), voc_state)
+    del embed_state, dec_state, voc_state
     try:
         tokenizer = load_tokenizer(os.path.join(asset, "tokenizer"))
     except (OSError, ValueError) as exc:
@@ -302,19 +287,27 @@ def load_checkpoint(path: str) -> ModelAssets:
                        source=asset, dvae=dvae)
 
 
-def _load_dvae(path: str) -> torch.nn.Module | None:
-    """Upstream's DVAE (encoder, VQ) from ``path``; None, with a warning, when absent."""
+def _load_dvae(path: str) -> DeferredDvae | None:
+    """Upstream's DVAE (encoder, VQ) from ``path``, built and strictly loaded
+    at its first use (``encoder.DeferredDvae``: building it imports the
+    quantizer's stack, seconds of a start-up the speech path does not need);
+    its header is read now, so a file that is no DVAE fails the start. None,
+    with a warning, when absent."""
     if not os.path.isfile(path):
         log.warning("no %s: voices from a sample are unavailable", path)
         return None
     try:
-        shape = dvae_shape_from(_read_safetensors(path))
+        shape = dvae_shape_from(read_shapes(path))
     except KeyError as exc:
         raise WeightsError(f"checkpoint file {path} lacks tensor {exc}") from None
-    with random_init_skipped():
-        dvae = build_dvae(shape)
-    _load_into(dvae, path)
-    return dvae
+
+    def load() -> torch.nn.Module:
+        with random_init_skipped():
+            dvae = build_dvae(shape)
+        load_into(dvae, path)
+        log.info("DVAE encoder loaded from %s (voices from a sample)", path)
+        return dvae
+    return DeferredDvae(load)
 
 
 def _check_gpt_state(state: dict, shape: ModelShape, where: str) -> None:

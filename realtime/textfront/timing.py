@@ -1,10 +1,11 @@
 """Word timing estimates: a segment's audio span divided over its spoken words.
 
-``spoken_words(text, pieces)`` cuts a segment's spoken text into words, each
-with a weight (how long it takes to say, in "units") and the pause after it;
-``lay_out`` spreads words over an exact span; ``WordTrack`` does it while the
-span is still growing (token chunking), committing each word once the audio
-sent has passed its end.
+``plan_words(text, pieces)`` cuts a segment's spoken text into words, each
+with a weight (how long it takes to say, in "units") and the pause after it,
+as a ``WordPlan`` (columns: built once per segment, on the event loop, so no
+object per word); ``WordPlan.spread`` lays words over an exact span;
+``WordTrack`` does it while the span is still growing (token chunking),
+committing each word once the audio sent has passed its end.
 
 Weights, one unit being about one syllable (ChatTTS speaks ~4 of them a
 second; the scheduler's planning figure, textfront.script, is 230 ms):
@@ -31,7 +32,8 @@ import functools
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from itertools import accumulate
+from operator import add
 
 from realtime.textfront.script import is_cjk
 
@@ -48,24 +50,6 @@ _SENTENCE_MARKS = frozenset(".!?…。！？")
 # A word: letters (with inner apostrophes) or digits; a CJK character alone.
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\w\s]", re.UNICODE)
 _VOWEL_GROUPS = re.compile(r"[aeiouy]+")
-
-
-class SpokenWord(NamedTuple):  # a tuple: built per word, per segment, on the event loop
-    """A word as spoken; ``original`` the client's text it came from when that
-    differs (None otherwise); ``units`` its weight; ``pause`` the units of
-    silence after it."""
-
-    word: str
-    units: float
-    pause: float = 0.0
-    original: str | None = None
-
-
-class TimedWord(NamedTuple):
-    word: str
-    start_ms: float
-    end_ms: float
-    original: str | None = None
 
 
 @functools.cache
@@ -150,42 +134,24 @@ def _ascii_tokens(text: str) -> list[str]:
     return tokens
 
 
-def spoken_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> list[SpokenWord]:
-    """The words of a segment's spoken ``text``, in order. With ``pieces``
-    ((original, spoken) pairs whose spoken parts make up the text), words
-    from a piece whose spoken form differs carry its original, stripped."""
-    spans = pieces if pieces else [(text, text)]
-    weights = _WEIGHTS
-    words: list[SpokenWord] = []
-    append = words.append
-    make = SpokenWord._make  # tuple.__new__: cheaper than the class call, per word
-    for original, spoken in spans:
-        # Only a real difference names an original: a piece that differs
-        # from its reading by spaces alone (a sentence read as written) does not.
-        source: str | None = original.strip()
-        if source == spoken.strip():
-            source = None
-        for token in (_ascii_tokens(spoken) if spoken.isascii() else _tokens(spoken)):
-            weight = weights.get(token)
-            if weight is None:
-                weight = _weigh(token)
-            if weight > 0.0:
-                append(make((token, weight, 0.0, source)))
-            elif words and -weight > words[-1].pause:  # punctuation: a pause after the word before it
-                words[-1] = words[-1]._replace(pause=-weight)
-    if words and words[-1].pause:
-        words[-1] = words[-1]._replace(pause=0.0)
-    return words
 
-
-# Token -> its units (> 0), or minus the pause after it for punctuation: one
-# dictionary lookup per token on the event loop instead of the tests and the
-# syllable lookup. Bounded (clients choose the tokens): cleared when full.
+# A run of words: (the pause before its first word, which belongs to the word
+# before the run; its words; their units; the pause after each).
+_Run = tuple[float, tuple[str, ...], tuple[float, ...], tuple[float, ...]]
+# Token -> its units (> 0), or minus the pause after it for punctuation; and
+# an ASCII piece between spaces -> its run: per piece one dictionary lookup
+# on the event loop instead of the regular expression, the tests and the
+# syllable lookup per token. Bounded (clients choose the tokens): each is
+# cleared when full.
 _WEIGHTS: dict[str, float] = {}
+_PIECES: dict[str, _Run] = {}
 _WEIGHTS_MAX = 1 << 16
 
 
 def _weigh(token: str) -> float:
+    weight = _WEIGHTS.get(token)
+    if weight is not None:
+        return weight
     if token[0].isalnum():
         table = syllable_table()
         known = table.get(token.lower()) if token.isalpha() else None
@@ -198,92 +164,175 @@ def _weigh(token: str) -> float:
     return weight
 
 
-def lay_out(words: Sequence[SpokenWord], start_ms: float, end_ms: float) -> list[TimedWord]:
-    """``words`` spread over [start_ms, end_ms] in proportion to their units
-    and pauses: monotonic, the first starting at ``start_ms`` and the last
-    ending at ``end_ms`` exactly. The last word's pause is not counted."""
+def _run_of(tokens: Iterable[str]) -> _Run:
+    lead = 0.0
+    words: list[str] = []
+    units: list[float] = []
+    pauses: list[float] = []
+    for token in tokens:
+        weight = _weigh(token)
+        if weight > 0.0:
+            words.append(token)
+            units.append(weight)
+            pauses.append(0.0)
+        elif pauses:  # punctuation: a pause after the word before it, the longest
+            pauses[-1] = max(pauses[-1], -weight)
+        else:
+            lead = max(lead, -weight)
+    return lead, tuple(words), tuple(units), tuple(pauses)
+
+
+def _ascii_run(piece: str) -> _Run:
+    run = _run_of(_ascii_tokens(piece))
+    if len(_PIECES) >= _WEIGHTS_MAX:
+        _PIECES.clear()
+    _PIECES[piece] = run
+    return run
+
+
+def _runs(spoken: str) -> Iterable[_Run]:
+    if spoken.isascii():
+        pieces = _PIECES
+        return (pieces.get(p) or _ascii_run(p) for p in spoken.split())
+    return (_run_of(_tokens(spoken)),)
+
+
+class WordPlan:
+    """A segment's spoken words, in columns (built once per segment, then
+    read-only): ``words[i]`` as spoken; ``originals[i]`` the piece of the
+    client's text it came from where that differs (None otherwise);
+    ``starts[i]`` and ``ends[i]`` where it starts and ends, in units from the
+    segment's start (``ends[i] - starts[i]`` its weight; a gap before the
+    next start, a pause). The first word starts at 0, the last ends at
+    ``total``: the last word's pause is not counted."""
+
+    __slots__ = ("words", "originals", "starts", "ends")
+
+    def __init__(self, words: list[str], originals: list[str | None], starts: list[float],
+                 ends: list[float]) -> None:
+        self.words, self.originals, self.starts, self.ends = words, originals, starts, ends
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    @property
+    def total(self) -> float:
+        return self.ends[-1] if self.ends else 0.0
+
+    def spread(self, lo: int, start_ms: float, end_ms: float) -> tuple[list[float], list[float]]:
+        """Starts and ends (ms) of the words from ``lo`` on, spread over
+        [start_ms, end_ms] in proportion to their units and pauses:
+        monotonic, the first starting at ``start_ms`` and the last ending at
+        ``end_ms`` exactly (none after it)."""
+        origin = self.starts[lo]  # units are sums of halves: the differences are exact
+        total = self.ends[-1] - origin
+        scale = (end_ms - start_ms) / total if total > 0 else 0.0
+        starts = [start_ms + (a - origin) * scale for a in self.starts[lo:]]
+        ends = [start_ms + (b - origin) * scale for b in self.ends[lo:]]
+        ends[-1] = end_ms
+        # Rounding may put the last few a hair past end_ms (multiplication
+        # and addition keep the order, so only a tail can be).
+        i = len(ends) - 2
+        while i >= 0 and ends[i] > end_ms:
+            ends[i] = end_ms
+            if starts[i + 1] > end_ms:
+                starts[i + 1] = end_ms
+            i -= 1
+        return starts, ends
+
+
+def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> WordPlan:
+    """The words of a segment's spoken ``text``, in order. With ``pieces``
+    ((original, spoken) pairs whose spoken parts make up the text), words
+    from a piece whose spoken form differs carry its original, stripped.
+    Punctuation is no word: the pause after the word before it (the
+    longest, when several marks follow it)."""
+    words: list[str] = []
+    originals: list[str | None] = []
+    units: list[float] = []
+    pauses: list[float] = []
+    for original, spoken in (pieces if pieces else ((text, text),)):
+        # Only a real difference names an original: a piece that differs
+        # from its reading by spaces alone (a sentence read as written) does not.
+        source: str | None = original.strip()
+        if source == spoken.strip():
+            source = None
+        count = len(words)
+        for lead, run_words, run_units, run_pauses in _runs(spoken):
+            if lead > 0.0 and pauses and lead > pauses[-1]:
+                pauses[-1] = lead
+            words += run_words
+            units += run_units
+            pauses += run_pauses
+        originals += [source] * (len(words) - count)
     if not words:
-        return []
-    total = sum([units + pause for _, units, pause, _ in words]) - words[-1].pause
-    scale = (end_ms - start_ms) / total if total > 0 else 0.0
-    make = TimedWord._make
-    out: list[TimedWord] = []
-    append = out.append
-    at = start_ms
-    for word, units, pause, original in words:
-        spoken = at + units * scale
-        append(make((word, at, spoken if spoken < end_ms else end_ms, original)))
-        at += (units + pause) * scale
-        if at > end_ms:
-            at = end_ms
-    out[-1] = out[-1]._replace(end_ms=end_ms)
-    return out
+        return WordPlan([], [], [], [])
+    pauses[-1] = 0.0  # the segment ends with its last word
+    starts = list(accumulate(map(add, units, pauses), initial=0.0))
+    starts.pop()
+    return WordPlan(words, originals, starts, list(map(add, starts, units)))
 
 
 class WordTrack:
     """The words of one segment whose audio is still being made.
 
     ``advance(sent_ms)`` commits, at ``unit_ms`` per unit from the segment's
-    start, every word whose slot (word and pause) ends by ``sent_ms`` (the
-    end of the audio sent so far), never the last word; ``begun()`` is then
-    the word in progress, the first uncommitted one when it starts (at
-    ``at``) before ``sent_ms``: its start is fixed from then on, its end is
-    not known yet. ``finish(end_ms)`` lays the rest over what is left of the
-    segment's exact span, keeping the start of the word in progress and
-    starting the words after it no earlier than the audio already sent. So
-    every word that starts before audio already sent was committed or is the
-    one begun. Committed words never change. Times are on the utterance's
-    clock; one owner.
+    start ``origin_ms``, every word whose slot (word and pause) ends by
+    ``sent_ms`` (the end of the audio sent so far), never the last word;
+    ``begun`` is then whether the word in progress, ``plan.words[next]``,
+    starts (at ``at``) before ``sent_ms``: its start is fixed from then on,
+    its end is not known yet. ``finish(end_ms)`` lays the rest over what is
+    left of the segment's exact span, keeping the start of the word in
+    progress and starting the words after it no earlier than the audio
+    already sent. So every word that starts before audio already sent was
+    committed or is the one begun. Committed words never change. Both return
+    the starts and ends (ms) of the words committed by the call, from
+    ``next`` as it was before it. Times are on the utterance's clock; one owner.
     """
 
-    def __init__(self, words: Sequence[SpokenWord], start_ms: float, unit_ms: float) -> None:
-        self.words = list(words)
+    __slots__ = ("plan", "origin_ms", "unit_ms", "next", "_sent")
+
+    def __init__(self, plan: WordPlan, origin_ms: float, unit_ms: float) -> None:
+        self.plan = plan
+        self.origin_ms = origin_ms
         self.unit_ms = unit_ms
-        self._next = 0  # the first uncommitted word
-        self._at = start_ms  # where it starts
-        self._sent = start_ms
-        # units and pauses, without the last word's pause (lay_out's rule)
-        self.units = sum(w.units + w.pause for w in self.words) - (
-            self.words[-1].pause if self.words else 0.0)
+        self.next = 0  # the first uncommitted word
+        self._sent = origin_ms
 
     @property
     def at(self) -> float:
-        """Where the first uncommitted word starts."""
-        return self._at
+        """Where the first uncommitted word starts (at the rate)."""
+        starts = self.plan.starts
+        return self.origin_ms + starts[self.next] * self.unit_ms if self.next < len(starts) else 0.0
 
-    def begun(self) -> SpokenWord | None:
-        """The first uncommitted word if it starts before the audio sent."""
-        if self._next < len(self.words) and self._at < self._sent:
-            return self.words[self._next]
-        return None
+    @property
+    def begun(self) -> bool:
+        return self.next < len(self.plan.words) and self.at < self._sent
 
-    def advance(self, sent_ms: float) -> list[TimedWord]:
-        self._sent = max(self._sent, sent_ms)
-        out: list[TimedWord] = []
-        words, unit_ms, at, n = self.words, self.unit_ms, self._at, self._next
-        make = TimedWord._make
-        while n < len(words) - 1:
-            word, units, pause, original = words[n]
-            slot_end = at + (units + pause) * unit_ms
-            if slot_end > self._sent:
-                break
-            out.append(make((word, at, at + units * unit_ms, original)))
-            at = slot_end
+    def advance(self, sent_ms: float) -> tuple[list[float], list[float]]:
+        if sent_ms > self._sent:
+            self._sent = sent_ms
+        starts, origin, unit = self.plan.starts, self.origin_ms, self.unit_ms
+        lo = n = self.next
+        last, sent = len(starts) - 1, self._sent
+        while n < last and origin + starts[n + 1] * unit <= sent:
             n += 1
-        self._at, self._next = at, n
-        return out
+        if n == lo:
+            return [], []
+        self.next = n
+        return ([origin + a * unit for a in starts[lo:n]],
+                [origin + b * unit for b in self.plan.ends[lo:n]])
 
-    def finish(self, end_ms: float) -> list[TimedWord]:
-        rest = self.words[self._next:]
-        self._next = len(self.words)
-        if not rest:
-            return []
-        start, sent = min(self._at, end_ms), min(self._sent, end_ms)
-        natural = lay_out(rest, start, end_ms)
-        if len(rest) == 1 or natural[1].start_ms >= sent:
-            return natural
+    def finish(self, end_ms: float) -> tuple[list[float], list[float]]:
+        plan, lo = self.plan, self.next
+        if lo >= len(plan.words):
+            return [], []
+        start, sent = min(self.at, end_ms), min(self._sent, end_ms)
+        self.next = len(plan.words)
+        starts, ends = plan.spread(lo, start, end_ms)
+        if len(starts) == 1 or starts[1] >= sent:
+            return starts, ends
         # The segment ended sooner than the rate expected: the word in
         # progress runs to the audio already sent, the rest share what is left.
-        first = rest[0]
-        head = TimedWord(first.word, start, sent, first.original)
-        return [head, *lay_out(rest[1:], sent, end_ms)]
+        starts, ends = plan.spread(lo + 1, sent, end_ms)
+        return [start, *starts], [sent, *ends]

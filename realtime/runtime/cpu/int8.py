@@ -41,6 +41,9 @@ import warnings
 
 import torch
 
+from realtime.runtime.cpu import isa
+from realtime.runtime.cpu.gemm import Packed
+
 log = logging.getLogger(__name__)
 
 ENGINE = "fbgemm"
@@ -58,11 +61,11 @@ def available() -> str | None:
 
 
 @contextlib.contextmanager
-def _fbgemm():
-    """Pack under the fbgemm engine (the process-wide setting is restored):
-    the packed object then carries its engine's kernels."""
+def _engine(name: str = ENGINE):
+    """Pack under the quantized engine ``name`` (the process-wide setting is
+    restored): the packed object then carries its engine's kernels."""
     before = torch.backends.quantized.engine
-    torch.backends.quantized.engine = ENGINE
+    torch.backends.quantized.engine = name
     try:
         with warnings.catch_warnings():
             # "quantized tensor creation is deprecated": said once in our log instead.
@@ -72,19 +75,19 @@ def _fbgemm():
         torch.backends.quantized.engine = before
 
 
-def _prepack(weight: torch.Tensor, weight_max: int):
-    """fp32 [N, K] -> fbgemm's packed per-channel int8 weight in [-weight_max, weight_max]."""
+def _prepack(weight: torch.Tensor, weight_max: int, engine: str = ENGINE):
+    """fp32 [N, K] -> ``engine``'s packed per-channel int8 weight in [-weight_max, weight_max]."""
     w = weight.detach().float().contiguous()
     scale = (w.abs().amax(dim=1) / weight_max).clamp_min(1e-12).double()
     zero = torch.zeros(w.shape[0], dtype=torch.long)
-    with _fbgemm():
+    with _engine(engine):
         q = torch.quantize_per_channel(w, scale, zero, 0, torch.qint8)
         return torch.ops.quantized.linear_prepack(q, None)
 
 
-def _exact(weight_max: int, reduce_range: bool) -> bool:
+def _exact(weight_max: int, reduce_range: bool, engine: str = ENGINE) -> bool:
     """Ones (uint8 255) times ones (int8 ``weight_max``) over 64 inputs give 64?"""
-    packed = _prepack(torch.ones(8, 64), weight_max)
+    packed = _prepack(torch.ones(8, 64), weight_max, engine)
     y = torch.ops.quantized.linear_dynamic(torch.ones(1, 64), packed, reduce_range)
     return bool((y - 64.0).abs().max() <= 0.5)
 
@@ -122,3 +125,77 @@ class Int8Packed:
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.ops.quantized.linear_dynamic(x, self._packed, self._reduce)
         return out if bias is None else out.add_(bias)
+
+
+_onednn_exact: bool | None = None  # oneDNN's full-range product checked once
+
+
+def _onednn_unavailable() -> str | None:
+    """None where oneDNN's dynamic int8 linears are a candidate: its engine is
+    built in, the CPU has AMX-INT8 or VNNI for it (``cpu.isa``) and a
+    full-range product is exact."""
+    global _onednn_exact
+    if "onednn" not in torch.backends.quantized.supported_engines:
+        return "this torch has no onednn quantized engine"
+    reason = isa.onednn_int8_unavailable()
+    if reason is not None:
+        return reason
+    if _onednn_exact is None:
+        _onednn_exact = _exact(127, False, "onednn")
+    return None if _onednn_exact else "oneDNN's int8 product saturates on full-range values"
+
+
+class Int8Onednn(Int8Packed):
+    """``int8_onednn``: the same per-channel 8-bit weight and per-call input
+    quantization as ``int8``, packed for oneDNN's kernels (AMX-INT8 or VNNI)."""
+
+    backend = "int8_onednn"
+
+    def __init__(self, weight: torch.Tensor, rows: int = 0):
+        if weight.dim() != 2 or weight.device.type != "cpu":
+            raise ValueError(f"need a 2-D CPU matrix, got {tuple(weight.shape)} on {weight.device}")
+        self._reduce = False
+        self._packed = _prepack(weight, 127, "onednn")
+        self.nbytes = weight.numel() + weight.shape[0] * 8
+
+
+class Int8WeightOnly:
+    """``int8_woq``: per-channel 8-bit weights dequantized inside the kernel
+    (``aten._weight_int8pack_mm``), inputs rounded to bf16 instead of
+    quantized: no per-call input scale, so a job's result does not depend on
+    its batch mates."""
+
+    backend = "int8_woq"
+    any_rows = True
+
+    def __init__(self, weight: torch.Tensor, rows: int = 0):
+        if weight.dim() != 2 or weight.device.type != "cpu":
+            raise ValueError(f"need a 2-D CPU matrix, got {tuple(weight.shape)} on {weight.device}")
+        w = weight.detach().float()
+        scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-12)
+        self._q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8).contiguous()
+        self._scale = scale.to(torch.bfloat16)
+        self.nbytes = self._q.numel() + self._scale.numel() * 2
+
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        out = torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), self._q, self._scale).float()
+        return out if bias is None else out.add_(bias)
+
+
+PACKERS: dict[str, type[Packed]] = {"int8": Int8Packed, "int8_onednn": Int8Onednn, "int8_woq": Int8WeightOnly}
+
+
+def backends() -> tuple[str, ...]:
+    """The int8 forms this machine may use, fbgemm's first (empty when int8
+    cannot run); the others where the CPU has the instructions they need."""
+    if available() is not None:
+        return ()
+    out = ["int8"]
+    reason = _onednn_unavailable()
+    if reason is None:
+        out.append("int8_onednn")
+    else:
+        log.debug("int8: oneDNN's kernels not a candidate (%s)", reason)
+    if hasattr(torch.ops.aten, "_weight_int8pack_mm") and isa.bf16_unavailable() is None:
+        out.append("int8_woq")
+    return tuple(out)

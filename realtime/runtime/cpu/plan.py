@@ -1,12 +1,14 @@
 """Which GEMM backend multiplies each weight matrix, chosen by measurement.
 
 ``prepare_matrices(weights, policy)`` turns a model's linear weights [N, K] into
-``cpu.gemm.Matrix`` objects. With ``policy.mode == "auto"`` on CPU fp32 it
-times every available backend (``cpu.gemm.FP32_BACKENDS``) on the model's own
-matrices, for each matrix shape and each row class (the decode batch sizes,
-plus a prefill class of ``prefill_rows`` rows), and keeps the fastest per
-(shape, row class). A forced mode (``mm``, ``mkl``, ``onednn``) uses that
-backend for every decode row class; ``int8`` uses ``cpu.int8`` for all rows.
+``cpu.gemm.Matrix`` objects. A measured mode times a family's forms on the
+model's own matrices, for each matrix shape and each row class (the decode
+batch sizes, plus a prefill class of ``prefill_rows`` rows), and keeps the
+fastest per (shape, row class): ``auto`` among fp32's (``cpu.gemm``), ``int8``
+among the int8 forms this CPU runs (``cpu.int8``: fbgemm; oneDNN's AMX/VNNI
+kernels; weight-only), ``bf16`` among the bf16 ones (``cpu.bf16``, where the
+CPU has AMX or AVX-512-BF16). A forced mode (``mm``, ``mkl``, ``onednn``)
+uses that backend for every decode row class.
 
 How it measures, and why:
 - Per shape, each candidate runs a pass over distinct matrices of that shape
@@ -15,28 +17,26 @@ How it measures, and why:
   Prefill rows are compute-bound: one matrix suffices.
 - Candidates alternate within each round and the fastest of ``ROUNDS`` rounds
   is kept: other threads and processes only ever add time, so the minimum is
-  the estimate least disturbed by them (a median still moved with the load on
-  a shared 2-core machine). A warm-up pass comes first (oneDNN builds a
-  primitive per new shape).
+  the estimate least disturbed by them. A warm-up pass comes first (oneDNN
+  builds a primitive per new shape).
 - The whole measurement has a time budget (``policy.budget_s``); classes left
   unmeasured when it runs out take ``FALLBACK_ORDER``'s first available backend.
-- A backend whose packing fails is dropped for that shape (logged); ``mm``
-  always remains.
+- A backend whose packing fails is dropped for that shape (logged).
 - Shapes whose matrices total under ``min_measured_bytes`` (tiny test models)
-  are not measured: they use ``mm``.
+  are not measured: they use the family's plain form (``FAMILIES``).
 - Results are cached for the process, keyed by shape, row classes, threads
   and candidates: a second runner (tests, benches) reuses them.
 
 A row count between classes uses the next class up (3 rows: the 4-row choice).
 ``mkl`` packs once for the largest batch size and pads fewer rows up to it;
-``onednn`` packs once with that size as its hint. Forms nobody chose are
-dropped: the plain ``mm`` copy stays only where some class uses it.
+``onednn`` packs once with that size as its hint. Forms nobody chose are dropped.
 
 Thread: build time (the model thread); the cache is process-wide.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -45,9 +45,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from realtime.runtime.cpu import gemm as cpu_gemm
+from realtime.runtime.cpu import bf16 as cpu_bf16
 from realtime.runtime.cpu import int8 as cpu_int8
-from realtime.runtime.cpu.gemm import FP32_BACKENDS, PACKERS, Matrix, Packed
+from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates, family_of
+from realtime.runtime.cpu.gemm import FP32_BACKENDS, Matrix, Packed
+
+__all__ = ["FAMILIES", "PACKERS", "candidates", "family_of"]  # re-exported: cpu.forms
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,7 @@ class GemmPolicy:
     min_measured_bytes: int = 4 * 2**20
     step_budget_s: float = 20.0  # the whole-step trial's bound (``cpu.plan_trial``)
     cache_dir: str | None = None  # where the settled plan is kept per machine; None: nowhere
+    defer_packing: bool = False  # a cached plan's packed forms: made later (``cpu.plan_trial``)
 
     @property
     def pack_rows(self) -> int:
@@ -98,16 +102,18 @@ _CACHE: dict[tuple, ShapeChoice] = {}
 
 
 def policy_for(options) -> GemmPolicy:
-    """The policy ``RuntimeOptions`` ask for: ``int8`` precision, else ``cpu_gemm``;
-    row classes are the batch sizes that fit the slots; the settled plan is
-    kept in ``options.cache_dir`` (None: nowhere)."""
+    """The policy ``RuntimeOptions`` ask for: ``int8`` or ``bf16`` precision
+    (bf16's matrices on a CPU: ``cpu.bf16``), else ``cpu_gemm``; row classes
+    are the batch sizes that fit the slots; the settled plan is kept in
+    ``options.cache_dir`` (None: nowhere), and a cached plan's packing is
+    left to the runner's warm-up (``ModelRunner.warmup``, warm_start.py)."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
-    mode = "int8" if options.precision == "int8" else options.cpu_gemm
-    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir)
+    mode = options.cpu_gemm
+    if options.precision == "int8" or (options.precision == "bf16" and cpu_bf16.available() is None):
+        mode = options.precision  # bf16 where this CPU lacks it: fp32 (build logs why)
+    return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir,
+                      defer_packing=True)
 
-
-def candidates(device: torch.device, dtype: torch.dtype) -> tuple[str, ...]:
-    return tuple(b for b in FP32_BACKENDS if cpu_gemm.backend_available(b, device, dtype))
 
 
 def pick(seconds: dict[tuple[int, str], float], classes: Sequence[int],
@@ -153,15 +159,15 @@ def _row_classes(policy: GemmPolicy) -> tuple[int, ...]:
 
 
 def _fallback(names: Sequence[str]) -> str:
-    return next(b for b in FALLBACK_ORDER + ("mm",) if b in names)
+    return next((b for b in FALLBACK_ORDER if b in names), names[0] if names else "mm")
 
 
 class _Packs:
     """Packed forms of one shape's weights, made on demand and shared between
     measuring and building (no matrix is packed twice for one backend)."""
 
-    def __init__(self, weights: list[torch.Tensor], pack_rows: int):
-        self.weights, self.pack_rows = weights, pack_rows
+    def __init__(self, weights: list[torch.Tensor], pack_rows: int, plain: str = "mm"):
+        self.weights, self.pack_rows, self.plain = weights, pack_rows, plain
         self.forms: dict[tuple[int, str], Packed] = {}
 
     def get(self, i: int, backend: str) -> Packed:
@@ -171,13 +177,14 @@ class _Packs:
         return self.forms[key]
 
     def get_or_mm(self, i: int, backend: str) -> Packed:
-        """As ``get``; a backend that fails on this matrix gives ``mm`` instead."""
+        """As ``get``; a backend that fails on this matrix gives the family's
+        plain form (``mm`` for fp32) instead."""
         try:
             return self.get(i, backend)
         except (RuntimeError, ValueError) as exc:
-            log.warning("gemm backend %s failed to pack matrix %d %s (%s); using mm",
-                        backend, i, tuple(self.weights[i].shape), exc)
-            return self.get(i, "mm")
+            log.warning("gemm backend %s failed to pack matrix %d %s (%s); using %s",
+                        backend, i, tuple(self.weights[i].shape), exc, self.plain)
+            return self.get(i, self.plain)
 
     def drop_unused(self, i: int, used: set[str]) -> None:
         for key in [key for key in self.forms if key[0] == i and key[1] not in used]:
@@ -239,15 +246,16 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
     n, k = packs.weights[0].shape
     classes = _row_classes(policy)
     key = ((n, k), classes, policy.prefill_rows, torch.get_num_threads(), names)
-    if policy.mode == "auto" and key in _CACHE:
+    measured = policy.mode in FAMILIES
+    if measured and key in _CACHE:
         return _CACHE[key]
     choice = ShapeChoice(backends={})
-    if policy.mode == "auto" and sum(w.numel() * 4 for w in packs.weights) < policy.min_measured_bytes:
+    if measured and sum(w.numel() * 4 for w in packs.weights) < policy.min_measured_bytes:
         # Matrices this small stay in cache and cost microseconds whatever
         # multiplies them (tiny test models): not worth measuring or packing.
-        choice.backends = dict.fromkeys(classes, "mm")
+        choice.backends = dict.fromkeys(classes, packs.plain)
         return choice
-    if policy.mode == "auto":
+    if measured:
         usable = _usable(packs, names, choice)
         if time.perf_counter() < deadline and len(usable) > 1:
             _measure(packs, usable, classes, policy, deadline, choice)
@@ -255,7 +263,7 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
         if choice.complete:
             _CACHE[key] = choice
         return choice
-    usable = _usable(packs, (policy.mode,), choice) or ["mm"]
+    usable = _usable(packs, (policy.mode,), choice) or [packs.plain]
     forced = usable[0]
     choice.backends = {r: forced if r != PREFILL or _any_rows(forced) else "mm" for r in classes}
     return choice
@@ -307,17 +315,27 @@ def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.d
     """As ``prepare_matrices``. ``keep``: hold every packed form for a trial;
     ``fixed``: the backend per (shape, row class) decided before (a cached
     plan): the shapes it names are not measured."""
-    if policy.mode not in (*GEMM_MODES, "int8"):
+    if policy.mode not in (*FAMILIES, *PACKERS):
         raise ValueError(f"unknown cpu gemm mode {policy.mode!r} ({', '.join(GEMM_MODES)})")
-    if policy.mode == "int8":
-        if device.type != "cpu":
-            raise ValueError("int8 linears run on the CPU only")
-        return Prepared(_prepare_int8(weights), {})
-    names = candidates(device, dtype)
-    if names == ("mm",) or (policy.mode != "auto" and policy.mode not in names):
-        if policy.mode not in ("auto", "mm"):
-            log.warning("cpu gemm %s is not available on %s %s; using mm", policy.mode, device, dtype)
-        return Prepared([cpu_gemm.plain(w) for w in weights], {}, names)
+    family = family_of(policy.mode)
+    if family == "int8" and device.type != "cpu":
+        raise ValueError("int8 linears run on the CPU only")
+    names = candidates(device, dtype, family)
+    if family == "bf16" and not names:  # GPU bf16 is the dtype itself; a CPU without native bf16
+        if device.type == "cpu":
+            log.warning("bf16 matrices: %s; they stay fp32", cpu_bf16.available() or "no bf16 form")
+        policy, family = dataclasses.replace(policy, mode="auto"), "auto"
+        names = candidates(device, dtype)
+    if family == "int8" and not names:
+        raise ValueError(f"int8 linears are unavailable: {cpu_int8.available()}")
+    plain = FAMILIES[family]
+    if policy.mode not in FAMILIES and policy.mode not in names:
+        if policy.mode != "mm":
+            log.warning("cpu gemm %s is not available on %s %s; using %s", policy.mode, device,
+                        dtype, plain)
+        policy = dataclasses.replace(policy, mode=plain)
+    if names == (plain,) or (policy.mode == plain and plain not in FAMILIES):
+        return Prepared([_single(PACKERS[plain], w, policy.pack_rows) for w in weights], {}, names)
     groups: dict[tuple[int, int], list[int]] = {}
     for i, w in enumerate(weights):
         groups.setdefault((int(w.shape[0]), int(w.shape[1])), []).append(i)
@@ -325,7 +343,7 @@ def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.d
     out: list[Matrix | None] = [None] * len(weights)
     prepared = Prepared([], {}, names)
     for shape, idx in groups.items():
-        packs = _Packs([weights[i] for i in idx], policy.pack_rows)
+        packs = _Packs([weights[i] for i in idx], policy.pack_rows, plain)
         if fixed is not None and shape in fixed:
             choice = ShapeChoice(backends=dict(fixed[shape]), complete=True)
         else:
@@ -340,19 +358,16 @@ def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.d
     return prepared
 
 
-def _prepare_int8(weights: Sequence[torch.Tensor]) -> list[Matrix]:
-    mats = []
-    for w in weights:
-        form = cpu_int8.Int8Packed(w)
-        mats.append(Matrix((w.shape[1], w.shape[0]), {}, form))
-    return mats
+def _single(packer: type[Packed], weight: torch.Tensor, rows: int) -> Matrix:
+    """``weight`` [N, K] in one form for every row count."""
+    return Matrix((weight.shape[1], weight.shape[0]), {}, packer(weight, rows))
 
 
 def table(choices: dict[tuple[int, int], ShapeChoice], policy: GemmPolicy) -> str:
     """The measured times as a small table: one line per (shape, row class),
     ms per matrix per backend, ``*`` on the chosen one."""
-    names = sorted({b for c in choices.values() for (_, b) in c.seconds}, key=FP32_BACKENDS.index)
-    lines = [f"{'matrix (in x out)':<18}{'rows':>14}" + "".join(f"{b:>10}" for b in names)]
+    names = sorted({b for c in choices.values() for (_, b) in c.seconds}, key=list(PACKERS).index)
+    lines = [f"{'matrix (in x out)':<18}{'rows':>14}" + "".join(f"{b:>12}" for b in names)]
     for (n, k), c in choices.items():
         for rows, chosen in c.backends.items():
             label = f"{policy.prefill_rows} (prefill)" if rows == PREFILL else str(rows)
@@ -360,7 +375,7 @@ def table(choices: dict[tuple[int, int], ShapeChoice], policy: GemmPolicy) -> st
             for b in names:
                 s = c.seconds.get((rows, b))
                 cell = "-" if s is None else f"{s * 1e3:.3f}"
-                cells.append(f"{cell + ('*' if b == chosen else ' '):>10}")
+                cells.append(f"{cell + ('*' if b == chosen else ' '):>12}")
             lines.append(f"{f'{k}x{n}':<18}{label:>14}" + "".join(cells))
     return "\n".join(lines)
 

@@ -1,6 +1,8 @@
 """The settled GEMM plan of this machine, an entry of the prepared cache.
 
-A plan is valid for one machine and one model build. Its key (a
+A plan is valid for one machine and one model build (the decoder's, settled
+by whole steps, ``cpu.plan_trial``; the vocoder's linears', by per-shape
+times, ``cpu.vocoder_gemm``: another kind of entry). Its key (a
 ``prepared_cache.CacheKey`` of kind ``gemm-plan``, which adds the torch
 version and the CPU line of ``cpu.info``: model, ISA flags, ISA limits in the
 environment, CPU count) holds the thread count, the matrix shapes and how many
@@ -25,18 +27,20 @@ from realtime.runtime.prepared_cache import CacheKey, PreparedCache
 log = logging.getLogger(__name__)
 
 KIND = "gemm-plan"
+VOCODER_KIND = "vocoder-gemm-plan"  # the vocoder's linears (``cpu.vocoder_gemm``): per-shape times
 Plan = dict[tuple[int, int], dict[int, str]]  # backend per (shape [N, K], row class)
 
 
 def key(weights: Sequence[torch.Tensor], policy, device: torch.device, dtype: torch.dtype,
-        candidates: Sequence[str]) -> CacheKey:
+        candidates: Sequence[str], kind: str = KIND) -> CacheKey:
     """What a plan for ``weights`` under ``policy`` (a ``cpu.plan.GemmPolicy``)
-    among backends ``candidates`` depends on."""
+    among backends ``candidates`` depends on; ``kind``: the entry's kind (the
+    decoder's ``KIND``, the vocoder's ``VOCODER_KIND``)."""
     shapes: dict[str, int] = {}
     for w in weights:
         name = f"{w.shape[0]}x{w.shape[1]}"
         shapes[name] = shapes.get(name, 0) + 1
-    return CacheKey.of(KIND, threads=torch.get_num_threads(), device=str(device),
+    return CacheKey.of(kind, threads=torch.get_num_threads(), device=str(device),
                        dtype=str(dtype).removeprefix("torch."), mode=policy.mode,
                        shapes=dict(sorted(shapes.items())),
                        batch_sizes=sorted(set(policy.batch_sizes)),

@@ -16,7 +16,16 @@ times summed) is more than ``SINGLE_SLACK`` times the best estimate are not
 tried: the isolated times misjudge a step by 10-20%, not by half, and each
 tried backend holds a full copy of the weights while the trial runs.
 
-Thread: build time (the model thread).
+With ``policy.defer_packing`` a cached plan is built with plain ``mm``
+forms only (the transposed matrices: what the first requests run on) and
+``Begun.deferred`` holds one piece per matrix that packs the plan's other
+forms (MKL's, oneDNN's: opaque, so no cache can hold them) and puts them in
+place; the runner runs them in idle time after ``/readyz`` (warm_start.py),
+or all at once before a full warm-up. Until a matrix's piece has run, its
+row classes multiply with ``mm``: results within fp32 rounding of the packed
+forms' (the backends differ in accumulation order only, ``cpu.gemm``).
+
+Thread: build time and the deferred pieces: the model thread.
 """
 
 from __future__ import annotations
@@ -24,12 +33,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
 from realtime.runtime.cpu import plan_cache
-from realtime.runtime.cpu.plan import PACKERS, PREFILL, GemmPolicy, Prepared, candidates, prepare
+from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates
+from realtime.runtime.cpu.gemm import Matrix, PlainMatrix
+from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, Prepared, prepare
 from realtime.runtime.cpu.step_verdict import MIXED, StepVerdict, decide, time_plans
 from realtime.runtime.prepared_cache import CacheKey
 
@@ -52,6 +64,7 @@ class Begun:
     policy: GemmPolicy
     key: CacheKey | None = None
     cached: bool = False  # the plan came from the machine's cache: nothing to try
+    deferred: list[Callable[[], None]] = field(default_factory=list)  # packing left for later
 
     @property
     def trial(self) -> bool:
@@ -61,18 +74,50 @@ class Begun:
 def begin(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
           dtype: torch.dtype) -> Begun:
     """Prepare ``weights`` [N, K] as ``cpu.plan.prepare`` does, from the cached
-    plan of this machine if there is one; in ``auto`` mode on a CPU where
-    several backends run, every candidate's form is kept for ``settle``."""
-    trial = policy.mode == "auto" and device.type == "cpu" and len(candidates(device, dtype)) > 1
-    key = plan_cache.key(weights, policy, device, dtype, candidates(device, dtype)) if trial else None
+    plan of this machine if there is one; in a measured mode (``auto``,
+    ``int8``, ``bf16``) on a CPU where several of its forms run, every
+    candidate's form is kept for ``settle``."""
+    names = candidates(device, dtype, policy.mode) if policy.mode in FAMILIES else ()
+    trial = device.type == "cpu" and len(names) > 1
+    key = plan_cache.key(weights, policy, device, dtype, names) if trial else None
     fixed = plan_cache.load(policy.cache_dir, key) if trial else None
-    prepared = prepare(weights, policy, device, dtype, keep=trial and fixed is None, fixed=fixed)
+    deferred: list[Callable[[], None]] = []
+    if fixed is not None and policy.defer_packing and policy.mode == "auto":  # fp32's mm first
+        plain = {shape: dict.fromkeys(rows, "mm") for shape, rows in fixed.items()}
+        prepared = prepare(weights, policy, device, dtype, fixed=plain)
+        for shape, rows in fixed.items():
+            if shape in prepared.choices:
+                prepared.choices[shape].backends = dict(rows)  # the plan, as the log shows it
+        deferred = [partial(_pack_later, m, fixed[(m.shape[1], m.shape[0])], policy)
+                    for m in prepared.matrices
+                    if any(b != "mm" for b in fixed.get((m.shape[1], m.shape[0]), {}).values())]
+    else:
+        prepared = prepare(weights, policy, device, dtype, keep=trial and fixed is None, fixed=fixed)
     if fixed is not None:
-        log.info("cpu gemm plan from this machine's cache (%s): no measurement",
-                 plan_cache.describe_key(key) if key else "")
+        log.info("cpu gemm plan from this machine's cache (%s): no measurement%s",
+                 plan_cache.describe_key(key) if key else "",
+                 f"; {len(deferred)} matrices packed in idle time" if deferred else "")
     if trial and fixed is None and not any(c.seconds for c in prepared.choices.values()):
         prepared.groups.clear()  # nothing measured (tiny shapes): nothing to try
-    return Begun(prepared, policy, key, cached=fixed is not None)
+    return Begun(prepared, policy, key, cached=fixed is not None, deferred=deferred)
+
+
+def _pack_later(matrix: Matrix, plan: dict[int, str], policy: GemmPolicy) -> None:
+    """Pack ``matrix`` (built with ``mm`` only) for the backends ``plan``
+    names per row class and serve those classes with them; a form that fails
+    to pack leaves its classes on ``mm`` (logged)."""
+    plain = next(f for f in matrix.forms if isinstance(f, PlainMatrix))
+    weight = plain.w_t.t()  # [N, K], as the packers take it
+    for backend in sorted({b for b in plan.values() if b != "mm"}):
+        try:
+            form = PACKERS[backend](weight, policy.pack_rows)
+        except (RuntimeError, ValueError) as exc:
+            log.warning("gemm backend %s failed to pack a %s matrix later (%s); using mm",
+                        backend, tuple(weight.shape), exc)
+            continue
+        for rows, b in plan.items():
+            if b == backend:
+                matrix.set_form(_class_rows(policy, rows), form)
 
 
 def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[str]:

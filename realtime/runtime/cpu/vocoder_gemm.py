@@ -17,7 +17,8 @@ AMD EPYC Zen 4, 2 threads, full size, side by side: a 12-step window 45.6 ->
 33.8 ms, a 123-step window 174 -> 148 ms (oneDNN packed, 40 of the 41);
 audio within 1e-7 of the ``addmm`` render (peak ~0.1).
 
-bf16 (``precision int8`` only, whose audio already parts from fp32's). A
+bf16 (``precision int8`` and ``bf16`` only, whose audio already parts from
+fp32's, and only where ``cpu.bf16.available()``: native bf16). A
 block linear (not the Vocos head's, as ``--vocoder-precision bf16``) whose
 shape runs faster with a bf16 copy of its weight (``vocoder_precision.BF16Linear``:
 oneDNN's AMX or AVX-512-BF16 kernels; emulated elsewhere, where it loses and
@@ -42,8 +43,11 @@ from dataclasses import replace
 
 import torch
 
+from realtime.runtime.cpu import plan_cache
+from realtime.runtime.cpu.bf16 import available as bf16_available
+from realtime.runtime.cpu.forms import candidates
 from realtime.runtime.cpu.gemm import Matrix
-from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare_matrices
+from realtime.runtime.cpu.plan import GemmPolicy, ShapeChoice, prepare
 from realtime.runtime.vocoder_precision import BF16Linear, block_linears
 
 log = logging.getLogger(__name__)
@@ -74,7 +78,8 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
     (for the log). ``policy``: the decoder's, its mode forcing a backend
     (``int8`` runs the vocoder as ``auto`` would, with bf16 linears where
     they measure faster)."""
-    mode = "auto" if policy.mode == "int8" else policy.mode
+    reduced = policy.mode in ("int8", "bf16")  # precisions whose audio already parts from fp32's
+    mode = "auto" if reduced else policy.mode
     found = [entry for m in modules for entry in _linears(m)]
     if not found or mode == "mm":
         return modules, {}
@@ -85,11 +90,11 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
     plan = replace(policy, mode=mode, batch_sizes=(1,), prefill_rows=ROWS)
     with torch.no_grad():
         weights = [lin.weight.detach().contiguous() for _, _, lin in found]
-        matrices, choices = prepare_matrices(weights, plan, device, dtype)
+        matrices, choices = _prepared(weights, plan, device, dtype)
     layers: dict[int, torch.nn.Module] = {
         id(lin): PackedLinear(m, lin.bias) for (_, _, lin), m in zip(found, matrices)
         if m.backend_for(ROWS) != "mm"}
-    if policy.mode == "int8":
+    if reduced and bf16_available() is None:
         # The blocks' linears, as --vocoder-precision bf16 takes them (the head stays fp32).
         blocks = {id(getattr(parent, name)) for m in modules for parent, name in block_linears(m)}
         pairs = [(lin, m) for (_, _, lin), m in zip(found, matrices) if id(lin) in blocks]
@@ -107,9 +112,32 @@ def pack_linears(modules: list[torch.nn.Module], policy: GemmPolicy
         out.append(clone)
     forms = Counter("bf16" if isinstance(layers.get(id(lin)), BF16Linear) else m.backend_for(ROWS)
                     for (_, _, lin), m in zip(found, matrices))
-    log.info("vocoder gemm (%s, timed at %d frames): %s", policy.mode if policy.mode == "int8" else mode,
+    log.info("vocoder gemm (%s, timed at %d frames): %s", policy.mode if reduced else mode,
              ROWS, ", ".join(f"{b} {n}" for b, n in sorted(forms.items())))
     return out, choices
+
+
+def _prepared(weights: list[torch.Tensor], plan: GemmPolicy, device: torch.device,
+              dtype: torch.dtype) -> tuple[list[Matrix], dict[tuple[int, int], ShapeChoice]]:
+    """``cpu.plan.prepare_matrices``, from the choices this machine measured
+    at an earlier start when ``plan.cache_dir`` holds them (``cpu.plan_cache``,
+    kind ``VOCODER_KIND``: keyed by the shapes, threads, candidates, torch and
+    CPU); what it measured is stored there for the next start."""
+    key = None
+    if plan.mode == "auto" and plan.cache_dir:
+        key = plan_cache.key(weights, plan, device, dtype, candidates(device, dtype),
+                             kind=plan_cache.VOCODER_KIND)
+    fixed = plan_cache.load(plan.cache_dir, key) or {}
+    prepared = prepare(weights, plan, device, dtype, fixed=fixed or None)
+    # Shapes too small to measure are decided by size alone (no entry needed);
+    # the shapes a budget left unmeasured are measured at the next start.
+    measured = {s: c.backends for s, c in prepared.choices.items() if c.complete and s not in fixed}
+    if fixed:
+        log.info("vocoder gemm plan from this machine's cache: %d of %d shapes", len(fixed),
+                 len(prepared.choices))
+    if measured:
+        plan_cache.store(plan.cache_dir, key, {**fixed, **measured}, [f"timed at {ROWS} frames"])
+    return prepared.matrices, prepared.choices
 
 
 def bf16_layers(linears: list[torch.nn.Linear], matrices: list[Matrix], min_bytes: int,

@@ -1,0 +1,42 @@
+"""bench kernels and bench int8/precision on tiny shapes: they run and report what they say."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from runtime_fixtures import tiny_assets
+
+from bench import int8 as bench_int8
+from bench import kernels
+from realtime.runtime.cpu import int8 as cpu_int8
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def test_snr_is_large_for_small_noise_and_capped_for_none():
+    ref = [1.0, -1.0] * 50
+    assert bench_int8.snr_db(ref, ref) == bench_int8.SNR_CAP_DB
+    assert 39 < bench_int8.snr_db(ref, [v * 1.01 for v in ref]) < 41  # 1% error: 40 dB
+
+
+def test_kernels_reports_every_offered_form_per_row_count(monkeypatch):
+    monkeypatch.setattr(kernels, "SHAPES", {"a": (48, 32, 2), "b": (32, 48, 1)})
+    result = kernels.measure(rows_list=(1, 3), rounds=1)
+    for rows in (1, 3):
+        assert "mm" in result["step_ms"][rows]
+        assert result["rel_error"][rows]["a"]["mm"] < 1e-5
+        if cpu_int8.available() is None:
+            assert 1e-4 < result["rel_error"][rows]["a"]["int8"] < 0.05
+
+
+@pytest.mark.skipif(cpu_int8.available() is not None, reason="int8 unavailable")
+def test_divergence_reports_steps_errors_and_audio_snr():
+    out = bench_int8.compare(tiny_assets(), 6, ("int8",), texts=bench_int8.PROMPTS[:1])
+    (row,) = out["int8"]
+    assert {"first_differing_step", "fp32_backends_first_differing_step", "hidden_rel_err_max",
+            "kl_t03_median", "audio_snr_db", "vocoder_snr_db"} <= set(row)
+    assert 0 < row["hidden_rel_err_max"] < 1e-2
+    # Tiny vocoder shapes stay fp32 (unmeasured): the vocoder alone is exact.
+    assert row["vocoder_snr_db"] == bench_int8.SNR_CAP_DB
+    assert 40 < row["audio_snr_db"] < bench_int8.SNR_CAP_DB
+    assert torch.get_num_threads() == 1
