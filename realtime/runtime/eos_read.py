@@ -32,11 +32,13 @@ Thread: the model thread.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 
 from realtime.runtime.held import HeldJob
+from scheduler import JobId
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,23 @@ def deferred_for(mode: str, device: torch.device) -> bool:
     if mode not in EOS_READS:
         raise ValueError(f"unknown EOS read {mode!r} ({', '.join(EOS_READS)})")
     return device.type == "cuda" if mode == "auto" else mode == "deferred"
+
+
+def count_codes(read: list[tuple[HeldJob, bool]], held: Mapping[JobId, HeldJob]) -> list[HeldJob]:
+    """Apply the EOS flags ``read`` to their jobs; returns the jobs they
+    advanced, in launch order. The flag of a job no longer ``held``
+    (released meanwhile), or of one that ended before it (a code drawn while
+    its end was in flight), counts nothing."""
+    jobs = []
+    for job, hit_eos in read:
+        if job.done or held.get(job.id) is not job:
+            continue
+        if not hit_eos:
+            job.n_codes += 1
+        if hit_eos or job.n_codes >= job.spec.max_new:
+            job.done = True
+        jobs.append(job)
+    return jobs
 
 
 @dataclass

@@ -62,7 +62,7 @@ from realtime.runtime.api import (
 from realtime.runtime.audio_stage import AudioStage, is_device_lost, is_oom
 from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
-from realtime.runtime.eos_read import EosReader, deferred_for
+from realtime.runtime.eos_read import EosReader, count_codes, deferred_for
 from realtime.runtime.frontend import Speakers, TextFrontEnd
 from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
 from realtime.runtime.held import HeldJob, JobSpec
@@ -235,7 +235,7 @@ class ModelRunner:
                     self.jobs.pop(job.id, None)
             out.seconds = time.perf_counter() - start
             return out
-        jobs = self._count(read)
+        jobs = count_codes(read, self.jobs)
         for job in jobs + pre + dec:  # codes drawn: the scheduler's buckets must cover them
             out.tokens[job.id] = job.n_codes if job.done else job.drawn
         ended = self.audio.render(jobs, out, self.jobs.__contains__)  # finished or failed
@@ -246,21 +246,6 @@ class ModelRunner:
             self.eos.drop()  # flags of codes drawn after the last job's end: nobody's
         out.seconds = time.perf_counter() - start
         return out
-
-    def _count(self, read: list[tuple[HeldJob, bool]]) -> list[HeldJob]:
-        """Apply the EOS flags read; returns the jobs they advanced, in launch
-        order. The flag of a job released meanwhile, or of one that ended
-        before it (a code drawn while its end was in flight), counts nothing."""
-        jobs = []
-        for job, hit_eos in read:
-            if job.done or self.jobs.get(job.id) is not job:
-                continue
-            if not hit_eos:
-                job.n_codes += 1
-            if hit_eos or job.n_codes >= job.spec.max_new:
-                job.done = True
-            jobs.append(job)
-        return jobs
 
     def _jobs_of(self, plan: StepPlan, out: StepOutput) -> tuple[list[HeldJob], list[HeldJob]]:
         """The plan's prefill jobs (now held) and decode jobs; a row that
