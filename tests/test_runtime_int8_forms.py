@@ -81,3 +81,32 @@ def test_the_whole_step_trial_judges_int8_forms_too(monkeypatch, tmp_path):
     lines = plan_trial.settle(begun, lambda rows: (lambda: None))
     assert {m.backend_for(1) for m in begun.prepared.matrices} == {"int8"}
     assert lines[0].startswith("batch 1: int8 (mixed loses to int8")
+
+
+def test_a_cached_choice_is_never_shared_between_models(monkeypatch):
+    # A trial rewrites its model's choices; a second model hitting the cache
+    # (another precision's fp32 heads) must get what was measured, not that.
+    monkeypatch.setattr(gemm_plan, "candidates", lambda *_: ("mm", "onednn"))
+    monkeypatch.setattr(gemm_plan, "_time_pass", lambda forms_, x: 1.0 if forms_[0].backend == "mm" else 2.0)
+    auto = GemmPolicy("auto", batch_sizes=(1, 8), min_measured_bytes=0)
+    _, first = prepare_matrices(_weights(), auto, CPU, torch.float32)
+    for choice in first.values():
+        choice.backends[8] = "int8"  # what a settled trial of another family once wrote
+    mats, second = prepare_matrices(_weights(), auto, CPU, torch.float32)
+    assert all(c.backends[8] == "mm" for c in second.values())
+    assert {m.backend_for(8) for m in mats} == {"mm"}
+
+
+def test_the_trial_leaves_choices_it_holds_no_forms_of_alone(monkeypatch, tmp_path):
+    from realtime.runtime.cpu.plan import ShapeChoice
+
+    monkeypatch.setattr(plan_trial, "candidates", lambda *_: ("int8", "int8_woq"))
+    monkeypatch.setattr(gemm_plan, "candidates", lambda *_: ("int8", "int8_woq"))
+    _per_shape(monkeypatch, {(48, 32): "int8_woq", (32, 48): "int8"})
+    _whole_step_clock(monkeypatch, {"int8": 1.0, "int8_woq": 1.1}, 0.0)
+    begun = plan_trial.begin(_weights(), INT8, CPU, torch.float32)
+    heads = ShapeChoice(backends={1: "mm", 8: "mkl", PREFILL: "onednn"})
+    begun.prepared.choices[(60, 32)] = heads  # as the model adds its fp32 heads
+    trial_helpers._trial_matrices[:] = begun.prepared.matrices
+    plan_trial.settle(begun, lambda rows: (lambda: None))
+    assert heads.backends == {1: "mm", 8: "mkl", PREFILL: "onednn"}

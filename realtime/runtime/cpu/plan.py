@@ -36,6 +36,7 @@ Thread: build time (the model thread); the cache is process-wide.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
@@ -248,7 +249,9 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
     key = ((n, k), classes, policy.prefill_rows, torch.get_num_threads(), names)
     measured = policy.mode in FAMILIES
     if measured and key in _CACHE:
-        return _CACHE[key]
+        # A copy: a whole-step trial rewrites its model's choices, which must
+        # not reach the next model that hits the cache (another precision's heads).
+        return copy.deepcopy(_CACHE[key])
     choice = ShapeChoice(backends={})
     if measured and sum(w.numel() * 4 for w in packs.weights) < policy.min_measured_bytes:
         # Matrices this small stay in cache and cost microseconds whatever
@@ -261,7 +264,7 @@ def _choose(packs: _Packs, policy: GemmPolicy, names: tuple[str, ...],
             _measure(packs, usable, classes, policy, deadline, choice)
         choice.backends = pick(choice.seconds, classes, _any_rows, _fallback(usable))
         if choice.complete:
-            _CACHE[key] = choice
+            _CACHE[key] = copy.deepcopy(choice)
         return choice
     usable = _usable(packs, (policy.mode,), choice) or [packs.plain]
     forced = usable[0]

@@ -175,7 +175,9 @@ def _plans(prepared: Prepared, rows: int) -> dict[str, dict[Shape, str]]:
     within ``SINGLE_SLACK`` of the best per-shape estimate (over the shapes
     every one of them was timed on), and the per-shape proposal when it
     differs from all of them."""
-    choices = prepared.choices
+    # Only the shapes the trial holds forms of (a model may add others to
+    # ``choices`` later, its heads prepared apart: not the trial's to change).
+    choices = {shape: c for shape, c in prepared.choices.items() if shape in prepared.groups}
     proposal = {shape: c.backends[rows] for shape, c in choices.items()}
     singles = [b for b in prepared.names if (rows != PREFILL or PACKERS[b].any_rows)
                and not any(b in c.dropped for c in choices.values())]
