@@ -93,6 +93,7 @@ from protocol.words import (
     Flushed,
     Ping,
     Pong,
+    TimedWords,
     Words,
     WordStart,
     WordTiming,
@@ -113,7 +114,8 @@ __all__ = [
     "SPEED_MIN", "SPEED_MAX", "DEFAULT_SPEED", "REFINE_LEVELS", "REFINE_PROMPT_MAX_CHARS",
     "REFERENCES", "RefineLevels",
     # voice-agent additions
-    "Words", "WordTiming", "WordStart", "WORD_METHODS", "Flushed", "Ping", "Pong", "PING_DATA_MAX_CHARS",
+    "Words", "TimedWords", "WordTiming", "WordStart", "WORD_METHODS", "Flushed", "Ping", "Pong",
+    "PING_DATA_MAX_CHARS",
     # errors
     "ErrorCode", "ProtocolError", "NON_TERMINAL_CODES",
     # codec

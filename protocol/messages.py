@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from protocol.params import Params
-from protocol.words import Flushed, Ping, Pong, Words
+from protocol.words import Flushed, Ping, Pong, TimedWords, Words
 
 PROTOCOL_VERSION = 1
 DEFAULT_SAMPLE_RATE = 24000
@@ -357,7 +357,7 @@ class Error:
 
 
 ClientMessage = Speak | Append | Flush | Cancel | Ping
-ServerMessage = Hello | Started | Segment | Done | Cancelled | Error | Words | Flushed | Pong
+ServerMessage = Hello | Started | Segment | Done | Cancelled | Error | Words | TimedWords | Flushed | Pong
 
 CLIENT_TYPES: tuple[str, ...] = (Speak.TYPE, Append.TYPE, Flush.TYPE, Cancel.TYPE, Ping.TYPE)
 SERVER_TYPES: tuple[str, ...] = (

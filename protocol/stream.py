@@ -29,6 +29,7 @@ Thread: objects are used from one thread at a time.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from protocol.errors import NON_TERMINAL_CODES, ErrorCode, ProtocolError
@@ -51,7 +52,7 @@ from protocol.messages import (
     Timing,
 )
 from protocol.server_codec import decode_server
-from protocol.words import Flushed, Pong, WordOrder, Words, WordStart, WordTiming
+from protocol.words import Flushed, Pong, TimedWords, WordOrder, Words, WordStart
 
 _pack_header = HEADER.pack
 _U16 = 0xFFFF
@@ -138,13 +139,13 @@ class UtteranceSender:
         self.seq += 1
         return head + payload
 
-    def words(self, words: tuple[WordTiming, ...], method: str = "estimated",
-              pending: tuple[WordStart, ...] = ()) -> Words:
-        """More words of the segment being spoken, before its last frame."""
+    def words(self, words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
+              originals: Sequence[str | None], pending: tuple[WordStart, ...] = ()) -> TimedWords:
+        """More words of the segment being spoken, before its last frame (columns)."""
         if self.phase is not Phase.STREAMING or self._segment_closed:
             raise StreamStateError(f"{self.id}: words in phase {self.phase.value}"
                                    + (" after its segment's last frame" if self._segment_closed else ""))
-        return Words(self.id, self.segments, words, method, pending)
+        return TimedWords(self.id, self.segments, words, starts, ends, originals, pending)
 
     def flushed(self, flush_id: str) -> Flushed:
         """A flush acknowledgement: after ``started``, before the terminal."""

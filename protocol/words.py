@@ -25,6 +25,7 @@ message, keeps an idle connection open.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -86,6 +87,34 @@ class Words:
         words = [{"word": w, "start_ms": a, "end_ms": b} if o is None else
                  {"word": w, "start_ms": a, "end_ms": b, "original": o}
                  for w, a, b, o in self.words]  # per word: no method call
+        wire = {"type": self.TYPE, "id": self.id, "segment": self.segment, "words": words,
+                "method": self.method}
+        if self.pending:
+            wire["pending"] = [p.to_wire() for p in self.pending]
+        return wire
+
+
+class TimedWords:
+    """A ``words`` message as the server builds it: the same wire form as
+    ``Words`` (``decode_server`` reads it back as one), its words in
+    columns (``words[i]`` from ``starts[i]`` to ``ends[i]``; ``originals[i]``
+    None where the word is the client's own), so no ``WordTiming`` is made
+    per word: this is built per push of audio, on the server's hot path."""
+
+    TYPE: ClassVar[str] = "words"
+    __slots__ = ("id", "segment", "words", "starts", "ends", "originals", "pending", "method")
+
+    def __init__(self, id: str, segment: int, words: Sequence[str],  # noqa: A002 - the wire name
+                 starts: Sequence[float], ends: Sequence[float],
+                 originals: Sequence[str | None], pending: tuple[WordStart, ...] = (),
+                 method: str = "estimated") -> None:
+        self.id, self.segment, self.method, self.pending = id, segment, method, pending
+        self.words, self.starts, self.ends, self.originals = words, starts, ends, originals
+
+    def to_wire(self) -> dict[str, Any]:
+        words = [{"word": w, "start_ms": a, "end_ms": b} if o is None else
+                 {"word": w, "start_ms": a, "end_ms": b, "original": o}
+                 for w, a, b, o in zip(self.words, self.starts, self.ends, self.originals)]
         wire = {"type": self.TYPE, "id": self.id, "segment": self.segment, "words": words,
                 "method": self.method}
         if self.pending:

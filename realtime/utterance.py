@@ -32,7 +32,7 @@ import numpy as np
 
 from protocol import ErrorCode, Speak
 from protocol.stream import UtteranceSender
-from protocol.words import WordStart, WordTiming
+from protocol.words import WordStart
 from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
@@ -43,10 +43,11 @@ from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
 from realtime.textfront.script import estimate_tokens
 from realtime.utterance_link import Outcome, UtteranceClock, UtteranceMessage
-from realtime.word_timing import WordTimer
+from realtime.word_timing import Columns, WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
+_NO_WORDS: Columns = ((), (), (), ())
 
 
 class Transport(Protocol):
@@ -331,9 +332,9 @@ class ServerUtterance:
         self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
                                                  self._framer.ms(samples), seg.spoken), self)
 
-    def _send_words(self, words: tuple[WordTiming, ...], pending: tuple[WordStart, ...] = ()) -> None:
-        if (words or pending) and not self._ended:  # purged with the audio if the utterance stops
-            self.link.send_message(self.wire.words(words, pending=pending), self)
+    def _send_words(self, words: Columns | None, pending: tuple[WordStart, ...] = ()) -> None:
+        if (words is not None or pending) and not self._ended:  # purged with the audio if the utterance stops
+            self.link.send_message(self.wire.words(*(words or _NO_WORDS), pending), self)
 
     def _answer_flushes(self) -> None:
         if self._flushes and self.admitted and not self._ended:  # flushed comes after started

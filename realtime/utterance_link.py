@@ -12,9 +12,9 @@ import enum
 import time
 
 from protocol.messages import Cancelled, Done, Error, Segment, Started, Timing
-from protocol.words import Flushed, Words
+from protocol.words import Flushed, TimedWords, Words
 
-UtteranceMessage = Started | Segment | Done | Cancelled | Error | Words | Flushed
+UtteranceMessage = Started | Segment | Done | Cancelled | Error | Words | TimedWords | Flushed
 
 
 class Outcome(enum.Enum):

@@ -2,8 +2,8 @@
 
 The utterance tells a ``WordTimer`` when a segment's audio is pushed into the
 framer and when the segment ends; the timer answers with the words to send
-now, as ``protocol.WordTiming``s, which the utterance sends (through its
-``UtteranceSender``) before the frames that carry that audio:
+now, in columns (``protocol.TimedWords``), which the utterance sends (through
+its ``UtteranceSender``) before the frames that carry that audio:
 
 - sentence chunking: a segment's audio comes whole, so its first push knows
   the exact span and every word goes out at once, before the first frame;
@@ -26,8 +26,9 @@ the floor of its resampled length, which soxr never undershoots, so words
 stay inside the segment and cover it to within one output sample.
 
 Cost (issue 23, item 7: the server bench's per-frame CPU): a segment's
-words are cut and weighed once, into columns (``WordPlan``), and a word
-becomes one object, the ``WordTiming`` sent, only once its times are final.
+words are cut and weighed once, into columns (``WordPlan``), and they stay
+columns up to the wire: a word is one object only there, the JSON object
+sent, once its times are final.
 
 Thread: event loop (the utterance's).
 """
@@ -36,10 +37,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from itertools import repeat
 from typing import Protocol
 
-from protocol import WordStart, WordTiming
+from protocol import WordStart
 from realtime.audio import SOURCE_RATE
 from realtime.textfront.timing import PRIOR_UNIT_MS, WordPlan, WordTrack, plan_words
 
@@ -56,19 +56,20 @@ class _Framer(Protocol):  # what the timer reads of the utterance's framer (PCM 
     def ms(self, samples: int) -> float: ...
 
 
-# What to send before the frames of a push: committed words and the pending ones.
-WordsToSend = tuple[tuple[WordTiming, ...], tuple[WordStart, ...]]
-NOTHING: WordsToSend = ((), ())
-_new = tuple.__new__  # WordTiming._make without its Python call: once per word
+# Words to send, in columns: (words, starts, ends, originals) (the wire's
+# ``TimedWords``); with the pending ones, what goes before a push's frames.
+Columns = tuple[Sequence[str], Sequence[float], Sequence[float], Sequence[str | None]]
+WordsToSend = tuple[Columns | None, tuple[WordStart, ...]]
+NOTHING: WordsToSend = (None, ())
 
 
-def _timings(plan: WordPlan, lo: int, times: tuple[list[float], list[float]]
-             ) -> tuple[WordTiming, ...]:
+def _columns(plan: WordPlan, lo: int, times: tuple[list[float], list[float]]) -> Columns | None:
     """Words ``lo``, ``lo + 1``, ... of ``plan`` at ``times`` (starts, ends)."""
     starts, ends = times
+    if not starts:
+        return None
     hi = lo + len(starts)
-    return tuple(map(_new, repeat(WordTiming),
-                     zip(plan.words[lo:hi], starts, ends, plan.originals[lo:hi])))
+    return plan.words[lo:hi], starts, ends, plan.originals[lo:hi]
 
 
 class WordTimer:
@@ -100,30 +101,30 @@ class WordTimer:
             start = f.samples_sent - f.segment_samples
             return self._finish(f.ms(start + f.sample_rate * source_samples // SOURCE_RATE)), ()
         lo = track.next
-        committed = _timings(track.plan, lo, track.advance(f.ms(f.samples_sent)))
+        committed = _columns(track.plan, lo, track.advance(f.ms(f.samples_sent)))
         if not track.begun:
             self._pending_at = None
-            return (committed, ()) if committed else NOTHING
+            return (committed, ()) if committed is not None else NOTHING
         at = track.at
-        if not committed and self._pending_at == at:
+        if committed is None and self._pending_at == at:
             return NOTHING  # the same word still in progress: nothing new to say
         self._pending_at = at
         plan, n = track.plan, track.next
         return committed, (WordStart(plan.words[n], at, plan.originals[n]),)
 
-    def ended(self) -> tuple[WordTiming, ...]:
+    def ended(self) -> Columns | None:
         """The open segment ended (its last frames are framed, not yet sent):
         its remaining words (the pending one among them, with its start)."""
         return self._finish(self.framer.ms(self.framer.samples_sent))
 
-    def _finish(self, end_ms: float) -> tuple[WordTiming, ...]:
+    def _finish(self, end_ms: float) -> Columns | None:
         """The open segment's remaining words, up to its end ``end_ms``; the
         utterance's speaking rate learnt from it."""
         track, self._track = self._track, None
         self._pending_at = None
         if track is None:
-            return ()
+            return None
         units = track.plan.total
         if units > 0 and end_ms > track.origin_ms:
             self.unit_ms = (end_ms - track.origin_ms) / units
-        return _timings(track.plan, track.next, track.finish(end_ms))
+        return _columns(track.plan, track.next, track.finish(end_ms))

@@ -112,6 +112,20 @@ def test_new_server_messages_validate_and_read_back(message):
     assert p.decode_server(p.encode(message)) == message
 
 
+def _columns(message: p.Words) -> p.TimedWords:
+    words, starts, ends, originals = zip(*message.words) if message.words else ((),) * 4
+    return p.TimedWords(message.id, message.segment, words, starts, ends, originals,
+                        message.pending)
+
+
+@pytest.mark.parametrize("message", [WORDS, PENDING, p.Words("u", 0, ())], ids=str)
+def test_the_servers_columns_make_the_same_words_message(message):
+    """The server sends ``TimedWords`` (columns): the same bytes as ``Words``."""
+    timed = _columns(message)
+    assert p.encode(timed) == p.encode(message)
+    assert p.decode_server(p.encode(timed)) == message
+
+
 def test_an_older_hello_without_idle_timeout_still_reads():
     wire = {"type": "hello", "protocol": 1, "sample_rate": 24000, "formats": [], "sample_rates": [],
             "voices": [], "limits": {"max_text_chars": 1, "max_active": 1, "max_message_bytes": 1},
@@ -163,13 +177,13 @@ def _received(sender_steps) -> list[Kind]:
 def test_words_come_before_their_segments_last_frame_and_flushed_before_done():
     def steps(s: UtteranceSender):
         yield s.started("interactive", "pcm_s16le", 24000)
-        yield s.words((W("one", 0.0, 5.0),))
+        yield s.words(("one",), (0.0,), (5.0,), (None,))
         yield s.frame(b"ab")
-        yield s.words((W("two", 6.0, 10.0),))
+        yield s.words(("two",), (6.0,), (10.0,), (None,))
         yield s.frame(b"cd", segment_end=True)
         yield s.segment("One two.", 0.0, 10.0)
         yield s.flushed("f1")
-        yield s.words((W("three", 10.0, 20.0),))
+        yield s.words(("three",), (10.0,), (20.0,), (None,))
         yield s.frame(b"ef", utterance_end=True)
         yield s.flushed("f2")
         yield s.segment("Three.", 10.0, 10.0)
@@ -182,13 +196,13 @@ def test_words_come_before_their_segments_last_frame_and_flushed_before_done():
 def test_the_sender_refuses_words_and_flushed_out_of_place():
     s = UtteranceSender("u", 1)
     with pytest.raises(StreamStateError):
-        s.words(())
+        s.words((), (), (), ())
     with pytest.raises(StreamStateError):
         s.flushed("f")
     s.started("interactive", "pcm_s16le", 24000)
     s.frame(b"ab", segment_end=True)
     with pytest.raises(StreamStateError):  # timing after its audio
-        s.words(())
+        s.words((), (), (), ())
     s.segment("x", 0, 1)
     s.cancelled()
     with pytest.raises(StreamStateError):

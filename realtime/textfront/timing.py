@@ -31,8 +31,10 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain
+from math import inf
 from operator import add
 
 from realtime.textfront.script import is_cjk
@@ -135,9 +137,10 @@ def _ascii_tokens(text: str) -> list[str]:
 
 
 
-# A run of words: (the pause before its first word, which belongs to the word
-# before the run; its words; their units; the pause after each).
-_Run = tuple[float, tuple[str, ...], tuple[float, ...], tuple[float, ...]]
+# A run of words: (word, units, pause after it) each; a pause before its
+# first word, which belongs to the word before the run, is a mark first:
+# ("", 0.0, pause).
+_Run = tuple[tuple[str, float, float], ...]
 # Token -> its units (> 0), or minus the pause after it for punctuation; and
 # an ASCII piece between spaces -> its run: per piece one dictionary lookup
 # on the event loop instead of the regular expression, the tests and the
@@ -166,20 +169,17 @@ def _weigh(token: str) -> float:
 
 def _run_of(tokens: Iterable[str]) -> _Run:
     lead = 0.0
-    words: list[str] = []
-    units: list[float] = []
-    pauses: list[float] = []
+    run: list[tuple[str, float, float]] = []
     for token in tokens:
         weight = _weigh(token)
         if weight > 0.0:
-            words.append(token)
-            units.append(weight)
-            pauses.append(0.0)
-        elif pauses:  # punctuation: a pause after the word before it, the longest
-            pauses[-1] = max(pauses[-1], -weight)
+            run.append((token, weight, 0.0))
+        elif run:  # punctuation: a pause after the word before it, the longest
+            word, units, pause = run[-1]
+            run[-1] = (word, units, max(pause, -weight))
         else:
             lead = max(lead, -weight)
-    return lead, tuple(words), tuple(units), tuple(pauses)
+    return (("", 0.0, lead), *run) if lead > 0.0 else tuple(run)
 
 
 def _ascii_run(piece: str) -> _Run:
@@ -190,11 +190,22 @@ def _ascii_run(piece: str) -> _Run:
     return run
 
 
-def _runs(spoken: str) -> Iterable[_Run]:
-    if spoken.isascii():
-        pieces = _PIECES
-        return (pieces.get(p) or _ascii_run(p) for p in spoken.split())
-    return (_run_of(_tokens(spoken)),)
+def _merge_marks(flat: list[tuple[str, float, float]], originals: list[str | None]
+                 ) -> tuple[list[str], list[float], list[float], list[str | None]]:
+    """Columns of ``flat`` without its pause marks, each a pause of the word before it."""
+    words: list[str] = []
+    units: list[float] = []
+    pauses: list[float] = []
+    kept: list[str | None] = []
+    for (word, weight, pause), original in zip(flat, originals):
+        if weight > 0.0:
+            words.append(word)
+            units.append(weight)
+            pauses.append(pause)
+            kept.append(original)
+        elif pauses and pause > pauses[-1]:
+            pauses[-1] = pause
+    return words, units, pauses, kept
 
 
 class WordPlan:
@@ -208,8 +219,8 @@ class WordPlan:
 
     __slots__ = ("words", "originals", "starts", "ends")
 
-    def __init__(self, words: list[str], originals: list[str | None], starts: list[float],
-                 ends: list[float]) -> None:
+    def __init__(self, words: Sequence[str], originals: Sequence[str | None],
+                 starts: list[float], ends: list[float]) -> None:
         self.words, self.originals, self.starts, self.ends = words, originals, starts, ends
 
     def __len__(self) -> int:
@@ -247,27 +258,32 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
     from a piece whose spoken form differs carry its original, stripped.
     Punctuation is no word: the pause after the word before it (the
     longest, when several marks follow it)."""
-    words: list[str] = []
+    flat: list[tuple[str, float, float]] = []
     originals: list[str | None] = []
-    units: list[float] = []
-    pauses: list[float] = []
+    pieces_get = _PIECES.get
     for original, spoken in (pieces if pieces else ((text, text),)):
         # Only a real difference names an original: a piece that differs
         # from its reading by spaces alone (a sentence read as written) does not.
         source: str | None = original.strip()
         if source == spoken.strip():
             source = None
-        count = len(words)
-        for lead, run_words, run_units, run_pauses in _runs(spoken):
-            if lead > 0.0 and pauses and lead > pauses[-1]:
-                pauses[-1] = lead
-            words += run_words
-            units += run_units
-            pauses += run_pauses
-        originals += [source] * (len(words) - count)
-    if not words:
-        return WordPlan([], [], [], [])
-    pauses[-1] = 0.0  # the segment ends with its last word
+        count = len(flat)
+        if spoken.isascii():
+            flat += chain.from_iterable([pieces_get(p) or _ascii_run(p) for p in spoken.split()])
+        else:
+            flat += _run_of(_tokens(spoken))
+        originals += [source] * (len(flat) - count)
+    if not flat:
+        return WordPlan((), [], [], [])
+    words: Sequence[str]
+    units: Sequence[float]
+    pauses: Sequence[float]
+    words, units, pauses = zip(*flat)  # columns, in C: no Python step per word
+    if 0.0 in units:
+        words, units, pauses, originals = _merge_marks(flat, originals)
+        if not words:
+            return WordPlan((), [], [], [])
+    pauses = (*pauses[:-1], 0.0)  # the segment ends with its last word
     starts = list(accumulate(map(add, units, pauses), initial=0.0))
     starts.pop()
     return WordPlan(words, originals, starts, list(map(add, starts, units)))
@@ -313,8 +329,15 @@ class WordTrack:
         if sent_ms > self._sent:
             self._sent = sent_ms
         starts, origin, unit = self.plan.starts, self.origin_ms, self.unit_ms
-        lo = n = self.next
-        last, sent = len(starts) - 1, self._sent
+        lo, last, sent = self.next, len(starts) - 1, self._sent
+        if lo >= last:
+            return [], []
+        # The words whose slot ends by ``sent``: found by bisection (per push,
+        # not per word), then settled on the exact test, which rounding may
+        # tell apart from the division by a hair.
+        n = bisect_right(starts, (sent - origin) / unit if unit > 0 else inf, lo + 1, last + 1) - 1
+        while n > lo and origin + starts[n] * unit > sent:
+            n -= 1
         while n < last and origin + starts[n + 1] * unit <= sent:
             n += 1
         if n == lo:
