@@ -337,6 +337,7 @@ def test_a_job_out_of_memory_alone_fails():
     h.runner.oom_above = 0
     h.step()
     assert [(e.job_id, e.outcome.value) for e in h.events] == [(job.id, "failed")]
+    assert job.ended_at == h.now  # at the step's end (pruning reads it)
     h.runner.oom_above = None
     h.run()  # the next plan releases the slot the runner still holds
     assert h.runner.slots == set() and h.sched.active_slots == 0
