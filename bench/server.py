@@ -1,7 +1,7 @@
 """Server overhead bench: our server (ToneRunner, no model) vs a bare websockets loop.
 
 ``python -m bench server [--quick] [--frames N] [--connections N] [--timestamps]
-[--chunking sentence|token]``
+[--chunking sentence|token] [--codes-per-char X]``
 
 Both servers run as subprocesses on 127.0.0.1 with the same websockets
 settings (no compression, the same write limit and queue sizes) and put the
@@ -32,7 +32,12 @@ timings) to the alternation and reports ``timestamps_cost_ratio`` (CPU per
 frame with timings / without, same process) and
 ``timestamps_added_first_frame_ms``. ``--chunking token`` asks for token
 chunking in every request (audio while decoding: words are committed per
-chunk).
+chunk). The tone runner makes ``--codes-per-char`` codes (512 samples) of
+audio per character of text: 1 (the default, the figures so far) speaks
+about 3.4 times faster than speech, so a frame carries 3.4 times the words
+(and word timings cost that much more per frame); 3.4, the scheduler's
+planning figure for Latin text (``textfront.script``, what benches of
+speech timing use), is the rate of speech. Every side of a run uses it.
 """
 
 from __future__ import annotations
@@ -105,9 +110,9 @@ async def _bare_serve(port: int, transcript_path: str) -> None:
 # -- the client side ----------------------------------------------------------------------
 
 
-def _text_for_frames(count: int) -> str:
-    # ToneRunner: one code (512 samples) per character.
-    chars = int(count * FRAME_SAMPLES / 512) + 1
+def _text_for_frames(count: int, codes_per_char: float = 1.0) -> str:
+    # ToneRunner: codes_per_char codes (512 samples each) per character.
+    chars = int(count * FRAME_SAMPLES / 512 / codes_per_char) + 1
     sentence = ("word " * (CHARS_PER_SENTENCE // 5))[: CHARS_PER_SENTENCE - 1].strip() + ". "
     text = ""
     while len(text) < chars:
@@ -256,12 +261,14 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             p.kill()
 
 
-def _start_ours(root: Path, port: int, text: str, connections: int) -> subprocess.Popen:
+def _start_ours(root: Path, port: int, text: str, connections: int,
+                codes_per_char: float = 1.0) -> subprocess.Popen:
     """Our server from the source tree at ``root`` (tone runner, bench settings)."""
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen(
         [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
-         "--tone-codes-per-step", "64", "--text-chars-per-minute", "0",
+         "--tone-codes-per-step", "64", "--tone-codes-per-char", str(codes_per_char),
+         "--text-chars-per-minute", "0",
          "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
          "--max-connections", str(connections + 100), "--log-level", "warning"],
         env=env, cwd=root)
@@ -280,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timestamps", action="store_true",
                         help="also measure ours with speak.timestamps (word timings)")
     parser.add_argument("--chunking", choices=("sentence", "token"), default="sentence")
+    parser.add_argument("--codes-per-char", type=float, default=1.0,
+                        help="tone runner audio per character (3.4: the rate of speech)")
     parser.add_argument("--bare-serve", nargs=2, metavar=("PORT", "TRANSCRIPT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -292,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     min_cpu = args.min_cpu or (0.5 if args.quick else 1.5)
     _raise_fd_limit(2 * args.connections + 256)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    text = _text_for_frames(args.frames)
+    text = _text_for_frames(args.frames, args.codes_per_char)
     # One id for every round: ids need only be unique among active utterances,
     # and a fixed one keeps the replayed transcript byte-identical.
     speak = {"type": "speak", "id": "bench", "text": text, "frame_ms": 100,
@@ -302,10 +311,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     timed: list[dict[str, float]] = []
 
     bare_port, our_port, base_port = _free_port(), _free_port(), _free_port()
-    ours = _start_ours(ROOT, our_port, text, args.connections)
+    ours = _start_ours(ROOT, our_port, text, args.connections, args.codes_per_char)
     procs = [ours]
     if args.baseline is not None:
-        procs.append(_start_ours(args.baseline.resolve(), base_port, text, args.connections))
+        procs.append(_start_ours(args.baseline.resolve(), base_port, text, args.connections,
+                                 args.codes_per_char))
     our_url = f"ws://127.0.0.1:{our_port}/v1/stream"
     bare_url = f"ws://127.0.0.1:{bare_port}/"
     base_url = f"ws://127.0.0.1:{base_port}/v1/stream"
@@ -375,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "frames_per_s_bare": round(b["frames_per_s"]),
         "connections_held": held,
         "server_rss_mb": round(rss_mb),
+        "codes_per_char": args.codes_per_char,
     }
     if base:
         m = _median(base)

@@ -29,6 +29,7 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
 VOCODER_OVERLAPS = ("auto", "on", "off")  # realtime.runtime.vocoder_overlap.OVERLAP_MODES
 VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16")  # realtime.runtime.vocoder_precision
+EOS_READS = ("auto", "deferred", "blocking")  # realtime.runtime.eos_read.EOS_READS
 
 WEIGHT_CHOICES_HELP = (
     "auto | random | tiny-random | tone | PATH (checkpoint directory). "
@@ -59,6 +60,7 @@ class ServerConfig:
     lookahead_steps: int = 8
     vocoder_overlap: str = "auto"
     vocoder_precision: str = "auto"
+    eos_read: str = "auto"
     voices_file: str | None = None
     auth_tokens: tuple[str, ...] = field(default=(), repr=False)
     allowed_origins: tuple[str, ...] = ()
@@ -121,6 +123,7 @@ class ServerConfig:
             lookahead_steps=self.lookahead_steps,
             vocoder_overlap=self.vocoder_overlap,
             vocoder_precision=self.vocoder_precision,
+            eos_read=self.eos_read,
             voices=read_voices_file(self.voices_file) if self.voices_file else (),
             auto_shapes=self.auto_shapes,
             cache_dir=self.cache_dir or None,
@@ -211,6 +214,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
      "auto | on | off: vocoder on its own CUDA stream, audio one step later (auto: CUDA only)"),
     ("--vocoder-precision", "vocoder_precision", str,
      "auto | fp32 | tf32 | bf16: the vocoder's block linears (auto: tf32 on CUDA, else fp32)"),
+    ("--eos-read", "eos_read", str,
+     "auto | deferred | blocking: a step's EOS flags read one step later (auto: CUDA only)"),
     ("--voices-file", "voices_file", str, "JSON file of named voices"),
     ("--auth-token", "auth_tokens", str, "accepted bearer token (repeatable)"),
     ("--allowed-origin", "allowed_origins", str, "allowed Origin header (repeatable)"),
@@ -349,7 +354,8 @@ def validate(config: ServerConfig) -> None:
     if config.cpu_gemm not in CPU_GEMMS:
         raise ConfigError(f"--cpu-gemm must be one of {', '.join(CPU_GEMMS)}, not {config.cpu_gemm!r}")
     for flag, value, choices in (("--vocoder-overlap", config.vocoder_overlap, VOCODER_OVERLAPS),
-                                 ("--vocoder-precision", config.vocoder_precision, VOCODER_PRECISIONS)):
+                                 ("--vocoder-precision", config.vocoder_precision, VOCODER_PRECISIONS),
+                                 ("--eos-read", config.eos_read, EOS_READS)):
         if value not in choices:
             raise ConfigError(f"{flag} must be one of {', '.join(choices)}, not {value!r}")
     if config.vocoder_precision == "tf32" and config.device == "cpu":

@@ -120,6 +120,17 @@ def test_vocoder_flags_reach_the_runtime():
     assert (ServerConfig().vocoder_overlap, ServerConfig().vocoder_precision) == ("auto", "auto")
 
 
+def test_the_eos_read_flag_reaches_the_runtime():
+    from realtime.config import EOS_READS
+    from realtime.runtime import eos_read
+
+    assert EOS_READS == eos_read.EOS_READS
+    _, cfg = load_config(["--eos-read", "blocking"], environ={})
+    assert cfg.runtime_options().eos_read == "blocking" and ServerConfig().eos_read == "auto"
+    with pytest.raises(ConfigError, match="--eos-read must be one of auto, deferred, blocking"):
+        load_config(["--eos-read", "later"], environ={})
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--vocoder-overlap", "later"], "--vocoder-overlap must be one of auto, on, off"),
     (["--vocoder-precision", "fp8"], "--vocoder-precision must be one of"),

@@ -163,6 +163,7 @@ def test_the_script_runs_every_section_on_the_cpu(tmp_path):
     assert hot["kv_plan_shape"]["read_mib"] > hot["kv_real_rows"]["read_mib"] > 0
     lap = report["overlap"]["streams_2"]
     assert lap["audio_identical"] is True and lap["on_step_ms_p99"] >= lap["on_step_ms_p50"] > 0
+    assert lap["deferred_audio_identical"] is True and lap["deferred_step_ms_p50"] > 0
     precision = report["vocoder_precision"]
     assert "tf32" not in precision and precision["bf16"]["snr_db_min"] >= 40  # tf32: CUDA only
     fid = report["fidelity"]

@@ -132,10 +132,13 @@ def test_overlap_section_times_both_modes_and_restores_the_runner():
     runner = _runner(budget=2048)
     entry = gpu_audio.overlap(runner, (2, 8), 256, 16, 4, 1)
     row = entry["streams_2"]
-    assert row["audio_identical"] is True and "error" not in row
+    assert row["audio_identical"] is True and row["deferred_audio_identical"] is True
+    assert "error" not in row and "deferred_p99_gain_ms" in row
     assert row["off_step_ms_p99"] >= row["off_step_ms_p50"] > 0 and row["on_step_ms_p50"] > 0
+    assert row["deferred_step_ms_p99"] >= row["deferred_step_ms_p50"] > 0
     assert "skipped" in entry["streams_8"]  # more than the runner's slots
-    assert runner.audio.delivery.delayed is False and gpu_sections.left_in(runner) == 0
+    assert runner.audio.delivery.delayed is False and runner.eos.deferred is False
+    assert gpu_sections.left_in(runner) == 0 and not runner.eos.pending
 
 
 def test_overlap_section_fails_a_delayed_path_that_loses_audio(monkeypatch):
@@ -152,6 +155,22 @@ def test_overlap_section_fails_a_delayed_path_that_loses_audio(monkeypatch):
     monkeypatch.setattr(delivery, "collect", lossy)
     row = gpu_audio.overlap(runner, (2,), 256, 16, 4, 1)["streams_2"]
     assert row["audio_identical"] is False and gpu_check._failed({"streams_2": row})
+
+
+def test_overlap_section_fails_a_deferred_read_that_changes_the_audio(monkeypatch):
+    runner = _runner(budget=2048)
+    reader = runner.eos
+    real = reader.take
+
+    def late(keep_newest=False):  # a deferred read that drops each job's last code
+        read = real(keep_newest)
+        return [(job, True if reader.deferred and job.drawn + 1 >= job.spec.max_new else eos)
+                for job, eos in read]
+
+    monkeypatch.setattr(reader, "take", late)
+    row = gpu_audio.overlap(runner, (2,), 256, 16, 4, 1)["streams_2"]
+    assert row["audio_identical"] is True and row["deferred_audio_identical"] is False
+    assert gpu_check._failed({"streams_2": row})
 
 
 def test_vocoder_precision_section_reports_bf16_against_fp32_on_the_cpu():

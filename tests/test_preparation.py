@@ -143,3 +143,29 @@ def test_a_submission_refused_midway_carries_what_was_prepared():
     assert refused.refusal.field == "voice"
     assert isinstance(ok, Prepared) and ok.refusal is None and len(ok.jobs) == 2
     assert not prep.busy
+
+
+async def test_the_model_runner_tokenizes_on_the_preparation_thread():
+    from runtime_fixtures import tiny_runner
+
+    runner = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(128,))
+    tokenizer, threads = runner.front.tokenizer, set()
+
+    class Recording:
+        """The runner's tokenizer, noting the thread of each call."""
+
+        def __call__(self, *args, **kwargs):
+            threads.add(threading.current_thread().name)
+            return tokenizer(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+    runner.warmup_first = lambda: {(1, 128): 0.02, (2, 128): 0.03}  # what it measures is not the point
+    worker = await _worker(runner)
+    runner.front.tokenizer = Recording()
+    sink = Sink()
+    worker.submit(_submission(sink, ["A short one.", "And another."], 1))
+    await wait_until(lambda: sink.kinds().count(UpdateKind.FINISHED) == 2, timeout=60)
+    assert threads == {"prepare"}
+    await worker.stop()

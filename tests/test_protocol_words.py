@@ -118,11 +118,16 @@ def _columns(message: p.Words) -> p.TimedWords:
                         message.pending)
 
 
-@pytest.mark.parametrize("message", [WORDS, PENDING, p.Words("u", 0, ())], ids=str)
+ODD = p.Words('a"b\\', 65535, (W("好", 0.0, 1e-7), W("100%", 2905.777777777778, 1e16, "50% \"off\""),
+                             W("naïve", 1e16, 1.5e300, "%s%d")), pending=(p.WordStart("x", 1.5e300),))
+
+
+@pytest.mark.parametrize("message", [WORDS, PENDING, ODD, p.Words("u", 0, ())], ids=str)
 def test_the_servers_columns_make_the_same_words_message(message):
-    """The server sends ``TimedWords`` (columns): the same bytes as ``Words``."""
+    """The server sends ``TimedWords`` (columns): the same bytes as ``Words``,
+    escapes and odd floats included."""
     timed = _columns(message)
-    assert p.encode(timed) == p.encode(message)
+    assert p.encode(timed) == orjson.dumps(message.to_wire()) == orjson.dumps(timed.to_wire())
     assert p.decode_server(p.encode(timed)) == message
 
 

@@ -10,8 +10,14 @@ synchronization inside the window: each step's EOS read waits for the model
 stream, and with the overlap the vocoder's work runs beside the next
 decode), so the step p50/p99 are what streams see. Each job's whole audio
 must be the same in both modes (``audio_identical``: the same windows
-rendered by the same kernels, one step apart). The runner's mode is
-restored and the runner left empty.
+rendered by the same kernels, one step apart). A third mode, ``deferred``,
+adds the EOS flags read one step later (``realtime/runtime/eos_read.py``,
+CUDA's serving default) to the overlap: its p50/p99 and
+``deferred_p99_gain_ms`` (against ``on``, whose EOS read blocks) say what
+launching step k+1 while step k's flags cross is worth, and its audio must
+be the same too (``deferred_audio_identical``: every job ends at the same
+step, so the batches are the same). The runner's modes are restored and
+the runner left empty.
 
 ``vocoder_precision(assets, device, ...)``: the same hidden-state windows
 through the vocoder with its block linears in each precision the device
@@ -42,10 +48,13 @@ from tools.gpu_streams import BucketDriver
 WINDOW_STEPS = (8, 24, 76, 140)  # a stream's chunks with their context, a one-shot's length
 
 
-def _round(runner, n: int, kv_len: int, warm: int, measured: int, delayed: bool) -> tuple[np.ndarray, dict]:
+MODES = {"off": (False, False), "on": (True, False), "deferred": (True, True)}  # (overlap, EOS deferred)
+
+
+def _round(runner, n: int, kv_len: int, warm: int, measured: int, mode: str) -> tuple[np.ndarray, dict]:
     """One round: step times (ms) over the window and every job's whole audio."""
     runner.reset()
-    runner.audio.delivery.delayed = delayed
+    runner.audio.delivery.delayed, runner.eos.deferred = MODES[mode]
     driver = BucketDriver(runner, kv_len)
     ids = add_jobs(driver, n, warm + measured + 1, streaming=True, first=7000)
     for _ in range(warm):
@@ -56,7 +65,7 @@ def _round(runner, n: int, kv_len: int, warm: int, measured: int, delayed: bool)
         step(driver)
         marks.append(time.perf_counter())
     finish_all(driver, 4 * (warm + measured) + 50)
-    if left_in(runner) or runner.audio.delivery.pending:
+    if left_in(runner) or runner.audio.delivery.pending or runner.eos.pending:
         raise CheckError(f"{left_in(runner)} jobs left in the runner after {n} streams")
     audio = {j: np.concatenate(driver.audio[j]) if driver.audio[j] else np.zeros(0) for j in ids}
     return np.diff(marks) * 1e3, audio
@@ -64,34 +73,37 @@ def _round(runner, n: int, kv_len: int, warm: int, measured: int, delayed: bool)
 
 def overlap(runner, counts, kv_len: int, warm: int, measured: int, rounds: int) -> dict:
     """Step p50/p99 with the overlap off and on (module docstring)."""
-    before = runner.audio.delivery.delayed
+    before = runner.audio.delivery.delayed, runner.eos.deferred
     out: dict = {"kv_len": kv_len, "measured_steps": measured, "rounds": rounds,
-                 "default_on": before}
+                 "default_on": before[0], "default_eos_deferred": before[1]}
     try:
         for n in counts:
             if n > runner.max_slots or n > max(runner.batch_sizes):
                 out[f"streams_{n}"] = {"skipped": "more than the runner's slots or largest batch"}
                 continue
-            times: dict[bool, list[np.ndarray]] = {False: [], True: []}
-            audio: dict[bool, dict] = {}
+            times: dict[str, list[np.ndarray]] = {mode: [] for mode in MODES}
+            audio: dict[str, dict] = {}
             for _ in range(rounds):
-                for delayed in (False, True):
-                    ms, audio[delayed] = _round(runner, n, kv_len, warm, measured, delayed)
-                    times[delayed].append(ms)
+                for mode in MODES:
+                    ms, audio[mode] = _round(runner, n, kv_len, warm, measured, mode)
+                    times[mode].append(ms)
             row: dict = {"streams": n}
-            for delayed, name in ((False, "off"), (True, "on")):
-                ms = np.concatenate(times[delayed])
+            for name in MODES:
+                ms = np.concatenate(times[name])
                 row[f"{name}_step_ms_p50"] = float(np.percentile(ms, 50))
                 row[f"{name}_step_ms_p99"] = float(np.percentile(ms, 99))
             row["p99_gain_ms"] = row["off_step_ms_p99"] - row["on_step_ms_p99"]
-            row["audio_identical"] = all(np.array_equal(audio[False][j], audio[True][j])
-                                         for j in audio[False])
+            row["deferred_p99_gain_ms"] = row["on_step_ms_p99"] - row["deferred_step_ms_p99"]
+            for name, key in (("on", "audio_identical"), ("deferred", "deferred_audio_identical")):
+                row[key] = all(np.array_equal(audio["off"][j], audio[name][j]) for j in audio["off"])
             if not row["audio_identical"]:
                 row["error"] = "the overlapped runner's audio differs from the synchronous one's"
+            elif not row["deferred_audio_identical"]:
+                row["error"] = "the deferred EOS read's audio differs from the blocking read's"
             out[f"streams_{n}"] = row
     finally:
         runner.reset()
-        runner.audio.delivery.delayed = before
+        runner.audio.delivery.delayed, runner.eos.deferred = before
     return out
 
 

@@ -195,6 +195,9 @@ class RuntimeOptions:
     ``fp32``, ``tf32`` (CUDA only) or ``bf16``, the head and the ISTFT in
     fp32 always; ``auto``: tf32 on CUDA, fp32 on the CPU
     (``vocoder_precision``).
+    ``eos_read``: ``auto`` (deferred on CUDA only), ``deferred`` or
+    ``blocking``: a step's EOS flags read one step later, while the next
+    step runs, or in the step (``eos_read``).
     ``cache_dir``: where start-up work measured or prepared once per machine
     is kept (``prepared_cache``); None keeps nothing.
     """
@@ -218,6 +221,7 @@ class RuntimeOptions:
     auto_shapes: tuple[str, ...] = ()
     vocoder_overlap: str = "auto"
     vocoder_precision: str = "auto"
+    eos_read: str = "auto"
     cache_dir: str | None = None  # prepared_cache.PreparedCache's root; None: off
 
 

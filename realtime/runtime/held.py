@@ -44,3 +44,14 @@ class HeldJob:
     pushed: int = 0  # hidden states already in the vocoder stream
     stream: VocoderStream | None = None
     done: bool = False
+    in_flight: int = 0  # codes drawn whose EOS flags are not read yet (eos_read.py)
+
+    @property
+    def drawn(self) -> int:
+        """Codes the device drew for the job: ``n_codes`` and those in flight."""
+        return self.n_codes + self.in_flight
+
+    @property
+    def exhausted(self) -> bool:
+        """No further code can be kept: the job is done, or the code in flight is its last."""
+        return self.done or self.drawn >= self.spec.max_new

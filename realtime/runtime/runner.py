@@ -15,12 +15,13 @@ Per ``execute``, exactly as planned:
    parameters live there); its only input, the rows' slot ids, crosses when
    the batch's composition changes (one non-blocking copy), so a steady step
    sends nothing;
-4. one blocking host read of the step's EOS flags, prefill and decode
-   together. It is read in the step that drew them, not after the next step
-   is launched: ``StepOutput`` reports who finished in this step, the
-   scheduler releases their slots and plans the next step from that, and a
-   job that drew EOS must not decode again (deferring the read would change
-   that contract and waste a step per finished job);
+4. one host read of EOS flags, prefill and decode together
+   (``eos_read.EosReader``): on the CPU this step's, in the step that drew
+   them; on CUDA (``eos_read`` deferred) the previous step's, so the host
+   reports, plans and launches the next step while this one's flags cross.
+   A job known finished one step late discards the code drawn meanwhile;
+   ``StepOutput.tokens`` counts the codes drawn (``HeldJob.drawn``), so the
+   plan's buckets cover what the device writes;
 5. audio: the runner's ``AudioStage`` (audio_stage.py) renders what is due
    across all jobs in one bounded Decoder + Vocos call. A finished job whose
    audio must wait keeps its slot, is skipped by decodes, and is reported
@@ -61,6 +62,7 @@ from realtime.runtime.api import (
 from realtime.runtime.audio_stage import AudioStage, is_device_lost, is_oom
 from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
+from realtime.runtime.eos_read import EosReader, count_codes, deferred_for
 from realtime.runtime.frontend import Speakers, TextFrontEnd
 from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
 from realtime.runtime.held import HeldJob, JobSpec
@@ -135,6 +137,7 @@ class ModelRunner:
         self.audio = AudioStage(vocoder, self.hidden,
                                 STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL,
                                 overlap_for(options.vocoder_overlap, device))
+        self.eos = EosReader(device, deferred_for(options.eos_read, device))
         self.graphs = None if capture is None else GraphCache(self.model, self.cache, self.step, capture)
         self.jobs: dict[JobId, HeldJob] = {}
         self._decode_slots = _BatchSlots()
@@ -156,6 +159,7 @@ class ModelRunner:
     def reset(self) -> None:
         self.refine.reset()
         self.jobs.clear()
+        self.eos.drop()
         self.audio.reset()
         self._decode_slots = _BatchSlots()
 
@@ -197,21 +201,21 @@ class ModelRunner:
             self.jobs.pop(job_id, None)
             self.audio.awaiting.pop(job_id, None)
         pre, dec = self._jobs_of(plan, out)
-        # Jobs decoded to their end whose audio is still queued decode no more.
+        # Jobs decoded to their end whose audio is still queued decode no more,
+        # nor does one whose code in flight is its last.
         out.tokens.update((j.id, j.n_codes) for j in dec if j.done)
-        dec = [j for j in dec if not j.done]
+        dec = [j for j in dec if not j.exhausted]
         try:
             results = []
             if pre:
                 results.append(self._prefill(pre, plan))
             if dec:
                 results.append(self._decode(dec, plan))
-            jobs = [j for r in results for j in r.jobs]
-            # The step's one blocking read: every EOS flag at once.
-            eos = []
             if results:
                 flags = results[0].eos if len(results) == 1 else torch.cat([r.eos for r in results])
-                eos = flags.cpu().tolist()
+                self.eos.launch([j for r in results for j in r.jobs], flags)
+            # The step's one read of the device: its EOS flags, or the previous step's.
+            read = self.eos.take(keep_newest=self.eos.deferred and bool(results))
         except Exception as exc:  # mapped to failed/oom; only a lost device is raised
             self._state_stale = True
             for job in pre:
@@ -231,16 +235,15 @@ class ModelRunner:
                     self.jobs.pop(job.id, None)
             out.seconds = time.perf_counter() - start
             return out
-        for job, hit_eos in zip(jobs, eos):
-            if not hit_eos:
-                job.n_codes += 1
-            if hit_eos or job.n_codes >= job.spec.max_new:
-                job.done = True
-            out.tokens[job.id] = job.n_codes
+        jobs = count_codes(read, self.jobs)
+        for job in jobs + pre + dec:  # codes drawn: the scheduler's buckets must cover them
+            out.tokens[job.id] = job.n_codes if job.done else job.drawn
         ended = self.audio.render(jobs, out, self.jobs.__contains__)  # finished or failed
         out.finished = tuple(j for j in ended if j not in out.failed)
         for job_id in ended:
             self.jobs.pop(job_id, None)
+        if not self.jobs:
+            self.eos.drop()  # flags of codes drawn after the last job's end: nobody's
         out.seconds = time.perf_counter() - start
         return out
 
@@ -327,7 +330,7 @@ class ModelRunner:
 
     def _decode(self, jobs: list[HeldJob], plan: StepPlan) -> _StepResult:
         n = len(jobs)
-        positions = [j.spec.prompt.length + j.n_codes - 1 for j in jobs]
+        positions = [j.spec.prompt.length + j.drawn - 1 for j in jobs]
         slot_list = [j.slot for j in jobs]
         if self.pad_batches:
             kv_len, rows = min(plan.kv_bucket, self.max_len), max(plan.batch_size, n)
@@ -359,7 +362,7 @@ class ModelRunner:
         """After a failed step (out of memory, say) the device state may have
         advanced for codes the jobs never got: restore it from the host's
         record (rare: one more copy)."""
-        host = torch.tensor([positions, [j.n_codes for j in jobs]], dtype=torch.int64)
+        host = torch.tensor([positions, [j.drawn for j in jobs]], dtype=torch.int64)
         state = upload(host, self.torch_device)
         self.step.state.set_rows(slots, state[0], state[1])
         self._state_stale = False

@@ -14,8 +14,9 @@ slot. A prefill writes the new slots' entries from one host tensor
 (``load``); a decode advances them in place; nothing crosses to the device in
 a steady step. Host tensors cross with ``upload``: pinned memory and a
 ``non_blocking`` copy on CUDA. A pinned buffer may be reused only after the
-device has consumed the copy; every step ends with the blocking read of its
-EOS flags, so a buffer from one step is free in the next.
+device has consumed the copy: ``upload`` keeps none (torch's caching host
+allocator frees each once its copy is done), so it holds with the EOS
+flags read one step later too (``eos_read.py``).
 
 Thread: the model thread; no method reads a device value on the host.
 """
