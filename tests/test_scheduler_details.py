@@ -265,3 +265,22 @@ def test_a_stream_is_behind_only_past_its_slack():
     assert not cap.behind(bound, 256)  # exactly at it: not yet
     assert cap.behind(bound + 1e-9, 256)
     assert not cap.behind(bound - cap.interval(1, 256) / 2, 256)
+
+
+def test_streams_may_hold_every_slot_but_the_background_lanes_and_one_for_it():
+    h = Harness(cost=flat(0.010), config=SchedulerConfig(max_slots=4))
+    cap = h.sched.capacity
+    assert cap.slot_room() == 4
+    h.sched.admit(h.utterance("talk", I, 1, length=50), h.now)
+    h.step()
+    assert h.sched.book.held(I) == 1 and cap.slot_room() == 4  # streams' own slots count in
+    h.sched.admit([h.job("book", B, length=50, deadline=1e6)], h.now)
+    assert cap.slot_room() == 3  # one kept for the waiting background job
+    h.step()
+    assert h.sched.book.held(B) == 1 and h.sched.depth(B) == 0 and cap.slot_room() == 3
+    h.sched.admit([h.job("more", B, length=50, deadline=1e6)], h.now)
+    assert cap.slot_room() == 3  # it waits, but background already holds a slot
+    small = Harness(cost=flat(0.010), config=SchedulerConfig(max_slots=2))
+    small.sched.admit([small.job("book", B, length=50, deadline=1e6)], 0.0)
+    small.step()
+    assert small.sched.capacity.slot_room() == 1
