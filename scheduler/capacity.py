@@ -115,11 +115,9 @@ class InteractiveCapacity:
         with the headroom, or, where not even a lone stream gets that (and
         admission is not strict), the lone stream's rate less the headroom."""
         headroom = 1.0 + self.config.realtime_headroom
-        target = CODES_PER_SECOND * headroom
-        if self.config.admission == STRICT:
-            return target
-        alone = 1.0 / self.interval(1, bucket)
-        return target if alone >= target else alone / headroom
+        if self.config.admission == STRICT or self.realtime_alone(bucket):
+            return CODES_PER_SECOND * headroom
+        return self.lone_rate(bucket) / headroom
 
     def lone_rate(self, bucket: int) -> float:
         """Codes per second a lone stream gets."""

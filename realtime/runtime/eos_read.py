@@ -13,8 +13,10 @@ What deferring costs, and why the audio is the same: a row whose flag said
 EOS is known finished one step late, so the step launched meanwhile drew
 one code for it that nothing keeps (``HeldJob.in_flight`` counts the codes
 drawn whose flags are not yet read; a row that has ended discards its
-extra). Its codes, hidden states and audio are those of the blocking read;
-they reach the host one step later. The scheduler sees ``drawn`` codes
+extra). Its codes are those of the blocking read, and reach the host one
+step later; its hidden states and audio agree within float rounding, not
+bit for bit (the step after an end still carries the ended row, which can
+lengthen the attended KV or change the batch's graph). The scheduler sees ``drawn`` codes
 (the in-flight one counted) so its KV buckets cover what the device
 writes; the count drops back by one when the flag turns out EOS.
 
