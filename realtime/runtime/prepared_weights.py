@@ -127,7 +127,9 @@ def decoder_matrices(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor],
                   kn(p + "mlp.down_proj.weight")]
     built.append(heads().to(device=device, dtype=torch.float32).t().contiguous())
     if entry is not None:
+        made = time.perf_counter()
         stored = entry.store(built)
-        log.info("decoder matrices built in %.2f s%s", time.perf_counter() - started,
-                 f"; stored in the prepared cache ({entry.key.name})" if stored else "")
+        log.info("decoder matrices built in %.2f s%s", made - started,
+                 f"; stored in the prepared cache ({entry.key.name}) in "
+                 f"{time.perf_counter() - made:.2f} s" if stored else "")
     return [t.t() for t in built]
