@@ -1,6 +1,7 @@
-"""``int8_vnni`` (cpu.vnni): our AVX-512 VNNI kernel as an int8 form: its
-products, its rows' independence, where it is offered, its build, and a tiny
-model run on it staying within int8's divergence bounds."""
+"""Our kernels (cpu.vnni): ``int8_vnni``'s products, its rows' independence,
+where it is offered, its build, a tiny model run on it staying within int8's
+divergence bounds, whole steps deciding; ``avx512``'s fp32 products on every
+size (its codes against upstream: tests/test_runtime_decoder.py)."""
 
 from __future__ import annotations
 
@@ -170,3 +171,17 @@ def test_whole_steps_decide_whether_the_kernel_is_used(monkeypatch, tmp_path, vn
     lines = plan_trial.settle(begun, lambda rows: (lambda: None))
     assert {m.backend_for(1) for m in begun.prepared.matrices} == {expect}
     assert lines[0].startswith(f"batch 1: {expect} (")
+
+
+@needs_kernel
+@pytest.mark.parametrize("n, k, rows", [(40, 63, 1), (2504 // 8, 96, 3), (16, 1, 8), (96, 64, 11)])
+def test_the_fp32_kernel_is_fp32_on_ragged_sizes_and_any_rows(n, k, rows):
+    gen = torch.Generator().manual_seed(4)
+    weight, bias = torch.randn(n, k, generator=gen), torch.randn(n, generator=gen)
+    wide = torch.randn(rows, 2 * k, generator=gen)
+    x = wide[:, :k]  # strided rows, as the MLP's gate half
+    form = vnni.F32Avx512(weight)
+    torch.testing.assert_close(form(x, bias), torch.addmm(bias, x, weight.t()), rtol=1e-5, atol=1e-5)
+    assert form.nbytes == -(-n // 16) * 16 * k * 4
+    with pytest.raises(ValueError):  # a wrong width would read past the rows
+        form(torch.randn(rows, k + 1))

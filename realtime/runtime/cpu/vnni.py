@@ -103,11 +103,13 @@ def _build(cxx: str, directory: str) -> str:
 
 def _load(path: str) -> ctypes.CDLL:
     lib = ctypes.CDLL(path)
-    if lib.vnni_abi() != 1:
+    if lib.vnni_abi() != 2:
         raise RuntimeError(f"{path}: unexpected kernel ABI")
     ptr, i64 = ctypes.c_void_p, ctypes.c_int64
     lib.vnni_linear.argtypes = [ptr, i64, i64, i64, i64, ptr, ptr, ptr, ptr, ctypes.c_int]
     lib.vnni_linear.restype = None
+    lib.f32_linear.argtypes = [ptr, i64, i64, i64, i64, ptr, ptr, ctypes.c_int]
+    lib.f32_linear.restype = None
     return lib
 
 
@@ -152,7 +154,26 @@ def _check() -> str | None:
     w, x = torch.randn(48, 64, generator=gen), torch.randn(9, 64, generator=gen)
     want = x @ w.t()
     rel = float((Int8Vnni(w)(x) - want).norm() / want.norm())
-    return None if rel < 0.02 else f"its product is off by {rel:.3f} relative"
+    if rel >= 0.02:
+        return f"its int8 product is off by {rel:.3f} relative"
+    fp32 = float((F32Avx512(w[:40])(x) - want[:, :40]).abs().max())
+    return None if fp32 < 1e-4 else f"its fp32 product is off by {fp32:.2g}"
+
+
+def _product(kernel, x: torch.Tensor, shape: tuple[int, int], *weights: torch.Tensor) -> torch.Tensor:
+    """``kernel``(x, its row stride, M, K, N, *weights, y, threads) into a new
+    y [M, N] for a weight of ``shape`` (N, K)."""
+    n, k = shape
+    if x.dim() != 2 or x.shape[1] != k:
+        raise ValueError(f"input {tuple(x.shape)} does not fit a {n}x{k} weight")
+    if x.dtype != torch.float32 or x.stride(-1) != 1:
+        x = x.float().contiguous()
+    m = x.shape[0]
+    out = torch.empty(m, n)
+    if m:
+        kernel(x.data_ptr(), x.stride(0), m, k, n, *(w.data_ptr() for w in weights),
+               out.data_ptr(), torch.get_num_threads())
+    return out
 
 
 def pack(q: torch.Tensor) -> torch.Tensor:
@@ -184,17 +205,40 @@ class Int8Vnni:
         self._w = pack(q)
         self._comp = (q.sum(1, dtype=torch.int32) * 128).contiguous()
         self._scale = scale.contiguous()
-        self._n, self._k = n, k
+        self._shape = (n, k)
         self.nbytes = self._w.numel() + n * 8
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        if x.dtype != torch.float32 or x.stride(-1) != 1 or x.shape[-1] != self._k:
-            x = x.float().contiguous()
-        m = x.shape[0]
-        out = torch.empty(m, self._n)
-        if m:
-            assert _lib is not None
-            _lib.vnni_linear(x.data_ptr(), x.stride(0), m, self._k, self._n, self._w.data_ptr(),
-                             self._comp.data_ptr(), self._scale.data_ptr(), out.data_ptr(),
-                             torch.get_num_threads())
+        assert _lib is not None
+        out = _product(_lib.vnni_linear, x, self._shape, self._w, self._comp, self._scale)
+        return out if bias is None else out.add_(bias)
+
+
+class F32Avx512:
+    """``avx512`` (fp32): the weight [N, K] in the kernel's blocks of 16
+    outputs, [ceil(N / 16), K, 16] (the last zero-padded), multiplied with
+    AVX-512 FMAs (``f32_linear``): plain fp32 products and sums, within fp32
+    rounding of the other backends (only the order of the sums differs).
+    Any row count; ``rows`` is unused. Offered where the kernel library is
+    (``available()``)."""
+
+    backend = "avx512"
+    any_rows = True
+
+    def __init__(self, weight: torch.Tensor, rows: int = 0):
+        if weight.dim() != 2 or weight.dtype != torch.float32 or weight.device.type != "cpu":
+            raise ValueError(f"need a 2-D fp32 CPU matrix, got {tuple(weight.shape)} "
+                             f"{weight.dtype} on {weight.device}")
+        reason = available()
+        if reason is not None:
+            raise RuntimeError(f"the avx512 kernel is not available here: {reason}")
+        n, k = weight.shape
+        padded = torch.nn.functional.pad(weight.detach(), (0, 0, 0, -n % 16))
+        self._w = padded.view(-1, 16, k).permute(0, 2, 1).contiguous()
+        self._shape = (n, k)
+        self.nbytes = self._w.numel() * 4
+
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        assert _lib is not None
+        out = _product(_lib.f32_linear, x, self._shape, self._w)
         return out if bias is None else out.add_(bias)

@@ -73,7 +73,53 @@ const BlockFn BLOCKS[9] = {nullptr, block<1>, block<2>, block<3>, block<4>,
 
 }  // namespace
 
-extern "C" int vnni_abi(void) { return 1; }
+namespace {
+
+// fp32: 16 outputs of MR rows over w's block [K][16]; even and odd k in two
+// accumulators each (one FMA chain would wait on its latency at 1 row).
+template <int MR>
+void block_f32(const float* x, int64_t ldx, int64_t K, const float* w, float* y, int64_t ldy,
+               __mmask16 keep) {
+  __m512 a0[MR], a1[MR];
+  for (int r = 0; r < MR; ++r) { a0[r] = _mm512_setzero_ps(); a1[r] = _mm512_setzero_ps(); }
+  int64_t k = 0;
+  for (; k + 1 < K; k += 2) {
+    __m512 w0 = _mm512_loadu_ps(w + k * 16), w1 = _mm512_loadu_ps(w + k * 16 + 16);
+    for (int r = 0; r < MR; ++r) {
+      a0[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * ldx + k]), w0, a0[r]);
+      a1[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * ldx + k + 1]), w1, a1[r]);
+    }
+  }
+  if (k < K) {
+    __m512 w0 = _mm512_loadu_ps(w + k * 16);
+    for (int r = 0; r < MR; ++r) a0[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * ldx + k]), w0, a0[r]);
+  }
+  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy, keep, _mm512_add_ps(a0[r], a1[r]));
+}
+
+typedef void (*BlockF32)(const float*, int64_t, int64_t, const float*, float*, int64_t, __mmask16);
+const BlockF32 BLOCKS_F32[9] = {nullptr, block_f32<1>, block_f32<2>, block_f32<3>, block_f32<4>,
+                                block_f32<5>, block_f32<6>, block_f32<7>, block_f32<8>};
+
+}  // namespace
+
+extern "C" int vnni_abi(void) { return 2; }
+
+// y [M, N] = x [M, K] (row stride ldx) . w^T, w packed [ceil(N / 16)][K][16] fp32
+// (the last block zero-padded; its padding outputs are not stored).
+extern "C" void f32_linear(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t N,
+                           const float* w, float* y, int threads) {
+  const int64_t nblocks = (N + 15) / 16;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t nb = 0; nb < nblocks; ++nb) {
+    const int64_t left = N - nb * 16;
+    const __mmask16 keep = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    for (int64_t m0 = 0; m0 < M; m0 += 8) {
+      int mr = (int)(M - m0 < 8 ? M - m0 : 8);
+      BLOCKS_F32[mr](x + m0 * ldx, ldx, K, w + nb * 16 * K, y + m0 * N + nb * 16, N, keep);
+    }
+  }
+}
 
 extern "C" void vnni_linear(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t N,
                             const int8_t* w, const int32_t* comp, const float* ws, float* y,
