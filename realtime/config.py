@@ -26,7 +26,7 @@ from scheduler import ADMISSION_MODES, DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
-CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
+CPU_GEMMS = ("auto", "mm", "mkl", "onednn", "avx512")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
 VOCODER_OVERLAPS = ("auto", "on", "off")  # realtime.runtime.vocoder_overlap.OVERLAP_MODES
 VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16")  # realtime.runtime.vocoder_precision
 EOS_READS = ("auto", "deferred", "blocking")  # realtime.runtime.eos_read.EOS_READS

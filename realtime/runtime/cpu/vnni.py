@@ -126,8 +126,11 @@ def _load_or_rebuild(cxx: str, directory: str) -> ctypes.CDLL:
 
 def available() -> str | None:
     """None once the kernel is built, loaded and checked here; else why not
-    (decided once per process)."""
+    (the ISA limits read afresh, the build decided once per process)."""
     global _lib, _reason, _tried
+    limited = isa_unavailable()
+    if limited is not None:
+        return limited
     with _lock:
         if _tried:
             return _reason
