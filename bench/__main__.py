@@ -12,6 +12,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
     "int8": ("bench.int8", "int8 and bf16 vs fp32 divergence: first differing step, KL, audio SNR"),
     "precision": ("bench.int8", "the same as int8 (int8 and bf16 vs fp32)"),
+    "roofline": ("bench.roofline", "the memory floor of a CPU decode step per precision (bandwidth, rtf)"),
     "kernels": ("bench.kernels", "the decoder's matrix kernels per form (fp32, int8, bf16): us per call"),
     "cpu-streams": ("bench.cpu_streams",
                     "concurrent real-time streams on the CPU through the real server, int8 and fp32"),

@@ -18,7 +18,7 @@ Thread: model thread, like the scheduler.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Mapping
 
 from scheduler.jobs import Job, JobState
 from scheduler.plan import JobId, Lane
@@ -93,9 +93,6 @@ class JobBook:
 
     def utterance(self, key: Hashable) -> ScheduledUtterance | None:
         return self._utterances.get(key)
-
-    def utterances(self) -> Iterator[ScheduledUtterance]:
-        return iter(self._utterances.values())
 
     def live_utterances(self, lane: Lane) -> list[ScheduledUtterance]:
         """The utterances with live jobs in ``lane``, each once."""

@@ -130,7 +130,7 @@ def _run_trial(tmp_path, policy=POLICY):
 @pytest.mark.parametrize("bonus, expect", [(0.0, "single"), (5.0, "mixed")])
 def test_the_trial_keeps_a_mix_only_when_whole_steps_say_so(monkeypatch, tmp_path, bonus, expect):
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "mm"})  # a mixed proposal
-    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0}, bonus)
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, bonus)
     begun, lines = _run_trial(tmp_path)
     at_1 = [m.backend_for(1) for m in begun.prepared.matrices]
     if expect == "single":
@@ -148,7 +148,7 @@ def test_the_trial_keeps_a_mix_only_when_whole_steps_say_so(monkeypatch, tmp_pat
 @needs_all
 def test_the_settled_plan_is_cached_per_machine_and_reused(monkeypatch, tmp_path, caplog):
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "mm"})
-    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0}, 0.0)
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, 0.0)
     _run_trial(tmp_path)
     files = [f for f in os.listdir(tmp_path) if f.endswith(".json")]
     assert len(files) == 1
@@ -183,6 +183,35 @@ def test_the_cache_key_changes_with_what_the_plan_depends_on(tmp_path, monkeypat
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # in the CPU line: an emulated AVX2 machine
     assert plan_cache.load(str(tmp_path), _key()) is None
     assert plan_cache.load(None, k) is None and plan_cache.load("", k) is None
+
+
+@needs_all
+def test_a_guessed_plan_is_kept_and_measured_again_only_with_time_to_spare(monkeypatch, tmp_path,
+                                                                            caplog):
+    # The whole-step trial's budget is spent before batch 8: a guess, cached as one.
+    _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "mm"})
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, 0.0)
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 6.0, 5.0))
+    _run_trial(tmp_path, GemmPolicy(**{**POLICY.__dict__, "step_budget_s": 0.0}))
+    (path,) = [tmp_path / f for f in os.listdir(tmp_path)]
+    assert json.loads(path.read_text())["payload"]["guessed_at_load"] == 8.0
+    calls = []
+    monkeypatch.setattr(plan_trial, "time_plans", lambda *a, **k: calls.append(1) or {})
+    # A start as loaded (or not quiet enough) uses the guess: nothing measured.
+    monkeypatch.setattr(gemm_plan, "_CACHE", {})
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.5, 6.0, 5.0))
+    with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.plan_cache"):
+        begun, lines = _run_trial(tmp_path)
+    assert begun.cached and lines == [] and not calls and "guessed at load 8.0" in caplog.text
+    # A start with time to spare (half the load or less) measures it again and
+    # stores the measured plan in its place.
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, 0.0)
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0, 6.0, 5.0))
+    begun, lines = _run_trial(tmp_path)
+    assert not begun.cached and [line.split(":")[0] for line in lines] == [
+        "batch 1", "batch 8", "64 rows (prefill)"]
+    assert "guessed_at_load" not in json.loads(path.read_text())["payload"]
+    assert plan_cache.load(str(tmp_path), begun.key) is not None
 
 
 def _key(weights=None, policy=POLICY, candidates=("mm", "onednn")):
@@ -244,10 +273,11 @@ def test_a_model_settles_its_plan_by_real_whole_steps(tmp_path):
         "batch 1", "batch 4", "64 rows (prefill)"]
     for m in model.matrices:
         assert {f.backend for f in m.forms} == {m.backend_for(r) for r in (1, 3, 4, 64)}
-    # Kept only when measured in full (a loaded machine may run out of budget).
+    # Kept; marked as a guess when a budget ran out (a loaded machine).
     measured = all(c.complete for c in model.gemm_choices.values()) and "budget" not in str(
         model.plan_verdicts)
-    assert len(os.listdir(tmp_path)) == (1 if measured else 0)
+    (entry,) = os.listdir(tmp_path)
+    assert ("guessed_at_load" in json.loads((tmp_path / entry).read_text())["payload"]) == (not measured)
     x = torch.randn(4, TINY.hidden, generator=torch.Generator().manual_seed(1))
     outs = []
     for mdl in (model, plain):
@@ -263,7 +293,7 @@ def test_a_cached_plan_can_leave_its_packing_for_later(monkeypatch, tmp_path, ca
     on), one piece per matrix packs the cached plan's forms and puts them in
     place; the products stay those of the plain matrices within fp32 rounding."""
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "onednn"})
-    _whole_step_clock(monkeypatch, {"mm": 1.3, "onednn": 1.0, "mkl": 3.0}, 0.0)
+    _whole_step_clock(monkeypatch, {"mm": 1.3, "onednn": 1.0, "mkl": 3.0, "avx512": 3.0}, 0.0)
     settled, _ = _run_trial(tmp_path)
     planned = [(m.backend_for(1), m.backend_for(64)) for m in settled.prepared.matrices]
     assert ("onednn", "onednn") in planned

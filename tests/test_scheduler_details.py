@@ -9,7 +9,8 @@ import pytest
 from scheduler_fakes import Harness
 
 from scheduler import CODES_PER_SECOND, CostModel, JobState, Lane, RefusalReason, SchedulerConfig
-from scheduler.capacity import clamp_retry
+from scheduler.admission import Admission
+from scheduler.capacity import StartEstimate, clamp_retry
 from scheduler.playout import ScheduledUtterance, playback
 from scheduler.reservations import StreamReservations
 
@@ -284,3 +285,47 @@ def test_streams_may_hold_every_slot_but_the_background_lanes_and_one_for_it():
     small.sched.admit([small.job("book", B, length=50, deadline=1e6)], 0.0)
     small.step()
     assert small.sched.capacity.slot_room() == 1
+
+
+class _SlowPromptCapacity:
+    """A capacity with room for the stream, whose first audio alone takes ``alone`` s."""
+
+    def __init__(self, first_audio: float, alone: float) -> None:
+        self.estimate = StartEstimate(starts=0.0, first_audio=first_audio, alone=alone)
+
+    def committed(self, now):
+        return 0
+
+    def bucket(self, jobs):
+        return 256
+
+    def realtime_alone(self, bucket):
+        return True
+
+    def keeps_rate(self, streams, bucket):
+        return True
+
+    def behind(self, now, bucket):
+        return False
+
+    def earliest_end(self, now):
+        return now
+
+    def start_estimate(self, jobs, now):
+        return self.estimate
+
+
+@pytest.mark.parametrize(("alone", "budget"), [(0.1, 0.5), (1.0, 1.3)])
+@pytest.mark.parametrize("over", [-1e-6, 1e-6])
+def test_first_audio_is_due_within_the_budget_or_its_own_time_plus_headroom(alone, budget, over):
+    """The budget is the first-audio bound, or (1 + headroom) x the request's
+    own first audio on an idle model when that is longer (a long prompt)."""
+    h = Harness(cost=CPU)
+    config = SchedulerConfig(realtime_headroom=0.3)
+    capacity = _SlowPromptCapacity(first_audio=budget + over, alone=alone)
+    admission = Admission(config, h.sched.book, h.sched.forecast, capacity, first_audio_s=0.5)
+    refusal = admission.refusal(I, [h.job("s", I)], 0.0)
+    assert (refusal is None) is (over < 0)
+    if refusal is not None:
+        assert refusal.reason is RefusalReason.OVERLOADED
+        assert f"{budget * 1000:.0f} ms budget" in refusal.message

@@ -4,8 +4,9 @@
 unreadable file, a tensor the model does not have): its message names the
 path and the problem, and the server prints it as a one-line start-up
 error. ``read_safetensors`` reads a file's tensors, ``read_shapes`` only its
-header (meta tensors of the stored shapes), ``load_into`` loads a file, or a
-state read before, strictly into a module.
+header (meta tensors of the stored shapes), ``LazyTensors`` several files'
+tensors each read when asked for, ``load_into`` loads a file, or a state
+read before, strictly into a module.
 
 Thread: any (start-up, or the thread that first uses a deferred module).
 """
@@ -13,6 +14,7 @@ Thread: any (start-up, or the thread that first uses a deferred module).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 
 import torch
 
@@ -44,6 +46,40 @@ def read_shapes(path: str) -> dict[str, torch.Tensor]:
                     for k in f.keys()}  # noqa: SIM118 - safe_open is no mapping
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise WeightsError(f"checkpoint file unreadable: {path} ({exc})") from None
+
+
+class LazyTensors(Mapping[str, torch.Tensor]):
+    """The tensors of safetensors ``files`` as a read-only mapping whose
+    values are read (as fp32) each time one is asked for: a start whose
+    decoder matrices come from the prepared cache (``prepared_weights``)
+    reads only the norms, and no copy of the checkpoint stays in memory.
+    Keys lose ``strip`` as a prefix; keys ending in one of ``skip`` are left out."""
+
+    def __init__(self, files: list[str], strip: str = "", skip: tuple[str, ...] = ()):
+        from safetensors import SafetensorError, safe_open
+        self._where: dict[str, tuple[object, str]] = {}
+        for path in files:
+            try:
+                handle = safe_open(path, framework="pt")
+                names = list(handle.keys())
+            except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+                raise WeightsError(f"checkpoint file unreadable: {path} ({exc})") from None
+            for name in names:
+                if not name.endswith(skip):
+                    self._where[name.removeprefix(strip)] = (handle, name)
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        handle, name = self._where[key]
+        return handle.get_tensor(name).float()  # type: ignore[attr-defined]
+
+    def __contains__(self, key: object) -> bool:  # Mapping's would read the tensor
+        return key in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 def load_into(module: torch.nn.Module, path: str,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from realtime.runtime.cpu import plan_trial
 from realtime.runtime.cpu.gemm import Matrix, matmul
 from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, prepare_matrices, summary, table
+from realtime.runtime.prepared_weights import WeightsEntry, decoder_matrices
 from realtime.runtime.shapes import ModelShape
 
 log = logging.getLogger(__name__)
@@ -119,8 +120,9 @@ class StaticGPT:
     heads (logits) stay fp32, chosen as ``auto`` does.
     """
 
-    def __init__(self, shape: ModelShape, gpt_state: dict, embed: torch.nn.Module,
-                 device: torch.device, dtype: torch.dtype, gemm: GemmPolicy | None = None):
+    def __init__(self, shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], embed: torch.nn.Module,
+                 device: torch.device, dtype: torch.dtype, gemm: GemmPolicy | None = None,
+                 prepared: WeightsEntry | None = None):
         if shape.kv_heads != shape.heads:
             raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
         self.shape, self.device, self.dtype = shape, device, dtype
@@ -129,15 +131,8 @@ class StaticGPT:
         def w(name):
             return gpt_state[name].to(device=device, dtype=dtype)
 
-        weights = []  # per layer: qkv, o, gate_up, down, each [N, K]
-        norms = []
-        for i in range(shape.layers):
-            p = f"layers.{i}."
-            weights += [torch.cat([w(p + f"self_attn.{n}_proj.weight") for n in "qkv"], 0),
-                        w(p + "self_attn.o_proj.weight"),
-                        torch.cat([w(p + "mlp.gate_proj.weight"), w(p + "mlp.up_proj.weight")], 0),
-                        w(p + "mlp.down_proj.weight")]
-            norms.append((w(p + "input_layernorm.weight"), w(p + "post_attention_layernorm.weight")))
+        norms = [(w(f"layers.{i}.input_layernorm.weight"), w(f"layers.{i}.post_attention_layernorm.weight"))
+                 for i in range(shape.layers)]
         with torch.no_grad():
             emb_text = cast(torch.nn.Embedding, embed.emb_text)
             emb_code = cast(torch.nn.ModuleList, embed.emb_code)
@@ -146,8 +141,10 @@ class StaticGPT:
             self.emb_code = torch.stack([cast(torch.nn.Embedding, e).weight.detach() for e in emb_code]).to(
                 device=device, dtype=dtype)  # [Q, V, D]
             # Weight norm folded once: reading .weight evaluates g * v / |v|.
-            heads = torch.cat([cast(torch.nn.Linear, h).weight.detach() for h in head_code], 0)  # [Q*V, D]
-        heads = heads.to(device=device, dtype=torch.float32)  # logits stay fp32
+            weights = decoder_matrices(shape, gpt_state, lambda: torch.cat(
+                [cast(torch.nn.Linear, h).weight.detach() for h in head_code], 0),  # [Q*V, D]
+                device, dtype, prepared)  # per layer qkv, o, gate_up, down [N, K]; the heads
+        heads = weights.pop()  # logits stay fp32
         started = time.perf_counter()
         # The heads join the decoder's matrices (one plan, judged by whole
         # steps) unless those are int8 or bf16: the heads then take what auto picks.

@@ -68,6 +68,7 @@ from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
 from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.model import KVCache, StaticGPT
 from realtime.runtime.prepare import JobPreparer
+from realtime.runtime.prepared_weights import WeightsEntry
 from realtime.runtime.refine import RefineStage
 from realtime.runtime.sampling import MIN_KEEP
 from realtime.runtime.step import DeviceStep, upload
@@ -120,7 +121,8 @@ class ModelRunner:
         self.prompt_buckets = tuple(sorted(options.prompt_buckets))
         self.shape = assets.shape
         self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype,
-                               policy_for(options))
+                               policy_for(options),
+                               WeightsEntry.of(assets, options.cache_dir, device, dtype))
         startup_clock.mark("decoder matrices (gemm plan, packing)")
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
         self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,13 @@ import torch
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS/vocos)
 from realtime.runtime.api import SAMPLE_RATE, WeightsKind
-from realtime.runtime.checkpoint_io import WeightsError, load_into, read_safetensors, read_shapes
+from realtime.runtime.checkpoint_io import (
+    LazyTensors,
+    WeightsError,
+    load_into,
+    read_safetensors,
+    read_shapes,
+)
 from realtime.runtime.encoder import (
     DVAE_FULL,
     DVAE_TINY,
@@ -73,7 +80,7 @@ class ModelAssets:
 
     kind: WeightsKind
     shape: ModelShape
-    gpt_state: dict[str, torch.Tensor]
+    gpt_state: Mapping[str, torch.Tensor]  # a dict, or a checkpoint's LazyTensors
     embed: torch.nn.Module
     decoder: torch.nn.Module
     vocos: torch.nn.Module
@@ -253,11 +260,9 @@ def load_checkpoint(path: str) -> ModelAssets:
             gpt_cfg = json.load(f)
     except (OSError, ValueError) as exc:
         raise WeightsError(f"checkpoint file unreadable: {cfg_path} ({exc})") from None
-    gpt_state: dict[str, torch.Tensor] = {}
-    for name in gpt_files:
-        gpt_state.update(read_safetensors(os.path.join(asset, "gpt", name)))
-    gpt_state = {k.removeprefix("model."): v.float() for k, v in gpt_state.items()
-                 if not k.endswith("embed_tokens.weight")}
+    # Read when used (fp32): a start with prepared matrices reads the norms only.
+    gpt_state = LazyTensors([os.path.join(asset, "gpt", n) for n in gpt_files], strip="model.",
+                            skip=("embed_tokens.weight",))
     embed_state = read_safetensors(os.path.join(asset, "Embed.safetensors"))
     dec_state = read_safetensors(os.path.join(asset, "Decoder.safetensors"))
     voc_state = read_safetensors(os.path.join(asset, "Vocos.safetensors"))
@@ -310,7 +315,7 @@ def _load_dvae(path: str) -> DeferredDvae | None:
     return DeferredDvae(load)
 
 
-def _check_gpt_state(state: dict, shape: ModelShape, where: str) -> None:
+def _check_gpt_state(state: Mapping, shape: ModelShape, where: str) -> None:
     needed = ["norm.weight"] + [f"layers.{i}.{p}.weight" for i in range(shape.layers)
                                 for p in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                                           "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",

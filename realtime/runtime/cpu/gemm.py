@@ -30,7 +30,9 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
-FP32_BACKENDS = ("mm", "mkl", "onednn")
+from realtime.runtime.cpu import vnni
+
+FP32_BACKENDS = ("mm", "mkl", "onednn", "avx512")
 
 
 class PlainMatrix:
@@ -104,7 +106,7 @@ class Packed(Protocol):
 
 
 PACKERS: dict[str, type[Packed]] = {
-    "mm": PlainMatrix, "mkl": MklPacked, "onednn": OnednnPacked}
+    "mm": PlainMatrix, "mkl": MklPacked, "onednn": OnednnPacked, "avx512": vnni.F32Avx512}
 
 
 def _check_fp32_cpu(weight: torch.Tensor) -> None:
@@ -125,6 +127,8 @@ def backend_available(name: str, device: torch.device, dtype: torch.dtype) -> bo
     if name == "onednn":
         return (torch.backends.mkldnn.is_available()
                 and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
+    if name == "avx512":  # our own kernel (cpu.vnni): it says why where not
+        return vnni.available() is None
     return False
 
 

@@ -12,12 +12,20 @@ prepared cache writes atomically and treats a torn, edited or mismatched entry
 as a miss (removed with a warning); nothing here raises on a bad cache or an
 unwritable directory: the worst case is measuring again.
 
+A plan guessed because a measurement budget ran out (a loaded machine) is
+stored too, marked with the 1-minute load average it was guessed at: a later
+start uses it as it is unless its own load average is at most half of that
+(``REMEASURE_LOAD``), when it measures again (and stores a measured plan, or
+a new guess with the new load). So a loaded machine pays the measurement
+once, not at every start, and a quieter start replaces the guess.
+
 Thread: build time (the model thread).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 
 import torch
@@ -29,6 +37,7 @@ log = logging.getLogger(__name__)
 KIND = "gemm-plan"
 VOCODER_KIND = "vocoder-gemm-plan"  # the vocoder's linears (``cpu.vocoder_gemm``): per-shape times
 Plan = dict[tuple[int, int], dict[int, str]]  # backend per (shape [N, K], row class)
+REMEASURE_LOAD = 0.5  # a guessed plan is measured again at this fraction of its load or less
 
 
 def key(weights: Sequence[torch.Tensor], policy, device: torch.device, dtype: torch.dtype,
@@ -60,17 +69,36 @@ def load(root: str | None, k: CacheKey | None) -> Plan | None:
     if doc is None:
         return None
     try:
-        return {(int(n), int(kk)): {int(r): str(b) for r, b in rows.items()}
+        plan = {(int(n), int(kk)): {int(r): str(b) for r, b in rows.items()}
                 for n, kk, rows in ((*s.split("x"), rows) for s, rows in doc["plan"].items())}
+        guessed = doc.get("guessed_at_load")
+        guessed = None if guessed is None else float(guessed)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         log.warning("cpu gemm plan cache: unreadable plan under %s (%s); measuring again", k.name, exc)
         return None
+    if guessed is not None:
+        now = os.getloadavg()[0]
+        if now <= guessed * REMEASURE_LOAD:
+            log.info("cpu gemm plan cache: the plan under %s was guessed at load %.1f; load %.1f "
+                     "now: measuring it again", k.name, guessed, now)
+            return None
+        log.info("cpu gemm plan cache: using the plan guessed at load %.1f (load %.1f now; "
+                 "measured again at a start with load <= %.1f)", guessed, now,
+                 guessed * REMEASURE_LOAD)
+    return plan
 
 
-def store(root: str | None, k: CacheKey | None, plan: Plan, verdicts: list[str]) -> None:
-    """Keep ``plan`` (and the verdicts that chose it, for a reader) under ``k``."""
+def store(root: str | None, k: CacheKey | None, plan: Plan, verdicts: list[str],
+          guessed: bool = False) -> None:
+    """Keep ``plan`` (and the verdicts that chose it, for a reader) under ``k``;
+    ``guessed``: a budget ran out before it was measured in full (marked with
+    the load average now: see the module docstring)."""
     if not root or k is None:
         return
-    body = {f"{n}x{kk}": {str(r): b for r, b in rows.items()} for (n, kk), rows in plan.items()}
-    if PreparedCache(root).store_json(k, {"plan": body, "verdicts": verdicts}):
-        log.info("cpu gemm plan stored in the prepared cache %s (%s)", root, k.name)
+    body: dict = {"plan": {f"{n}x{kk}": {str(r): b for r, b in rows.items()}
+                           for (n, kk), rows in plan.items()}, "verdicts": verdicts}
+    if guessed:
+        body["guessed_at_load"] = round(os.getloadavg()[0], 2)
+    if PreparedCache(root).store_json(k, body):
+        log.info("cpu gemm plan %sstored in the prepared cache %s (%s)",
+                 "(guessed) " if guessed else "", root, k.name)

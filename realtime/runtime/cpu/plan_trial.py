@@ -123,8 +123,8 @@ def _pack_later(matrix: Matrix, plan: dict[int, str], policy: GemmPolicy) -> Non
 def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[str]:
     """Decide each row class by whole steps (``step_at(rows)`` gives one
     step of that many rows, ``PREFILL`` a prefill), put the winners in place,
-    drop the other forms and store the plan (only a plan measured in full:
-    one guessed because a budget ran out is measured again next time). Returns the log lines of the
+    drop the other forms and store the plan (one guessed because a budget
+    ran out marked as such: ``cpu.plan_cache``). Returns the log lines of the
     verdicts (empty when there was nothing to try)."""
     if not begun.trial:
         return []
@@ -160,12 +160,12 @@ def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[s
     _drop_unused(prepared)
     log.info("cpu gemm plan settled by whole steps in %.1f s:\n  %s",
              time.perf_counter() - started, "\n  ".join(lines))
-    if complete and all(c.complete for c in prepared.choices.values()):
-        plan_cache.store(policy.cache_dir, begun.key,
-                         {s: c.backends for s, c in prepared.choices.items()}, lines)
-    else:  # a plan guessed because time ran out is not one to keep for ever
+    guessed = not (complete and all(c.complete for c in prepared.choices.values()))
+    if guessed:  # kept marked: measured again only by a start with time to spare
         log.warning("cpu gemm plan: measurement cut short by its budget (a loaded machine?); "
-                    "not cached, measured again at the next start")
+                    "cached as a guess (cpu.plan_cache)")
+    plan_cache.store(policy.cache_dir, begun.key, {s: c.backends for s, c in prepared.choices.items()},
+                     lines, guessed=guessed)
     return lines
 
 
