@@ -237,7 +237,7 @@ class F32Avx512:
             raise RuntimeError(f"the avx512 kernel is not available here: {reason}")
         n, k = weight.shape
         padded = torch.nn.functional.pad(weight.detach(), (0, 0, 0, -n % 16))
-        self._w = padded.view(-1, 16, k).permute(0, 2, 1).contiguous()
+        self._w = padded.reshape(-1, 16, k).permute(0, 2, 1).contiguous()
         self._shape = (n, k)
         self.nbytes = self._w.numel() * 4
 
