@@ -67,7 +67,8 @@ class Outbox:
             return
         self._items.append((owner, data, True))
         self.queued_bytes += len(data)
-        self._kick()
+        if self._writer_idle:  # as for audio: a writer awake sees it without a kick
+            self._kick()
 
     def put_audio(self, owner: object, data: bytes) -> None:
         """A binary frame of ``owner``'s audio; may trigger ``on_overflow``.
