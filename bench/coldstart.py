@@ -10,7 +10,9 @@ values (``weights.random_assets`` + ``write_checkpoint``; kept in
 
 - cold: with an empty ``--cache-dir``; after the first audio it waits until
   ``/readyz`` says ``warming: 0`` (the idle-time warm-up stored its table)
-  before stopping the server;
+  before stopping the server; it also stores the decoder's prepared matrices
+  (the ``weights`` entry, ~763 MB: ``cache_bytes``) and the GEMM plan (a guess
+  under load, marked so);
 - warm: ``--warm-runs`` more starts with that cache (medians reported).
 
 Each start is timed from just before the process is spawned to ``/readyz``

@@ -185,3 +185,14 @@ def test_the_fp32_kernel_is_fp32_on_ragged_sizes_and_any_rows(n, k, rows):
     assert form.nbytes == -(-n // 16) * 16 * k * 4
     with pytest.raises(ValueError):  # a wrong width would read past the rows
         form(torch.randn(rows, k + 1))
+
+
+@needs_kernel
+def test_both_forms_take_a_transposed_view_as_the_prepared_cache_hands_them():
+    # The prepared-weights cache keeps [K, N] and hands forms its transpose.
+    gen = torch.Generator().manual_seed(5)
+    stored = torch.randn(64, 48, generator=gen)  # [K, N]
+    x = torch.randn(3, 64, generator=gen)
+    for form in (vnni.F32Avx512(stored.t()), vnni.Int8Vnni(stored.t())):
+        rel = float((form(x) - x @ stored).norm() / (x @ stored).norm())
+        assert rel < 0.02, (form.backend, rel)

@@ -130,7 +130,7 @@ def _run_trial(tmp_path, policy=POLICY):
 @pytest.mark.parametrize("bonus, expect", [(0.0, "single"), (5.0, "mixed")])
 def test_the_trial_keeps_a_mix_only_when_whole_steps_say_so(monkeypatch, tmp_path, bonus, expect):
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "mm"})  # a mixed proposal
-    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0}, bonus)
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, bonus)
     begun, lines = _run_trial(tmp_path)
     at_1 = [m.backend_for(1) for m in begun.prepared.matrices]
     if expect == "single":
@@ -148,7 +148,7 @@ def test_the_trial_keeps_a_mix_only_when_whole_steps_say_so(monkeypatch, tmp_pat
 @needs_all
 def test_the_settled_plan_is_cached_per_machine_and_reused(monkeypatch, tmp_path, caplog):
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "mm"})
-    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0}, 0.0)
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, 0.0)
     _run_trial(tmp_path)
     files = [f for f in os.listdir(tmp_path) if f.endswith(".json")]
     assert len(files) == 1
@@ -190,7 +190,7 @@ def test_a_guessed_plan_is_kept_and_measured_again_only_with_time_to_spare(monke
                                                                             caplog):
     # The whole-step trial's budget is spent before batch 8: a guess, cached as one.
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "mm"})
-    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0}, 0.0)
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, 0.0)
     monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 6.0, 5.0))
     _run_trial(tmp_path, GemmPolicy(**{**POLICY.__dict__, "step_budget_s": 0.0}))
     (path,) = [tmp_path / f for f in os.listdir(tmp_path)]
@@ -205,7 +205,7 @@ def test_a_guessed_plan_is_kept_and_measured_again_only_with_time_to_spare(monke
     assert begun.cached and lines == [] and not calls and "guessed at load 8.0" in caplog.text
     # A start with time to spare (half the load or less) measures it again and
     # stores the measured plan in its place.
-    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0}, 0.0)
+    _whole_step_clock(monkeypatch, {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}, 0.0)
     monkeypatch.setattr(os, "getloadavg", lambda: (4.0, 6.0, 5.0))
     begun, lines = _run_trial(tmp_path)
     assert not begun.cached and [line.split(":")[0] for line in lines] == [
@@ -293,7 +293,7 @@ def test_a_cached_plan_can_leave_its_packing_for_later(monkeypatch, tmp_path, ca
     on), one piece per matrix packs the cached plan's forms and puts them in
     place; the products stay those of the plain matrices within fp32 rounding."""
     _per_shape(monkeypatch, {(48, 32): "onednn", (32, 48): "onednn"})
-    _whole_step_clock(monkeypatch, {"mm": 1.3, "onednn": 1.0, "mkl": 3.0}, 0.0)
+    _whole_step_clock(monkeypatch, {"mm": 1.3, "onednn": 1.0, "mkl": 3.0, "avx512": 3.0}, 0.0)
     settled, _ = _run_trial(tmp_path)
     planned = [(m.backend_for(1), m.backend_for(64)) for m in settled.prepared.matrices]
     assert ("onednn", "onednn") in planned

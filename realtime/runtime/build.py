@@ -145,8 +145,8 @@ def _log_cpu_choice(options: RuntimeOptions) -> None:
     """Say what the CPU fallback runs and why (the GEMM table follows from the model)."""
     if options.precision == "int8":
         log.warning("PRECISION INT8: the decoder's linears run in int8 (per-channel weights; "
-                    "the form measured fastest among fbgemm's, oneDNN's AMX/VNNI kernels and "
-                    "weight-only int8 where the CPU has them); codes and audio "
+                    "the form measured fastest among fbgemm's, oneDNN's AMX/VNNI kernels, "
+                    "weight-only int8 and our VNNI kernel where the CPU has them); codes and audio "
                     "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
                     "Logits and sampling stay fp32; the Decoder's and Vocos's linears run bf16 "
                     "where that measures faster (AMX, AVX-512-BF16), the rest of them fp32.")

@@ -126,8 +126,11 @@ def _load_or_rebuild(cxx: str, directory: str) -> ctypes.CDLL:
 
 def available() -> str | None:
     """None once the kernel is built, loaded and checked here; else why not
-    (decided once per process)."""
+    (the ISA limits read afresh, the build decided once per process)."""
     global _lib, _reason, _tried
+    limited = isa_unavailable()
+    if limited is not None:
+        return limited
     with _lock:
         if _tried:
             return _reason
@@ -234,7 +237,7 @@ class F32Avx512:
             raise RuntimeError(f"the avx512 kernel is not available here: {reason}")
         n, k = weight.shape
         padded = torch.nn.functional.pad(weight.detach(), (0, 0, 0, -n % 16))
-        self._w = padded.view(-1, 16, k).permute(0, 2, 1).contiguous()
+        self._w = padded.reshape(-1, 16, k).permute(0, 2, 1).contiguous()
         self._shape = (n, k)
         self.nbytes = self._w.numel() * 4
 
