@@ -16,7 +16,8 @@ model thread with a synthetic runner, scheduler, framing, encoding, outbox).
 Server CPU comes from the kernel's per-process counters, which tick every
 10 ms, so each sample repeats utterances until the server under test has used
 at least ``--min-cpu`` seconds; samples alternate bare/ours so background load
-hits both alike, and the medians are reported. Then ``--connections`` idle
+hits both alike (every other round in reverse order, so no side always runs
+right after another one), and the medians are reported. Then ``--connections`` idle
 WebSocket connections are opened to our server and held. The last stdout line
 is one JSON object with ``per_frame_cost_ratio`` (ours / bare CPU per frame),
 ``added_first_frame_ms``, ``frames_per_s_ours``/``_bare`` and
@@ -342,13 +343,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _measure(our_proc, our_url, timed_request, 0.0)
             bs: list[dict[str, float]] = []
             os_: list[dict[str, float]] = []
-            for _ in range(samples):
-                bs.append(_measure(bare_proc, bare_url, request, min_cpu))
-                if args.baseline is not None:
-                    base.append(_measure(base_proc, base_url, request, min_cpu))
-                os_.append(_measure(our_proc, our_url, request, min_cpu))
-                if args.timestamps:
-                    timed.append(_measure(our_proc, our_url, timed_request, min_cpu))
+            sides = [(bs, bare_proc, bare_url, request)]
+            if args.baseline is not None:
+                sides.append((base, base_proc, base_url, request))
+            sides.append((os_, our_proc, our_url, request))
+            if args.timestamps:
+                sides.append((timed, our_proc, our_url, timed_request))
+            for i in range(samples):
+                # Every other round in reverse order: a side measured right
+                # after another (the same process, with timestamps) sees no
+                # systematic drift from its place in the round.
+                for into, proc, url, req in (sides if i % 2 == 0 else sides[::-1]):
+                    into.append(_measure(proc, url, req, min_cpu))
             held = asyncio.run(_hold_idle(our_url, args.connections))
             rss_mb = our_proc.memory_info().rss / 2**20
         finally:

@@ -37,6 +37,7 @@ from realtime.exchange import HttpRequest, HttpResponse
 from realtime.gate import Gate
 from realtime.http import SPEECH_PATH, VOICES_PATH, HttpRoutes, cors_readable
 from realtime.http1 import Exchange, Handler, Http1Connection, HttpLimits
+from realtime.send_batch import StreamConnection
 
 log = logging.getLogger(__name__)
 
@@ -126,15 +127,16 @@ class HttpFront:
         response.body = answer.body
         return response
 
-    def connection_factory(self) -> Callable[..., asyncio.Protocol] | None:
+    def connection_factory(self) -> Callable[..., asyncio.Protocol]:
         """For ``serve(create_connection=...)``: called with websockets'
-        arguments for a ``ServerConnection``, which it builds only for a GET.
-        None while the speech endpoint is off (websockets' own then)."""
+        arguments for a ``ServerConnection`` (a ``StreamConnection``, which
+        sends an outbox's messages together), built only for a GET; while
+        the speech endpoint is off, every connection is one."""
         if self.speech is None:
-            return None
+            return StreamConnection
 
         def create(*args: Any, **kwargs: Any) -> asyncio.Protocol:
-            return FirstRequestLine(lambda: ServerConnection(*args, **kwargs), self._http_protocol,
+            return FirstRequestLine(lambda: StreamConnection(*args, **kwargs), self._http_protocol,
                                     self.limits.request_timeout, self._undecided)
         return create
 

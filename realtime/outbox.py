@@ -9,6 +9,14 @@ owner's queued audio and the control messages queued as that owner's (an
 utterance's ``segment`` messages, which must not arrive without their frames);
 other control messages are never dropped.
 
+With a ``batch`` (``realtime.send_batch.StreamConnection``), the writer
+takes every message queued, up to the ``room`` the connection has before
+its high-water mark, and writes them together (one system call, nothing
+waits); while the connection has no room (the client is slow) it sends one
+message at a time and waits, as without one, so the bytes between the
+outbox and the socket stay bounded by the same ``write_limit`` and at most
+one message is out of ``purge``'s reach.
+
 Thread: event loop.
 """
 
@@ -17,17 +25,29 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from websockets.exceptions import ConnectionClosed
 
 log = logging.getLogger(__name__)
 
 
+class Batch(Protocol):
+    """What sends several messages at once (``StreamConnection``)."""
+
+    def room(self) -> int:
+        """Bytes that may go now; 0: send one message and wait for it."""
+    def send_all(self, messages: Sequence[tuple[bytes, bool]]) -> None:
+        """(payload, is_text) messages, in order, for at most ``room()`` bytes;
+        written at once (it never waits)."""
+
+
 class Outbox:
     def __init__(self, send: Callable[..., Awaitable[None]], limit_bytes: int,
-                 on_overflow: Callable[[], None]) -> None:
+                 on_overflow: Callable[[], None], batch: Batch | None = None) -> None:
         self._send = send  # websockets' connection.send(message, text=...)
+        self._batch = batch
         self.limit_bytes = limit_bytes
         self._on_overflow = on_overflow
         # (owner or None for control, payload, is_text)
@@ -47,7 +67,8 @@ class Outbox:
             return
         self._items.append((owner, data, True))
         self.queued_bytes += len(data)
-        self._kick()
+        if self._writer_idle:  # as for audio: a writer awake sees it without a kick
+            self._kick()
 
     def put_audio(self, owner: object, data: bytes) -> None:
         """A binary frame of ``owner``'s audio; may trigger ``on_overflow``.
@@ -112,9 +133,24 @@ class Outbox:
         self._writer_idle = False
         self._wake.set()
 
+    def _take(self, items: collections.deque[tuple[object | None, bytes, bool]],
+              room: int) -> list[tuple[bytes, bool]]:
+        """The queued messages that fit in ``room`` bytes (at least one), in order."""
+        taken: list[tuple[bytes, bool]] = []
+        size = audio = 0
+        while items and size + len(items[0][1]) <= room:
+            _, data, text = items.popleft()
+            size += len(data)
+            if not text:
+                audio += len(data)
+            taken.append((data, text))
+        self.queued_bytes -= size
+        self.audio_bytes -= audio
+        return taken
+
     async def run(self) -> None:
         """The writer task: send in order until closed or the connection drops."""
-        send = self._send
+        send, batch = self._send, self._batch
         try:
             while not self._closed:
                 items = self._items  # purge() may have replaced the deque
@@ -124,6 +160,11 @@ class Outbox:
                     self._wake.clear()
                     await self._wake.wait()
                     continue
+                if batch is not None:
+                    room = batch.room()
+                    if room >= len(items[0][1]):
+                        batch.send_all(self._take(items, room))
+                        continue
                 _, data, text = items.popleft()
                 size = len(data)
                 self.queued_bytes -= size

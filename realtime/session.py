@@ -44,6 +44,7 @@ from realtime.outbox import Outbox
 from realtime.ratelimit import QuotaBook
 from realtime.retry import active_retry_s, quota_retry_ms, to_ms
 from realtime.segment_request import lane_params
+from realtime.send_batch import StreamConnection
 from realtime.state import ServiceState
 from realtime.utterance import ServerUtterance
 from realtime.utterance_link import Outcome, UtteranceMessage
@@ -68,7 +69,8 @@ class Session:
         self.worker = worker
         self.utterances: dict[str, ServerUtterance] = {}
         self._streams = itertools.count(1)
-        self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow)
+        self.outbox = Outbox(ws.send, config.send_queue_bytes, self._on_overflow,
+                             ws if isinstance(ws, StreamConnection) else None)
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_activity = time.monotonic()  # a client message, or the last utterance's end
         self.quota = quota_for(quotas, config, ws.request)

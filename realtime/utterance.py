@@ -266,8 +266,8 @@ class ServerUtterance:
                    and self._cursor_pushed > self._framer.segment_samples)
         if not partial:  # this might be the segment's last frame: keep its flags open
             self._held = payloads.pop()
-        for payload in payloads:
-            self._send_frame(payload)
+        if payloads:
+            self._send_frames(payloads)
 
     def _segment_resolved(self, job_id: int | None, kind: UpdateKind) -> None:
         index = self._by_job.get(job_id) if job_id is not None else None
@@ -320,10 +320,7 @@ class ServerUtterance:
             return  # nothing spoken: no segment on the wire
         if self._words is not None:  # the rest of its words, before its last frame
             self._send_words(self._words.ended())
-        for payload in payloads[:-1]:
-            self._send_frame(payload)
-        self._send_frame(payloads[-1], segment_end=True,
-                         utterance_end=self._is_last_audio_segment())
+        self._send_frames(payloads, segment_end=True, utterance_end=self._is_last_audio_segment())
         if self._ended:
             return  # a send overflowed the outbox: the terminal message is out
         samples = self._framer.segment_samples
@@ -346,15 +343,19 @@ class ServerUtterance:
             return False
         return all(s.status is SegmentStatus.EMPTY for s in self._segments[self._cursor + 1:])
 
-    def _send_frame(self, payload: bytes, segment_end: bool = False,
-                    utterance_end: bool = False) -> None:
-        # A send can end the utterance (the outbox overflows: slow_consumer);
-        # nothing may follow its terminal message.
-        if self._ended:
-            return
-        frame = self.wire.frame(payload, segment_end, utterance_end)
+    def _send_frames(self, payloads: list[bytes], segment_end: bool = False,
+                     utterance_end: bool = False) -> None:
+        """Frames in order, the flags on the last one, the lookups made once (the
+        loop's busiest path). A send can end the utterance (the outbox overflows:
+        slow_consumer): nothing may follow its terminal message."""
         self.clock.frame_sent()
-        self.link.send_frame(self, frame)
+        frame, send = self.wire.frame, self.link.send_frame
+        for payload in payloads[:-1]:
+            if self._ended:
+                return
+            send(self, frame(payload))
+        if not self._ended:
+            send(self, frame(payloads[-1], segment_end, utterance_end))
 
     # -- endings -----------------------------------------------------------------------
 

@@ -316,16 +316,19 @@ class _SlowPromptCapacity:
 
 
 @pytest.mark.parametrize(("alone", "budget"), [(0.1, 0.5), (1.0, 1.3)])
-@pytest.mark.parametrize("over", [-1e-6, 1e-6])
+@pytest.mark.parametrize("over", [-1e-6, 0.0, 1e-6])
 def test_first_audio_is_due_within_the_budget_or_its_own_time_plus_headroom(alone, budget, over):
     """The budget is the first-audio bound, or (1 + headroom) x the request's
-    own first audio on an idle model when that is longer (a long prompt)."""
+    own first audio on an idle model when that is longer (a long prompt);
+    due exactly at the budget is admitted."""
     h = Harness(cost=CPU)
     config = SchedulerConfig(realtime_headroom=0.3)
-    capacity = _SlowPromptCapacity(first_audio=budget + over, alone=alone)
+    now = 10.0
+    capacity = _SlowPromptCapacity(first_audio=now + budget + over, alone=alone)
     admission = Admission(config, h.sched.book, h.sched.forecast, capacity, first_audio_s=0.5)
-    refusal = admission.refusal(I, [h.job("s", I)], 0.0)
-    assert (refusal is None) is (over < 0)
+    refusal = admission.refusal(I, [h.job("s", I)], now)
+    assert (refusal is None) is (over <= 0)
     if refusal is not None:
         assert refusal.reason is RefusalReason.OVERLOADED
-        assert f"{budget * 1000:.0f} ms budget" in refusal.message
+        assert refusal.message == (f"first audio expected in {(budget + over) * 1000:.0f} ms, "
+                                   f"over the {budget * 1000:.0f} ms budget")
