@@ -42,6 +42,9 @@ void block(const uint8_t* xq, int64_t K, const int8_t* w, const int32_t* comp, c
   const int64_t groups = K / 4;
   int64_t g = 0;
   for (; g + 1 < groups; g += 2) {
+    // 2 KiB ahead: the hardware prefetcher stops at every 4 KiB page.
+    _mm_prefetch((const char*)(w + g * 64 + 2048), _MM_HINT_T0);
+    _mm_prefetch((const char*)(w + g * 64 + 2048 + 64), _MM_HINT_T0);
     __m512i w0 = _mm512_loadu_si512(w + g * 64);
     __m512i w1 = _mm512_loadu_si512(w + g * 64 + 64);
     for (int r = 0; r < MR; ++r) {
@@ -84,6 +87,8 @@ void block_f32(const float* x, int64_t ldx, int64_t K, const float* w, float* y,
   for (int r = 0; r < MR; ++r) { a0[r] = _mm512_setzero_ps(); a1[r] = _mm512_setzero_ps(); }
   int64_t k = 0;
   for (; k + 1 < K; k += 2) {
+    _mm_prefetch((const char*)(w + k * 16 + 512), _MM_HINT_T0);
+    _mm_prefetch((const char*)(w + k * 16 + 512 + 16), _MM_HINT_T0);
     __m512 w0 = _mm512_loadu_ps(w + k * 16), w1 = _mm512_loadu_ps(w + k * 16 + 16);
     for (int r = 0; r < MR; ++r) {
       a0[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * ldx + k]), w0, a0[r]);
