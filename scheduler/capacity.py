@@ -103,10 +103,11 @@ class InteractiveCapacity:
                 rows = size
         return rows
 
-    def interval(self, streams: int, bucket: int) -> float:
-        """Seconds between two codes of one stream when ``streams`` share the model."""
+    def interval(self, streams: int, bucket: int, rows: int | None = None) -> float:
+        """Seconds between two codes of one stream when ``streams`` share the
+        model (``rows``: ``rows(bucket)``, when the caller has it already)."""
         streams = max(streams, 1)
-        rows = min(streams, self.rows(bucket))
+        rows = min(streams, self.rows(bucket) if rows is None else rows)
         step = self.cost.step_time(self.config.padded_batch(rows), bucket)
         return streams * step / (rows * self.share(rows, bucket))
 
@@ -127,9 +128,13 @@ class InteractiveCapacity:
         """Does a lone stream get real time with the headroom?"""
         return self.lone_rate(bucket) >= CODES_PER_SECOND * (1.0 + self.config.realtime_headroom)
 
-    def keeps_rate(self, streams: int, bucket: int) -> bool:
-        """Would ``streams`` streams all keep the target rate?"""
-        return 1.0 / self.interval(streams, bucket) >= self.target_rate(bucket) * (1 - 1e-9)
+    def keeps_rate(self, streams: int, bucket: int, target: float | None = None,
+                   rows: int | None = None) -> bool:
+        """Would ``streams`` streams all keep the target rate? (``target``
+        and ``rows``: ``target_rate`` and ``rows`` of ``bucket``, when the
+        caller has them already.)"""
+        target = self.target_rate(bucket) if target is None else target
+        return 1.0 / self.interval(streams, bucket, rows) >= target * (1 - 1e-9)
 
     def stream_capacity(self, bucket: int) -> int:
         """The most streams that all keep the target rate (at least 1, except
@@ -137,12 +142,14 @@ class InteractiveCapacity:
         ``interval`` grows with the count (step times never fall with more
         rows), so a bisection finds it; the slot room caps it far below
         four times the slots."""
-        if not self.keeps_rate(1, bucket):
+        # Once, not per probe: the model thread asks for this every step.
+        target, rows = self.target_rate(bucket), self.rows(bucket)
+        if not self.keeps_rate(1, bucket, target, rows):
             return 0
         low, high = 1, 4 * self.config.max_slots
         while low < high:
             mid = (low + high + 1) // 2
-            if self.keeps_rate(mid, bucket):
+            if self.keeps_rate(mid, bucket, target, rows):
                 low = mid
             else:
                 high = mid - 1
