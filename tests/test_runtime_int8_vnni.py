@@ -196,3 +196,15 @@ def test_both_forms_take_a_transposed_view_as_the_prepared_cache_hands_them():
     for form in (vnni.F32Avx512(stored.t()), vnni.Int8Vnni(stored.t())):
         rel = float((form(x) - x @ stored).norm() / (x @ stored).norm())
         assert rel < 0.02, (form.backend, rel)
+
+
+def test_the_kernel_is_kept_under_the_servers_cache_dir(monkeypatch, tmp_path):
+    from realtime.runtime.api import RuntimeOptions
+    from realtime.runtime.cpu.plan import policy_for
+
+    monkeypatch.delenv(vnni.ENV_DIR, raising=False)
+    monkeypatch.setattr(vnni, "_cache_dir", None)
+    policy_for(RuntimeOptions(cache_dir=str(tmp_path)))
+    assert vnni.kernel_dir() == str(tmp_path / "kernels")
+    policy_for(RuntimeOptions(cache_dir=""))  # off: the default place
+    assert vnni.kernel_dir().endswith("realtime-tts/kernels")

@@ -48,6 +48,7 @@ _lock = threading.RLock()  # the check builds a form inside available()
 _lib: ctypes.CDLL | None = None
 _reason: str | None = None  # why the kernel is not available, once known
 _tried = False
+_cache_dir: str | None = None  # the server's --cache-dir (use_cache_dir)
 
 
 def isa_unavailable(cpu_flags=None, env=None) -> str | None:
@@ -66,10 +67,18 @@ def compiler() -> str | None:
     return shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 
 
+def use_cache_dir(path: str | None) -> None:
+    """Keep the kernel under the server's ``--cache-dir`` (its ``kernels/``);
+    None or '' leaves the default. Takes effect if the kernel is not built yet."""
+    global _cache_dir
+    _cache_dir = path or None
+
+
 def kernel_dir() -> str:
-    """``$REALTIME_TTS_KERNEL_DIR``, else ``kernels/`` of the prepared cache's default."""
+    """``$REALTIME_TTS_KERNEL_DIR``, else ``kernels/`` of the server's cache
+    directory (``use_cache_dir``) or of the prepared cache's default."""
     from realtime.runtime.prepared_cache import default_cache_dir
-    return os.environ.get(ENV_DIR) or os.path.join(default_cache_dir(), "kernels")
+    return os.environ.get(ENV_DIR) or os.path.join(_cache_dir or default_cache_dir(), "kernels")
 
 
 def _version(cxx: str) -> str:
