@@ -17,8 +17,9 @@ machine the first pass alone ran past 300 s.
 At the end each target's counts and surviving mutants are written to
 ``.mutate/TARGET.json`` and ``.mutate/TARGET-survivors.txt`` (with
 ``mutmut show`` diffs; ``--report`` writes them again from a run already
-there, one cut short too); docs/testing.md records the scores and explains each
-survivor. Not part of CI: it takes tens of minutes per target on two cores.
+there, one cut short too; ``--resume`` goes on with one cut short, mutmut
+keeping every verdict it recorded); docs/testing.md records the scores and
+explains each survivor. Not part of CI: it takes tens of minutes per target on two cores.
 
 Thread: a command-line tool.
 """
@@ -114,15 +115,20 @@ def _results(dest: Path, mutmut: str) -> dict[str, str]:
     return statuses
 
 
-def run_target(name: str, max_children: int) -> dict:
+def run_target(name: str, max_children: int, resume: bool = False) -> dict:
     files, tests = TARGETS[name]
     dest = WORK / name
-    _copy_tree(dest)
-    _configure(dest, files, tests)
+    if resume and (dest / "mutants").is_dir():
+        # mutmut lets every recorded verdict stand and runs only the mutants
+        # left; the tree stays as copied when the run began.
+        print(f"{name}: resuming the run in {dest}")
+    else:
+        _copy_tree(dest)
+        _configure(dest, files, tests)
     mutmut = str(Path(sys.executable).with_name("mutmut"))
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CI="1", REALTIME_MUTATION="1")
     start = time.monotonic()
-    with open(WORK / f"{name}.log", "w", encoding="utf-8") as log_file:
+    with open(WORK / f"{name}.log", "a" if resume else "w", encoding="utf-8") as log_file:
         subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=dest, env=env,
                        stdout=log_file, stderr=subprocess.STDOUT, check=False)
     return report(name, (time.monotonic() - start) / 60)
@@ -156,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="*", help=f"module groups (default: all of {', '.join(TARGETS)})")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with a run under .mutate/ that was cut short (its tree as copied)")
     parser.add_argument("--report", action="store_true",
                         help="only write the reports of runs already under .mutate/ (one cut short too)")
     args = parser.parse_args(argv)
@@ -164,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
     WORK.mkdir(exist_ok=True)
     for name in args.targets or list(TARGETS):
-        done = report(name) if args.report else run_target(name, args.max_children)
+        done = report(name) if args.report else run_target(name, args.max_children, args.resume)
         print(f"{name}: score {done['score']} {done['counts']} in {done['minutes']} min")
     return 0
 
