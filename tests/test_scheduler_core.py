@@ -336,7 +336,8 @@ def test_a_job_out_of_memory_alone_fails():
     h.step()
     h.runner.oom_above = 0
     h.step()
-    assert [(e.job_id, e.outcome.value) for e in h.events] == [(job.id, "failed")]
+    assert [(e.job_id, e.outcome.value, e.message) for e in h.events] == [
+        (job.id, "failed", "out of device memory")]
     assert job.ended_at == h.now  # at the step's end (pruning reads it)
     h.runner.oom_above = None
     h.run()  # the next plan releases the slot the runner still holds

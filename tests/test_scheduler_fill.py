@@ -1,4 +1,4 @@
-"""The background fill wait (``background_fill_wait_s``) and the interactive
+"""The background fill wait (``background_fill_wait_s``), EDF ties and the interactive
 backlog the background forecast counts: cases the scheduler's mutation run
 found unpinned, each worked out by hand. Fake clock, fake runner."""
 
@@ -76,3 +76,28 @@ def test_a_full_batch_at_exactly_one_step_is_free():
                                                                  rider_overhead=0.0))
     h.sched.admit(h.utterance("a", I, 1, length=40), 0.0)
     assert h.sched.forecast.interactive_backlog() == pytest.approx(40 * 0.010 / 8)
+
+
+def test_equal_deadlines_go_in_admission_order():
+    # "late" is admitted first although its job was made (numbered) second:
+    # with equal deadlines EDF keeps admission order, not job numbers.
+    h = Harness(cost=CPU)
+    early_made = h.job("second", B, length=5, deadline=50.0)
+    late_made = h.job("first", B, length=5, deadline=50.0)
+    assert h.sched.admit([late_made], 0.0) is None
+    assert h.sched.admit([early_made], 0.0) is None
+    assert [j.id for j in h.sched.forecast.edf(h.sched.book.jobs(B).values())] == [
+        late_made.id, early_made.id]
+
+
+def test_interactive_backlog_shrinks_backgrounds_share_down_to_the_floor():
+    # 400 codes at 10 ms a batch-1 step (riders dear) are 4 s of model time:
+    # over a 10 s load window, 40% of the model; 4000 codes would be 400%,
+    # and the starvation bound still leaves 1 / (3 + 1).
+    cfg = SchedulerConfig(admission="queue-only", load_window_s=10.0,
+                          interactive_steps_per_background=3)
+    h = Harness(cost=costs(0.010, 0.015), config=cfg)
+    h.sched.admit(h.utterance("talk", I, 1, length=400), 0.0)
+    assert h.sched.forecast.share(0.0) == pytest.approx(0.6)
+    h.sched.admit(h.utterance("more", I, 1, length=3600), 0.0)
+    assert h.sched.forecast.share(0.0) == pytest.approx(0.25)
