@@ -116,9 +116,10 @@ class InteractiveCapacity:
         with the headroom, or, where not even a lone stream gets that (and
         admission is not strict), the lone stream's rate less the headroom."""
         headroom = 1.0 + self.config.realtime_headroom
-        if self.config.admission == STRICT or self.realtime_alone(bucket):
+        lone = self.lone_rate(bucket)  # realtime_alone's test, the lone interval computed once
+        if self.config.admission == STRICT or lone >= CODES_PER_SECOND * headroom:
             return CODES_PER_SECOND * headroom
-        return self.lone_rate(bucket) / headroom
+        return lone / headroom
 
     def lone_rate(self, bucket: int) -> float:
         """Codes per second a lone stream gets."""

@@ -215,7 +215,7 @@ def test_admission_protects_admitted_work_from_an_earlier_deadline():
     # "b" would itself finish in time (EDF puts it first) but push "a" late.
     ref = h.sched.admit([h.job("b", B, length=100, deadline=6.0)], 0.0)
     assert ref is not None and ref.reason is RefusalReason.DEADLINE_UNMEETABLE
-    assert "already accepted" in ref.message
+    assert ref.message == "admitting it would make already accepted work miss its deadline"
 
 
 def test_admission_accounts_for_interactive_load():
@@ -336,7 +336,8 @@ def test_a_job_out_of_memory_alone_fails():
     h.step()
     h.runner.oom_above = 0
     h.step()
-    assert [(e.job_id, e.outcome.value) for e in h.events] == [(job.id, "failed")]
+    assert [(e.job_id, e.outcome.value, e.message) for e in h.events] == [
+        (job.id, "failed", "out of device memory")]
     assert job.ended_at == h.now  # at the step's end (pruning reads it)
     h.runner.oom_above = None
     h.run()  # the next plan releases the slot the runner still holds
@@ -423,3 +424,26 @@ def test_fill_wait_holds_a_lone_batch_only_while_slack_allows():
     g = Harness(cost=CPU, config=SchedulerConfig(background_fill_wait_s=0.1))
     g.sched.admit([g.job("c", B, length=5, deadline=2.3)], 0.0)
     assert g.sched.schedule(0.0) is not None
+
+
+def test_capacity_backstop_bounds_each_lane_and_hints_when_its_queue_moves():
+    """The backstop's bound is the lane's own; its retry hint is the time
+    until the lane's earliest expected end of work, from now (not from 0)."""
+    config = SchedulerConfig(max_queue_background=2, max_queue_interactive=1)
+    h = Harness(config=config)
+    h.now = now = 50.0
+    assert h.sched.admit(h.utterance("a", B, 1, length=10, deadline=1e6), now) is None
+    assert h.sched.admit(h.utterance("b", B, 1, length=10, deadline=1e6), now) is None
+    ref = h.sched.admit(h.utterance("c", B, 1, deadline=1e6), now)
+    assert ref is not None and "background queue is full (2 utterances)" in ref.message
+    live = h.sched.forecast.order(h.sched.book.jobs(B).values())
+    drain = min(h.sched.forecast.finish_times(live, now).values())
+    assert 0 < drain - now < 5.0  # two 10-code jobs on a GPU table
+    assert ref.retry_after_s == pytest.approx(max(drain - now, config.retry_after_min_s))
+
+    assert h.sched.admit(h.utterance("i", I, 1, length=10), now) is None
+    ref = h.sched.admit(h.utterance("j", I, 1, length=10), now)
+    assert ref is not None and "interactive queue is full (1 utterances)" in ref.message
+    end = h.sched.capacity.earliest_end(now)
+    assert 0 < end - now < 5.0
+    assert ref.retry_after_s == pytest.approx(max(end - now, config.retry_after_min_s))

@@ -52,10 +52,19 @@ def test_json_rows(tmp_path):
     assert cost.step_time(4, 256) == 0.11
 
 
-@pytest.mark.parametrize("table", [{}, {(0, 256): 0.1}, {(1, 256): 0.0}, {(1, 256): -1.0}])
-def test_bad_tables_raise(table):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("table", "says"), [
+    ({}, "^cost table is empty$"), ({(0, 256): 0.1}, r"^bad cost entry \(0, 256\): 0.1$"),
+    ({(1, 256): 0.0}, r"^bad cost entry \(1, 256\): 0.0$"),
+    ({(1, 256): -1.0}, r"^bad cost entry \(1, 256\): -1.0$")])
+def test_bad_tables_raise_saying_which_entry(table, says):
+    with pytest.raises(ValueError, match=says):
         CostModel.from_table(table)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.5])
+def test_a_smoothing_factor_outside_0_1_raises(alpha):
+    with pytest.raises(ValueError, match=r"^alpha must be in \(0, 1\]$"):
+        CostModel.from_table({(1, 256): 0.1}, alpha=alpha)
 
 
 def test_config_pads_batches_and_picks_buckets():

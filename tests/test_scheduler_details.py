@@ -332,3 +332,77 @@ def test_first_audio_is_due_within_the_budget_or_its_own_time_plus_headroom(alon
         assert refusal.reason is RefusalReason.OVERLOADED
         assert refusal.message == (f"first audio expected in {(budget + over) * 1000:.0f} ms, "
                                    f"over the {budget * 1000:.0f} ms budget")
+
+
+def probe_end(h: Harness, job, now: float, safety: float) -> float:
+    """The forecast's end of ``job`` if it ran alone from ``now``."""
+    return h.sched.forecast.finish_times([job], now, safety=safety)[job.id]
+
+
+def _alone(h: Harness, length: int, now: float, safety: float) -> float:
+    """``probe_end`` of a new ``length``-code background job (not admitted)."""
+    return probe_end(h, h.job("probe", B, length=length), now, safety)
+
+
+def test_a_deadline_inside_the_safety_margin_is_refused_with_its_figures():
+    # Between the bare estimate and the estimate times admission_safety: the
+    # margin is what refuses it; the message counts from now, not from 0.
+    h = Harness(cost=CPU)
+    now = h.now = 100.0
+    bare = _alone(h, 200, now, 1.0)
+    safe = _alone(h, 200, now, h.config.admission_safety)
+    assert safe > bare + 0.5
+    deadline = (bare + safe) / 2
+    ref = h.sched.admit([h.job("book", B, length=200, deadline=deadline)], now)
+    assert ref is not None and ref.reason is RefusalReason.DEADLINE_UNMEETABLE
+    assert ref.message == (f"estimated completion in {safe - now:.1f} s, "
+                           f"deadline in {deadline - now:.1f} s")
+    assert h.sched.admit([h.job("book2", B, length=200, deadline=safe + 0.1)], now) is None
+
+
+def test_work_already_late_does_not_block_a_new_admission():
+    # "a" was on time when admitted; by the time "b" arrives nothing has run
+    # and "a" can no longer make its deadline. That is not b's doing.
+    h = Harness(cost=CPU, config=SchedulerConfig(batch_sizes=(1,)))
+    a_end = _alone(h, 200, 0.0, h.config.admission_safety)
+    a = h.job("a", B, length=200, deadline=a_end + 1.0)
+    assert h.sched.admit([a], 0.0) is None
+    now = h.now = 5.0  # "a" now ends after its deadline, with or without "b"
+    assert probe_end(h, a, now, h.config.admission_safety) > a.deadline
+    assert h.sched.admit([h.job("b", B, length=50, deadline=1e6)], now) is None
+
+
+def test_late_means_late_with_the_safety_margin():
+    # "a" makes its deadline by the bare estimate but not with the margin:
+    # admission counts it as late already, so it does not block "b" either.
+    h = Harness(cost=CPU, config=SchedulerConfig(batch_sizes=(1,)))
+    a = h.job("a", B, length=200, deadline=1e6)
+    assert h.sched.admit([a], 0.0) is None
+    bare, safe = (probe_end(h, a, 0.0, s) for s in (1.0, h.config.admission_safety))
+    a.deadline = (bare + safe) / 2
+    assert h.sched.admit([h.job("b", B, length=50, deadline=1e6)], 0.0) is None
+
+
+@pytest.mark.parametrize("interactive_batch", [1, 4])
+def test_a_held_place_is_a_stream_ahead_of_a_new_one(interactive_batch):
+    # Steps cost 20 ms a row, so riders are never free and a stream's code
+    # interval grows with the streams sharing the model. One place held by
+    # an empty stream, nothing live: the new stream is the second stream,
+    # its prefill step carries two rows, and its codes come at the interval
+    # of two streams: first audio = its start + (1 + prefill) steps of two
+    # rows + first_audio_steps intervals of two streams.
+    cost = CostModel.from_table({(b, k): 0.02 * b for b in (1, 2, 4, 8) for k in BUCKETS})
+    cfg = SchedulerConfig(interactive_batch_size=interactive_batch, stream_reservation_s=5.0)
+    h = Harness(cost=cost, config=cfg)
+    assert h.sched.admit_empty("held", I, 0.0, 0.0) is None
+    capacity = h.sched.capacity
+    jobs = h.utterance("new", I, 1, length=40)
+    bucket = capacity.bucket(jobs)
+    assert capacity.rows(bucket) == interactive_batch
+    two = capacity.interval(2, bucket)
+    one = capacity.interval(1, bucket)
+    assert two == pytest.approx(2 * one)  # two rows cost twice one, or one row carries both
+    est = capacity.start_estimate(jobs, 0.0)
+    step = 0.02 * min(2, interactive_batch)
+    assert est.first_audio - est.starts == pytest.approx(3 * step + cfg.first_audio_steps * two)
+    assert est.alone == pytest.approx(3 * 0.02 + cfg.first_audio_steps * one)

@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from realtime.runtime.cpu import plan_trial
 from realtime.runtime.cpu.gemm import Matrix, matmul
 from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, prepare_matrices, summary, table
+from realtime.runtime.prepared_forms import FormEntries
 from realtime.runtime.prepared_weights import WeightsEntry, decoder_matrices
 from realtime.runtime.shapes import ModelShape
 
@@ -149,7 +150,8 @@ class StaticGPT:
         # The heads join the decoder's matrices (one plan, judged by whole
         # steps) unless those are int8 or bf16: the heads then take what auto picks.
         joint = gemm.mode not in ("int8", "bf16") and dtype == torch.float32
-        begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype)
+        forms = FormEntries.of(prepared, gemm.mode)  # int8's and bf16's forms kept per machine
+        begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype, forms)
         matrices, self.gemm_choices = list(begun.prepared.matrices), begun.prepared.choices
         del weights
         if joint:
@@ -167,6 +169,8 @@ class StaticGPT:
         self.gemm = gemm
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
         self.plan_verdicts = plan_trial.settle(begun, self._trial_step)
+        if forms is not None:  # the settled plan's forms, for the next start
+            forms.store(matrices)
         # A cached plan's packed forms, one matrix per piece (``finish_packing``).
         self.deferred_packing: list[Callable[[], None]] = list(begun.deferred)
         self.matrices = matrices + [self.heads]

@@ -60,7 +60,9 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when an entry's layout changes: old entries then miss
 KEEP_PER_KIND = 4  # older entries of one kind are removed past this many
-KEEP = {"weights": 2}  # kinds whose entries are large (the decoder's 760 MB): fewer kept
+KEEP = {"weights": 2,  # kinds whose entries are large (the decoder's 760 MB): fewer kept
+        # one entry per (shape, state form): the decoder's 4 shapes times a few forms
+        "int8-forms": 12, "bf16-forms": 8}
 _HASH_CHUNK = 8 * 2**20
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from realtime.runtime.cpu import isa
+from realtime.runtime.cpu import form_state, isa
 from realtime.runtime.cpu.gemm import Packed
 
 
@@ -49,25 +49,45 @@ class Bf16Linear:
     any_rows = True
 
     def __init__(self, weight: torch.Tensor, rows: int = 0):
-        self._w = _check(weight)
-        self.nbytes = self._w.numel() * 2
+        self._adopt(_check(weight), rows)
+
+    def _adopt(self, w: torch.Tensor, rows: int) -> None:
+        self._w = w
+        self.nbytes = w.numel() * 2
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         out = F.linear(x.to(torch.bfloat16), self._w).float()
         return out if bias is None else out.add_(bias)
 
+    @classmethod
+    def state_form(cls) -> str:
+        """What ``state()`` holds (``cpu.form_state``): the same for both bf16 forms."""
+        return "bf16 [N, K] rounded from fp32"
 
-class Bf16Onednn:
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"w": self._w}
+
+    @classmethod
+    def from_state(cls, state, shape: tuple[int, int], rows: int = 0):
+        t = form_state.check(state, {"w": (tuple(shape), torch.bfloat16)})
+        form = cls.__new__(cls)
+        form._adopt(t["w"], rows)
+        return form
+
+
+class Bf16Onednn(Bf16Linear):
     """``bf16_onednn``: oneDNN's blocked bf16 copy of [N, K], tuned for
-    ``rows``-row inputs (a hint: any row count runs)."""
+    ``rows``-row inputs (a hint: any row count runs); its state is the plain
+    bf16 matrix (``to_dense``), reordered again from a cached one."""
 
     backend = "bf16_onednn"
-    any_rows = True
 
-    def __init__(self, weight: torch.Tensor, rows: int = 1):
-        w = _check(weight)
+    def _adopt(self, w: torch.Tensor, rows: int) -> None:
         self._packed = torch.ops.mkldnn._reorder_linear_weight(w, max(rows, 1))
         self.nbytes = w.numel() * 2
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"w": self._packed.to_dense()}
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.ops.mkldnn._linear_pointwise(x.to(torch.bfloat16), self._packed, None,

@@ -41,7 +41,7 @@ import warnings
 
 import torch
 
-from realtime.runtime.cpu import isa, vnni
+from realtime.runtime.cpu import form_state, isa, vnni
 from realtime.runtime.cpu.gemm import Packed
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,21 @@ def _prepack(weight: torch.Tensor, weight_max: int, engine: str = ENGINE):
         return torch.ops.quantized.linear_prepack(q, None)
 
 
+def _repack(q: torch.Tensor, scale: torch.Tensor, engine: str):
+    """int8 [N, K] and float64 scales [N] (a ``_prepack``'s, unpacked) ->
+    ``engine``'s packed weight again; only the packing is paid (fbgemm: ~30%
+    of ``_prepack``'s time on the decoder's matrices)."""
+    with _engine(engine):
+        qt = torch._make_per_channel_quantized_tensor(q, scale, torch.zeros_like(scale, dtype=torch.long), 0)
+        return torch.ops.quantized.linear_prepack(qt, None)
+
+
+def _unpacked(packed) -> dict[str, torch.Tensor]:
+    """The int8 values and scales a packed weight was made from."""
+    q, _ = torch.ops.quantized.linear_unpack(packed)
+    return {"q": q.int_repr().contiguous(), "scale": q.q_per_channel_scales().contiguous()}
+
+
 def _exact(weight_max: int, reduce_range: bool, engine: str = ENGINE) -> bool:
     """Ones (uint8 255) times ones (int8 ``weight_max``) over 64 inputs give 64?"""
     packed = _prepack(torch.ones(8, 64), weight_max, engine)
@@ -115,16 +130,42 @@ class Int8Packed:
     backend = "int8"
     any_rows = True
 
+    engine = ENGINE
+
     def __init__(self, weight: torch.Tensor, rows: int = 0):
         if weight.dim() != 2 or weight.device.type != "cpu":
             raise ValueError(f"need a 2-D CPU matrix, got {tuple(weight.shape)} on {weight.device}")
-        weight_max, self._reduce = int8_format()
-        self._packed = _prepack(weight, weight_max)
+        weight_max, self._reduce = self._format()
+        self._packed = _prepack(weight, weight_max, self.engine)
         self.nbytes = weight.numel() + weight.shape[0] * 8  # int8 + per-channel scales
+
+    @staticmethod
+    def _format() -> tuple[int, bool]:
+        return int8_format()
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.ops.quantized.linear_dynamic(x, self._packed, self._reduce)
         return out if bias is None else out.add_(bias)
+
+    @classmethod
+    def state_form(cls) -> str:
+        """What ``state()`` holds (``cpu.form_state``): the same for every
+        engine packing the same values (fbgemm's and oneDNN's on VNNI)."""
+        weight_max = cls._format()[0]
+        return f"int8 per-channel [-{weight_max}, {weight_max}] [N, K]; scale float64 [N]"
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return _unpacked(self._packed)
+
+    @classmethod
+    def from_state(cls, state, shape: tuple[int, int], rows: int = 0) -> Int8Packed:
+        n, k = shape
+        t = form_state.check(state, {"q": ((n, k), torch.int8), "scale": ((n,), torch.float64)})
+        form = cls.__new__(cls)
+        form._reduce = cls._format()[1]
+        form._packed = _repack(t["q"], t["scale"], cls.engine)
+        form.nbytes = n * k + n * 8
+        return form
 
 
 _onednn_exact: bool | None = None  # oneDNN's full-range product checked once
@@ -150,13 +191,11 @@ class Int8Onednn(Int8Packed):
     quantization as ``int8``, packed for oneDNN's kernels (AMX-INT8 or VNNI)."""
 
     backend = "int8_onednn"
+    engine = "onednn"
 
-    def __init__(self, weight: torch.Tensor, rows: int = 0):
-        if weight.dim() != 2 or weight.device.type != "cpu":
-            raise ValueError(f"need a 2-D CPU matrix, got {tuple(weight.shape)} on {weight.device}")
-        self._reduce = False
-        self._packed = _prepack(weight, 127, "onednn")
-        self.nbytes = weight.numel() + weight.shape[0] * 8
+    @staticmethod
+    def _format() -> tuple[int, bool]:
+        return 127, False  # exact where offered (``_onednn_unavailable``)
 
 
 class Int8WeightOnly:
@@ -173,13 +212,32 @@ class Int8WeightOnly:
             raise ValueError(f"need a 2-D CPU matrix, got {tuple(weight.shape)} on {weight.device}")
         w = weight.detach().float()
         scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-12)
-        self._q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8).contiguous()
-        self._scale = scale.to(torch.bfloat16)
+        self._adopt(torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8).contiguous(),
+                    scale.to(torch.bfloat16))
+
+    def _adopt(self, q: torch.Tensor, scale: torch.Tensor) -> None:
+        self._q, self._scale = q, scale
         self.nbytes = self._q.numel() + self._scale.numel() * 2
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         out = torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), self._q, self._scale).float()
         return out if bias is None else out.add_(bias)
+
+    @classmethod
+    def state_form(cls) -> str:
+        """What ``state()`` holds (``cpu.form_state``)."""
+        return "int8 per-channel [-127, 127] rounded [N, K]; scale bf16 [N]"
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"q": self._q, "scale": self._scale}
+
+    @classmethod
+    def from_state(cls, state, shape: tuple[int, int], rows: int = 0) -> Int8WeightOnly:
+        n, k = shape
+        t = form_state.check(state, {"q": ((n, k), torch.int8), "scale": ((n,), torch.bfloat16)})
+        form = cls.__new__(cls)
+        form._adopt(t["q"], t["scale"])
+        return form
 
 
 PACKERS: dict[str, type[Packed]] = {"int8": Int8Packed, "int8_onednn": Int8Onednn,

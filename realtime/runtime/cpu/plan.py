@@ -49,6 +49,7 @@ import torch
 from realtime.runtime.cpu import bf16 as cpu_bf16
 from realtime.runtime.cpu import int8 as cpu_int8
 from realtime.runtime.cpu import vnni
+from realtime.runtime.cpu.form_state import FormSource
 from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates, family_of
 from realtime.runtime.cpu.gemm import FP32_BACKENDS, Matrix, Packed
 
@@ -167,16 +168,20 @@ def _fallback(names: Sequence[str]) -> str:
 
 class _Packs:
     """Packed forms of one shape's weights, made on demand and shared between
-    measuring and building (no matrix is packed twice for one backend)."""
+    measuring and building (no matrix is packed twice for one backend); taken
+    from ``source`` (forms kept by an earlier start) where it has them."""
 
-    def __init__(self, weights: list[torch.Tensor], pack_rows: int, plain: str = "mm"):
-        self.weights, self.pack_rows, self.plain = weights, pack_rows, plain
+    def __init__(self, weights: list[torch.Tensor], pack_rows: int, plain: str = "mm",
+                 source: FormSource | None = None):
+        self.weights, self.pack_rows, self.plain, self.source = weights, pack_rows, plain, source
         self.forms: dict[tuple[int, str], Packed] = {}
 
     def get(self, i: int, backend: str) -> Packed:
         key = (i, backend)
         if key not in self.forms:
-            self.forms[key] = PACKERS[backend](self.weights[i], self.pack_rows)
+            w, n = self.weights[i], len(self.weights)
+            kept = self.source and self.source.cached(tuple(w.shape), n, i, backend, self.pack_rows)
+            self.forms[key] = kept or PACKERS[backend](w, self.pack_rows)
         return self.forms[key]
 
     def get_or_mm(self, i: int, backend: str) -> Packed:
@@ -316,10 +321,11 @@ def prepare_matrices(weights: Sequence[torch.Tensor], policy: GemmPolicy, device
 
 def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
             dtype: torch.dtype, keep: bool = False,
-            fixed: dict[tuple[int, int], dict[int, str]] | None = None) -> Prepared:
+            fixed: dict[tuple[int, int], dict[int, str]] | None = None,
+            forms: FormSource | None = None) -> Prepared:
     """As ``prepare_matrices``. ``keep``: hold every packed form for a trial;
     ``fixed``: the backend per (shape, row class) decided before (a cached
-    plan): the shapes it names are not measured."""
+    plan): the shapes it names are not measured; ``forms``: kept forms."""
     if policy.mode not in (*FAMILIES, *PACKERS):
         raise ValueError(f"unknown cpu gemm mode {policy.mode!r} ({', '.join(GEMM_MODES)})")
     family = family_of(policy.mode)
@@ -339,16 +345,20 @@ def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.d
             log.warning("cpu gemm %s is not available on %s %s; using %s", policy.mode, device,
                         dtype, plain)
         policy = dataclasses.replace(policy, mode=plain)
-    if names == (plain,) or (policy.mode == plain and plain not in FAMILIES):
-        return Prepared([_single(PACKERS[plain], w, policy.pack_rows) for w in weights], {}, names)
     groups: dict[tuple[int, int], list[int]] = {}
     for i, w in enumerate(weights):
         groups.setdefault((int(w.shape[0]), int(w.shape[1])), []).append(i)
+    if names == (plain,) or (policy.mode == plain and plain not in FAMILIES):
+        # One form for every row count; through ``_Packs``: int8's plain form may be kept.
+        one = {i: _Packs([weights[k] for k in idx], policy.pack_rows, plain, forms).get(j, plain)
+               for idx in groups.values() for j, i in enumerate(idx)}
+        return Prepared([Matrix((w.shape[1], w.shape[0]), {}, one[i]) for i, w in enumerate(weights)],
+                        {}, names)
     deadline = time.perf_counter() + policy.budget_s
     out: list[Matrix | None] = [None] * len(weights)
     prepared = Prepared([], {}, names)
     for shape, idx in groups.items():
-        packs = _Packs([weights[i] for i in idx], policy.pack_rows, plain)
+        packs = _Packs([weights[i] for i in idx], policy.pack_rows, plain, forms)
         if fixed is not None and shape in fixed:
             choice = ShapeChoice(backends=dict(fixed[shape]), complete=True)
         else:
@@ -361,11 +371,6 @@ def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.d
     prepared.matrices = [m for m in out if m is not None]
     assert len(prepared.matrices) == len(weights), "a matrix left without a form"
     return prepared
-
-
-def _single(packer: type[Packed], weight: torch.Tensor, rows: int) -> Matrix:
-    """``weight`` [N, K] in one form for every row count."""
-    return Matrix((weight.shape[1], weight.shape[0]), {}, packer(weight, rows))
 
 
 def table(choices: dict[tuple[int, int], ShapeChoice], policy: GemmPolicy) -> str:

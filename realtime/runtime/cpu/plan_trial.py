@@ -39,6 +39,7 @@ from functools import partial
 import torch
 
 from realtime.runtime.cpu import plan_cache
+from realtime.runtime.cpu.form_state import FormSource
 from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates
 from realtime.runtime.cpu.gemm import Matrix, PlainMatrix
 from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, Prepared, prepare
@@ -72,11 +73,11 @@ class Begun:
 
 
 def begin(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.device,
-          dtype: torch.dtype) -> Begun:
+          dtype: torch.dtype, forms: FormSource | None = None) -> Begun:
     """Prepare ``weights`` [N, K] as ``cpu.plan.prepare`` does, from the cached
-    plan of this machine if there is one; in a measured mode (``auto``,
-    ``int8``, ``bf16``) on a CPU where several of its forms run, every
-    candidate's form is kept for ``settle``."""
+    plan of this machine if there is one (and the forms ``forms`` kept); in a
+    measured mode (``auto``, ``int8``, ``bf16``) on a CPU where several of its
+    forms run, every candidate's form is kept for ``settle``."""
     names = candidates(device, dtype, policy.mode) if policy.mode in FAMILIES else ()
     trial = device.type == "cpu" and len(names) > 1
     key = plan_cache.key(weights, policy, device, dtype, names) if trial else None
@@ -84,7 +85,7 @@ def begin(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.dev
     deferred: list[Callable[[], None]] = []
     if fixed is not None and policy.defer_packing and policy.mode == "auto":  # fp32's mm first
         plain = {shape: dict.fromkeys(rows, "mm") for shape, rows in fixed.items()}
-        prepared = prepare(weights, policy, device, dtype, fixed=plain)
+        prepared = prepare(weights, policy, device, dtype, fixed=plain, forms=forms)
         for shape, rows in fixed.items():
             if shape in prepared.choices:
                 prepared.choices[shape].backends = dict(rows)  # the plan, as the log shows it
@@ -92,7 +93,8 @@ def begin(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.dev
                     for m in prepared.matrices
                     if any(b != "mm" for b in fixed.get((m.shape[1], m.shape[0]), {}).values())]
     else:
-        prepared = prepare(weights, policy, device, dtype, keep=trial and fixed is None, fixed=fixed)
+        prepared = prepare(weights, policy, device, dtype, keep=trial and fixed is None, fixed=fixed,
+                           forms=forms)
     if fixed is not None:
         log.info("cpu gemm plan from this machine's cache (%s): no measurement%s",
                  plan_cache.describe_key(key) if key else "",

@@ -35,7 +35,7 @@ import threading
 
 import torch
 
-from realtime.runtime.cpu import isa
+from realtime.runtime.cpu import form_state, isa
 from realtime.runtime.cpu.vnni_source import SOURCE
 
 log = logging.getLogger(__name__)
@@ -205,20 +205,44 @@ class Int8Vnni:
     def __init__(self, weight: torch.Tensor, rows: int = 0):
         if weight.dim() != 2 or weight.device.type != "cpu":
             raise ValueError(f"need a 2-D CPU matrix, got {tuple(weight.shape)} on {weight.device}")
-        n, k = weight.shape
+        n, k = self._fits(tuple(weight.shape))
+        w = weight.detach().float()
+        scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-12)
+        q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)
+        self._adopt(pack(q), (q.sum(1, dtype=torch.int32) * 128).contiguous(), scale.contiguous())
+
+    @staticmethod
+    def _fits(shape: tuple[int, ...]) -> tuple[int, int]:
+        n, k = shape
         if n % 16 or k % 16:
             raise ValueError(f"int8_vnni needs sizes in multiples of 16, got {n}x{k}")
         reason = available()
         if reason is not None:
             raise RuntimeError(f"int8_vnni is not available here: {reason}")
-        w = weight.detach().float()
-        scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-12)
-        q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)
-        self._w = pack(q)
-        self._comp = (q.sum(1, dtype=torch.int32) * 128).contiguous()
-        self._scale = scale.contiguous()
-        self._shape = (n, k)
-        self.nbytes = self._w.numel() + n * 8
+        return n, k
+
+    def _adopt(self, w: torch.Tensor, comp: torch.Tensor, scale: torch.Tensor) -> None:
+        self._w, self._comp, self._scale = w, comp, scale
+        blocks, quads, _, _ = w.shape  # [N / 16, K / 4, 16, 4]
+        self._shape = (blocks * 16, quads * 4)
+        self.nbytes = self._w.numel() + self._shape[0] * 8
+
+    @classmethod
+    def state_form(cls) -> str:
+        """What ``state()`` holds (``cpu.form_state``)."""
+        return "int8 per-channel [-127, 127] as [N/16, K/4, 16, 4]; comp int32 [N]; scale fp32 [N]"
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"w": self._w, "comp": self._comp, "scale": self._scale}
+
+    @classmethod
+    def from_state(cls, state, shape: tuple[int, int], rows: int = 0) -> Int8Vnni:
+        n, k = cls._fits(shape)
+        t = form_state.check(state, {"w": ((n // 16, k // 4, 16, 4), torch.int8),
+                                     "comp": ((n,), torch.int32), "scale": ((n,), torch.float32)})
+        form = cls.__new__(cls)
+        form._adopt(t["w"], t["comp"], t["scale"])
+        return form
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         assert _lib is not None
