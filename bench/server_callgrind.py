@@ -11,8 +11,12 @@ utterances on one connection: ``callgrind_control`` zeroes the counters
 before a phase and dumps them after it. Per phase: instructions per frame
 of the whole process and of its main thread (the event loop: the word path
 runs there; the model thread's count also depends on how often it waits, so
-it varies a little run to run). Per round the ratio on/off; the medians and
-the quartiles of those ratios go in the JSON line (``callgrind_*`` keys).
+it varies by several percent from phase to phase). Per round: the ratios
+on/off of both counts, and ``callgrind_timestamps_cost``, one plus the
+event loop's added instructions over the whole server's count off (the
+figure to hold against a budget: what timestamps add, free of the model
+thread's variation); the medians and quartiles of those per-round figures
+go in the JSON line (``callgrind_*`` keys).
 A garbage collection that falls in one phase moves that phase by up to
 ~2%: enough utterances per phase (the default, 8 of 300 frames: 2400
 frames a phase) and several rounds keep one from deciding the figure.
@@ -141,7 +145,14 @@ def summarize(off: Sequence[tuple[int, int, int]], on: Sequence[tuple[int, int, 
                  for name, side in (("off", off), ("on", on))}
     whole = spread(paired_ratios(per_frame["on"][0], per_frame["off"][0]))
     loop = spread(paired_ratios(per_frame["on"][1], per_frame["off"][1]))
+    # The word path runs on the event loop: its added count over the whole
+    # server's, per round (free of the model thread's variation).
+    added = spread([1 + (a - b) / w for a, b, w in
+                    zip(per_frame["on"][1], per_frame["off"][1], per_frame["off"][0])])
     return {
+        "callgrind_timestamps_cost": round(added["median"], 4),
+        "callgrind_timestamps_cost_p25": round(added["p25"], 4),
+        "callgrind_timestamps_cost_p75": round(added["p75"], 4),
         "callgrind_instructions_per_frame_off": round(statistics.median(per_frame["off"][0])),
         "callgrind_instructions_per_frame_on": round(statistics.median(per_frame["on"][0])),
         "callgrind_loop_instructions_per_frame_off": round(statistics.median(per_frame["off"][1])),
