@@ -1,7 +1,7 @@
 """Cold start: process start -> ``/readyz`` 200 -> first audio, cold and warm.
 
 ``python -m bench coldstart [--work-dir DIR] [--warm-runs N] [--precision P]
-[--cpu-threads N] [--text TEXT]``
+[--also P ...] [--cpu-threads N] [--text TEXT]``
 
 Writes a full-size checkpoint in upstream's asset layout with seeded random
 values (``weights.random_assets`` + ``write_checkpoint``; kept in
@@ -13,7 +13,11 @@ values (``weights.random_assets`` + ``write_checkpoint``; kept in
   before stopping the server; it also stores the decoder's prepared matrices
   (the ``weights`` entry, ~763 MB: ``cache_bytes``) and the GEMM plan (a guess
   under load, marked so);
-- warm: ``--warm-runs`` more starts with that cache (medians reported).
+- warm: ``--warm-runs`` more starts with that cache (medians reported);
+- then, for each ``--also`` precision (default ``int8``; ``--also none``:
+  none), a first start of that precision on the same cache (it measures its
+  GEMM plan and stores its forms: the ``int8-forms`` entries) and
+  ``--warm-runs`` warm ones.
 
 Each start is timed from just before the process is spawned to ``/readyz``
 answering 200 (polled every 20 ms) and to the first binary audio frame of a
@@ -25,9 +29,13 @@ The last stdout line is one JSON object: ``ready_s_cold``,
 ``first_audio_s_cold``, ``ready_s_warm``, ``first_audio_s_warm`` (medians),
 ``warm_runs`` (each run's pair), ``phases_ms_cold`` and ``phases_ms_warm``
 (the server's start-up timeline, ``runtime/startup_clock.py``: ms per phase,
-warm: medians), ``cache_bytes``, ``cpu`` (``cpu.info``) and ``load_average``
-(before, after). Targets on CPU with a warm cache: ready
-<= 5 s, first audio <= 6 s (docs/runtime.md).
+warm: medians), ``cache_bytes`` (after the main pass), ``cpu`` (``cpu.info``)
+and ``load_average`` (before, after). Per ``--also`` precision P the same keys
+of its pass with a suffix: ``ready_s_first_P``, ``first_audio_s_first_P`` (its
+first start), ``ready_s_warm_P``, ``first_audio_s_warm_P``, ``warm_runs_P``,
+``phases_ms_first_P``, ``phases_ms_warm_P`` (e.g. ``ready_s_warm_int8``).
+Targets on CPU with a warm cache: ready <= 5 s, first audio <= 6 s
+(docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -97,13 +105,15 @@ def _first_audio(port: int, text: str, timeout: float) -> None:
                 raise RuntimeError(f"speak refused: {message}")
 
 
-def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool) -> dict:
-    """Start a server, time ready and first audio; with ``settle``, wait for its
-    idle-time warm-up to finish before stopping it."""
+def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool,
+              precision: str | None = None) -> dict:
+    """Start a server (``precision``, else ``args.precision``), time ready and
+    first audio; with ``settle``, wait for its idle-time warm-up to finish
+    before stopping it."""
     port = _free_port()
     cmd = [sys.executable, "-m", "realtime", "serve", "--model-dir", str(checkpoint),
            "--device", "cpu", "--port", str(port), "--cache-dir", str(cache),
-           "--precision", args.precision]
+           "--precision", precision or args.precision]
     if args.cpu_threads:
         cmd += ["--cpu-threads", str(args.cpu_threads)]
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
@@ -157,12 +167,33 @@ def _cache_bytes(cache: Path) -> int:
     return sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
 
 
+def one_pass(checkpoint: Path, cache: Path, args, work: Path, precision: str, first: str) -> dict:
+    """A settled ``first`` start, then ``args.warm_runs`` warm ones, of
+    ``precision``; their figures under the keys ``main`` prints, with
+    ``first`` in place of ``cold``."""
+    tag = "" if first == "cold" else f"{precision}-"
+    logs = [work / f"server-{tag}{first}.log"] + [work / f"server-{tag}warm-{i}.log"
+                                                   for i in range(args.warm_runs)]
+    runs = []
+    for i, log_path in enumerate(logs):
+        runs.append(one_start(checkpoint, cache, args, log_path, settle=i == 0, precision=precision))
+        print(f"{precision} {first if i == 0 else f'warm {i - 1}'}: {runs[-1]}", file=sys.stderr)
+    warm = runs[1:]
+    return {f"ready_s_{first}": runs[0]["ready_s"], f"first_audio_s_{first}": runs[0]["first_audio_s"],
+            "ready_s_warm": statistics.median(r["ready_s"] for r in warm) if warm else None,
+            "first_audio_s_warm": statistics.median(r["first_audio_s"] for r in warm) if warm else None,
+            "warm_runs": warm, f"phases_ms_{first}": phases_ms(logs[0]),
+            "phases_ms_warm": _median_phases([phases_ms(p) for p in logs[1:]])}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench coldstart", description=__doc__.split("\n")[0])
     parser.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "bench-coldstart"),
                         help="where the checkpoint (kept) and the cache go")
     parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--precision", default="auto")
+    parser.add_argument("--also", nargs="+", default=["int8"], metavar="P",
+                        help="precisions timed after the main pass on its cache ('none': none)")
     parser.add_argument("--cpu-threads", type=int, default=0)
     parser.add_argument("--text", default=TEXT)
     parser.add_argument("--timeout", type=float, default=300.0)
@@ -173,26 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     cache = work / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     load_before = os.getloadavg()
-    cold = one_start(checkpoint, cache, args, work / "server-cold.log", settle=True)
-    print(f"cold: {cold}", file=sys.stderr)
-    warm = []
-    for i in range(args.warm_runs):
-        warm.append(one_start(checkpoint, cache, args, work / f"server-warm-{i}.log", settle=False))
-        print(f"warm {i}: {warm[-1]}", file=sys.stderr)
+    result: dict = {"bench": "coldstart", "precision": args.precision,
+                    **one_pass(checkpoint, cache, args, work, args.precision, "cold"),
+                    "cache_bytes": _cache_bytes(cache)}
+    for precision in [p for p in args.also if p not in ("none", args.precision)]:
+        extra = one_pass(checkpoint, cache, args, work, precision, "first")
+        result.update({f"{k}_{precision}": v for k, v in extra.items()})
     from realtime.runtime.cpu.info import describe
 
-    result = {
-        "bench": "coldstart", "precision": args.precision,
-        "ready_s_cold": cold["ready_s"], "first_audio_s_cold": cold["first_audio_s"],
-        "ready_s_warm": statistics.median(r["ready_s"] for r in warm) if warm else None,
-        "first_audio_s_warm": statistics.median(r["first_audio_s"] for r in warm) if warm else None,
-        "warm_runs": warm,
-        "phases_ms_cold": phases_ms(work / "server-cold.log"),
-        "phases_ms_warm": _median_phases([phases_ms(work / f"server-warm-{i}.log")
-                                          for i in range(args.warm_runs)]),
-        "cache_bytes": _cache_bytes(cache), "cpu": describe(),
-        "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
-        "logs": str(work),
-    }
+    result.update({"cpu": describe(), "logs": str(work),
+                   "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)]})
     print(json.dumps(result))
     return 0
