@@ -1,6 +1,7 @@
 """Cost model lookups, calibration and EWMA; config sizes and buckets."""
 
 import json
+import re
 
 import pytest
 
@@ -78,10 +79,27 @@ def test_config_pads_batches_and_picks_buckets():
     assert SchedulerConfig(max_slots=4).background_slots == 3  # the reserve stays free
 
 
-@pytest.mark.parametrize("kwargs", [dict(batch_sizes=()), dict(interactive_reserved_slots=0),
-                                    dict(max_slots=1), dict(interactive_batch_size=0)])
-def test_bad_configs_raise(kwargs):
-    with pytest.raises(ValueError):
+EMPTY = "batch_sizes, kv_buckets and prompt_buckets must not be empty"
+RESERVED = "need 1 <= interactive_reserved_slots < max_slots"
+AT_LEAST_1 = "interactive_batch_size and interactive_steps_per_background must be >= 1"
+STEPS = "first_audio_steps must be >= 1 and realtime_headroom >= 0"
+RETRY = "need 0 < retry_after_min_s <= retry_after_max_s"
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    (dict(batch_sizes=()), EMPTY), (dict(kv_buckets=()), EMPTY), (dict(prompt_buckets=()), EMPTY),
+    (dict(batch_sizes=(0, 1)), "batch sizes must be >= 1"),
+    (dict(interactive_reserved_slots=0), RESERVED), (dict(max_slots=1), RESERVED),
+    (dict(interactive_batch_size=0), AT_LEAST_1), (dict(interactive_steps_per_background=0), AT_LEAST_1),
+    (dict(admission="fair"),
+     "admission must be one of ('capacity', 'strict', 'queue-only'), not 'fair'"),
+    (dict(interactive_first_audio_s=0.0), "interactive_first_audio_s must be > 0 (or None: derived)"),
+    (dict(first_audio_steps=0), STEPS), (dict(realtime_headroom=-0.1), STEPS),
+    (dict(stream_reservation_s=-1.0), "stream_reservation_s must be >= 0"),
+    (dict(retry_after_min_s=0.0), RETRY), (dict(retry_after_min_s=2.0, retry_after_max_s=1.0), RETRY),
+])
+def test_bad_configs_raise_saying_what_is_wrong(kwargs, says):
+    with pytest.raises(ValueError, match=f"^{re.escape(says)}$"):
         SchedulerConfig(**kwargs)
 
 
