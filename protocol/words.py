@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, cast
 
 import orjson
 
@@ -184,8 +184,11 @@ class WordsJson:
     __slots__ = ("heads", "tails")
 
     def __init__(self, words: Sequence[str], originals: Sequence[str | None]) -> None:
-        heads, tails = _HEADS.get, _TAILS.get
-        self.heads = [heads(w) or _head(w) for w in words]
+        heads = list(map(_HEADS.get, words))  # in C: no Python step per word once seen
+        if None in heads:
+            heads = [head or _head(w) for head, w in zip(heads, words)]
+        self.heads = cast("list[bytes]", heads)  # no None left
+        tails = _TAILS.get
         # most words are the client's own (no original): one list then
         self.tails = [tails(o) or _tail(o) for o in originals] if any(originals) else [b"}"] * len(words)
 
