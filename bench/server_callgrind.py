@@ -60,7 +60,7 @@ def read_dump(prefix: str) -> tuple[int, int]:
     """(instructions of every thread, of the main thread) of one dump: the
     files ``<prefix>-NN``, each a thread's, with a ``summary:`` line."""
     total = main = 0
-    for path in glob.glob(prefix + "-*"):
+    for path in sorted(glob.glob(prefix + "-*")):
         with open(path) as f:
             for line in f:
                 if line.startswith("summary:"):

@@ -42,7 +42,7 @@ def test_one_round_has_no_spread_and_unpaired_rounds_are_refused():
 def test_callgrind_dumps_are_read_per_thread_and_summarized(tmp_path):
     from bench.server_callgrind import read_dump, summarize
 
-    for thread, count in (("01", 600), ("02", 300), ("03", 100)):
+    for thread, count in (("01", 600), ("11", 300), ("21", 100)):
         (tmp_path / f"cg.3-{thread}").write_text(f"version: 1\nsummary: {count}\ntotals: {count}\n")
     (tmp_path / "cg.30-01").write_text("summary: 5\n")  # another dump: not this one's
     assert read_dump(str(tmp_path / "cg.3")) == (1000, 600)
