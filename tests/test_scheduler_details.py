@@ -406,3 +406,16 @@ def test_a_held_place_is_a_stream_ahead_of_a_new_one(interactive_batch):
     step = 0.02 * min(2, interactive_batch)
     assert est.first_audio - est.starts == pytest.approx(3 * step + cfg.first_audio_steps * two)
     assert est.alone == pytest.approx(3 * 0.02 + cfg.first_audio_steps * one)
+
+
+def test_step_counters_count_each_plan_once_by_lane():
+    h = Harness()
+    h.sched.admit(h.utterance("book", B, 2, length=20, deadline=1e6), 0.0)
+    h.sched.admit(h.utterance("talk", I, 1, length=20), 0.0)
+    plans = h.run()
+    assert h.sched.last_plan is plans[-1]
+    lanes = [p.lane for p in plans]
+    assert {I, B} <= set(lanes)
+    c = h.sched.counters
+    assert (c["steps"], c["interactive_steps"], c["background_steps"]) == (
+        len(plans), lanes.count(I), lanes.count(B))

@@ -63,7 +63,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                    "tests/test_scheduler_capacity.py", "tests/test_scheduler_refine.py",
                    "tests/test_scheduler_details.py", "tests/test_scheduler_strict.py",
                    "tests/test_scheduler_stream_ends.py", "tests/test_scheduler_batching.py",
-                   "tests/test_scheduler_fill.py", "tests/test_scheduler_invariants.py"]),
+                   "tests/test_scheduler_fill.py", "tests/test_scheduler_invariants.py",
+                   "tests/test_scheduler_load.py"]),
     # The thresholds alone, with the tests that pin them at their edges: a run
     # that fits where the whole scheduler's does not (docs/testing.md).
     "scheduler-config": (["scheduler/config.py"],
