@@ -1,7 +1,7 @@
 """Server overhead bench: our server (ToneRunner, no model) vs a bare websockets loop.
 
 ``python -m bench server [--quick] [--frames N] [--connections N] [--timestamps]
-[--chunking sentence|token] [--codes-per-char X]``
+[--chunking sentence|token] [--codes-per-char X] [--callgrind [--utterances N] [--rounds N]]``
 
 Both servers run as subprocesses on 127.0.0.1 with the same websockets
 settings (no compression, the same write limit and queue sizes) and put the
@@ -30,8 +30,16 @@ change's cost measured side by side, under the same background load.
 
 ``--timestamps`` adds our server with ``speak.timestamps: true`` (word
 timings) to the alternation and reports ``timestamps_cost_ratio`` (CPU per
-frame with timings / without, same process) and
-``timestamps_added_first_frame_ms``. ``--chunking token`` asks for token
+frame with timings / without, same process: the ratio of the two medians)
+and ``timestamps_added_first_frame_ms``; and, paired by round (the two
+sides are adjacent in every round), ``timestamps_cost_ratio_paired``, the
+median of the per-round ratios, with its quartiles
+``timestamps_cost_ratio_p25`` and ``_p75`` (a budget is resolved when both
+lie on one side of it), and ``timestamps_added_first_frame_ms_paired``.
+``--timestamps --callgrind`` counts instructions instead (valgrind; our
+server alone, ``--utterances`` a phase, ``--rounds`` off/on rounds): the
+``callgrind_*`` keys of ``bench.server_callgrind``, whose docstring says
+how. ``--chunking token`` asks for token
 chunking in every request (audio while decoding: words are committed per
 chunk). The tone runner makes ``--codes-per-char`` codes (512 samples) of
 audio per character of text: 1 (the default, the figures so far) speaks
@@ -60,6 +68,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
+
+from bench.server_callgrind import paired_ratios, spread
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAME_SAMPLES = 2400  # 100 ms at 24 kHz
@@ -262,17 +272,39 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             p.kill()
 
 
+def server_args(port: int, text: str, connections: int, codes_per_char: float = 1.0) -> list[str]:
+    """``python`` arguments of our server with the bench's settings (tone runner)."""
+    return ["-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
+            "--tone-codes-per-step", "64", "--tone-codes-per-char", str(codes_per_char),
+            "--text-chars-per-minute", "0",
+            "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
+            "--max-connections", str(connections + 100), "--log-level", "warning"]
+
+
 def _start_ours(root: Path, port: int, text: str, connections: int,
                 codes_per_char: float = 1.0) -> subprocess.Popen:
     """Our server from the source tree at ``root`` (tone runner, bench settings)."""
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen(
-        [sys.executable, "-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
-         "--tone-codes-per-step", "64", "--tone-codes-per-char", str(codes_per_char),
-         "--text-chars-per-minute", "0",
-         "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
-         "--max-connections", str(connections + 100), "--log-level", "warning"],
-        env=env, cwd=root)
+    return subprocess.Popen([sys.executable, *server_args(port, text, connections, codes_per_char)],
+                            env=env, cwd=root)
+
+
+def timestamps_figures(on: Sequence[dict[str, float]], off: Sequence[dict[str, float]]
+                       ) -> dict[str, float]:
+    """Paired figures of word timings' cost from rounds measured side by side
+    (``on[i]`` right before or after ``off[i]``): the median and quartiles of
+    the per-round ratios of CPU per frame, and the median per-round
+    difference in first-frame time. Pairing cancels the load that drifts
+    between rounds, which the ratio of the two medians does not."""
+    ratios = spread(paired_ratios([r["cpu_us_per_frame"] for r in on],
+                                  [r["cpu_us_per_frame"] for r in off]))
+    firsts = [a["first_frame_ms"] - b["first_frame_ms"] for a, b in zip(on, off)]
+    return {
+        "timestamps_cost_ratio_paired": round(ratios["median"], 4),
+        "timestamps_cost_ratio_p25": round(ratios["p25"], 4),
+        "timestamps_cost_ratio_p75": round(ratios["p75"], 4),
+        "timestamps_added_first_frame_ms_paired": round(statistics.median(firsts), 3),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -290,6 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunking", choices=("sentence", "token"), default="sentence")
     parser.add_argument("--codes-per-char", type=float, default=1.0,
                         help="tone runner audio per character (3.4: the rate of speech)")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="with --timestamps: count instructions under callgrind instead of CPU time")
+    parser.add_argument("--utterances", type=int, default=8, help="--callgrind: utterances a phase")
+    parser.add_argument("--rounds", type=int, default=4, help="--callgrind: off/on rounds")
     parser.add_argument("--bare-serve", nargs=2, metavar=("PORT", "TRANSCRIPT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -310,6 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     request = json.dumps(speak)
     timed_request = json.dumps({**speak, "timestamps": True})
     timed: list[dict[str, float]] = []
+    if args.callgrind:
+        from bench.server_callgrind import run
+
+        counted = run(ROOT, text, request, timed_request, args.codes_per_char, args.utterances,
+                      args.rounds)
+        print(json.dumps({**counted, "chunking": args.chunking, "codes_per_char": args.codes_per_char}))
+        return 0
 
     bare_port, our_port, base_port = _free_port(), _free_port(), _free_port()
     ours = _start_ours(ROOT, our_port, text, args.connections, args.codes_per_char)
@@ -409,6 +452,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["timestamps_cost_ratio"] = round(t["cpu_us_per_frame"] / o["cpu_us_per_frame"], 3)
         result["timestamps_added_first_frame_ms"] = round(
             t["first_frame_ms"] - o["first_frame_ms"], 3)
+        paired = timestamps_figures(timed, os_)
+        print(f"paired by round: on/off {paired['timestamps_cost_ratio_paired']:.3f} "
+              f"(p25 {paired['timestamps_cost_ratio_p25']:.3f}, p75 "
+              f"{paired['timestamps_cost_ratio_p75']:.3f}), first frame "
+              f"{paired['timestamps_added_first_frame_ms_paired']:+.2f} ms")
+        result.update(paired)
     print(json.dumps(result))
     return 0
 

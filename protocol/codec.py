@@ -57,7 +57,7 @@ from protocol.messages import (
 )
 from protocol.params_reader import parse_params
 from protocol.voices import voice_kind
-from protocol.words import PING_DATA_MAX_CHARS, Ping
+from protocol.words import PING_DATA_MAX_CHARS, Ping, TimedWords
 
 Frame = str | bytes | bytearray | memoryview
 P = TypeVar("P")  # a parser
@@ -279,4 +279,6 @@ def encode(msg: ClientMessage | ServerMessage) -> bytes:
     Optional fields that are None are left out; orjson writes a non-finite
     float as null, so callers keep numbers finite.
     """
+    if isinstance(msg, TimedWords):  # the server's per-push message: written already
+        return msg.data
     return orjson.dumps(msg.to_wire())

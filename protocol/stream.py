@@ -52,7 +52,7 @@ from protocol.messages import (
     Timing,
 )
 from protocol.server_codec import decode_server
-from protocol.words import Flushed, Pong, TimedWords, WordOrder, Words, WordStart
+from protocol.words import Flushed, Pong, TimedWords, WordOrder, Words, WordStart, columns_body
 
 _pack_header = HEADER.pack
 _U16 = 0xFFFF
@@ -132,9 +132,8 @@ class UtteranceSender:
             if utterance_end:
                 self.phase = Phase.CLOSING
         self._segment_open = True
-        # The fields are in range by construction (ints counted here; the
-        # segment index clamped), so the header is packed without FrameHeader's
-        # validation: this runs once per frame.
+        # The fields are in range by construction (ints counted here; the segment index
+        # clamped), so the header is packed without FrameHeader's validation: once per frame.
         head = _pack_header(FRAME_VERSION, flags, min(self.segments, _U16), self.stream, self.seq)
         self.seq += 1
         return head + payload
@@ -142,10 +141,13 @@ class UtteranceSender:
     def words(self, words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
               originals: Sequence[str | None], pending: tuple[WordStart, ...] = ()) -> TimedWords:
         """More words of the segment being spoken, before its last frame (columns)."""
+        return self.words_json(columns_body(words, starts, ends, originals, pending))
+
+    def words_json(self, body: bytes) -> TimedWords:  # its members after segment (words_body)
         if self.phase is not Phase.STREAMING or self._segment_closed:
             raise StreamStateError(f"{self.id}: words in phase {self.phase.value}"
                                    + (" after its segment's last frame" if self._segment_closed else ""))
-        return TimedWords(self.id, self.segments, words, starts, ends, originals, pending)
+        return TimedWords.from_body(self.id, self.segments, body)
 
     def flushed(self, flush_id: str) -> Flushed:
         """A flush acknowledgement: after ``started``, before the terminal."""

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, ClassVar, NamedTuple
+
+import orjson
 
 # "estimated": the segment's exact audio span divided over its words by a
 # weight per word; "aligned": derived from the model (unused so far).
@@ -95,31 +98,131 @@ class Words:
 
 
 class TimedWords:
-    """A ``words`` message as the server builds it: the same wire form as
-    ``Words`` (``decode_server`` reads it back as one), its words in
+    """A ``words`` message as the server builds it: its JSON text, made once
+    (``to_wire`` hands it to the encoder as an ``orjson.Fragment``), the same
+    bytes as ``Words`` (``decode_server`` reads it back as one). From
     columns (``words[i]`` from ``starts[i]`` to ``ends[i]``; ``originals[i]``
-    None where the word is the client's own), so no ``WordTiming`` is made
-    per word: this is built per push of audio, on the server's hot path."""
+    None where the word is the client's own), or, on the server's per-push
+    path, ``from_body`` with what ``WordsJson`` and ``words_body`` made."""
 
     TYPE: ClassVar[str] = "words"
-    __slots__ = ("id", "segment", "words", "starts", "ends", "originals", "pending", "method")
+    __slots__ = ("id", "segment", "data")
 
     def __init__(self, id: str, segment: int, words: Sequence[str],  # noqa: A002 - the wire name
                  starts: Sequence[float], ends: Sequence[float],
                  originals: Sequence[str | None], pending: tuple[WordStart, ...] = (),
                  method: str = "estimated") -> None:
-        self.id, self.segment, self.method, self.pending = id, segment, method, pending
-        self.words, self.starts, self.ends, self.originals = words, starts, ends, originals
+        self.id, self.segment = id, segment
+        self.data = _message(id, segment, columns_body(words, starts, ends, originals, pending, method))
 
-    def to_wire(self) -> dict[str, Any]:
-        words = [{"word": w, "start_ms": a, "end_ms": b} if o is None else
-                 {"word": w, "start_ms": a, "end_ms": b, "original": o}
-                 for w, a, b, o in zip(self.words, self.starts, self.ends, self.originals)]
-        wire = {"type": self.TYPE, "id": self.id, "segment": self.segment, "words": words,
-                "method": self.method}
-        if self.pending:
-            wire["pending"] = [p.to_wire() for p in self.pending]
-        return wire
+    @classmethod
+    def from_body(cls, id: str, segment: int, body: bytes) -> TimedWords:  # noqa: A002
+        """The message of segment ``segment`` whose members after ``segment`` are ``body``."""
+        message = cls.__new__(cls)
+        message.id, message.segment = id, segment
+        head = _PREFIXES.get((id, segment))
+        message.data = (head or _prefix(id, segment)) + body
+        return message
+
+    def to_wire(self) -> orjson.Fragment:
+        return orjson.Fragment(self.data)
+
+
+# The JSON of words, for the server's hot path (a message per push of audio):
+# a word's members but its times are bytes made once per distinct word
+# (``_head``: up to its start, ``_tail``: after its end), its times come from
+# one ``orjson.dumps`` per list, so the bytes are orjson's own (escapes,
+# floats) and no dict is made per word. Bounded memos: clients choose the words.
+_HEADS: dict[str, bytes] = {}
+_TAILS: dict[str | None, bytes] = {None: b"}"}
+_MEMO_MAX = 1 << 16
+_END_MS = b',"end_ms":'
+_PREFIXES: dict[tuple[str, int], bytes] = {}  # a message's members up to "words"
+_METHODS = {m: b'],"method":' + orjson.dumps(m) for m in WORD_METHODS}
+
+
+def _head(word: str) -> bytes:
+    head = _HEADS.get(word)
+    if head is None:
+        if len(_HEADS) >= _MEMO_MAX:
+            _HEADS.clear()
+        head = _HEADS[word] = b'{"word":' + orjson.dumps(word) + b',"start_ms":'
+    return head
+
+
+def _tail(original: str | None) -> bytes:
+    tail = _TAILS.get(original)
+    if tail is None:
+        if len(_TAILS) >= _MEMO_MAX:
+            _TAILS.clear()
+            _TAILS[None] = b"}"
+        tail = _TAILS[original] = b',"original":' + orjson.dumps(original) + b"}"
+    return tail
+
+
+def numbers(values: Sequence[float]) -> list[bytes]:
+    """orjson's text of each number (a number's text holds no comma)."""
+    return orjson.dumps(values)[1:-1].split(b",")
+
+
+def _prefix(id: str, segment: int) -> bytes:  # noqa: A002 - the wire name
+    if len(_PREFIXES) >= 1024:  # one per open segment of each utterance, in use
+        _PREFIXES.clear()
+    head = _PREFIXES[id, segment] = b'{"type":"words","id":%b,"segment":%d,' % (orjson.dumps(id), segment)
+    return head
+
+
+def _message(id: str, segment: int, body: bytes) -> bytes:  # noqa: A002 - the wire name
+    return _prefix(id, segment) + body
+
+
+class WordsJson:
+    """The words of one segment (``words``, ``originals`` as in
+    ``TimedWords``) ready to be written: ``timed`` gives the JSON objects of
+    some of them at given times, ``started`` a pending word's."""
+
+    __slots__ = ("heads", "tails")
+
+    def __init__(self, words: Sequence[str], originals: Sequence[str | None]) -> None:
+        heads, tails = _HEADS.get, _TAILS.get
+        self.heads = [heads(w) or _head(w) for w in words]
+        # most words are the client's own (no original): one list then
+        self.tails = [tails(o) or _tail(o) for o in originals] if any(originals) else [b"}"] * len(words)
+
+    def timed(self, lo: int, starts: Sequence[float], ends: Sequence[float],
+              start_texts: list[bytes] | None = None) -> list[bytes]:
+        """``{"word", "start_ms", "end_ms", "original"?}`` of words ``lo``,
+        ``lo + 1``, ... (as many as ``starts``), from ``starts[i]`` to
+        ``ends[i]``; ``start_texts``: ``numbers(starts)`` if made already."""
+        hi = lo + len(starts)
+        return list(map(b"".join, zip(self.heads[lo:hi], start_texts or numbers(starts),
+                                      repeat(_END_MS), numbers(ends), self.tails[lo:hi])))
+
+    def started(self, i: int, start_text: bytes) -> bytes:
+        """``{"word", "start_ms", "original"?}`` (a pending word) of word
+        ``i``, ``start_text`` its start (from ``numbers``)."""
+        return self.heads[i] + start_text + self.tails[i]
+
+
+def words_body(objects: list[bytes], pending: bytes = b"", method: str = "estimated") -> bytes:
+    """A ``words`` message's members after ``segment``: ``objects`` (from
+    ``WordsJson.timed``) the words, ``pending`` the ``started`` objects,
+    comma-separated (empty: no ``pending`` member)."""
+    if pending:
+        return b"".join((b'"words":[', b",".join(objects), _METHODS[method], b',"pending":[', pending,
+                         b"]}"))
+    return b"".join((b'"words":[', b",".join(objects), _METHODS[method], b"}"))
+
+
+def columns_body(words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
+                 originals: Sequence[str | None], pending: tuple[WordStart, ...] = (),
+                 method: str = "estimated") -> bytes:
+    """``words_body`` of words in columns (as ``TimedWords`` takes them)."""
+    started = WordsJson([p.word for p in pending], [p.original for p in pending])
+    texts = numbers([p.start_ms for p in pending])
+    return words_body(WordsJson(words, originals).timed(0, starts, ends),
+                      b",".join([started.started(i, text) for i, text in enumerate(texts[:len(pending)])]),
+                      method)
 
 
 class WordOrder:

@@ -32,7 +32,6 @@ import numpy as np
 
 from protocol import ErrorCode, Speak
 from protocol.stream import UtteranceSender
-from protocol.words import WordStart
 from realtime.audio import SOURCE_RATE
 from realtime.flush_acks import FlushAcks
 from realtime.formats import framer_for
@@ -43,11 +42,10 @@ from realtime.samples import SampleVoices
 from realtime.segment_request import segment_request
 from realtime.textfront.script import estimate_tokens
 from realtime.utterance_link import Outcome, UtteranceClock, UtteranceMessage
-from realtime.word_timing import Columns, WordTimer
+from realtime.word_timing import WordTimer
 from scheduler import Lane
 
 log = logging.getLogger(__name__)
-_NO_WORDS: Columns = ((), (), (), ())
 
 
 class Transport(Protocol):
@@ -217,6 +215,10 @@ class ServerUtterance:
         if owe is not None:
             owe(len(self._segments))
         self._submit(first=not self._first_submitted)
+        if self._words is not None and not self._cursor_open and self._cursor < len(self._segments):
+            # the next words to speak, planned while the model makes their audio
+            spoken = self._segments[self._cursor].reading.spoken
+            self._words.planned(self._cursor, spoken.text, spoken.pieces)
         self._advance()
 
     def _submit(self, first: bool) -> None:
@@ -253,10 +255,10 @@ class ServerUtterance:
         self._cursor_pushed += len(samples)
         payloads = self._framer.push(samples)
         if self._words is not None:  # timing goes before the audio it times
-            spoken = self._segments[self._cursor].reading.spoken
-            self._send_words(*self._words.pushed(self._cursor_pushed == len(samples),
-                                                 self._cursor_pushed, spoken.text,
-                                                 spoken.pieces, last))
+            if self._cursor_pushed == len(samples):  # the segment's first audio
+                spoken = self._segments[self._cursor].reading.spoken
+                self._words.opened(self._cursor, spoken.text, spoken.pieces)
+            self._send_words(self._words.pushed(self._cursor_pushed, last))
         if not payloads:
             return
         if self._held is not None:
@@ -329,9 +331,9 @@ class ServerUtterance:
         self.link.send_message(self.wire.segment(seg.reading.text, self._framer.ms(offset),
                                                  self._framer.ms(samples), seg.spoken), self)
 
-    def _send_words(self, words: Columns | None, pending: tuple[WordStart, ...] = ()) -> None:
-        if (words is not None or pending) and not self._ended:  # purged with the audio if the utterance stops
-            self.link.send_message(self.wire.words(*(words or _NO_WORDS), pending), self)
+    def _send_words(self, body: bytes | None) -> None:
+        if body is not None and not self._ended:  # purged with the audio if the utterance stops
+            self.link.send_message(self.wire.words_json(body), self)
 
     def _answer_flushes(self) -> None:
         if self._flushes and self.admitted and not self._ended:  # flushed comes after started

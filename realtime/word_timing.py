@@ -2,8 +2,9 @@
 
 The utterance tells a ``WordTimer`` when a segment's audio is pushed into the
 framer and when the segment ends; the timer answers with the words to send
-now, in columns (``protocol.TimedWords``), which the utterance sends (through
-its ``UtteranceSender``) before the frames that carry that audio:
+now, in JSON (``protocol.words.words_body``), which the utterance sends
+(through its ``UtteranceSender.words_json``) before the frames that carry
+that audio:
 
 - sentence chunking: a segment's audio comes whole, so its first push knows
   the exact span and every word goes out at once, before the first frame;
@@ -26,9 +27,12 @@ the floor of its resampled length, which soxr never undershoots, so words
 stay inside the segment and cover it to within one output sample.
 
 Cost (issue 23, item 7: the server bench's per-frame CPU): a segment's
-words are cut and weighed once, into columns (``WordPlan``), and they stay
-columns up to the wire: a word is one object only there, the JSON object
-sent, once its times are final.
+words are cut and weighed once, into columns (``WordPlan``), when its text
+is read where the utterance can (``planned``: off its first frame's path),
+and with token chunking written once, at the rate, into JSON objects
+(``protocol.words.WordsJson``) when its audio begins; a push then finds its
+words by one bisection and its message is a join of bytes. No object per
+word, none per push but the message's bytes.
 
 Thread: event loop (the utterance's).
 """
@@ -39,7 +43,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from protocol import WordStart
+from protocol.words import WordsJson, numbers, words_body
 from realtime.audio import SOURCE_RATE
 from realtime.textfront.timing import PRIOR_UNIT_MS, WordPlan, WordTrack, plan_words
 
@@ -56,75 +60,86 @@ class _Framer(Protocol):  # what the timer reads of the utterance's framer (PCM 
     def ms(self, samples: int) -> float: ...
 
 
-# Words to send, in columns: (words, starts, ends, originals) (the wire's
-# ``TimedWords``); with the pending ones, what goes before a push's frames.
-Columns = tuple[Sequence[str], Sequence[float], Sequence[float], Sequence[str | None]]
-WordsToSend = tuple[Columns | None, tuple[WordStart, ...]]
-NOTHING: WordsToSend = (None, ())
-
-
-def _columns(plan: WordPlan, lo: int, times: tuple[list[float], list[float]]) -> Columns | None:
-    """Words ``lo``, ``lo + 1``, ... of ``plan`` at ``times`` (starts, ends)."""
-    starts, ends = times
-    if not starts:
-        return None
-    hi = lo + len(starts)
-    return plan.words[lo:hi], starts, ends, plan.originals[lo:hi]
-
-
 class WordTimer:
-    """See the module docstring. ``streaming``: token chunking."""
+    """See the module docstring. ``streaming``: token chunking. ``pushed``
+    and ``ended`` return a ``words`` message's members after ``segment``
+    (``UtteranceSender.words_json``), or None when no message is due."""
 
     def __init__(self, framer: _Framer, streaming: bool) -> None:
         self.framer = framer
         self.streaming = streaming
         self.unit_ms = PRIOR_UNIT_MS  # learnt from each finished segment
-        self._track: WordTrack | None = None
-        self._pending_at: float | None = None  # start of the pending word as last sent
+        self._planned: dict[int, WordPlan] = {}  # segments' words planned ahead
+        self._plan: WordPlan | None = None  # the open segment's words, None: none
+        self._origin_ms = 0.0  # ... its start
+        self._json: WordsJson | None = None
+        self._track: WordTrack | None = None  # token chunking: its words so far
+        self._objects: list[bytes] = []  # ... its words at the rate, in JSON
+        self._starts: list[bytes] = []  # ... their starts, in JSON
+        self._pending: int | None = None  # the pending word last sent
 
-    def pushed(self, first: bool, source_samples: int, text: str,
-               pieces: Sequence[tuple[str, str]] | None = None, last: bool = False) -> WordsToSend:
-        """Audio of the open segment went into the framer (``first``: its
-        first chunk; ``source_samples``: 24 kHz samples of it pushed so far;
-        ``last``: that was all of it). The words to send before its frames
-        (committed, pending), ``NOTHING`` when no message is due."""
+    def planned(self, index: int, text: str, pieces: Sequence[tuple[str, str]] | None) -> None:
+        """Segment ``index``'s spoken text is known before its audio: its
+        words are planned now, not at its first push."""
+        if index not in self._planned:
+            self._planned[index] = plan_words(text, pieces)
+
+    def opened(self, index: int, text: str, pieces: Sequence[tuple[str, str]] | None) -> None:
+        """Segment ``index``'s first audio is about to be pushed (``text``
+        and ``pieces`` its spoken text, used when it was not planned)."""
+        plan = self._planned.pop(index, None) or plan_words(text, pieces)
+        self._pending = None
+        if not plan.words:
+            self._plan = self._json = self._track = None
+            return
         f = self.framer
-        if first:  # a new segment: nothing of it announced yet
-            self._pending_at = None
-            plan = plan_words(text, pieces)
-            self._track = (WordTrack(plan, f.ms(f.samples_sent - f.segment_samples), self.unit_ms)
-                           if plan.words else None)
-        track = self._track
-        if track is None:
-            return NOTHING
-        if last or not self.streaming:  # its exact span is known: every word now
-            start = f.samples_sent - f.segment_samples
-            return self._finish(f.ms(start + f.sample_rate * source_samples // SOURCE_RATE)), ()
-        lo = track.next
-        committed = _columns(track.plan, lo, track.advance(f.ms(f.samples_sent)))
-        if not track.begun:
-            self._pending_at = None
-            return (committed, ()) if committed is not None else NOTHING
-        at = track.at
-        if committed is None and self._pending_at == at:
-            return NOTHING  # the same word still in progress: nothing new to say
-        self._pending_at = at
-        plan, n = track.plan, track.next
-        return committed, (WordStart(plan.words[n], at, plan.originals[n]),)
+        self._plan, self._origin_ms = plan, f.ms(f.samples_sent - f.segment_samples)
+        text_json = self._json = WordsJson(plan.words, plan.originals)
+        if self.streaming:
+            track = self._track = WordTrack(plan, self._origin_ms, self.unit_ms)
+            self._starts = numbers(track.starts_ms)
+            self._objects = text_json.timed(0, track.starts_ms, track.ends_ms, self._starts)
 
-    def ended(self) -> Columns | None:
+    def pushed(self, source_samples: int, last: bool = False) -> bytes | None:
+        """Audio of the open segment went into the framer (``source_samples``:
+        24 kHz samples of it pushed so far; ``last``: that was all of it)."""
+        f = self.framer
+        track = self._track
+        if track is None or last:  # its exact span is known: every word now
+            if self._plan is None:
+                return None
+            start = f.samples_sent - f.segment_samples
+            return self._finish(f.ms(start + f.sample_rate * source_samples // SOURCE_RATE))
+        lo = track.next
+        n = track.commit(f.ms(f.samples_sent))
+        if n >= len(self._starts) or track.starts_ms[n] >= track.sent:  # none begun
+            self._pending = None
+            return words_body(self._objects[lo:n]) if n > lo else None
+        if n == lo and self._pending == n:
+            return None  # the same word still in progress: nothing new to say
+        self._pending = n
+        assert self._json is not None
+        return words_body(self._objects[lo:n], self._json.started(n, self._starts[n]))
+
+    def ended(self) -> bytes | None:
         """The open segment ended (its last frames are framed, not yet sent):
         its remaining words (the pending one among them, with its start)."""
-        return self._finish(self.framer.ms(self.framer.samples_sent))
+        return self._finish(self.framer.ms(self.framer.samples_sent)) if self._plan is not None else None
 
-    def _finish(self, end_ms: float) -> Columns | None:
+    def _finish(self, end_ms: float) -> bytes | None:
         """The open segment's remaining words, up to its end ``end_ms``; the
         utterance's speaking rate learnt from it."""
-        track, self._track = self._track, None
-        self._pending_at = None
-        if track is None:
+        plan, track, text_json = self._plan, self._track, self._json
+        self._plan = self._track = self._json = None
+        self._pending = None
+        if plan is None or text_json is None:
             return None
-        units = track.plan.total
-        if units > 0 and end_ms > track.origin_ms:
-            self.unit_ms = (end_ms - track.origin_ms) / units
-        return _columns(track.plan, track.next, track.finish(end_ms))
+        origin = self._origin_ms
+        if plan.total > 0 and end_ms > origin:
+            self.unit_ms = (end_ms - origin) / plan.total
+        if track is None:  # sentence chunking: the whole span at once
+            lo, (starts, ends) = 0, plan.spread(0, min(origin, end_ms), end_ms)
+        else:
+            lo = track.next
+            starts, ends = track.finish(end_ms)
+        return words_body(text_json.timed(lo, starts, ends)) if starts else None

@@ -34,8 +34,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain
-from math import inf
 from operator import add
+from typing import cast
 
 from realtime.textfront.script import is_cjk
 
@@ -269,7 +269,11 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
             source = None
         count = len(flat)
         if spoken.isascii():
-            flat += chain.from_iterable([pieces_get(p) or _ascii_run(p) for p in spoken.split()])
+            cut = spoken.split()
+            found = list(map(pieces_get, cut))  # in C: no Python step per piece once seen
+            if None in found:
+                found = [r if r is not None else _ascii_run(p) for r, p in zip(found, cut)]
+            flat += chain.from_iterable(cast(list[_Run], found))
         else:
             flat += _run_of(_tokens(spoken))
         originals += [source] * (len(flat) - count)
@@ -303,54 +307,53 @@ class WordTrack:
     already sent. So every word that starts before audio already sent was
     committed or is the one begun. Committed words never change. Both return
     the starts and ends (ms) of the words committed by the call, from
-    ``next`` as it was before it. Times are on the utterance's clock; one owner.
+    ``next`` as it was before it. ``starts_ms`` and ``ends_ms``: every
+    word's times at the rate, made once (a committed word's are these);
+    ``commit`` is ``advance`` returning the new ``next`` only. Times are on
+    the utterance's clock; one owner.
     """
 
-    __slots__ = ("plan", "origin_ms", "unit_ms", "next", "_sent")
+    __slots__ = ("plan", "origin_ms", "unit_ms", "next", "starts_ms", "ends_ms", "sent")
 
     def __init__(self, plan: WordPlan, origin_ms: float, unit_ms: float) -> None:
         self.plan = plan
         self.origin_ms = origin_ms
         self.unit_ms = unit_ms
         self.next = 0  # the first uncommitted word
-        self._sent = origin_ms
+        self.sent = origin_ms  # the end of the audio sent so far
+        self.starts_ms = [origin_ms + a * unit_ms for a in plan.starts]
+        self.ends_ms = [origin_ms + b * unit_ms for b in plan.ends]
 
     @property
     def at(self) -> float:
         """Where the first uncommitted word starts (at the rate)."""
-        starts = self.plan.starts
-        return self.origin_ms + starts[self.next] * self.unit_ms if self.next < len(starts) else 0.0
+        return self.starts_ms[self.next] if self.next < len(self.starts_ms) else 0.0
 
     @property
     def begun(self) -> bool:
-        return self.next < len(self.plan.words) and self.at < self._sent
+        return self.next < len(self.starts_ms) and self.starts_ms[self.next] < self.sent
+
+    def commit(self, sent_ms: float) -> int:
+        if sent_ms > self.sent:
+            self.sent = sent_ms
+        lo, last = self.next, len(self.starts_ms) - 1
+        if lo < last:
+            # The words whose slot ends by ``sent`` (the next one starts by
+            # then): one bisection per push, none per word. Times at the rate
+            # are monotonic (x -> origin + x * unit is, in floating point too).
+            self.next = bisect_right(self.starts_ms, self.sent, lo + 1, last + 1) - 1
+        return self.next
 
     def advance(self, sent_ms: float) -> tuple[list[float], list[float]]:
-        if sent_ms > self._sent:
-            self._sent = sent_ms
-        starts, origin, unit = self.plan.starts, self.origin_ms, self.unit_ms
-        lo, last, sent = self.next, len(starts) - 1, self._sent
-        if lo >= last:
-            return [], []
-        # The words whose slot ends by ``sent``: found by bisection (per push,
-        # not per word), then settled on the exact test, which rounding may
-        # tell apart from the division by a hair.
-        n = bisect_right(starts, (sent - origin) / unit if unit > 0 else inf, lo + 1, last + 1) - 1
-        while n > lo and origin + starts[n] * unit > sent:
-            n -= 1
-        while n < last and origin + starts[n + 1] * unit <= sent:
-            n += 1
-        if n == lo:
-            return [], []
-        self.next = n
-        return ([origin + a * unit for a in starts[lo:n]],
-                [origin + b * unit for b in self.plan.ends[lo:n]])
+        lo = self.next
+        n = self.commit(sent_ms)
+        return self.starts_ms[lo:n], self.ends_ms[lo:n]
 
     def finish(self, end_ms: float) -> tuple[list[float], list[float]]:
         plan, lo = self.plan, self.next
         if lo >= len(plan.words):
             return [], []
-        start, sent = min(self.at, end_ms), min(self._sent, end_ms)
+        start, sent = min(self.at, end_ms), min(self.sent, end_ms)
         self.next = len(plan.words)
         starts, ends = plan.spread(lo, start, end_ms)
         if len(starts) == 1 or starts[1] >= sent:
