@@ -14,7 +14,7 @@ from realtime.runtime.cpu import plan as gemm_plan
 from realtime.runtime.cpu import plan_cache, plan_trial
 from realtime.runtime.cpu.gemm import backend_available
 from realtime.runtime.cpu.plan import PREFILL, GemmPolicy
-from realtime.runtime.cpu.step_verdict import MIXED, decide, time_plans
+from realtime.runtime.cpu.step_verdict import MIXED, decide, prefer_held, time_plans
 from realtime.runtime.prepared_cache import PreparedCache
 
 CPU = torch.device("cpu")
@@ -61,6 +61,28 @@ def test_without_a_mix_the_fastest_single_backend_wins():
     assert v.chosen == "onednn" and v.gain is None
     with pytest.raises(ValueError):
         decide(1, {MIXED: [1.0]})
+
+
+# Prefill, int8, recorded on the Intel Xeon (AMX, 2 cores, loaded), ms per round:
+# oneDNN's AMX int8 3.9% faster by the medians than our VNNI kernel, which the
+# decode classes already hold.
+XEON_INT8_PREFILL = {"int8_onednn": [150.0, 141.2, 162.5], "int8_vnni": [155.8, 149.0, 171.3]}
+
+
+def test_prefill_keeps_a_held_form_unless_another_is_clearly_faster():
+    held = ["int8_vnni"]
+    assert prefer_held(XEON_INT8_PREFILL, "int8_onednn", held, 0.10)[0] == "int8_vnni"
+    slower = prefer_held(XEON_INT8_PREFILL, "int8_onednn", held, 0.10)[1]
+    assert 0.03 < slower < 0.06
+    clear = {"int8_onednn": [100.0, 101.0, 99.0], "int8_vnni": [130.0, 131.0, 129.5]}
+    assert prefer_held(clear, "int8_onednn", held, 0.10)[0] == "int8_onednn"
+    # Already held, a mix, or no held form timed: the verdict stands.
+    assert prefer_held(XEON_INT8_PREFILL, "int8_vnni", held, 0.10)[0] == "int8_vnni"
+    assert prefer_held({MIXED: [1.0], "mm": [1.1]}, MIXED, ["mm"], 0.10)[0] == MIXED
+    assert prefer_held(XEON_INT8_PREFILL, "int8_onednn", ["int8"], 0.10)[0] == "int8_onednn"
+    # Rounds swinging more than the margin widen it, as for a mix.
+    noisy = {"a": [100.0, 100.0, 100.0], "b": [100.0, 160.0, 115.0]}
+    assert prefer_held(noisy, "a", ["b"], 0.10)[0] == "b"
 
 
 def test_time_plans_alternates_the_order_and_stops_at_the_deadline():
@@ -124,6 +146,34 @@ def _run_trial(tmp_path, policy=POLICY):
     _trial_matrices[:] = begun.prepared.matrices
     lines = plan_trial.settle(begun, lambda rows: (lambda: None))
     return begun, lines
+
+
+@needs_all
+@pytest.mark.parametrize("mm_prefill, expect", [(1.05, "mm"), (1.3, "onednn")])
+def test_prefill_takes_the_decode_classes_form_unless_another_is_clearly_faster(
+        monkeypatch, tmp_path, mm_prefill, expect):
+    def isolated(forms, x):  # mm fastest at decode rows; onednn at prefill rows, by 20%
+        if x.shape[0] == POLICY.prefill_rows:
+            return {"onednn": 1.0, "mm": 1.2}.get(forms[0].backend, 2.0)
+        return 1.0 if forms[0].backend == "mm" else 2.0
+
+    monkeypatch.setattr(gemm_plan, "_time_pass", isolated)
+    decode = {"mm": 1.0, "onednn": 1.2, "mkl": 3.0, "avx512": 3.0}
+    prefill = {"mm": mm_prefill, "onednn": 1.0, "mkl": 3.0, "avx512": 3.0}
+
+    def fake(plans, step, rounds, steps, deadline=None):
+        out = {}
+        for name, apply in plans.items():
+            apply()
+            t = sum(decode[m.backend_for(1)] + prefill[m.backend_for(64)] for m in _trial_matrices)
+            out[name] = [t] * rounds
+        return out
+
+    monkeypatch.setattr(plan_trial, "time_plans", fake)
+    begun, lines = _run_trial(tmp_path)
+    assert {m.backend_for(1) for m in begun.prepared.matrices} == {"mm"}
+    assert {m.backend_for(64) for m in begun.prepared.matrices} == {expect}
+    assert ("then mm: the decode classes hold it" in lines[-1]) == (expect == "mm")
 
 
 @needs_all

@@ -11,6 +11,12 @@ only where it beats the best single backend by more than the noise
 is logged and stored (``cpu.plan_cache``), so the next start on this machine
 pays for none of it.
 
+Prefill keeps a form the decode classes already hold unless the one its
+verdict chose is faster by more than ``cpu.plan.MARGIN`` (or the noise):
+each further form is another copy of the weights, packed at every start
+(int8 on the Xeon with AMX: ``int8_onednn`` for prefill was 3.9% faster than
+``int8_vnni``, within a 45% noise, and its prepack ~6 s of each warm start).
+
 Single backends whose per-shape estimate of a step (the shapes' isolated
 times summed) is more than ``SINGLE_SLACK`` times the best estimate are not
 tried: the isolated times misjudge a step by 10-20%, not by half, and each
@@ -42,8 +48,8 @@ from realtime.runtime.cpu import plan_cache
 from realtime.runtime.cpu.form_state import FormSource
 from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates
 from realtime.runtime.cpu.gemm import Matrix, PlainMatrix
-from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, Prepared, prepare
-from realtime.runtime.cpu.step_verdict import MIXED, StepVerdict, decide, time_plans
+from realtime.runtime.cpu.plan import MARGIN, PREFILL, GemmPolicy, Prepared, prepare
+from realtime.runtime.cpu.step_verdict import MIXED, StepVerdict, decide, prefer_held, time_plans
 from realtime.runtime.prepared_cache import CacheKey
 
 log = logging.getLogger(__name__)
@@ -138,6 +144,7 @@ def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[s
     classes = (*sorted(set(policy.batch_sizes)), PREFILL)
     for rows in classes:
         plans = _plans(prepared, rows)  # the best estimated single backend first
+        seconds: dict[str, list[float]] = {}
         if len(plans) > 1 and time.perf_counter() < deadline:
             appliers = {name: (lambda m=mapping, r=rows: _apply(prepared, r, m, policy))
                         for name, mapping in plans.items()}
@@ -149,7 +156,10 @@ def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[s
             complete = complete and len(plans) == 1
             first = next(iter(plans))
             verdict = StepVerdict(rows, first, {}, first)
-        chosen = plans[verdict.chosen]
+        name, slower = verdict.chosen, 0.0
+        if rows == PREFILL:  # a further copy of the weights only for a clear gain
+            name, slower = prefer_held(seconds, name, _held(prepared, classes[:-1]), MARGIN)
+        chosen = plans[name]
         _apply(prepared, rows, chosen, policy)
         for shape, backend in chosen.items():
             prepared.choices[shape].backends[rows] = backend
@@ -159,6 +169,9 @@ def settle(begun: Begun, step_at: Callable[[int], Callable[[], None]]) -> list[s
                      "best per-shape estimate" if len(plans) == 1
                      else f"the trial's {policy.step_budget_s:.0f} s budget was spent: "
                      "the best single backend by its per-shape estimate") + ")")
+        if name != verdict.chosen:
+            lines[-1] += (f"; then {name}: the decode classes hold it and it is {slower:.1%} slower, "
+                          f"within {MARGIN:.0%} (another form is another copy, packed at every start)")
     _drop_unused(prepared)
     log.info("cpu gemm plan settled by whole steps in %.1f s:\n  %s",
              time.perf_counter() - started, "\n  ".join(lines))
@@ -195,6 +208,13 @@ def _plans(prepared: Prepared, rows: int) -> dict[str, dict[Shape, str]]:
     if proposal not in plans.values():
         plans[MIXED] = proposal
     return plans
+
+
+def _held(prepared: Prepared, classes: Sequence[int]) -> list[str]:
+    """The backends every shape of the trial runs some of ``classes`` on."""
+    held = [{c.backends[r] for r in classes} for shape, c in prepared.choices.items()
+            if shape in prepared.groups]
+    return sorted(set.intersection(*held)) if held else []
 
 
 def _class_rows(policy: GemmPolicy, rows: int) -> range | None:

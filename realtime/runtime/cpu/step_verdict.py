@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 MIXED = "mixed"  # the per-shape plan's name among the candidates
@@ -82,6 +82,25 @@ def decide(rows: int, seconds: Mapping[str, list[float]], min_gain: float = MIN_
     gain = 1.0 - ratio
     chosen = MIXED if gain > noise and medians[MIXED] < medians[best] else best
     return StepVerdict(rows, chosen, ms, best, gain, noise)
+
+
+def prefer_held(seconds: Mapping[str, list[float]], chosen: str, held: Sequence[str],
+                margin: float) -> tuple[str, float]:
+    """The backend to run a row class on: ``chosen`` (a verdict's), unless it
+    is a form no other row class holds (a further copy of the weights, packed
+    at every start) and the fastest ``held`` backend timed here is slower by
+    no more than ``max(margin, SPREAD_FACTOR * median deviation)`` of the
+    per-round ratios: that held backend then. Also returns how much slower
+    it is (0.0 when ``chosen`` stays unasked)."""
+    timed = [b for b in held if seconds.get(b)]
+    if chosen == MIXED or chosen in held or not timed or not seconds.get(chosen):
+        return chosen, 0.0
+    best = min(timed, key=lambda b: statistics.median(seconds[b]))
+    ratios = [h / c for h, c in zip(seconds[best], seconds[chosen]) if c > 0]
+    ratio = statistics.median(ratios)
+    spread = statistics.median(abs(r - ratio) for r in ratios)
+    slower = ratio - 1.0
+    return (best if slower <= max(margin, SPREAD_FACTOR * spread) else chosen), slower
 
 
 def time_plans(plans: Mapping[str, Callable[[], None]], step: Callable[[], None], rounds: int,
