@@ -190,7 +190,8 @@ class WordsJson:
         self.heads = cast("list[bytes]", heads)  # no None left
         tails = _TAILS.get
         # most words are the client's own (no original): one list then
-        self.tails = [tails(o) or _tail(o) for o in originals] if any(originals) else [b"}"] * len(words)
+        self.tails = ([b"}"] * len(words) if originals.count(None) == len(originals)
+                      else [tails(o) or _tail(o) for o in originals])
 
     def timed(self, lo: int, starts: Sequence[float], ends: Sequence[float],
               start_texts: list[bytes] | None = None) -> list[bytes]:
