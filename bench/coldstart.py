@@ -55,6 +55,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from bench.server import _stop
+
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "Hello there, this is a cold start."
 MARKER = "bench-coldstart-checkpoint.json"
@@ -138,11 +140,7 @@ def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool,
                     break
                 time.sleep(0.2)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            _stop([proc], timeout=30)
     return {"ready_s": round(ready, 3), "first_audio_s": round(first, 3)}
 
 

@@ -262,12 +262,13 @@ def _wait_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listening on {port}")
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
+def _stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
+    """Terminate ``procs``; kill any still running ``timeout`` seconds later."""
     for p in procs:
         p.terminate()
     for p in procs:
         try:
-            p.wait(10)
+            p.wait(timeout)
         except subprocess.TimeoutExpired:
             p.kill()
 

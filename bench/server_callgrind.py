@@ -98,7 +98,7 @@ async def _utterances(url: str, request: str, count: int) -> int:
 def run(root: Path, text: str, request: str, timed_request: str, codes_per_char: float,
         utterances: int, rounds: int) -> dict[str, object]:
     """The ``callgrind_*`` figures (module docstring) of our server at ``root``."""
-    from bench.server import _free_port, _wait_http, server_args
+    from bench.server import _free_port, _stop, _wait_http, server_args
 
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
@@ -130,11 +130,7 @@ def run(root: Path, text: str, request: str, timed_request: str, codes_per_char:
                     print(f"callgrind round {i} {side}: {total / frames:.0f} instructions a frame "
                           f"({main / frames:.0f} event loop)", flush=True)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            _stop([proc], timeout=120)  # valgrind writes its last dumps on exit
     return summarize(phases["off"], phases["on"])
 
 
