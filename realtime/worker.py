@@ -316,10 +316,11 @@ class ModelWorker:
                 tracked.started = True
                 updates.append(WorkerUpdate(tracked.sink, UpdateKind.STARTED, job_id, at=now))
         out = runner.execute(plan)
-        if self._busy_since is not None:
+        if self._busy_since is not None and not out.nominal:
             # Back to back, a step costs the whole loop's turn (scheduling,
             # hand-offs, the GIL), not just the runner's time: that is the
-            # rate streams see, so that is what the cost model learns.
+            # rate streams see, so that is what the cost model learns
+            # (unless the runner simulates a model of a fixed step time).
             out.seconds = max(out.seconds, time.perf_counter() - self._busy_since)
         events = sched.update(plan, out, time.monotonic())
         self._busy_since = time.perf_counter()

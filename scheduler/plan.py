@@ -107,7 +107,10 @@ class StepOutput:
     (its KV covers its prompt plus those; it has no codes yet; such a step
     is no plain (batch, bucket) step for the cost model); ``refined`` the
     jobs whose refine pass ended this step (``Refined``; the worker sends
-    the text, the scheduler takes the new prompt length).
+    the text, the scheduler takes the new prompt length). ``nominal`` says
+    ``seconds`` is a simulated model's fixed step time (the tone runner's
+    ``nominal_cost``), not a measurement: the worker does not widen it to
+    the loop's whole turn, so the cost model does not follow the machine's load.
     """
 
     tokens: dict[JobId, int] = field(default_factory=dict)
@@ -118,3 +121,4 @@ class StepOutput:
     audio: dict[JobId, Samples] = field(default_factory=dict)
     refining: dict[JobId, int] = field(default_factory=dict)
     refined: dict[JobId, Refined] = field(default_factory=dict)
+    nominal: bool = False

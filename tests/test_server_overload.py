@@ -18,11 +18,15 @@ from realtime.retry import active_retry_s, to_ms
 from realtime.runtime.tone import ToneRunner
 
 LONG = "A long sentence that keeps its stream busy for several seconds of audio. " * 2
+HELD_TURN_RETRY_MS = 1_267  # four turns held, none spoken (see the held-turns test)
 
 
 def four_slots() -> ToneRunner:
-    # 10 ms a step at any batch, four KV slots: four streams, then full.
-    return ToneRunner(step_seconds=0.01, max_slots=4, batch_sizes=(1, 2, 4), codes_per_char=3.4)
+    # 10 ms a step at any batch, four KV slots: four streams, then full. The
+    # cost model keeps the 10 ms (nominal_cost): a step the loaded machine
+    # ran late must not lower the capacity or move the retry hints pinned here.
+    return ToneRunner(step_seconds=0.01, max_slots=4, batch_sizes=(1, 2, 4), codes_per_char=3.4,
+                      nominal_cost=True)
 
 
 async def http_json(port: int, path: str) -> dict:
@@ -50,12 +54,14 @@ async def test_a_speak_beyond_capacity_is_refused_at_once_with_a_retry_hint(serv
     t = await client.speak_and_collect("late", "Hello there.", timeout=5)
     assert isinstance(t.terminal, Error) and t.terminal.code == "overloaded"
     assert t.started is None and not t.frames
-    # The streams ahead hold every slot for seconds: retry when one ends.
-    assert 1_000 < t.terminal.retry_after_ms <= 30_000
+    # The streams ahead hold every slot for seconds: retry when one ends, at
+    # most its two sentences (489 codes expected) at 13.3 ms a code from now.
+    assert 1_000 < t.terminal.retry_after_ms <= 6_540
     assert all(x.terminal is None for x in busy.transcripts.values())  # they run on
     load = await http_json(server.port, "/load")
     assert load["saturated"] and load["interactive"]["streams"] == 4
-    assert load["interactive"]["capacity"] == 4 and load["retry_after_ms"] > 0
+    assert load["interactive"]["capacity"] == 4
+    assert 0 < load["retry_after_ms"] <= t.terminal.retry_after_ms  # the streams ran on
     metrics = (await server_metrics(server.port)).decode()
     assert "chattts_saturation 1.0" in metrics and "chattts_interactive_capacity 4.0" in metrics
 
@@ -87,17 +93,19 @@ async def test_turns_opened_before_their_first_sentence_hold_capacity(server_fac
     assert isinstance(await open_turn(other, "elsewhere"), Started)
     for k in range(1, 4):
         assert isinstance(await open_turn(client, f"turn{k}"), Started)
-    late = await open_turn(client, "late")
-    assert isinstance(late, Error) and late.code == "overloaded"
-    assert late.retry_after_ms >= 1_000  # a held turn speaks two seconds at least
+    # A held turn speaks two seconds at least (94 codes and its prefill), a
+    # code every 13.3 ms (four streams, 10 ms steps of four rows, three
+    # steps in four theirs): 1267 ms, however long the turns have been held.
+    assert await refused_turn(client) == HELD_TURN_RETRY_MS
     load = await http_json(server.port, "/load")
     assert load["saturated"] and load["interactive"]["streams"] == 4
+    assert load["interactive"]["capacity"] == 4 and load["retry_after_ms"] == HELD_TURN_RETRY_MS
     assert load["interactive"]["queued"] == 0  # held, nothing queued
 
     await client.send({"type": "cancel", "id": "turn1"})
     await client.collect(["turn1"])
     assert isinstance(await open_turn(client, "next1"), Started)
-    assert isinstance(await open_turn(client, "late"), Error)
+    assert await refused_turn(client) == HELD_TURN_RETRY_MS
     # Its sentence comes and is spoken: the place is the stream's, then free.
     await client.send({"type": "append", "id": "turn2", "text": " is done.", "final": True})
     (await client.collect(["turn2"]))["turn2"].check_done()
@@ -106,7 +114,14 @@ async def test_turns_opened_before_their_first_sentence_hold_capacity(server_fac
     await other.close()
     await wait_until(lambda: server.accounting.active_utterances == active - 1)
     assert isinstance(await open_turn(client, "next3"), Started)
-    assert isinstance(await open_turn(client, "late"), Error)
+    assert await refused_turn(client) == HELD_TURN_RETRY_MS  # turn2's steps: the same cost
+
+
+async def refused_turn(client) -> int:
+    """Open a turn that must be refused ``overloaded``; its retry hint."""
+    late = await open_turn(client, "late")
+    assert isinstance(late, Error) and late.code == "overloaded", late
+    return late.retry_after_ms
 
 
 async def test_queue_only_admission_queues_the_same_speak(server_factory, ws_connect):
@@ -117,6 +132,21 @@ async def test_queue_only_admission_queues_the_same_speak(server_factory, ws_con
     assert (await client.next_message(Started, timeout=10)).id == "late"
     load = await http_json(server.port, "/load")
     assert load["admission"] == "queue-only" and load["interactive"]["streams"] == 5
+
+
+async def test_a_nominal_cost_runner_teaches_the_cost_model_its_step_time_only(server_factory,
+                                                                             ws_connect):
+    # Each step sleeps 10 ms and so takes longer on the clock, and the loop's
+    # turn longer still: a measured runner's cost model learns that; one of
+    # nominal cost keeps exactly its 10 ms (what the tests above count on).
+    for nominal in (True, False):
+        runner = ToneRunner(step_seconds=0.01, max_slots=4, batch_sizes=(1, 2, 4),
+                            nominal_cost=nominal)
+        server = await server_factory(runner=runner)
+        client = await ws_connect(server)
+        (await client.speak_and_collect("a", "Hello there, a few steps.", timeout=10)).check_done()
+        learned = server.worker.scheduler.cost.step_time(1, 256)
+        assert learned == 0.01 if nominal else learned > 0.01
 
 
 async def test_load_report_when_idle(server_factory):

@@ -84,6 +84,11 @@ class ToneRunner:
     ``codes_per_char`` sets segment length from text length (at least
     ``min_codes``, at most ``max_codes``); ``step_seconds`` is slept per step
     (and per batch of prepared jobs by ``prepare_seconds``) to imitate model time.
+    A step reports the wall-clock time it took, and the worker the loop's whole
+    turn, as a real runner's do; with ``nominal_cost`` it reports
+    ``step_seconds`` itself (``StepOutput.nominal``): the cost model, and with
+    it the capacity and the retry hints, then stay those of a model of that
+    step time, however loaded the machine running the tests is.
     """
 
     sample_rate = SAMPLE_RATE
@@ -110,8 +115,10 @@ class ToneRunner:
         device_marker: str = "CUDAERROR",
         prepare_seconds: float = 0.0,
         codes_per_step: int = 1,
+        nominal_cost: bool = False,
     ) -> None:
         self.step_seconds = step_seconds
+        self.nominal_cost = nominal_cost
         self.codes_per_char = codes_per_char
         self.min_codes = min_codes
         self.max_codes = max_codes
@@ -211,7 +218,14 @@ class ToneRunner:
                 finished.append(job_id)
                 del self._slots[job_id]
         out.finished = tuple(finished)
-        out.seconds = time.perf_counter() - start
+        return self._timed(out, start)
+
+    def _timed(self, out: StepOutput, start: float) -> StepOutput:
+        """``out`` with the step's time: measured from ``start``, or nominal."""
+        if self.nominal_cost:
+            out.seconds, out.nominal = self.step_seconds, True
+        else:
+            out.seconds = time.perf_counter() - start
         return out
 
     def _take_prefills(self, plan: StepPlan, out: StepOutput) -> None:
