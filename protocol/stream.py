@@ -52,7 +52,16 @@ from protocol.messages import (
     Timing,
 )
 from protocol.server_codec import decode_server
-from protocol.words import Flushed, Pong, TimedWords, WordOrder, Words, WordStart, columns_body
+from protocol.words import (
+    Flushed,
+    Pong,
+    TimedWords,
+    WordOrder,
+    Words,
+    WordStart,
+    columns_body,
+    words_prefix,
+)
 
 _pack_header = HEADER.pack
 _U16 = 0xFFFF
@@ -95,7 +104,8 @@ class UtteranceSender:
     ``StreamStateError`` when the rules forbid that message now.
     """
 
-    __slots__ = ("id", "stream", "phase", "seq", "segments", "_segment_open", "_segment_closed")
+    __slots__ = ("id", "stream", "phase", "seq", "segments", "_segment_open", "_segment_closed",
+                 "_words_prefix")
 
     def __init__(self, id: str, stream: int) -> None:  # noqa: A002 - the wire name
         self.id = id
@@ -105,6 +115,7 @@ class UtteranceSender:
         self.segments = 0  # segment messages sent (the index of the segment being spoken)
         self._segment_open = False  # a frame of the current segment was sent
         self._segment_closed = False  # ... and the last one had the segment-end flag
+        self._words_prefix: tuple[int, bytes] = (-1, b"")  # (segment, its words' prefix)
 
     @property
     def ended(self) -> bool:
@@ -141,13 +152,22 @@ class UtteranceSender:
     def words(self, words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
               originals: Sequence[str | None], pending: tuple[WordStart, ...] = ()) -> TimedWords:
         """More words of the segment being spoken, before its last frame (columns)."""
-        return self.words_json(columns_body(words, starts, ends, originals, pending))
+        self._check_words()
+        return TimedWords.from_body(self.id, self.segments,
+                                    columns_body(words, starts, ends, originals, pending))
 
-    def words_json(self, body: bytes) -> TimedWords:  # its members after segment (words_body)
+    def words_text(self, body: bytes) -> bytes:
+        """``words`` as the server sends it per push: the message's JSON text,
+        ``body`` its members after ``segment`` (``protocol.words.words_body``)."""
+        self._check_words()
+        if self._words_prefix[0] != self.segments:
+            self._words_prefix = (self.segments, words_prefix(self.id, self.segments))
+        return self._words_prefix[1] + body
+
+    def _check_words(self) -> None:
         if self.phase is not Phase.STREAMING or self._segment_closed:
             raise StreamStateError(f"{self.id}: words in phase {self.phase.value}"
                                    + (" after its segment's last frame" if self._segment_closed else ""))
-        return TimedWords.from_body(self.id, self.segments, body)
 
     def flushed(self, flush_id: str) -> Flushed:
         """A flush acknowledgement: after ``started``, before the terminal."""

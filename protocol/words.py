@@ -113,15 +113,14 @@ class TimedWords:
                  originals: Sequence[str | None], pending: tuple[WordStart, ...] = (),
                  method: str = "estimated") -> None:
         self.id, self.segment = id, segment
-        self.data = _message(id, segment, columns_body(words, starts, ends, originals, pending, method))
+        self.data = words_prefix(id, segment) + columns_body(words, starts, ends, originals, pending, method)
 
     @classmethod
     def from_body(cls, id: str, segment: int, body: bytes) -> TimedWords:  # noqa: A002
         """The message of segment ``segment`` whose members after ``segment`` are ``body``."""
         message = cls.__new__(cls)
         message.id, message.segment = id, segment
-        head = _PREFIXES.get((id, segment))
-        message.data = (head or _prefix(id, segment)) + body
+        message.data = words_prefix(id, segment) + body
         return message
 
     def to_wire(self) -> orjson.Fragment:
@@ -137,7 +136,6 @@ _HEADS: dict[str, bytes] = {}
 _TAILS: dict[str | None, bytes] = {None: b"}"}
 _MEMO_MAX = 1 << 16
 _END_MS = b',"end_ms":'
-_PREFIXES: dict[tuple[str, int], bytes] = {}  # a message's members up to "words"
 _METHODS = {m: b'],"method":' + orjson.dumps(m) for m in WORD_METHODS}
 
 
@@ -165,15 +163,9 @@ def numbers(values: Sequence[float]) -> list[bytes]:
     return orjson.dumps(values)[1:-1].split(b",")
 
 
-def _prefix(id: str, segment: int) -> bytes:  # noqa: A002 - the wire name
-    if len(_PREFIXES) >= 1024:  # one per open segment of each utterance, in use
-        _PREFIXES.clear()
-    head = _PREFIXES[id, segment] = b'{"type":"words","id":%b,"segment":%d,' % (orjson.dumps(id), segment)
-    return head
-
-
-def _message(id: str, segment: int, body: bytes) -> bytes:  # noqa: A002 - the wire name
-    return _prefix(id, segment) + body
+def words_prefix(id: str, segment: int) -> bytes:  # noqa: A002 - the wire name
+    """A ``words`` message's members up to ``segment``: with a ``words_body``, its JSON text."""
+    return b'{"type":"words","id":%b,"segment":%d,' % (orjson.dumps(id), segment)
 
 
 class WordsJson:

@@ -223,6 +223,9 @@ class Session:
     def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         self._send(message, owner)
 
+    def send_json(self, data: bytes, owner: ServerUtterance) -> None:
+        self.outbox.put_control(data, owner)
+
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
         self.outbox.put_audio(utterance, frame)
 

@@ -54,6 +54,9 @@ class Transport(Protocol):
 
     def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         """``owner``: the message goes if the utterance's queued audio is purged."""
+    def send_json(self, data: bytes, owner: ServerUtterance) -> None:
+        """A message written already (JSON text: ``words``, once per push of
+        audio), sent like ``send_message``'s."""
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
     def purge(self, utterance: ServerUtterance) -> None: ...
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
@@ -333,7 +336,7 @@ class ServerUtterance:
 
     def _send_words(self, body: bytes | None) -> None:
         if body is not None and not self._ended:  # purged with the audio if the utterance stops
-            self.link.send_message(self.wire.words_json(body), self)
+            self.link.send_json(self.wire.words_text(body), self)
 
     def _answer_flushes(self) -> None:
         if self._flushes and self.admitted and not self._ended:  # flushed comes after started

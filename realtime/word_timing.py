@@ -3,7 +3,7 @@
 The utterance tells a ``WordTimer`` when a segment's audio is pushed into the
 framer and when the segment ends; the timer answers with the words to send
 now, in JSON (``protocol.words.words_body``), which the utterance sends
-(through its ``UtteranceSender.words_json``) before the frames that carry
+(through its ``UtteranceSender.words_text``) before the frames that carry
 that audio:
 
 - sentence chunking: a segment's audio comes whole, so its first push knows
@@ -63,7 +63,7 @@ class _Framer(Protocol):  # what the timer reads of the utterance's framer (PCM 
 class WordTimer:
     """See the module docstring. ``streaming``: token chunking. ``pushed``
     and ``ended`` return a ``words`` message's members after ``segment``
-    (``UtteranceSender.words_json``), or None when no message is due."""
+    (``UtteranceSender.words_text``), or None when no message is due."""
 
     def __init__(self, framer: _Framer, streaming: bool) -> None:
         self.framer = framer

@@ -44,6 +44,9 @@ class _Link:
     def send_message(self, message, owner=None) -> None:
         self._receive(encode(message).decode())
 
+    def send_json(self, data, owner) -> None:
+        self._receive(data.decode())
+
     def send_frame(self, utterance, frame) -> None:
         self._receive(frame)
 

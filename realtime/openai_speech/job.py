@@ -142,6 +142,9 @@ class SpeechJob:
         elif isinstance(message, Cancelled):
             self._finish(StreamFailed("cancelled", "the utterance was cancelled"))
 
+    def send_json(self, data: bytes, owner: ServerUtterance) -> None:
+        """Never called: a speech request's ``Speak`` asks for no word timings."""
+
     def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
         samples = np.frombuffer(frame, dtype="<f4", offset=HEADER_SIZE)
         self.audio_samples += len(samples)
