@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, ClassVar, NamedTuple, cast
+from operator import itemgetter
+from typing import Any, ClassVar, NamedTuple
 
 import orjson
 
@@ -176,10 +177,11 @@ class WordsJson:
     __slots__ = ("heads", "tails")
 
     def __init__(self, words: Sequence[str], originals: Sequence[str | None]) -> None:
-        heads = list(map(_HEADS.get, words))  # in C: no Python step per word once seen
-        if None in heads:
-            heads = [head or _head(w) for head, w in zip(heads, words)]
-        self.heads = cast("list[bytes]", heads)  # no None left
+        try:  # every word seen before: one C call, no Python step per word
+            heads = itemgetter(*words)(_HEADS) if len(words) > 1 else [_HEADS[w] for w in words]
+        except KeyError:
+            heads = [_HEADS.get(w) or _head(w) for w in words]
+        self.heads: Sequence[bytes] = heads
         tails = _TAILS.get
         # most words are the client's own (no original): one list then
         self.tails = ([b"}"] * len(words) if originals.count(None) == len(originals)

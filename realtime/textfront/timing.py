@@ -34,7 +34,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain
-from operator import add
+from operator import add, itemgetter
 from typing import cast
 
 from realtime.textfront.script import is_cjk
@@ -148,6 +148,9 @@ _Run = tuple[tuple[str, float, float], ...]
 # cleared when full.
 _WEIGHTS: dict[str, float] = {}
 _PIECES: dict[str, _Run] = {}
+# ... and a piece that is one word (most are) -> its (word, units, pause): a
+# sentence of such pieces, all seen before, is looked up in one C call.
+_WORDS: dict[str, tuple[str, float, float]] = {}
 _WEIGHTS_MAX = 1 << 16
 
 
@@ -186,8 +189,21 @@ def _ascii_run(piece: str) -> _Run:
     run = _run_of(_ascii_tokens(piece))
     if len(_PIECES) >= _WEIGHTS_MAX:
         _PIECES.clear()
+        _WORDS.clear()
     _PIECES[piece] = run
+    if len(run) == 1:  # one word, no pause before it
+        _WORDS[piece] = run[0]
     return run
+
+
+def _seen_words(cut: list[str]) -> Sequence[tuple[str, float, float]] | None:
+    """The words of pieces ``cut`` when each is one word seen before, else None."""
+    try:
+        if len(cut) > 1:
+            return cast(Sequence[tuple[str, float, float]], itemgetter(*cut)(_WORDS))
+        return (_WORDS[cut[0]],) if cut else None
+    except KeyError:
+        return None
 
 
 def _merge_marks(flat: list[tuple[str, float, float]], originals: list[str | None]
@@ -261,6 +277,7 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
     flat: list[tuple[str, float, float]] = []
     originals: list[str | None] = []
     pieces_get = _PIECES.get
+    marks = False  # a pause mark may be among the words (not from _WORDS alone)
     for original, spoken in (pieces if pieces else ((text, text),)):
         # Only a real difference names an original: a piece that differs
         # from its reading by spaces alone (a sentence read as written) does not.
@@ -270,11 +287,17 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
         count = len(flat)
         if spoken.isascii():
             cut = spoken.split()
-            found = list(map(pieces_get, cut))  # in C: no Python step per piece once seen
-            if None in found:
-                found = [r if r is not None else _ascii_run(p) for r, p in zip(found, cut)]
-            flat += chain.from_iterable(cast(list[_Run], found))
+            seen = _seen_words(cut)
+            if seen is not None:
+                flat += seen
+            else:
+                marks = True
+                found = list(map(pieces_get, cut))  # in C: no Python step per piece once seen
+                if None in found:
+                    found = [r if r is not None else _ascii_run(p) for r, p in zip(found, cut)]
+                flat += chain.from_iterable(cast(list[_Run], found))
         else:
+            marks = True
             flat += _run_of(_tokens(spoken))
         originals += [source] * (len(flat) - count)
     if not flat:
@@ -283,13 +306,12 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
     units: Sequence[float]
     pauses: Sequence[float]
     words, units, pauses = zip(*flat)  # columns, in C: no Python step per word
-    if 0.0 in units:
+    if marks and 0.0 in units:
         words, units, pauses, originals = _merge_marks(flat, originals)
         if not words:
             return WordPlan((), [], [], [])
-    pauses = (*pauses[:-1], 0.0)  # the segment ends with its last word
-    starts = list(accumulate(map(add, units, pauses), initial=0.0))
-    starts.pop()
+    # the segment ends with its last word: its pause is not counted
+    starts = list(accumulate(map(add, units, pauses[:-1]), initial=0.0))
     return WordPlan(words, originals, starts, list(map(add, starts, units)))
 
 
