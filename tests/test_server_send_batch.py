@@ -219,14 +219,40 @@ async def test_room_is_what_the_transport_takes_before_its_high_water_mark() -> 
     assert connection.room() == 0
 
 
-async def test_send_all_writes_websockets_frames_in_one_call() -> None:
+# Every length encoding of RFC 6455 (7 bits, 16, 64) and its edges, text and binary.
+_MESSAGES = [(b'{"type":"words"}', True), (b"\x01" * 300, False), (b"\x02" * 5, False),
+             (b"", False), (b"a" * 125, True), (b"b" * 126, True), (b"\x03" * 65535, False),
+             (b"\x04" * 65536, False), ("é€".encode() * 30000, True)]
+
+
+def _websockets_bytes(messages, extensions=()) -> bytes:
+    """What websockets' own send would write for these messages."""
     from websockets.protocol import State
     from websockets.server import ServerProtocol
 
+    reference = ServerProtocol(state=State.OPEN)
+    reference.extensions = list(extensions)
+    for data, text in messages:
+        (reference.send_text if text else reference.send_binary)(data)
+    return b"".join(reference.data_to_send())
+
+
+async def test_send_all_writes_websockets_frames_in_one_call() -> None:
     connection, transport = await _connection()
-    connection.send_all([(b'{"type":"words"}', True), (b"\x01" * 300, False), (b"\x02" * 5, False)])
-    reference = ServerProtocol(state=State.OPEN)  # what websockets' own send would write
-    reference.send_text(b'{"type":"words"}')
-    reference.send_binary(b"\x01" * 300)
-    reference.send_binary(b"\x02" * 5)
-    assert transport.writes == [reference.data_to_send()]
+    connection.send_all(_MESSAGES)
+    assert len(transport.writes) == 1  # one writelines: one writev
+    assert b"".join(transport.writes[0]) == _websockets_bytes(_MESSAGES)
+    # each payload as it came (no copy), after its header
+    assert all(c is m for c, (m, _) in zip(transport.writes[0][1::2], _MESSAGES, strict=True))
+
+
+async def test_an_extension_leaves_the_framing_to_websockets() -> None:
+    from websockets.extensions.permessage_deflate import PerMessageDeflate
+
+    def deflate():  # one compressor per side: its state carries from message to message
+        return PerMessageDeflate(False, False, 15, 15)
+    connection, transport = await _connection()
+    connection._wire.extensions = [deflate()]
+    connection.send_all(_MESSAGES[:3])
+    assert len(transport.writes) == 1
+    assert b"".join(transport.writes[0]) == _websockets_bytes(_MESSAGES[:3], [deflate()])
