@@ -13,15 +13,14 @@ PROTOCOL.md's rules for an utterance's messages, defined once:
 - ``words`` of segment k come after ``started`` and before segment k's last
   frame, monotonic, and inside segment k's span (checked at its ``segment``);
   a ``pending`` word comes again with its start (``protocol.words.WordOrder``);
-- ``flushed`` comes after ``started`` and before the terminal message;
-- ``pong`` names no utterance.
+- ``flushed`` comes after ``started`` and before the terminal; ``pong`` names no utterance.
 
-``UtteranceSender`` is the server's side: it builds the next message or
-frame and raises ``StreamStateError`` when the caller asks for something
-the rules forbid (a bug in the caller). ``ClientConnection`` is a client's
-side of one connection: text and binary frames go in, ``Received`` items come
-out, each naming its utterance and what it means; a server breaking a rule
-raises ``StreamViolation``. Neither touches a socket.
+``UtteranceSender`` is the server's side: it builds the next message or frame
+and raises ``StreamStateError`` when the caller asks for something the rules
+forbid (a bug in the caller). ``ClientConnection`` is a client's side of one
+connection: text and binary frames go in, ``Received`` items come out, each
+naming its utterance and what it means; a server breaking a rule raises
+``StreamViolation``. Neither touches a socket.
 
 Thread: objects are used from one thread at a time.
 """
@@ -30,7 +29,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from protocol.errors import NON_TERMINAL_CODES, ErrorCode, ProtocolError
 from protocol.frames import (
@@ -38,7 +36,6 @@ from protocol.frames import (
     FLAG_UTTERANCE_END,
     FRAME_VERSION,
     HEADER,
-    FrameHeader,
     unpack_frame,
 )
 from protocol.messages import (
@@ -47,21 +44,16 @@ from protocol.messages import (
     Error,
     Hello,
     Segment,
-    ServerMessage,
     Started,
     Timing,
 )
+
+# re-exported: clients read what they receive from here
+from protocol.received import Audio as Audio
+from protocol.received import Kind as Kind
+from protocol.received import Received as Received
 from protocol.server_codec import decode_server
-from protocol.words import (
-    Flushed,
-    Pong,
-    TimedWords,
-    WordOrder,
-    Words,
-    WordStart,
-    columns_body,
-    words_prefix,
-)
+from protocol.words import Flushed, Pong, TimedWords, WordOrder, Words, WordStart, columns_body, words_prefix
 
 _pack_header = HEADER.pack
 _U16 = 0xFFFF
@@ -152,22 +144,19 @@ class UtteranceSender:
     def words(self, words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
               originals: Sequence[str | None], pending: tuple[WordStart, ...] = ()) -> TimedWords:
         """More words of the segment being spoken, before its last frame (columns)."""
-        self._check_words()
-        return TimedWords.from_body(self.id, self.segments,
-                                    columns_body(words, starts, ends, originals, pending))
+        body = columns_body(words, starts, ends, originals, pending)
+        self.words_text(body)  # the rules' check
+        return TimedWords.from_body(self.id, self.segments, body)
 
     def words_text(self, body: bytes) -> bytes:
         """``words`` as the server sends it per push: the message's JSON text,
         ``body`` its members after ``segment`` (``protocol.words.words_body``)."""
-        self._check_words()
-        if self._words_prefix[0] != self.segments:
-            self._words_prefix = (self.segments, words_prefix(self.id, self.segments))
-        return self._words_prefix[1] + body
-
-    def _check_words(self) -> None:
         if self.phase is not Phase.STREAMING or self._segment_closed:
             raise StreamStateError(f"{self.id}: words in phase {self.phase.value}"
                                    + (" after its segment's last frame" if self._segment_closed else ""))
+        if self._words_prefix[0] != self.segments:  # made once per segment
+            self._words_prefix = (self.segments, words_prefix(self.id, self.segments))
+        return self._words_prefix[1] + body
 
     def flushed(self, flush_id: str) -> Flushed:
         """A flush acknowledgement: after ``started``, before the terminal."""
@@ -219,38 +208,6 @@ class UtteranceSender:
 
 
 # --- a client's side --------------------------------------------------------------------
-
-
-class Kind(enum.Enum):
-    """What a received item means for its utterance."""
-
-    HELLO = "hello"
-    STARTED = "started"
-    AUDIO = "audio"
-    SEGMENT = "segment"
-    WORDS = "words"  # word timings of the segment being spoken
-    FLUSHED = "flushed"  # a flush acknowledgement
-    PONG = "pong"  # the answer to a ping (no utterance)
-    NOTICE = "notice"  # a non-terminal error: one message was refused
-    END = "end"  # done, cancelled or a terminal error
-    CONNECTION_ERROR = "connection_error"  # an error with id null
-    UNKNOWN = "unknown"  # names no utterance this client opened (or a message type it lacks)
-
-
-@dataclass(frozen=True, slots=True)
-class Audio:
-    header: FrameHeader
-    payload: memoryview
-
-
-@dataclass(frozen=True, slots=True)
-class Received:
-    """One item from the server: ``message`` is a server message or ``Audio``,
-    ``id`` its utterance (None for hello and connection errors)."""
-
-    kind: Kind
-    id: str | None
-    message: ServerMessage | Audio | None
 
 
 class _Utterance:
