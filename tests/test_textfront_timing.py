@@ -167,3 +167,28 @@ def test_the_weight_table_stays_bounded(monkeypatch):
     assert units(plan) == [1.0] * 7 and pauses(plan)[5] == t.CLAUSE_PAUSE
     assert len(t._WEIGHTS) <= 4 and len(t._PIECES) <= 4
     t._PIECES.clear()
+
+
+def _columns(plan: t.WordPlan) -> tuple:
+    return tuple(plan.words), list(plan.originals), plan.starts, plan.ends
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab Xy .,!?'-3;:()’", max_size=30), st.text(alphabet="ab ,.;", max_size=12))
+def test_a_plan_is_the_same_whatever_the_memos_have_seen(text, before):
+    # The memos' fast path (every piece one word seen before: one lookup) and
+    # the slow one (tokens, weights) must agree: cold, warm, and after other text.
+    t._PIECES.clear()
+    t._WORDS.clear()
+    t._WEIGHTS.clear()
+    cold = _columns(t.plan_words(text))
+    assert _columns(t.plan_words(text)) == cold
+    t.plan_words(before)
+    assert _columns(t.plan_words(text)) == cold
+    assert "" not in cold[0]  # a pause mark alone (" , ") is never a word
+
+
+def test_a_lone_mark_seen_before_stays_a_pause():
+    t.plan_words("wait , what")
+    plan = t.plan_words("wait , what")
+    assert list(plan.words) == ["wait", "what"] and pauses(plan) == [t.CLAUSE_PAUSE, 0.0]

@@ -191,7 +191,7 @@ def _ascii_run(piece: str) -> _Run:
         _PIECES.clear()
         _WORDS.clear()
     _PIECES[piece] = run
-    if len(run) == 1:  # one word, no pause before it
+    if len(run) == 1 and run[0][1] > 0.0:  # one word (not a pause mark alone: ",")
         _WORDS[piece] = run[0]
     return run
 
