@@ -296,14 +296,23 @@ def timestamps_figures(on: Sequence[dict[str, float]], off: Sequence[dict[str, f
     (``on[i]`` right before or after ``off[i]``): the median and quartiles of
     the per-round ratios of CPU per frame, and the median per-round
     difference in first-frame time. Pairing cancels the load that drifts
-    between rounds, which the ratio of the two medians does not."""
+    between rounds, which the ratio of the two medians does not.
+    ``timestamps_loop_cost_paired``: per round, one plus the event loop's
+    added CPU over the whole server's off (the word path runs on the loop;
+    the model thread does the same work either way, yet its CPU time swings
+    by a fifth from round to round): ``callgrind_timestamps_cost`` in CPU time."""
     ratios = spread(paired_ratios([r["cpu_us_per_frame"] for r in on],
                                   [r["cpu_us_per_frame"] for r in off]))
+    loop = spread([1 + (a["loop_cpu_us_per_frame"] - b["loop_cpu_us_per_frame"]) / b["cpu_us_per_frame"]
+                   for a, b in zip(on, off)])
     firsts = [a["first_frame_ms"] - b["first_frame_ms"] for a, b in zip(on, off)]
     return {
         "timestamps_cost_ratio_paired": round(ratios["median"], 4),
         "timestamps_cost_ratio_p25": round(ratios["p25"], 4),
         "timestamps_cost_ratio_p75": round(ratios["p75"], 4),
+        "timestamps_loop_cost_paired": round(loop["median"], 4),
+        "timestamps_loop_cost_p25": round(loop["p25"], 4),
+        "timestamps_loop_cost_p75": round(loop["p75"], 4),
         "timestamps_added_first_frame_ms_paired": round(statistics.median(firsts), 3),
     }
 
@@ -456,7 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         paired = timestamps_figures(timed, os_)
         print(f"paired by round: on/off {paired['timestamps_cost_ratio_paired']:.3f} "
               f"(p25 {paired['timestamps_cost_ratio_p25']:.3f}, p75 "
-              f"{paired['timestamps_cost_ratio_p75']:.3f}), first frame "
+              f"{paired['timestamps_cost_ratio_p75']:.3f}), event loop's added CPU "
+              f"{paired['timestamps_loop_cost_paired']:.3f} (p25 {paired['timestamps_loop_cost_p25']:.3f}, "
+              f"p75 {paired['timestamps_loop_cost_p75']:.3f}), first frame "
               f"{paired['timestamps_added_first_frame_ms_paired']:+.2f} ms")
         result.update(paired)
     print(json.dumps(result))

@@ -18,15 +18,20 @@ def test_the_text_makes_the_frames_asked_for_at_its_rate(codes_per_char):
 def test_paired_figures_are_per_round_ratios_and_their_quartiles():
     from bench.server import timestamps_figures
 
-    off = [{"cpu_us_per_frame": c, "first_frame_ms": f} for c, f in
+    off = [{"cpu_us_per_frame": c, "first_frame_ms": f, "loop_cpu_us_per_frame": c / 2} for c, f in
            [(50.0, 10.0), (60.0, 12.0), (40.0, 9.0), (55.0, 11.0), (45.0, 10.0)]]
     # per round: 1.02, 1.05, 1.10, 1.00, 1.04 -> sorted 1.00 1.02 1.04 1.05 1.10
-    on = [{"cpu_us_per_frame": c, "first_frame_ms": f} for c, f in
-          [(51.0, 10.5), (63.0, 12.0), (44.0, 8.0), (55.0, 11.2), (46.8, 10.4)]]
+    on = [{"cpu_us_per_frame": c, "first_frame_ms": f, "loop_cpu_us_per_frame": loop}
+          for c, f, loop in [(51.0, 10.5, 26.0), (63.0, 12.0, 30.6), (44.0, 8.0, 20.8),
+                             (55.0, 11.2, 27.5), (46.8, 10.4, 23.85)]]
     got = timestamps_figures(on, off)
     assert got["timestamps_cost_ratio_paired"] == 1.04
     assert got["timestamps_cost_ratio_p25"] == 1.02
     assert got["timestamps_cost_ratio_p75"] == 1.05
+    # the loop's added CPU over the whole off: 1.02 1.01 1.02 1.00 1.03
+    assert got["timestamps_loop_cost_paired"] == 1.02
+    assert got["timestamps_loop_cost_p25"] == 1.01
+    assert got["timestamps_loop_cost_p75"] == 1.02
     assert got["timestamps_added_first_frame_ms_paired"] == 0.2  # of +.5 0 -1 +.2 +.4
 
 
