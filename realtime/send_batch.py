@@ -22,16 +22,15 @@ frames each message (``send_text``, ``send_binary``, ``data_to_send``).
 The bytes on the wire are the ones ``send`` would have written, in the same
 order (tests compare them with websockets' framing; a ping, pong or close
 frame websockets writes itself goes before or after a batch, never inside
-one). Backpressure
-stays where it was: ``room`` is what the transport takes before its
-high-water mark (websockets' ``write_limit``), and nothing while websockets
+one). Backpressure stays where it was: ``room`` is what the transport takes
+before its high-water mark (websockets' ``write_limit``), and nothing while websockets
 has paused writing (the client is slow), the transport is closing or the
 connection is not open: the outbox then uses ``send``, one message at a
 time, and waits as before.
 
 The connection is websockets' ``ServerConnection``, through ``serve``'s
-documented ``create_connection`` hook (a subclass); it reads none of
-websockets' internals.
+documented ``create_connection`` hook (a subclass); of its sans-I/O
+connection it reads only the public ``state`` and ``extensions``.
 
 Thread: event loop.
 """
