@@ -144,9 +144,8 @@ class UtteranceSender:
     def words(self, words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
               originals: Sequence[str | None], pending: tuple[WordStart, ...] = ()) -> TimedWords:
         """More words of the segment being spoken, before its last frame (columns)."""
-        body = columns_body(words, starts, ends, originals, pending)
-        self.words_text(body)  # the rules' check
-        return TimedWords.from_body(self.id, self.segments, body)
+        data = self.words_text(columns_body(words, starts, ends, originals, pending))
+        return TimedWords.from_text(self.id, self.segments, data)
 
     def words_text(self, body: bytes) -> bytes:
         """``words`` as the server sends it per push: the message's JSON text,

@@ -119,9 +119,13 @@ class TimedWords:
     @classmethod
     def from_body(cls, id: str, segment: int, body: bytes) -> TimedWords:  # noqa: A002
         """The message of segment ``segment`` whose members after ``segment`` are ``body``."""
+        return cls.from_text(id, segment, words_prefix(id, segment) + body)
+
+    @classmethod
+    def from_text(cls, id: str, segment: int, data: bytes) -> TimedWords:  # noqa: A002
+        """The message of segment ``segment`` whose JSON text is ``data``."""
         message = cls.__new__(cls)
-        message.id, message.segment = id, segment
-        message.data = words_prefix(id, segment) + body
+        message.id, message.segment, message.data = id, segment, data
         return message
 
     def to_wire(self) -> orjson.Fragment:
