@@ -191,19 +191,28 @@ class WordsJson:
         self.tails = ([b"}"] * len(words) if originals.count(None) == len(originals)
                       else [tails(o) or _tail(o) for o in originals])
 
-    def timed(self, lo: int, starts: Sequence[float], ends: Sequence[float],
-              start_texts: list[bytes] | None = None) -> list[bytes]:
+    def timed(self, lo: int, starts: Sequence[float], ends: Sequence[float]) -> list[bytes]:
         """``{"word", "start_ms", "end_ms", "original"?}`` of words ``lo``,
-        ``lo + 1``, ... (as many as ``starts``), from ``starts[i]`` to
-        ``ends[i]``; ``start_texts``: ``numbers(starts)`` if made already."""
-        hi = lo + len(starts)
-        return list(map(b"".join, zip(self.heads[lo:hi], start_texts or numbers(starts),
-                                      repeat(_END_MS), numbers(ends), self.tails[lo:hi])))
+        ``lo + 1``, ... (as many as ``starts``), from ``starts[i]`` to ``ends[i]``."""
+        texts = numbers([*starts, *ends])  # one pass for both columns
+        return self.objects(lo, texts, texts[len(starts):])
+
+    def objects(self, lo: int, start_texts: Sequence[bytes], end_texts: Sequence[bytes]) -> list[bytes]:
+        """``timed`` of as many words as ``end_texts`` with their times'
+        texts (from ``numbers``) given; ``start_texts`` may run longer."""
+        hi = lo + len(end_texts)
+        return list(map(b"".join, zip(self.heads[lo:hi], start_texts, repeat(_END_MS), end_texts,
+                                      self.tails[lo:hi])))
 
     def started(self, i: int, start_text: bytes) -> bytes:
         """``{"word", "start_ms", "original"?}`` (a pending word) of word
         ``i``, ``start_text`` its start (from ``numbers``)."""
         return self.heads[i] + start_text + self.tails[i]
+
+    def body(self, objects: list[bytes], i: int, start_text: bytes) -> bytes:
+        """``words_body(objects, self.started(i, start_text))`` in one join."""
+        return b"".join((b'"words":[', b",".join(objects), _METHODS["estimated"], b',"pending":[',
+                         self.heads[i], start_text, self.tails[i], b"]}"))
 
 
 def words_body(objects: list[bytes], pending: bytes = b"", method: str = "estimated") -> bytes:

@@ -67,6 +67,7 @@ class WordTimer:
 
     def __init__(self, framer: _Framer, streaming: bool) -> None:
         self.framer = framer
+        self._rate = framer.sample_rate  # framer.ms(n) is n * 1000 / it
         self.streaming = streaming
         self.unit_ms = PRIOR_UNIT_MS  # learnt from each finished segment
         self._planned: dict[int, WordPlan] = {}  # segments' words planned ahead
@@ -75,7 +76,7 @@ class WordTimer:
         self._json: WordsJson | None = None
         self._track: WordTrack | None = None  # token chunking: its words so far
         self._objects: list[bytes] = []  # ... its words at the rate, in JSON
-        self._starts: list[bytes] = []  # ... their starts, in JSON
+        self._starts: list[bytes] = []  # ... their starts in JSON (then ends after pauses)
         self._pending: int | None = None  # the pending word last sent
 
     def planned(self, index: int, text: str, pieces: Sequence[tuple[str, str]] | None) -> None:
@@ -97,8 +98,16 @@ class WordTimer:
         text_json = self._json = WordsJson(plan.words, plan.originals)
         if self.streaming:
             track = self._track = WordTrack(plan, self._origin_ms, self.unit_ms)
-            self._starts = numbers(track.starts_ms)
-            self._objects = text_json.timed(0, track.starts_ms, track.ends_ms, self._starts)
+            # Each word's end at the rate is the next word's start (the same
+            # float) but after a pause and at the last word: one column of
+            # times and one of their texts, not two.
+            starts, paused = track.starts_ms, plan.paused
+            count = len(starts)
+            texts = self._starts = numbers([*starts, track.end_ms(count - 1), *map(track.end_ms, paused)])
+            ends = texts[1:count + 1]
+            for text_at, word in enumerate(paused, count + 1):
+                ends[word] = texts[text_at]
+            self._objects = text_json.objects(0, texts, ends)
 
     def pushed(self, source_samples: int, last: bool = False) -> bytes | None:
         """Audio of the open segment went into the framer (``source_samples``:
@@ -111,15 +120,16 @@ class WordTimer:
             start = f.samples_sent - f.segment_samples
             return self._finish(f.ms(start + f.sample_rate * source_samples // SOURCE_RATE))
         lo = track.next
-        n = track.commit(f.ms(f.samples_sent))
-        if n >= len(self._starts) or track.starts_ms[n] >= track.sent:  # none begun
+        # f.ms(f.samples_sent) without the call (the busiest line of the word path)
+        n = track.commit(f.samples_sent * 1000 / self._rate)
+        if track.starts_ms[n] >= track.sent:  # none begun (commit keeps n a word's index)
             self._pending = None
             return words_body(self._objects[lo:n]) if n > lo else None
         if n == lo and self._pending == n:
             return None  # the same word still in progress: nothing new to say
         self._pending = n
         assert self._json is not None
-        return words_body(self._objects[lo:n], self._json.started(n, self._starts[n]))
+        return self._json.body(self._objects[lo:n], n, self._starts[n])
 
     def ended(self) -> bytes | None:
         """The open segment ended (its last frames are framed, not yet sent):

@@ -192,3 +192,25 @@ def test_a_lone_mark_seen_before_stays_a_pause():
     t.plan_words("wait , what")
     plan = t.plan_words("wait , what")
     assert list(plan.words) == ["wait", "what"] and pauses(plan) == [t.CLAUSE_PAUSE, 0.0]
+
+
+@pytest.mark.parametrize("text", [
+    "Hello, world; this is a test: of pauses... and marks!? Yes.",
+    "a, b, c, d, e, f.", "The 2024 report, 3 items: one, two and three.", "one",
+    "AI芯片的发展非常迅速，我们需要关注。", ", leading mark then words",
+])
+def test_ends_taken_from_the_next_start_are_the_directly_computed_ends(text):
+    # The layouts compute starts only and take each end from the next start
+    # but after a pause: the same floats as laying out every end directly.
+    plan = t.plan_words(text)
+    direct = [a + u for a, u in zip(plan.starts, plan.units)]
+    assert plan.ends == direct and plan.total == direct[-1]
+    for lo in range(len(plan)):
+        starts, ends = plan.spread(lo, 1000.0 / 3, 4321.7)
+        origin, scale = plan.starts[lo], (4321.7 - 1000.0 / 3) / (plan.total - plan.starts[lo])
+        want = [1000.0 / 3 + (b - origin) * scale for b in direct[lo:]]
+        want[-1] = 4321.7
+        assert ends == [min(w, 4321.7) for w in want]
+    track = t.WordTrack(plan, 12.5, 231.3)
+    assert track.ends_ms == [12.5 + b * 231.3 for b in direct]
+    assert [track.end_ms(i) for i in range(len(plan))] == track.ends_ms

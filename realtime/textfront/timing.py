@@ -33,7 +33,7 @@ import logging
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress
 from operator import add, itemgetter
 from typing import cast
 
@@ -228,23 +228,49 @@ class WordPlan:
     """A segment's spoken words, in columns (built once per segment, then
     read-only): ``words[i]`` as spoken; ``originals[i]`` the piece of the
     client's text it came from where that differs (None otherwise);
-    ``starts[i]`` and ``ends[i]`` where it starts and ends, in units from the
-    segment's start (``ends[i] - starts[i]`` its weight; a gap before the
-    next start, a pause). The first word starts at 0, the last ends at
-    ``total``: the last word's pause is not counted."""
+    ``starts[i]`` where it starts, in units from the segment's start;
+    ``units[i]`` its weight; ``pauses[i]`` the pause after it (the last
+    word's is not counted). ``ends[i]`` (made when first asked for: the
+    server's paths do without) is where it ends; a gap before the next
+    start is a pause. The first word starts at 0, the last ends at
+    ``total``. Where no pause follows word ``i``, ``ends[i]`` and
+    ``starts[i + 1]`` are the same float (units and pauses are halves, so
+    the sums are exact), so a layout computes the starts only and takes each
+    end from the next start, but at ``paused``: the words (not the last)
+    followed by a pause."""
 
-    __slots__ = ("words", "originals", "starts", "ends")
+    __slots__ = ("words", "originals", "starts", "units", "pauses", "_ends", "_paused")
 
     def __init__(self, words: Sequence[str], originals: Sequence[str | None],
-                 starts: list[float], ends: list[float]) -> None:
-        self.words, self.originals, self.starts, self.ends = words, originals, starts, ends
+                 starts: list[float], units: Sequence[float], pauses: Sequence[float]) -> None:
+        self.words, self.originals, self.starts = words, originals, starts
+        self.units, self.pauses = units, pauses
+        self._ends: list[float] | None = None
+        self._paused: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.words)
 
     @property
     def total(self) -> float:
-        return self.ends[-1] if self.ends else 0.0
+        return self.starts[-1] + self.units[-1] if self.starts else 0.0
+
+    @property
+    def ends(self) -> list[float]:
+        if self._ends is None:
+            self._ends = list(map(add, self.starts, self.units))
+        return self._ends
+
+    @property
+    def paused(self) -> list[int]:
+        """The words but the last followed by a pause, in order (few: at punctuation)."""
+        if self._paused is None:
+            self._paused = list(compress(range(len(self.pauses) - 1), self.pauses))
+        return self._paused
+
+    def end_of(self, i: int) -> float:
+        """Where word ``i`` ends, in units (``ends[i]``, without making ``ends``)."""
+        return self.starts[i] + self.units[i]
 
     def spread(self, lo: int, start_ms: float, end_ms: float) -> tuple[list[float], list[float]]:
         """Starts and ends (ms) of the words from ``lo`` on, spread over
@@ -252,11 +278,14 @@ class WordPlan:
         monotonic, the first starting at ``start_ms`` and the last ending at
         ``end_ms`` exactly (none after it)."""
         origin = self.starts[lo]  # units are sums of halves: the differences are exact
-        total = self.ends[-1] - origin
+        total = self.total - origin
         scale = (end_ms - start_ms) / total if total > 0 else 0.0
         starts = [start_ms + (a - origin) * scale for a in self.starts[lo:]]
-        ends = [start_ms + (b - origin) * scale for b in self.ends[lo:]]
-        ends[-1] = end_ms
+        ends = starts[1:]  # each end the next start (the same float) but after a pause
+        ends.append(end_ms)
+        for j in self.paused:
+            if j >= lo:
+                ends[j - lo] = start_ms + (self.end_of(j) - origin) * scale
         # Rounding may put the last few a hair past end_ms (multiplication
         # and addition keep the order, so only a tail can be).
         i = len(ends) - 2
@@ -301,7 +330,7 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
             flat += _run_of(_tokens(spoken))
         originals += [source] * (len(flat) - count)
     if not flat:
-        return WordPlan((), [], [], [])
+        return WordPlan((), [], [], [], [])
     words: Sequence[str]
     units: Sequence[float]
     pauses: Sequence[float]
@@ -309,10 +338,10 @@ def plan_words(text: str, pieces: Sequence[tuple[str, str]] | None = None) -> Wo
     if marks and 0.0 in units:
         words, units, pauses, originals = _merge_marks(flat, originals)
         if not words:
-            return WordPlan((), [], [], [])
+            return WordPlan((), [], [], [], [])
     # the segment ends with its last word: its pause is not counted
     starts = list(accumulate(map(add, units, pauses[:-1]), initial=0.0))
-    return WordPlan(words, originals, starts, list(map(add, starts, units)))
+    return WordPlan(words, originals, starts, units, pauses)
 
 
 class WordTrack:
@@ -329,13 +358,13 @@ class WordTrack:
     already sent. So every word that starts before audio already sent was
     committed or is the one begun. Committed words never change. Both return
     the starts and ends (ms) of the words committed by the call, from
-    ``next`` as it was before it. ``starts_ms`` and ``ends_ms``: every
-    word's times at the rate, made once (a committed word's are these);
-    ``commit`` is ``advance`` returning the new ``next`` only. Times are on
-    the utterance's clock; one owner.
+    ``next`` as it was before it. ``starts_ms``: every word's start at the
+    rate, made once; ``ends_ms`` their ends (made when first asked for; a
+    committed word's times are these); ``commit`` is ``advance`` returning
+    the new ``next`` only. Times are on the utterance's clock; one owner.
     """
 
-    __slots__ = ("plan", "origin_ms", "unit_ms", "next", "starts_ms", "ends_ms", "sent")
+    __slots__ = ("plan", "origin_ms", "unit_ms", "next", "starts_ms", "_ends_ms", "sent")
 
     def __init__(self, plan: WordPlan, origin_ms: float, unit_ms: float) -> None:
         self.plan = plan
@@ -344,7 +373,18 @@ class WordTrack:
         self.next = 0  # the first uncommitted word
         self.sent = origin_ms  # the end of the audio sent so far
         self.starts_ms = [origin_ms + a * unit_ms for a in plan.starts]
-        self.ends_ms = [origin_ms + b * unit_ms for b in plan.ends]
+        self._ends_ms: list[float] | None = None
+
+    @property
+    def ends_ms(self) -> list[float]:
+        if self._ends_ms is None:
+            origin, unit = self.origin_ms, self.unit_ms
+            self._ends_ms = [origin + b * unit for b in self.plan.ends]
+        return self._ends_ms
+
+    def end_ms(self, i: int) -> float:
+        """Where word ``i`` ends at the rate (``ends_ms[i]``, without making ``ends_ms``)."""
+        return self.origin_ms + self.plan.end_of(i) * self.unit_ms
 
     @property
     def at(self) -> float:
