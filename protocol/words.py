@@ -142,6 +142,7 @@ _TAILS: dict[str | None, bytes] = {None: b"}"}
 _MEMO_MAX = 1 << 16
 _END_MS = b',"end_ms":'
 _METHODS = {m: b'],"method":' + orjson.dumps(m) for m in WORD_METHODS}
+_OPEN, _PENDING, _PENDING_CLOSE = b'"words":[', b',"pending":[', b"]}"  # words_body's layout
 
 
 def _head(word: str) -> bytes:
@@ -209,10 +210,10 @@ class WordsJson:
         ``i``, ``start_text`` its start (from ``numbers``)."""
         return self.heads[i] + start_text + self.tails[i]
 
-    def body(self, objects: list[bytes], i: int, start_text: bytes) -> bytes:
-        """``words_body(objects, self.started(i, start_text))`` in one join."""
-        return b"".join((b'"words":[', b",".join(objects), _METHODS["estimated"], b',"pending":[',
-                         self.heads[i], start_text, self.tails[i], b"]}"))
+    def body(self, objects: list[bytes], i: int, start_text: bytes, method: str = "estimated") -> bytes:
+        """``words_body(objects, self.started(i, start_text), method)`` in one join."""
+        return b"".join((_OPEN, b",".join(objects), _METHODS[method], _PENDING,
+                         self.heads[i], start_text, self.tails[i], _PENDING_CLOSE))
 
 
 def words_body(objects: list[bytes], pending: bytes = b"", method: str = "estimated") -> bytes:
@@ -220,9 +221,8 @@ def words_body(objects: list[bytes], pending: bytes = b"", method: str = "estima
     ``WordsJson.timed``) the words, ``pending`` the ``started`` objects,
     comma-separated (empty: no ``pending`` member)."""
     if pending:
-        return b"".join((b'"words":[', b",".join(objects), _METHODS[method], b',"pending":[', pending,
-                         b"]}"))
-    return b"".join((b'"words":[', b",".join(objects), _METHODS[method], b"}"))
+        return b"".join((_OPEN, b",".join(objects), _METHODS[method], _PENDING, pending, _PENDING_CLOSE))
+    return b"".join((_OPEN, b",".join(objects), _METHODS[method], b"}"))
 
 
 def columns_body(words: Sequence[str], starts: Sequence[float], ends: Sequence[float],

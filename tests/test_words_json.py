@@ -32,3 +32,11 @@ def test_objects_from_an_offset_and_no_pending_member_when_none():
     message = p.decode_server(p.encode(p.TimedWords.from_body("u", 0, body)))
     assert message == p.Words("u", 0, (W("two", 5.0, 6.0), W("three", 6.0, 7.5)))
     assert b"pending" not in body
+
+
+def test_body_with_a_pending_word_is_words_body_with_started():
+    text = WordsJson(["one", "twenty", "dollars"], [None, "$20", "$20"])
+    objects = text.timed(0, [0.0], [131.1])
+    for method in ("estimated", "aligned"):
+        assert (text.body(objects, 1, b"393.4", method)
+                == words_body(objects, text.started(1, b"393.4"), method))
