@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.textfront import en_time
+from realtime.textfront import en_more, en_time
 from realtime.textfront.en_words import cardinal, digits, number, ordinal, year
 from realtime.textfront.rewrite import TAG_RULE, Rule, rule
 from realtime.textfront.units import (
@@ -260,9 +260,11 @@ RULES: tuple[Rule, ...] = (
          lambda m: ", ".join(digits(g) for g in m.groups() if g)),
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
+    en_more.PHONE_RULE,
     *en_time.RULES[6:],  # the clock, after them
     rule("code", r"\b((?i:code|pin|otp|passcode))(\s(?i:is)\s|:\s?|\s)(\d{4,12})\b",
          lambda m: m.group(1) + m.group(2) + digits(m.group(3))),
+    en_more.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
@@ -273,6 +275,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
          + r"|€|£)(?![A-Za-z])", _money_after),
+    *en_more.RULES,
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")\s?(?:°\s?([CcFf])\b|(℃)|(℉)|°)", _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b", _decade),

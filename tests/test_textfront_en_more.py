@@ -1,0 +1,99 @@
+"""English readings that depend on the word around a number (realtime/textfront/en_more.py):
+Roman numerals after names, page and figure references, magnitudes written onto numbers,
+durations past any clock hour, paces, international phone numbers. Each reading has its
+counterpart that must stay as it is ("Then I went", "Room 4B", "16:9", "6'2\"")."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.text import split_sentences
+from realtime.textfront.en_more import roman_value
+from realtime.textfront.lang import needs_rules
+from realtime.textfront.normalize import normalize
+
+CASES = [
+    # Roman numerals: monarchs and popes take "the" and an ordinal, anything else a cardinal.
+    ("Louis XIV died in 1715.", "Louis the fourteenth died in seventeen fifteen."),
+    ("Queen Elizabeth II met Pope John Paul II.",
+     "Queen Elizabeth the second met Pope John Paul the second."),
+    ("Henry VIII had six wives.", "Henry the eighth had six wives."),
+    ("Ask Henry V.", "Ask Henry the fifth."),
+    ("Elizabeth I of England.", "Elizabeth the first of England."),
+    ("It passed to James I, then Charles I.", "It passed to James the first, then Charles the first."),
+    ("World War II ended.", "World War two ended."),
+    ("Final Fantasy VII and Rocky II.", "Final Fantasy seven and Rocky two."),
+    ("Type II diabetes and Stage IV cancer.", "Type two diabetes and Stage four cancer."),
+    ("Apollo XI landed.", "Apollo eleven landed."),
+    ("Chapter XXXIX ends it.", "Chapter thirty nine ends it."),
+    ("Henry VIII's wives.", "Henry the eighth's wives."),
+    ("Then I went home and I said no.", "Then I went home and I said no."),
+    ("Did John I think so", "Did John I think so"),
+    ("The IV drip was fine.", "The IV drip was fine."),
+    ("Part V of it.", "Part V of it."),  # a lone V or X only after a monarch's name
+    ("The DC and CD and MIX.", "The DC and CD and MIX."),
+    # References, only before a number.
+    ("See p. 5 and pp. 10-12.", "See page five and pages ten to twelve."),
+    ("As Fig. 3 shows, Vol. 2, Ch. 4.", "As Figure three shows, Volume two, Chapter four."),
+    ("Read § 7 and Eq. 2.", "Read section seven and Equation two."),
+    ("Wait 30 sec. 5 more.", "Wait thirty seconds. five more."),
+    # Magnitudes written onto a number.
+    ("We have 3.4M users and 2.1bn views.",
+     "We have three point four million users and two point one billion views."),
+    ("It got 10K followers and 500k views.",
+     "It got ten thousand followers and five hundred thousand views."),
+    ("A 2.5B model, 1.2k stars, 3.5tn debt.",
+     "A two point five billion model, one point two thousand stars, three point five trillion debt."),
+    ("It has 70B parameters.", "It has seventy B parameters."),
+    ("Watch 4K video with 3M masks.", "Watch four K video with three M masks."),
+    ("Room 12B at 221B Baker St.", "Room twelve B at two hundred twenty one B Baker Street."),
+    ("I ran a 10k run, then the 10k.", "I ran a ten k run, then the ten k."),
+    ("Run 5km or 10 km.", "Run five kilometers or ten kilometers."),
+    # Durations past the clock's hours; paces.
+    ("He ran it in 25:03.", "He ran it in twenty five minutes, three seconds."),
+    ("It took 45:30 and 100:00.", "It took forty five minutes, thirty seconds and one hundred minutes."),
+    ("It ends at 24:00.", "It ends at midnight."),
+    ("The mile in 4:05.", "The mile in four oh five."),
+    ("The ratio is 16:9, or 25:1.", "The ratio is sixteen to nine, or twenty five to one."),
+    ("He ran 5'01\" per mile.", "He ran five minutes, one second per mile."),
+    ("It was 4'30\" a lap.", "It was four minutes, thirty seconds a lap."),
+    ("He is 6'2\" and 5'11\".", "He is six foot two and five foot eleven."),
+    # International phone numbers.
+    ("Call +44 20 7946 0958 now.",
+     "Call plus four four, two zero, seven nine four six, zero nine five eight now."),
+    ("Or +33 1 23 45 67 89.", "Or plus three three, one, two three, four five, six seven, eight nine."),
+    ("Or +86 138-1234-5678.",
+     "Or plus eight six, one three eight, one two three four, five six seven eight."),
+    ("Call +1 555 123 4567.", "Call one, five five five, one two three, four five six seven."),
+    ("Add +3 4 5.", "Add plus three four five."),  # too short for a phone number
+]
+
+
+@pytest.mark.parametrize("text,spoken", CASES)
+def test_reading(text, spoken):
+    assert normalize(text) == spoken
+
+
+@pytest.mark.parametrize("numeral,value", [("I", 1), ("II", 2), ("IV", 4), ("V", 5), ("IX", 9),
+                                           ("XIV", 14), ("XIX", 19), ("XXIV", 24), ("XXXIX", 39)])
+def test_roman_value(numeral, value):
+    assert roman_value(numeral) == value
+
+
+@pytest.mark.parametrize("sentence", ["Louis XIV died.", "Henry V.", "Elizabeth I of England.",
+                                      "Read § 7 now.", "World War II ended."])
+def test_precheck_sends_numerals_to_the_rules(sentence):
+    assert needs_rules(sentence)
+
+
+def test_precheck_skips_the_pronoun():
+    assert not needs_rules("Then I went home and I said no.")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("See pp. 10-12. Then go.", ["See pp. 10-12.", "Then go."]),
+    ("On p. 5 it says so. Fine.", ["On p. 5 it says so.", "Fine."]),
+    ("As in Ch. 4 and Eq. 2 here. Yes.", ["As in Ch. 4 and Eq. 2 here.", "Yes."]),
+])
+def test_references_do_not_end_sentences(text, expected):
+    assert split_sentences(text) == expected
