@@ -66,6 +66,27 @@ CASES = [
      "Or plus eight six, one three eight, one two three four, five six seven eight."),
     ("Call +1 555 123 4567.", "Call one, five five five, one two three, four five six seven."),
     ("Add +3 4 5.", "Add plus three four five."),  # too short for a phone number
+    # Scientific notation, with the unit after it.
+    ("Light goes 3×10^8 m/s.", "Light goes three times ten to the power of eight meters per second."),
+    ("About 1.5e6 or 2E-3.",
+     "About one point five times ten to the power of six or two times ten to the power of minus three."),
+    ("It is 10^8.", "It is ten to the power of eight."),
+    # ZIP codes and flight numbers, digit by digit.
+    ("Springfield, IL 62704.", "Springfield, IL six two seven zero four."),
+    ("Send it to NY 10001-1234.", "Send it to NY one zero zero zero one, one two three four."),
+    ("We have 62704 fans.", "We have sixty two thousand seven hundred four fans."),
+    ("Take flight UA 857 or Flight BA2490.",
+     "Take flight UA eight five seven or Flight BA two four nine zero."),
+    # A month and day after a word that introduces a date; a fraction otherwise.
+    ("Meet me on 3/15.", "Meet me on March fifteenth."),
+    ("It is due 12/1, starting 1/5.", "It is due December first, starting January fifth."),
+    ("Cut it by 1/3 and eat 3/4 of it.", "Cut it by one third and eat three quarters of it."),
+    ("On 13/5 nothing.", "On thirteen fifths nothing."),
+    # Fractions of a unit.
+    ("Add 1/2 tsp salt and 1 1/2 tbsp oil.", "Add half a teaspoon salt and one and a half tablespoons oil."),
+    ("Wait 1/4 hr, add 2/3 oz.", "Wait one quarter of an hour, add two thirds of an ounce."),
+    # Code at the end of a sentence.
+    ("Run pip install numpy==1.26.4.", "Run pip install numpy equals one point twenty six point four."),
 ]
 
 

@@ -23,6 +23,7 @@ from realtime.textfront.units import (
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
     NUM,
+    UNIT_END,
     UNIT_RE,
     UNITS,
     UNSIGNED,
@@ -158,6 +159,21 @@ def _fraction(m: re.Match[str]) -> str | None:
     return number(whole) + " and " + spoken if whole else spoken
 
 
+def _fraction_unit(m: re.Match[str]) -> str | None:
+    """ "1/2 tsp" -> "half a teaspoon", "3/4 cup" -> "three quarters of a cup",
+    "1 1/2 tsp" -> "one and a half teaspoons" (the unit rule would read "2 tsp")."""
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if not 0 < num < den:
+        return None
+    unit = UNITS[m.group(4)][0]
+    if whole:
+        return number(whole) + " and " + _fraction_words(num, den, True) + " " + en_unit(unit, "2")
+    article = "an" if unit[0] in "aeiou" or unit.startswith("hour") else "a"
+    if (num, den) == (1, 2):
+        return f"half {article} {unit}"
+    return f"{_fraction_words(num, den, False)} of {article} {unit}"
+
+
 def _unicode_fraction(m: re.Match[str]) -> str:
     num, den = _UNICODE_FRACTIONS[m.group(2)]
     whole = m.group(1)
@@ -189,7 +205,7 @@ _OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", 
               "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
               "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
               "±": "plus or minus", "≈": "is about"}
-_ANYWHERE = {"=": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
+_ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
              "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
              "√": "square root of", "²": "squared", "³": "cubed", "~": "about"}
 
@@ -245,7 +261,6 @@ def _abbreviation(m: re.Match[str]) -> str:
     return _final(m, spoken)
 
 
-_UNIT_END = r"(?![A-Za-z0-9²³/])"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
     rule("bullet", BULLET, lambda m: ""),
@@ -254,19 +269,20 @@ RULES: tuple[Rule, ...] = (
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
     rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})((?:/[\w.~-]{0,100}){0,20})"
          r"(?=[\s,;!?)]|\.?$|\.\s)", lambda m: _url(m) if _looks_like_url(m) else None),
-    *en_time.RULES[:6],  # the dates, before phone numbers
+    *en_time.DATE_RULES,  # before phone numbers
     rule("phone", r"(?<![\w+])(?:(\+\d{1,3})[\s.-]?)?(?:\((\d{3})\)\s?|(\d{3})[\s.-])"
          r"(\d{3})[\s.-](\d{4})(?!\d)",
          lambda m: ", ".join(digits(g) for g in m.groups() if g)),
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
     en_more.PHONE_RULE,
-    *en_time.RULES[6:],  # the clock, after them
+    *en_time.TIME_RULES,  # the clock, after them
     rule("code", r"\b((?i:code|pin|otp|passcode))(\s(?i:is)\s|:\s?|\s)(\d{4,12})\b",
          lambda m: m.group(1) + m.group(2) + digits(m.group(3))),
     en_more.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
+    en_more.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
     rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")\s?[-–—]\s?("
          + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?", _money_range),
@@ -279,8 +295,10 @@ RULES: tuple[Rule, ...] = (
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")\s?(?:°\s?([CcFf])\b|(℃)|(℉)|°)", _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b", _decade),
+    rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")" + UNIT_END,
+         _fraction_unit),
     rule("unit per", "(" + NUM + r")\s?(" + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
-    rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
+    rule("unit", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + UNIT_END,
          _unit),
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),  # 2nd-highest
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
@@ -291,7 +309,7 @@ RULES: tuple[Rule, ...] = (
     rule("era", r"(?<![\d.])(\d{1,4})\s?(AD|BC|BCE|CE)\b", _era),
     rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
          r"\s(\d{4})"
-         r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + _UNIT_END + ")", _year_after_word),
+         r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + UNIT_END + ")", _year_after_word),
     rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
@@ -308,11 +326,11 @@ RULES: tuple[Rule, ...] = (
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|vs|etc|approx|e\.g|i\.e)\.", _abbreviation),
     rule("versus", r"\bvs\b", lambda m: "versus"),
-    rule("symbol", r"[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
+    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
-    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
+    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop

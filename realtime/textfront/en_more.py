@@ -15,6 +15,11 @@
   three seconds"; "24:00" is midnight (a ratio keeps one-digit parts:
   "16:9"), and a pace
   "5'01\"" -> "five minutes, one second" (feet and inches never write "01").
+- Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
+  power of eight meters per second", "one point five times ten to the
+  power of six".
+- ZIP codes after a US state ("IL 62704") and flight numbers ("flight UA
+  857") digit by digit.
 - International phone numbers: "+44 20 7946 0958" -> "plus four four, two
   zero, seven nine four six, zero nine five eight" (NANP forms are read by
   the phone rule before this one).
@@ -26,7 +31,7 @@ import re
 
 from realtime.textfront.en_words import cardinal, digits, number, ordinal
 from realtime.textfront.rewrite import Rule, rule
-from realtime.textfront.units import MAGNITUDE_WORDS, MAGNITUDES
+from realtime.textfront.units import MAGNITUDE_WORDS, MAGNITUDES, UNIT_END, UNIT_RE, UNITS, en_unit
 
 # First names that take a regnal number: "the fourteenth", not "fourteen".
 _REGNAL_NAMES = (
@@ -126,10 +131,29 @@ def _international(m: re.Match[str]) -> str | None:
     return "plus " + ", ".join(digits(g) for g in groups)
 
 
+def _scientific(m: re.Match[str]) -> str:
+    """ "3×10^8 m/s", "1.5e6": the mantissa, "times ten to the power of", the
+    exponent, and the unit that follows it (the unit rule would take the exponent)."""
+    spoken = number(m.group(1)) + " times ten to the power of " + number(m.group(2) or m.group(3))
+    unit = m.group(4)
+    return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
+
+
+# US states and territories: "IL 62704" is a ZIP code, read digit by digit.
+_STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH "
+           "NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR GU VI")
+_ZIP = r"\b(" + "|".join(_STATES.split()) + r")\s(\d{5})(?:-(\d{4}))?(?!\d)"
+
 PHONE_RULE = rule("international phone", r"(?<![\w+])\+(\d{1,3})((?:[\s.-]\d{1,4}){2,5})(?!\d|[.-]\d)",
                   _international)
+SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
+                       r"(?:\s?[×xX*]\s?10\^([-−]?\d{1,3})|[eE]([-+−]?\d{1,3}))(?![\d.]\d)"
+                       r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 RULES: tuple[Rule, ...] = (
+    rule("zip code", _ZIP, lambda m: m.group(1) + " " + ", ".join(digits(g) for g in m.groups()[1:] if g)),
+    rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
+         lambda m: f"{m.group(1)} {m.group(2)} {digits(m.group(3))}"),
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
     rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
          _magnitude),

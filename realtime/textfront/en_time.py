@@ -1,7 +1,8 @@
 """English readings of dates and clock times.
 
 Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
-(month first, unless the first number cannot be a month), and month names
+(month first, unless the first number cannot be a month), "on 3/15"
+(month first, after a word that introduces a date; else a fraction), and month names
 ("May 6, 2024", "6 May 2024", "May 2024"); years are read as years
 ("twenty twenty-four"). Times: "10:30", "10:05", "14:00", "10:30:15",
 "5pm", "5:30 p.m."; afternoon hours of a 24-hour time are read on the
@@ -113,10 +114,19 @@ def _hour_half(m: re.Match[str]) -> str:
     return _final(m, cardinal(int(m.group(1))) + half)
 
 
+def _short_date(m: re.Match[str]) -> str | None:
+    """ "on 3/15", "due 12/1": month first, as with a year; a fraction otherwise."""
+    month, day = int(m.group(2)), int(m.group(3))
+    return m.group(1) + " " + _date(None, month, day) if valid_date(month, day) else None
+
+
 _HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
-RULES: tuple[Rule, ...] = (
+# Words that introduce a date ("by 1/3" and "from 1/2" are fractions as often).
+_DATE_WORDS = r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending"
+DATE_RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
     rule("slash date", r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])", _slash),
+    rule("short date", r"\b(" + _DATE_WORDS + r")\s(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
          r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),
     rule("month day", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])",
@@ -124,6 +134,8 @@ RULES: tuple[Rule, ...] = (
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
          + r")\b(?:,?\s(\d{4})(?!\d))?", _day_month),
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
+)
+TIME_RULES: tuple[Rule, ...] = (
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
          _clock),
     rule("hours am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?[-–—]\s?(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?",

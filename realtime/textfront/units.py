@@ -61,7 +61,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "lbs": ("pound", "磅"), "lb": ("pound", "磅"), "oz": ("ounce", "盎司"),
     "ft": ("foot", "英尺"), "mi": ("mile", "英里"), "yd": ("yard", "码"),
     "ml": ("milliliter", "毫升"), "mL": ("milliliter", "毫升"), "L": ("liter", "升"),
-    "l": ("liter", "升"), "gal": ("gallon", "加仑"),
+    "l": ("liter", "升"), "gal": ("gallon", "加仑"), "tsp": ("teaspoon", "茶匙"),
+    "tbsp": ("tablespoon", "汤匙"), "Tbsp": ("tablespoon", "汤匙"),
     "kWh": ("kilowatt hour", "千瓦时"), "kW": ("kilowatt", "千瓦"), "MW": ("megawatt", "兆瓦"),
     "W": ("watt", "瓦"), "V": ("volt", "伏"), "mAh": ("milliamp hour", "毫安时"),
     "GHz": ("gigahertz", "吉赫兹"), "MHz": ("megahertz", "兆赫兹"), "kHz": ("kilohertz", "千赫兹"),
@@ -93,6 +94,7 @@ def _alternation(names: Iterable[str]) -> str:
 
 
 UNIT_RE = _alternation(UNITS)
+UNIT_END = r"(?![A-Za-z0-9²³/])"  # "5 m" is meters, "5 min" minutes, "5 m/s" speed
 
 # code or symbol -> (English major, English minor or "", Chinese)
 CURRENCIES: dict[str, tuple[str, str, str]] = {
