@@ -85,6 +85,11 @@ CASES = [
     # Fractions of a unit.
     ("Add 1/2 tsp salt and 1 1/2 tbsp oil.", "Add half a teaspoon salt and one and a half tablespoons oil."),
     ("Wait 1/4 hr, add 2/3 oz.", "Wait one quarter of an hour, add two thirds of an ounce."),
+    # Blood pressure is "over", only with its unit or after the words.
+    ("It was 120/80 mmHg.", "It was one hundred twenty over eighty millimeters of mercury."),
+    ("Blood pressure was 140/90.", "Blood pressure was one hundred forty over ninety."),
+    ("A 90/60mmHg reading.", "A ninety over sixty millimeters of mercury reading."),
+    ("He scored 98/100.", "He scored ninety eight out of one hundred."),
     # Code at the end of a sentence.
     ("Run pip install numpy==1.26.4.", "Run pip install numpy equals one point twenty six point four."),
 ]

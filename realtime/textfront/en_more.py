@@ -18,6 +18,8 @@
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
   power of eight meters per second", "one point five times ten to the
   power of six".
+- Blood pressure: "120/80 mmHg", "blood pressure was 140/90" -> "one
+  hundred twenty over eighty millimeters of mercury", ... (not a fraction).
 - ZIP codes after a US state ("IL 62704") and flight numbers ("flight UA
   857") digit by digit.
 - International phone numbers: "+44 20 7946 0958" -> "plus four four, two
@@ -150,7 +152,18 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*]\s?10\^([-−]?\d{1,3})|[eE]([-+−]?\d{1,3}))(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
+def _pressure(m: re.Match[str]) -> str | None:
+    """ "120/80 mmHg", "blood pressure of 140/90": "one hundred twenty over eighty"."""
+    lead, unit = m.group(1), m.group(4)
+    if not (lead or unit):
+        return None
+    spoken = (lead or "") + number(m.group(2)) + " over " + number(m.group(3))
+    return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
+
+
 RULES: tuple[Rule, ...] = (
+    rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
+         r"(?![\d/])(?:\s?(mmHg))?", _pressure),
     rule("zip code", _ZIP, lambda m: m.group(1) + " " + ", ".join(digits(g) for g in m.groups()[1:] if g)),
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
          lambda m: f"{m.group(1)} {m.group(2)} {digits(m.group(3))}"),

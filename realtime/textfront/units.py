@@ -63,6 +63,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "ml": ("milliliter", "毫升"), "mL": ("milliliter", "毫升"), "L": ("liter", "升"),
     "l": ("liter", "升"), "gal": ("gallon", "加仑"), "tsp": ("teaspoon", "茶匙"),
     "tbsp": ("tablespoon", "汤匙"), "Tbsp": ("tablespoon", "汤匙"),
+    "mmHg": ("millimeter of mercury", "毫米汞柱"),
     "kWh": ("kilowatt hour", "千瓦时"), "kW": ("kilowatt", "千瓦"), "MW": ("megawatt", "兆瓦"),
     "W": ("watt", "瓦"), "V": ("volt", "伏"), "mAh": ("milliamp hour", "毫安时"),
     "GHz": ("gigahertz", "吉赫兹"), "MHz": ("megahertz", "兆赫兹"), "kHz": ("kilohertz", "千赫兹"),
@@ -74,6 +75,7 @@ UNITS: dict[str, tuple[str, str]] = {
 }
 _EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per second": "meters per second",
                     "mile per hour": "miles per hour",
+                    "millimeter of mercury": "millimeters of mercury",
                     "kilometer per second": "kilometers per second", "square foot": "square feet",
                     "megabit per second": "megabits per second", "foot": "feet", "hertz": "hertz",
                     "gigahertz": "gigahertz", "megahertz": "megahertz", "kilohertz": "kilohertz",

@@ -36,6 +36,8 @@ _SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|1001
              "95588|95533|95599|95566|95555|95528|96110")
 # After these a number counts something ("110米", "120个"): not a service number.
 _COUNTED = r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种%％℃°.]"
+# After a dotted "1195.8" these make it an amount ("1195.8亿美元"), not a year and month.
+_AMOUNT_AFTER = r"\s?[万亿千百元块美欧英日港澳加倍]"
 _TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门"
 
 
@@ -149,6 +151,14 @@ _ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正�
              "×": "乘", "÷": "除以", "&": "和", "√": "根号", "²": "的平方", "³": "的立方"}
 
 
+def _pressure(m: re.Match[str]) -> str | None:
+    """ "血压120/80", "120/80mmHg": 一百二十，八十毫米汞柱 (the two readings, a pause between)."""
+    lead, unit = m.group(1), m.group(4)
+    if not (lead or unit):
+        return None
+    return (lead or "") + number(m.group(2)) + "，" + number(m.group(3)) + ("毫米汞柱" if unit else "")
+
+
 def _operator(m: re.Match[str]) -> str:
     op = m.group(2)
     if op in "-−–":
@@ -172,18 +182,21 @@ RULES: tuple[Rule, ...] = (
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
+    rule("blood pressure", r"(血压(?:是|为|：|:)?\s?)?(?<![\d/.])(\d{2,3})/(\d{2,3})(?![\d/])"
+         r"(?:\s?(mmHg|毫米汞柱))?", _pressure),
     rule("service", r"(?<![\d.,])(" + _SERVICES + r")(?![\d,]|\s?[A-Za-z]|" + _COUNTED + ")", _phone),
     rule("date", r"(?<![\d.])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d.]\d|\d)", _date),
     rule("date, year last", r"(?<![\d.])(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?![\d.]\d|\d)",
          _date_year_last),
-    rule("year month", r"(?<![\d.])(?:(\d{4})[-/.](\d{1,2})|(\d{1,2})[-/.](\d{4}))(?![\d.]\d|\d|%)",
-         _year_month),
-    rule("month day", r"(?<![\d.])(\d{2})[-/.](\d{2})(?![\d.]\d|\d|%)", _month_day),
+    rule("year month", r"(?<![\d.])(?:(\d{4})[-/.](\d{1,2})|(\d{1,2})[-/.](\d{4}))(?![\d.]\d|\d|%|"
+         + _AMOUNT_AFTER + ")", _year_month),
+    rule("month day", r"(?<![\d.])(\d{2})[-/.](\d{2})(?![\d.]\d|\d|%|" + _AMOUNT_AFTER + ")", _month_day),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
          lambda m: "点".join(digits(p) for p in m.group(0).split("."))),
     rule("after 号/电话", r"(尾号|号码|电话|手机|热线|分机|验证码)(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3), phone=True)),
-    rule("room", r"(?<![\d.])(\d{3,4})(?=[室房]|号房)", lambda m: digits(m.group(1))),  # 301室
+    rule("room", r"(?<![\d.])(\d{3,4})(?=[室房]|号房|会议室|教室|病房)",
+         lambda m: digits(m.group(1))),  # 301室, 502会议室
     rule("after 编号", r"(邮编|邮政编码|卡号|账号|学号|工号|编号)(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3))),  # codes, not amounts
     rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
@@ -192,6 +205,8 @@ RULES: tuple[Rule, ...] = (
     rule("clock", r"(?<![\d:：])([01]?\d|2[0-3])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:：])"
          r"(?:\s?([AaPp])\.?[Mm]\b\.?)?",
          _clock),
+    rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')",
+         lambda m: cardinal(int(m.group(1))) + "分" + cardinal(int(m.group(2))) + "秒"),  # 配速4'33"
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + "比" + cardinal(int(m.group(2)))),
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
