@@ -137,6 +137,16 @@ def test_unmatched_bracket_keeps_the_rest(normalizer):
     assert normalizer.spoken("a ] b [c] d").text == "a , b [c] d"
 
 
+def test_markdown_links_and_quote_markers_are_not_read(normalizer):
+    assert normalizer.spoken("See [the docs](https://example.com/docs) now.").text == "See the docs now."
+    assert normalizer.spoken("> A quote here.").text == "A quote here."
+    assert normalizer.spoken(">> > Nested quote.").text == "Nested quote."
+    said = normalizer.spoken("5 > 3 [uv_break] and [a b](c d).")  # no address: brackets, not a link
+    assert said.text == "five is greater than three [uv_break] and ,a b,,c d,."
+    said = normalizer.spoken("Read [part 2](http://x.io/2) today.")
+    assert said.text == "Read part two today."
+
+
 def test_control_characters_and_lone_surrogates_are_cleaned(normalizer):
     assert normalizer.spoken("Hello\x00 wor\u200bld\ud800!").text == "Hello world."
     assert normalizer.spoken("line one\nline two").text == "line one line two"

@@ -90,6 +90,16 @@ CASES = [
     ("Blood pressure was 140/90.", "Blood pressure was one hundred forty over ninety."),
     ("A 90/60mmHg reading.", "A ninety over sixty millimeters of mercury reading."),
     ("He scored 98/100.", "He scored ninety eight out of one hundred."),
+    # Clock ranges, weekdays, "~".
+    ("Open 10:00–11:30 AM.", "Open ten o'clock to eleven thirty a m."),
+    ("From 9:30-17:00 daily.", "From nine thirty to five p m daily."),
+    ("Open Mon–Fri and Sat-Sun.", "Open Monday to Friday and Saturday to Sunday."),
+    ("Closed Tue.", "Closed Tuesday."),
+    ("Thurs is fine, Fri too.", "Thursday is fine, Friday too."),
+    ("We sat on Sun deck, wed in May.", "We sat on Sun deck, wed in May."),
+    ("It is ~50% faster and ~$20 cheaper.",
+     "It is about fifty percent faster and about twenty dollars cheaper."),
+    ("It takes 1~3 days or 2 ~ 4 weeks.", "It takes one to three days or two to four weeks."),
     # Code at the end of a sentence.
     ("Run pip install numpy==1.26.4.", "Run pip install numpy equals one point twenty six point four."),
 ]

@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 RESERVED_TAGS = ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")
 _TAG = re.compile(r"\[[\w_]+\]")
 _BRACKET = re.compile(r"\[[\w_]+\]|[\[\]]")
+# Markdown an LLM writes that a listener should not hear: a link's address
+# ("[the docs](https://...)" reads "the docs") and a quote's marker ("> ").
+_MARKDOWN_LINK = re.compile(r"\[([^\[\]]{1,200})\]\([^()\s]{0,2000}\)")
+_QUOTE_MARKER = re.compile(r"^\s*(?:>\s*)*>\s+")
 _TAG_OR_TEXT = re.compile(r"(\[[\w_]+\])|[^\[]+")
 _UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
 _WARM_UP = ("Warm up 1, 2 and 3: $4.50 at 10:30 on 2024-05-06, 25°C.",
@@ -72,12 +76,18 @@ def _clean_char(ch: str) -> str:
 
 
 def clean(text: str) -> str:
-    """What no rule should see removed; unmatched brackets become commas."""
+    """What no rule should see removed: control characters, reserved tags,
+    a Markdown link's address and a quote's marker; unmatched brackets
+    become commas."""
     if not text.isprintable():
         text = "".join(_clean_char(ch) for ch in text)
     for tag in RESERVED_TAGS:
         text = text.replace(tag, "")
+    if text.lstrip().startswith(">"):
+        text = _QUOTE_MARKER.sub("", text)
     if "[" in text or "]" in text:
+        if "](" in text:
+            text = _MARKDOWN_LINK.sub(r"\1", text)
         text = _BRACKET.sub(lambda m: m.group(0) if len(m.group(0)) > 1 else ",", text)
     return text.strip()
 

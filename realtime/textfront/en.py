@@ -204,7 +204,7 @@ _OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", 
               "+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
               "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
               "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
-              "±": "plus or minus", "≈": "is about"}
+              "±": "plus or minus", "≈": "is about", "~": "to", "～": "to"}
 _ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
              "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
              "√": "square root of", "²": "squared", "³": "cubed", "~": "about"}
@@ -269,6 +269,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
     rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})((?:/[\w.~-]{0,100}){0,20})"
          r"(?=[\s,;!?)]|\.?$|\.\s)", lambda m: _url(m) if _looks_like_url(m) else None),
+    en_more.APPROX_RULE,
     *en_time.DATE_RULES,  # before phone numbers
     rule("phone", r"(?<![\w+])(?:(\+\d{1,3})[\s.-]?)?(?:\((\d{3})\)\s?|(\d{3})[\s.-])"
          r"(\d{3})[\s.-](\d{4})(?!\d)",
@@ -310,7 +311,7 @@ RULES: tuple[Rule, ...] = (
     rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
          r"\s(\d{4})"
          r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + UNIT_END + ")", _year_after_word),
-    rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈])(\s?)(?=[-−]?\d)", _operator),
+    rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈~～])(\s?)(?=[-−]?\d)", _operator),
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old

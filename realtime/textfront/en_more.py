@@ -151,6 +151,8 @@ PHONE_RULE = rule("international phone", r"(?<![\w+])\+(\d{1,3})((?:[\s.-]\d{1,4
 SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*]\s?10\^([-−]?\d{1,3})|[eE]([-+−]?\d{1,3}))(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
+# "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
+APPROX_RULE = rule("about", r"(?<!\S)(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 def _pressure(m: re.Match[str]) -> str | None:
     """ "120/80 mmHg", "blood pressure of 140/90": "one hundred twenty over eighty"."""

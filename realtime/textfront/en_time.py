@@ -86,9 +86,21 @@ def _minutes(mm: int) -> str:
 
 
 def _clock(m: re.Match[str]) -> str | None:
-    h, mm = int(m.group(1)), int(m.group(2))
-    ss = int(m.group(3)) if m.group(3) else None
-    half = (m.group(4) or "").lower()
+    spoken = _read_clock(int(m.group(1)), int(m.group(2)), m.group(3), (m.group(4) or "").lower())
+    return _final(m, spoken) if spoken else None
+
+
+def _clock_range(m: re.Match[str]) -> str | None:
+    """ "10:00–11:30 AM": both ends on the clock, "to" between, the half of
+    the day said once, after the second (as it is written)."""
+    half = (m.group(5) or "").lower()
+    first = _read_clock(int(m.group(1)), int(m.group(2)), None, "")
+    second = _read_clock(int(m.group(3)), int(m.group(4)), None, half)
+    return _final(m, first + " to " + second) if first and second else None
+
+
+def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
+    ss = int(seconds) if seconds else None
     if half and not 1 <= h <= 12:
         return None
     if not half and 13 <= h <= 23:
@@ -96,8 +108,8 @@ def _clock(m: re.Match[str]) -> str | None:
     if not half and h == 0:
         h, half = 12, "a"
     if ss is not None and not half:  # "1:02:03", a duration
-        return _final(m, ", ".join(_count(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second"))
-                                   if v or u == "second"))
+        return ", ".join(_count(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second"))
+                         if v or u == "second")
     if mm == 0 and ss is None:
         spoken = cardinal(h) + (" o'clock" if not half else "")
     else:
@@ -106,12 +118,23 @@ def _clock(m: re.Match[str]) -> str | None:
         spoken += " and " + cardinal(ss) + (" second" if ss == 1 else " seconds")
     if half:
         spoken += " a m" if half == "a" else " p m"
-    return _final(m, spoken)
+    return spoken
 
 
 def _hour_half(m: re.Match[str]) -> str:
     half = " a m" if m.group(2).lower() == "a" else " p m"
     return _final(m, cardinal(int(m.group(1))) + half)
+
+
+_WEEKDAYS = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday", "fri": "Friday",
+             "sat": "Saturday", "sun": "Sunday"}
+_DAY = r"(Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?"
+
+
+def _weekday(m: re.Match[str]) -> str:
+    """ "Mon–Fri", "Tue": the day's name ("Sun", "Sat", "Wed" alone are words)."""
+    first = _WEEKDAYS[m.group(1)[:3].lower()]
+    return _final(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
 
 
 def _short_date(m: re.Match[str]) -> str | None:
@@ -121,6 +144,7 @@ def _short_date(m: re.Match[str]) -> str | None:
 
 
 _HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
+_HOUR_MINUTE = r"([01]?\d|2[0-3]):([0-5]\d)"
 # Words that introduce a date ("by 1/3" and "from 1/2" are fractions as often).
 _DATE_WORDS = r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending"
 DATE_RULES: tuple[Rule, ...] = (
@@ -133,9 +157,13 @@ DATE_RULES: tuple[Rule, ...] = (
          _month_day),
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
          + r")\b(?:,?\s(\d{4})(?!\d))?", _day_month),
+    rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
+    rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
 )
 TIME_RULES: tuple[Rule, ...] = (
+    rule("clock range", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?" + _HOUR_MINUTE + r"(?![\d:])"
+         + _HALF + "?", _clock_range),
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
          _clock),
     rule("hours am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?[-–—]\s?(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?",

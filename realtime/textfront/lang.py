@@ -20,11 +20,13 @@ _CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "
 
 # What any rule could rewrite: digits (ASCII and full-width), the symbols
 # the rules read, the abbreviations and contractions they expand, hyphens
-# inside words, a Roman numeral after a word. A sentence without any of these goes to upstream untouched
-# (most sentences of an LLM answer).
+# inside words, a Roman numeral after a word, a weekday's abbreviation. A
+# sentence without any of these goes to upstream untouched (most sentences
+# of an LLM answer).
 _TRIGGER = re.compile(
     r"[0-9０-９$€£¥￥%％‰°℃℉+＋×÷=＝<>≤≥≠±~～@&#＃½¼¾⅓⅔²³√^§]"
-    r"|[a-z]\s(?:[IVX]{2,6}\b|[VX]\b|I(?=[,.;:!?)]|$|\s(?:of|and)\b))"
+    r"|[a-z]\s(?:[IVX]{2,6}\b|[VX]\b|I(?=[,.;:!?)]|$|\s(?:of|and)\b))|\b(?:Mon|Tues?|Thu|Thurs?|Fri)\b"
+    r"|\b(?:Wed|Sat|Sun)\s?[-–—]"
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
     r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?:com|org|net|io|ai|dev|edu|gov|co|uk|cn|de|fr|jp|app)\b",
