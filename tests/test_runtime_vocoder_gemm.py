@@ -113,6 +113,15 @@ def test_bf16_is_taken_per_shape_only_where_it_measures_faster():
     assert bf16_layers(linears, matrices, 2**30, timer=lambda call: 1 / 0) == {}
 
 
+def test_without_native_bf16_the_vocoder_keeps_fp32_linears(monkeypatch):
+    decoder, vocos = _modules()
+    monkeypatch.setattr(vocoder_gemm, "bf16_available", lambda: "no AVX-512 BF16 or AMX")
+    monkeypatch.setattr(vocoder_gemm, "bf16_layers", lambda *a, **k: 1 / 0)  # never even timed
+    (dec, voc), _ = pack_linears([decoder, vocos], GemmPolicy("int8"))
+    assert not any(isinstance(m, BF16Linear) for m in list(dec.modules()) + list(voc.modules()))
+
+
+@pytest.mark.skipif(vocoder_gemm.bf16_available() is not None, reason="no native bf16 on this CPU")
 def test_a_bf16_vocoder_stays_within_its_documented_snr_of_fp32(monkeypatch):
     decoder, vocos = _modules()
     monkeypatch.setattr(vocoder_gemm, "bf16_layers",

@@ -70,6 +70,12 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "scheduler-config": (["scheduler/config.py"],
                          ["tests/test_scheduler_edges.py", "tests/test_scheduler_core.py"]),
     "pcm": (["protocol/pcm.py"], ["tests/test_protocol_pcm.py", "tests/test_protocol_pcm_tables.py"]),
+    "textfront": (["realtime/textfront/en_more.py", "realtime/textfront/en_time.py"],
+                  ["tests/test_textfront_en_more.py", "tests/test_textfront_en.py"]),
+    "words": (["realtime/word_timing.py", "realtime/textfront/timing.py",
+               "realtime/textfront/word_layout.py", "protocol/words.py"],
+              ["tests/test_textfront_timing.py", "tests/test_word_timer_rate.py", "tests/test_words_json.py",
+               "tests/test_protocol_words.py", "tests/test_word_delivery.py"]),
 }
 
 _STATUS = re.compile(r"^\s*(\S+): (.+)$")

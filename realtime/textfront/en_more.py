@@ -13,8 +13,8 @@
   decimal ("2.5B"): "221B Baker Street" and seat "14B" are names.
 - Durations that cannot be clock times: "25:03" -> "twenty five minutes,
   three seconds"; "24:00" is midnight (a ratio keeps one-digit parts:
-  "16:9"), and a pace
-  "5'01\"" -> "five minutes, one second" (feet and inches never write "01").
+  "16:9"); a pace "5'01\"" -> "five minutes, one second" (feet and inches
+  never write "01").
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
   power of eight meters per second", "one point five times ten to the
   power of six".
@@ -98,7 +98,8 @@ def _magnitude(m: re.Match[str]) -> str | None:
     decimal = "." in amount
     if not decimal and (suffix == "B" or len(whole) < 2):
         return None
-    if suffix == "k" and (_RACE.match(m.string, m.end()) or _ARTICLE.search(m.string, 0, m.start())):
+    before = m.string[max(0, m.start() - 4):m.start()]  # bounded: linear over the sentence
+    if suffix == "k" and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):
         return None  # "a 10k run", "the 10k.": a distance, read "ten K"
     return number(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
 
@@ -141,6 +142,15 @@ def _scientific(m: re.Match[str]) -> str:
     return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
 
 
+def _pressure(m: re.Match[str]) -> str | None:
+    """ "120/80 mmHg", "blood pressure of 140/90": "one hundred twenty over eighty"."""
+    lead, unit = m.group(1), m.group(4)
+    if not (lead or unit):
+        return None
+    spoken = (lead or "") + number(m.group(2)) + " over " + number(m.group(3))
+    return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
+
+
 # US states and territories: "IL 62704" is a ZIP code, read digit by digit.
 _STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH "
            "NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR GU VI")
@@ -154,14 +164,6 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
 APPROX_RULE = rule("about", r"(?<!\S)(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
-def _pressure(m: re.Match[str]) -> str | None:
-    """ "120/80 mmHg", "blood pressure of 140/90": "one hundred twenty over eighty"."""
-    lead, unit = m.group(1), m.group(4)
-    if not (lead or unit):
-        return None
-    spoken = (lead or "") + number(m.group(2)) + " over " + number(m.group(3))
-    return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
-
 
 RULES: tuple[Rule, ...] = (
     rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
