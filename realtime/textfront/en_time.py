@@ -100,18 +100,21 @@ def _clock_range(m: re.Match[str]) -> str | None:
 
 
 def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
+    """The clock's words, or None where "am"/"pm" cannot go with the hour ("0:30 pm").
+    With seconds and no "am"/"pm", up to 12 hours is a duration ("1:02:03",
+    "0:00:05"); an afternoon hour says "p m" itself ("13:30", "13:30 pm")."""
     ss = int(seconds) if seconds else None
-    if half and not 1 <= h <= 12:
-        return None
-    if not half and 13 <= h <= 23:
+    if 13 <= h <= 23:
         h, half = h - 12, "p"
-    if not half and h == 0:
+    elif half and not 1 <= h <= 12:
+        return None
+    if ss is not None and not half:
+        parts = [_count(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
+        return ", ".join(parts) or "zero seconds"
+    if h == 0:
         h, half = 12, "a"
-    if ss is not None and not half:  # "1:02:03", a duration
-        return ", ".join(_count(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second"))
-                         if v or u == "second")
-    if mm == 0 and ss is None:
-        spoken = cardinal(h) + (" o'clock" if not half else "")
+    if mm == 0:
+        spoken = cardinal(h) + (" o'clock" if not half or ss is not None else "")
     else:
         spoken = cardinal(h) + " " + _minutes(mm)
     if ss is not None:
