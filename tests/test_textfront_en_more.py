@@ -100,6 +100,12 @@ CASES = [
     ("It is ~50% faster and ~$20 cheaper.",
      "It is about fifty percent faster and about twenty dollars cheaper."),
     ("It takes 1~3 days or 2 ~ 4 weeks.", "It takes one to three days or two to four weeks."),
+    ("It is 3h20min, or 2h 5m, or 1 hr 1 min.",
+     "It is three hours twenty minutes, or two hours five minutes, or one hour one minute."),
+    # Digits inside addresses are read (upstream drops them); a full stop is no path.
+    ("Email john2@example.com today.", "Email john two at example dot com today."),
+    ("Visit web3.io/page2 now.", "Visit web three dot io slash page two now."),
+    ("Visit https://example.com/docs.", "Visit example dot com slash docs."),
     # Code at the end of a sentence.
     ("Run pip install numpy==1.26.4.", "Run pip install numpy equals one point twenty six point four."),
 ]

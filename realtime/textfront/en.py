@@ -82,10 +82,21 @@ def _looks_like_url(m: re.Match[str]) -> bool:
     return m.group(0).startswith(("http", "www.")) or host.rsplit(".", 1)[-1].lower() in _TLDS
 
 
+def _address(text: str) -> str:
+    """An address's part, its dots said and its digits read one by one
+    ("web3.io" -> "web three dot io"): upstream would drop the digits."""
+    spoken = text.replace(".", " dot ")
+    if any("0" <= c <= "9" for c in spoken):
+        spoken = " ".join(re.sub(r"\d+", lambda d: " " + digits(d.group(0)) + " ", spoken).split())
+    return spoken
+
+
 def _url(m: re.Match[str]) -> str:
-    host, path = m.group(1), m.group(2).strip("/")
-    spoken = host.removeprefix("www.").replace(".", " dot ")
-    return spoken + "".join(" slash " + part.replace(".", " dot ") for part in path.split("/") if part)
+    host, path = m.group(1), m.group(2)
+    stop = "." if path.endswith(".") else ""  # the sentence's full stop, not the path's
+    spoken = _address(host.removeprefix("www."))
+    parts = path.rstrip(".").strip("/").split("/")
+    return spoken + "".join(" slash " + _address(part) for part in parts if part) + stop
 
 
 # --- numbers with a meaning ---------------------------------------------------------
@@ -266,7 +277,7 @@ RULES: tuple[Rule, ...] = (
     rule("bullet", BULLET, lambda m: ""),
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
-         lambda m: m.group(1).replace(".", " dot ") + " at " + m.group(2).replace(".", " dot ")),
+         lambda m: _address(m.group(1)) + " at " + _address(m.group(2))),
     rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})((?:/[\w.~-]{0,100}){0,20})"
          r"(?=[\s,;!?)]|\.?$|\.\s)", lambda m: _url(m) if _looks_like_url(m) else None),
     en_more.APPROX_RULE,

@@ -15,6 +15,7 @@
   three seconds"; "24:00" is midnight (a ratio keeps one-digit parts:
   "16:9"); a pace "5'01\"" -> "five minutes, one second" (feet and inches
   never write "01").
+- Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes".
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
   power of eight meters per second", "one point five times ten to the
   power of six".
@@ -165,7 +166,15 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
 APPROX_RULE = rule("about", r"(?<!\S)(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 
+def _hours_minutes(m: re.Match[str]) -> str:
+    hours, minutes = int(m.group(1)), int(m.group(2))
+    return (cardinal(hours) + (" hour " if hours == 1 else " hours ") + cardinal(minutes)
+            + (" minute" if minutes == 1 else " minutes"))
+
+
 RULES: tuple[Rule, ...] = (
+    rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
+         _hours_minutes),  # "3h20min", "2h 5m": "5m" is no distance here
     rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
          r"(?![\d/])(?:\s?(mmHg))?", _pressure),
     rule("zip code", _ZIP, lambda m: m.group(1) + " " + ", ".join(digits(g) for g in m.groups()[1:] if g)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from realtime.textfront import zh_more
 from realtime.textfront.rewrite import TAG_RULE, Rule, rule
 from realtime.textfront.units import (
     BULLET,
@@ -72,16 +73,24 @@ def _date_year_last(m: re.Match[str]) -> str | None:
 
 
 def _clock(m: re.Match[str]) -> str | None:
-    h, mm = int(m.group(1)), int(m.group(2))
-    half = (m.group(4) or "").lower()
+    return _read_clock(int(m.group(1)), int(m.group(2)), m.group(3), (m.group(4) or "").lower())
+
+
+def _clock_range(m: re.Match[str]) -> str:
+    """ "9:00-17:30": 九点到十七点三十分 (upstream would read the dash as a pause)."""
+    first = _read_clock(int(m.group(1)), int(m.group(2)), None, "")
+    return f"{first}到{_read_clock(int(m.group(3)), int(m.group(4)), None, '')}"
+
+
+def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
     prefix = "上午" if half == "a" else "下午" if half == "p" else ""
     if half and h > 12:
         return None
     spoken = prefix + ("两" if h == 2 else cardinal(h)) + "点"  # 两点, never 二点
-    if mm or m.group(3):
+    if mm or seconds:
         spoken += ("零" if mm < 10 else "") + cardinal(mm) + "分" if mm else "零分"
-    if m.group(3):
-        spoken += cardinal(int(m.group(3))) + "秒"
+    if seconds:
+        spoken += cardinal(int(seconds)) + "秒"
     return spoken
 
 
@@ -175,10 +184,12 @@ def _number(m: re.Match[str]) -> str:
 
 
 _UNIT_END = r"(?![A-Za-z0-9²³/])"
+_HOUR_MINUTE = r"([01]?\d|2[0-3])[:：]([0-5]\d)"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
     rule("bullet", BULLET, lambda m: ""),
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + "，"),
+    *zh_more.EARLY_RULES,
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
@@ -202,6 +213,9 @@ RULES: tuple[Rule, ...] = (
     rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
     rule("year", r"(?<![\d.])(\d{4})(?=\s?年)", lambda m: digits(m.group(1))),
     rule("decade", r"(?<![\d.])(\d{3}0)'?s\b", lambda m: digits(m.group(1)) + "年代"),
+    rule("clock range", r"(?<![\d:：])" + _HOUR_MINUTE + r"\s?[-–—~～至到]\s?" + _HOUR_MINUTE
+         + r"(?![\d:：])", _clock_range),
+    rule("midnight", r"(?<![\d:：])24[:：]00(?![\d:：])", lambda m: "二十四点"),
     rule("clock", r"(?<![\d:：])([01]?\d|2[0-3])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:：])"
          r"(?:\s?([AaPp])\.?[Mm]\b\.?)?",
          _clock),
@@ -209,6 +223,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: cardinal(int(m.group(1))) + "分" + cardinal(int(m.group(2))) + "秒"),  # 配速4'33"
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + "比" + cardinal(int(m.group(2)))),
+    *zh_more.RULES,
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s?)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿|千)(?![A-Za-z]))?", _money),
     rule("money after", "(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿)(?![A-Za-z]))?\s?("
