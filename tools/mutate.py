@@ -75,8 +75,9 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                    "tests/test_textfront_en_edges.py"]),
     "words": (["realtime/word_timing.py", "realtime/textfront/timing.py",
                "realtime/textfront/word_layout.py", "protocol/words.py"],
-              ["tests/test_textfront_timing.py", "tests/test_word_timer_rate.py", "tests/test_words_json.py",
-               "tests/test_protocol_words.py", "tests/test_word_delivery.py"]),
+              ["tests/test_textfront_timing.py", "tests/test_word_timer.py", "tests/test_word_timer_rate.py",
+               "tests/test_word_plan_cache.py", "tests/test_words_json.py", "tests/test_protocol_words.py",
+               "tests/test_word_delivery.py"]),
 }
 
 _STATUS = re.compile(r"^\s*(\S+): (.+)$")
