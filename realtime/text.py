@@ -63,7 +63,7 @@ _NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i
 # Abbreviations that end a sentence unless the next word is lowercase or a digit.
 _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "corp", "approx",
                           "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "eq", "eqs",
-                          "sec", "secs", "dept", "ft", "mt", "jan", "feb", "mar", "apr", "jun",
+                          "sec", "secs", "ext", "dept", "ft", "mt", "jan", "feb", "mar", "apr", "jun",
                           "jul", "aug", "sep", "sept", "oct", "nov", "dec"})
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")

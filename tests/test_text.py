@@ -35,6 +35,7 @@ def feed_chunks(chunks: list[str], **kw) -> list[str]:
             ["Fruit, e.g. apples, i.e. food.", "Cats vs. dogs."],
         ),
         ("Fruit, e.g., apples. Done.", ["Fruit, e.g., apples.", "Done."]),
+        ("Call 555-0199 ext. 123 today. Bye.", ["Call 555-0199 ext. 123 today.", "Bye."]),
         ("Apples, pears, etc. are fruit.", ["Apples, pears, etc. are fruit."]),
         ("Apples, pears, etc. Then more.", ["Apples, pears, etc.", "Then more."]),
         ("The U.S. economy grew. It rose.", ["The U.S. economy grew.", "It rose."]),

@@ -102,6 +102,14 @@ CASES = [
     ("It takes 1~3 days or 2 ~ 4 weeks.", "It takes one to three days or two to four weeks."),
     ("It is 3h20min, or 2h 5m, or 1 hr 1 min.",
      "It is three hours twenty minutes, or two hours five minutes, or one hour one minute."),
+    # Resolutions, "90+", extensions, dates after "ends"/"expires".
+    ("A 1080p or 720p screen, 2160p at most.",
+     "A ten eighty p or seven twenty p screen, twenty one sixty p at most."),
+    ("Page 1000p and 1234p stay.", "Page one thousand p and one thousand two hundred thirty four p stay."),
+    ("After 90+ minutes and 18+ only.", "After ninety plus minutes and eighteen plus only."),
+    ("Call 555-0199 ext. 123 or Ext 45.",
+     "Call five five five, zero one nine nine extension one two three or extension four five."),
+    ("Offer ends 11/30 and expires 12/5.", "Offer ends November thirtieth and expires December fifth."),
     # Digits inside addresses are read (upstream drops them); a full stop is no path.
     ("Email john2@example.com today.", "Email john two at example dot com today."),
     ("Visit web3.io/page2 now.", "Visit web three dot io slash page two now."),

@@ -15,6 +15,8 @@
   three seconds"; "24:00" is midnight (a ratio keeps one-digit parts:
   "16:9"); a pace "5'01\"" -> "five minutes, one second" (feet and inches
   never write "01").
+- Video resolutions ("1080p" -> "ten eighty p"), "90+" -> "ninety plus",
+  "ext. 123" -> "extension one two three".
 - Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes".
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
   power of eight meters per second", "one point five times ten to the
@@ -172,7 +174,22 @@ def _hours_minutes(m: re.Match[str]) -> str:
             + (" minute" if minutes == 1 else " minutes"))
 
 
+_RESOLUTIONS = frozenset({"360", "480", "720", "1080", "1440", "2160", "4320"})
+
+
+def _resolution(m: re.Match[str]) -> str | None:
+    """ "1080p" -> "ten eighty p", "720p" -> "seven twenty p" (read in pairs, as said)."""
+    lines = m.group(1)
+    if lines not in _RESOLUTIONS:
+        return None
+    head, tail = lines[:-2], lines[-2:]
+    return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}"
+
+
 RULES: tuple[Rule, ...] = (
+    rule("resolution", r"(?<![\w.])(\d{3,4})([pi])\b", _resolution),
+    rule("at least", r"(?<![\w.])(\d++(?:\.\d++)?)\+(?![\w+])", lambda m: number(m.group(1)) + " plus"),
+    rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
          _hours_minutes),  # "3h20min", "2h 5m": "5m" is no distance here
     rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"

@@ -149,7 +149,8 @@ def _short_date(m: re.Match[str]) -> str | None:
 _HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
 _HOUR_MINUTE = r"([01]?\d|2[0-3]):([0-5]\d)"
 # Words that introduce a date ("by 1/3" and "from 1/2" are fractions as often).
-_DATE_WORDS = r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending"
+_DATE_WORDS = (r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|ends|expires|begins|starts"
+               r"|opens|closes|[Dd]eadline")
 DATE_RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
     rule("slash date", r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])", _slash),
