@@ -101,6 +101,24 @@ def test_word_order_allows_exactly_its_slack_and_no_more():
     assert moved.add(_words(("b", 100.6, 150.0))) is not None
 
 
+def test_word_order_checks_each_pending_word_against_the_one_before():
+    order = WordOrder(0.5)
+    assert order.add(_words(("a", 0.0, 100.0), pending=(("b", 100.0), ("c", 150.0)))) is None
+    assert WordOrder(0.5).add(_words(("a", 0.0, 100.0), pending=(("b", 150.0), ("c", 120.0)))) is not None
+
+
+def test_latin_between_han_characters_stays_one_word():
+    plan = t.plan_words("用AI芯片和GPU卡")
+    assert list(plan.words) == ["用", "AI", "芯", "片", "和", "GPU", "卡"]
+
+
+def test_a_message_from_its_body_keeps_its_id_and_segment():
+    from protocol.words import TimedWords
+
+    message = TimedWords.from_body("u7", 3, b'"words":[],"method":"estimated"}')
+    assert (message.id, message.segment) == ("u7", 3)
+
+
 def test_word_order_keeps_the_first_start_and_checks_the_segment_bounds():
     order = WordOrder(0.5)
     order.add(_words(("a", 10.0, 20.0)))

@@ -62,6 +62,7 @@ class _Client:
         if body is None:
             return
         message = _message(body, self.segment)
+        assert message.words or message.pending, "a message that says nothing"
         assert self.order.add(message) is None
         self.words += message.words
         self.pending = message.pending
@@ -207,6 +208,35 @@ def test_a_segment_planned_ahead_is_not_planned_again(monkeypatch):
     assert len(calls) == 1
 
 
+def test_a_segment_not_planned_ahead_keeps_its_originals():
+    framer = _Framer()
+    timer = WordTimer(framer, streaming=False)
+    pieces = (("Pay ", "Pay "), ("$5", "five dollars"), (".", "."))
+    framer.samples_sent = framer.segment_samples = RATE
+    timer.opened(0, "Pay five dollars.", pieces)
+    message = _message(timer.pushed(RATE, True), 0)
+    assert [w.original for w in message.words] == [None, "$5", "$5"]
+
+
+def test_a_segment_without_audio_leaves_the_rate_as_it_was():
+    framer = _Framer()
+    timer = WordTimer(framer, streaming=True)
+    framer.samples_sent = 4800
+    timer.opened(0, "one two", None)
+    timer.ended()  # no sample of it was framed
+    assert timer.unit_ms == PRIOR_UNIT_MS
+
+
+def test_the_last_push_ends_the_words_at_the_floor_of_the_resampled_length():
+    framer = _Framer()
+    framer.sample_rate = 16000  # the output rate; the source is 24 kHz
+    timer = WordTimer(framer, streaming=False)
+    framer.samples_sent = framer.segment_samples = 66
+    timer.opened(0, "one two", None)
+    message = _message(timer.pushed(100, True), 0)  # 100 source samples: 66.67 at 16 kHz
+    assert message.words[-1].end_ms == 66 * 1000 / 16000
+
+
 def test_nothing_speakable_sends_nothing():
     framer = _Framer()
     timer = WordTimer(framer, streaming=True)
@@ -226,6 +256,7 @@ def test_a_word_starting_where_the_audio_ends_is_not_yet_begun():
     framer.samples_sent = framer.segment_samples = edge
     message = _message(timer.pushed(edge), 0)
     assert [w.word for w in message.words] == ["one"] and message.pending == ()
+    assert timer.pushed(edge) is None  # no new audio: nothing new to say
     framer.samples_sent = framer.segment_samples = edge + 1
     message = _message(timer.pushed(edge + 1), 0)
     assert message.words == () and [w.word for w in message.pending] == ["two"]
