@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.textfront.en_time import counted
 from realtime.textfront.en_words import cardinal, digits, number, ordinal
 from realtime.textfront.rewrite import Rule, rule
 from realtime.textfront.units import MAGNITUDE_WORDS, MAGNITUDES, UNIT_END, UNIT_RE, UNITS, en_unit
@@ -108,10 +109,7 @@ def _magnitude(m: re.Match[str]) -> str | None:
 
 
 def _minutes_seconds(minutes: int, seconds: int) -> str:
-    spoken = cardinal(minutes) + (" minute" if minutes == 1 else " minutes")
-    if seconds:
-        spoken += ", " + cardinal(seconds) + (" second" if seconds == 1 else " seconds")
-    return spoken
+    return counted(minutes, "minute") + (", " + counted(seconds, "second") if seconds else "")
 
 
 def _long_minutes(m: re.Match[str]) -> str | None:
@@ -169,9 +167,7 @@ APPROX_RULE = rule("about", r"(?<!\S)(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lam
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 
 def _hours_minutes(m: re.Match[str]) -> str:
-    hours, minutes = int(m.group(1)), int(m.group(2))
-    return (cardinal(hours) + (" hour " if hours == 1 else " hours ") + cardinal(minutes)
-            + (" minute" if minutes == 1 else " minutes"))
+    return counted(int(m.group(1)), "hour") + " " + counted(int(m.group(2)), "minute")
 
 
 _RESOLUTIONS = frozenset({"360", "480", "720", "1080", "1440", "2160", "4320"})

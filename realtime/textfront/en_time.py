@@ -77,7 +77,8 @@ def _month_year(m: re.Match[str]) -> str:
     return MONTHS[month_number(m.group(1)) - 1] + " " + year(int(m.group(2)))
 
 
-def _count(value: int, unit: str) -> str:
+def counted(value: int, unit: str) -> str:
+    """counted(5, "minute") -> "five minutes", counted(1, "second") -> "one second"."""
     return f"{cardinal(value)} {unit}{'' if value == 1 else 's'}"
 
 
@@ -109,7 +110,7 @@ def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
     elif half and not 1 <= h <= 12:
         return None
     if ss is not None and not half:
-        parts = [_count(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
+        parts = [counted(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
         return ", ".join(parts) or "zero seconds"
     if h == 0:
         h, half = 12, "a"
