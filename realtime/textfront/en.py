@@ -23,6 +23,7 @@ from realtime.textfront.units import (
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
     NUM,
+    TLDS,
     UNIT_END,
     UNIT_RE,
     UNITS,
@@ -71,8 +72,7 @@ def _money_range(m: re.Match[str]) -> str:
     return _money(first, m.group(2), m.group(5), None) + " to " + _money(second, m.group(4), m.group(5), None)
 
 
-_TLDS = frozenset({"com", "org", "net", "io", "ai", "dev", "edu", "gov", "co", "uk", "cn", "de", "fr",
-                   "jp", "app", "info", "me", "us", "tv", "ly", "gg"})
+_TLDS = frozenset(TLDS)
 
 
 def _looks_like_url(m: re.Match[str]) -> bool:
@@ -218,7 +218,7 @@ _OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", 
               "±": "plus or minus", "≈": "is about", "~": "to", "～": "to"}
 _ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
              "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
-             "√": "square root of", "²": "squared", "³": "cubed", "~": "about"}
+             "√": "square root of", "²": "squared", "³": "cubed"}
 
 
 def _operator(m: re.Match[str]) -> str:
@@ -338,7 +338,7 @@ RULES: tuple[Rule, ...] = (
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|vs|etc|approx|e\.g|i\.e)\.", _abbreviation),
     rule("versus", r"\bvs\b", lambda m: "versus"),
-    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]|(?<=\s)~(?=\d)", _symbol),
+    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from realtime.textfront.units import TLDS
+
 Lang = str  # "en" | "zh"
 LANGS = ("en", "zh")
 
@@ -29,7 +31,7 @@ _TRIGGER = re.compile(
     r"|\b(?:Wed|Sat|Sun)\s?[-–—]"
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
     r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
-    r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?:com|org|net|io|ai|dev|edu|gov|co|uk|cn|de|fr|jp|app)\b",
+    r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?:" + "|".join(TLDS) + r")\b",
 )
 
 

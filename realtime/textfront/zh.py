@@ -24,6 +24,7 @@ from realtime.textfront.units import (
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
     NUM,
+    UNIT_END,
     UNIT_RE,
     UNITS,
     UNSIGNED,
@@ -183,7 +184,6 @@ def _number(m: re.Match[str]) -> str:
     return number(text)
 
 
-_UNIT_END = r"(?![A-Za-z0-9²³/])"
 _HOUR_MINUTE = r"([01]?\d|2[0-3])[:：]([0-5]\d)"
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
@@ -231,7 +231,7 @@ RULES: tuple[Rule, ...] = (
     rule("percent", "(" + NUM + r")(?:%|％)?\s?(?:[-~～到]|-|–)\s?(" + UNSIGNED + r")\s?(%|％|‰)", _percent),
     rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature),
-    rule("unit", "(" + NUM + r")(?:\s?[-~～到]\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + _UNIT_END,
+    rule("unit", "(" + NUM + r")(?:\s?[-~～到]\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + UNIT_END,
          _unit),
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", lambda m: "第" + number(m.group(1))),
     rule("unicode fraction", r"[½¼¾⅓⅔]", lambda m: _UNICODE_FRACTIONS[m.group(0)]),

@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 
 from realtime.textfront.rewrite import Rule, rule
+from realtime.textfront.units import TLDS
 from realtime.textfront.zh_words import cardinal, digits
 
-_TLDS = r"(?:com|org|net|io|ai|dev|edu|gov|co|uk|cn|de|fr|jp|app|info|me|us|tv|hk|tw)"
+_TLDS = "(?:" + "|".join(TLDS) + ")"
 
 
 def _address(text: str) -> str:
