@@ -101,6 +101,8 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
         startup_clock.mark("weights loaded")
     if device.type == "cuda" and options.auto_shapes:
         options = _with_cuda_profile(options, device, assets, dtype)
+    options = _checked_machine(options, device, assets, dtype)
+    startup_clock.mark("machine checked")
     from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
@@ -139,6 +141,31 @@ def _with_cuda_profile(options: RuntimeOptions, device: torch.device, assets: Mo
     log.info("cuda profile (%s): %s; from it: %s", torch.cuda.get_device_name(device),
              profile.describe(), ", ".join(chosen) or "nothing (every shape set)")
     return dataclasses.replace(options, **chosen)
+
+
+def _checked_machine(options: RuntimeOptions, device: torch.device, assets: ModelAssets,
+                     dtype: torch.dtype) -> RuntimeOptions:
+    """``options`` once the machine is checked against them (``host_check``):
+    every check logged; a refusal raised as a one-line ``StartupRefused``; on
+    CUDA a slot count left to the hardware shrunk to the free memory."""
+    import math
+
+    from realtime.runtime import host_check
+    from realtime.runtime.cuda_profile import RESERVE_BYTES, slot_bytes
+    dtype_bytes = torch.empty(0, dtype=dtype).element_size()
+    per_slot = slot_bytes(assets.shape, min(max(options.kv_buckets), assets.shape.max_positions), dtype_bytes)
+    gpt = sum(math.prod(t.shape) for t in assets.gpt_state.values()) * dtype_bytes
+    rest = sum(p.numel() * 4 for m in (assets.embed, assets.decoder, assets.vocos) for p in m.parameters())
+    needs = host_check.Needs(weights_bytes=gpt + rest, kv_bytes=(options.max_slots + 1) * per_slot,
+                             slot_bytes=per_slot, slots=options.max_slots,
+                             reserve_bytes=RESERVE_BYTES if device.type == "cuda" else 0,
+                             slots_auto="max_slots" in options.auto_shapes)
+    found = host_check.check(host_check.gather(device), needs)
+    slots = host_check.fit_slots(found)
+    if slots is None:
+        return options
+    batches = tuple(b for b in options.batch_sizes if b <= slots) or (1,)
+    return dataclasses.replace(options, max_slots=slots, batch_sizes=batches)
 
 
 def _log_cpu_choice(options: RuntimeOptions) -> None:
