@@ -43,12 +43,33 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+class HandshakeHangups(logging.Filter):
+    """A client that hangs up before the opening handshake ends (a probe
+    that timed out, a browser tab closed) is its own business, not the
+    server's error: websockets logs it at ERROR with a traceback; this keeps
+    it as one INFO line naming the exception. Any other handshake failure
+    stays an ERROR with its traceback."""
+
+    HANGUPS = ("ConnectionClosed", "EOFError", "ConnectionResetError", "BrokenPipeError")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if record.msg == "opening handshake failed" and exc is not None and any(
+                t.__name__.startswith(self.HANGUPS) for t in type(exc).__mro__):
+            record.msg, record.args = f"a client left during the opening handshake ({type(exc).__name__})", ()
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.exc_info = record.exc_text = None
+        return True
+
+
 def redact_websockets_logs() -> None:
-    """Install ``RedactSecrets`` on websockets' loggers (idempotent)."""
+    """Install ``RedactSecrets`` and ``HandshakeHangups`` on websockets'
+    loggers (idempotent)."""
     for name in ("websockets.server", "websockets.client", "websockets"):
         logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
-            logger.addFilter(RedactSecrets())
+        for kind in (RedactSecrets, HandshakeHangups):
+            if not any(isinstance(f, kind) for f in logger.filters):
+                logger.addFilter(kind())
 
 
 def setup_logging(level: str = "info", json: bool = False) -> None:
