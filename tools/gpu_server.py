@@ -9,10 +9,19 @@ background lane with long background utterances spoken back to back (more
 than its slots hold, so some always wait: ``/load``'s background queue is
 recorded while measuring), then, per N in ``interactive``, sends N short
 interactive utterances at once (``chunking: token``) and measures their
-first audio on the client's clock: p50/p99, refusals by code, unfinished
-ones. Load generation is ``bench.overload``'s (connections, records,
-summaries). The server is stopped at the end whatever happens; its log's
-last lines go into the entry when it fails.
+first audio on the client's clock: p50/p99, refusals by code, and those
+that got no first audio in time. A round stops waiting once every utterance
+has its first audio (or was refused) plus ``GRACE_S``, then hangs up: with
+random weights an utterance rarely ends by itself, and what is measured is
+its first audio. The whole measurement has its own deadline
+(``ServerPlan.deadline_s``): counts not reached are named, not waited for.
+What was measured is handed to ``keep`` after the start and after every
+round, so a section killed from outside keeps it. Load generation is
+``bench.overload``'s (connections, records, summaries). The server's whole
+log goes to ``log_dir/server.log``; the entry counts the CUDA graphs it
+captured and the captures that failed (``graphs_captured``,
+``eager_fallbacks``: an eager TTFA must not pass for a graph-mode one). The
+server is stopped at the end whatever happens.
 
 Thread: its own event loop (``asyncio.run``), called from the check's thread.
 """
@@ -22,12 +31,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import tempfile
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.overload import Connection, Record, close_pool, load_of, open_pool, summarize, wait_ended
+from bench.overload import Connection, Record, close_pool, load_of, open_pool, summarize
 from bench.overload_servers import COMMON, ServerProcess
 from tools.gpu_busy import BusySampler
 
@@ -44,6 +54,10 @@ INTERACTIVE_TEXTS = (
     "Turn left at the next intersection, then keep right.",
 )
 PER_CONNECTION = 8  # the server's default --max-active
+GRACE_S = 0.5  # after the round's last first audio: late refusals and frames
+# The graph cache's log lines (realtime/runtime/graphs.py).
+_CAPTURED = re.compile(r"CUDA graphs: (\d+) decode \+ (\d+) prefill shapes")
+_CAPTURE_FAILED = re.compile(r"CUDA graphs: (.*capture failed.*)")
 BACKGROUND = {"lane": "background", "chunking": "sentence", "deadline_ms": 3_600_000}
 
 
@@ -58,8 +72,9 @@ class ServerPlan:
     rounds: tuple[int, ...]  # per interactive count
     background: int
     settle_s: float
-    round_timeout_s: float
+    round_timeout_s: float  # a round's bound on waiting for first audio
     start_timeout_s: float
+    deadline_s: float  # the measurement's bound, from /readyz
     background_text: str = BACKGROUND_TEXT
 
 
@@ -69,26 +84,42 @@ def server_args(device: str, tiny: bool) -> tuple[str, ...]:
     return ("--weights", weights, "--device", device, *COMMON, "--log-level", "info")
 
 
-def server_section(plan: ServerPlan, device: str) -> dict:
+def server_section(plan: ServerPlan, device: str, log_dir: Path,
+                   keep: Callable[[dict], None] = lambda entry: None) -> dict:
     """Run the server and the load (module docstring); the report entry."""
-    with tempfile.TemporaryDirectory(prefix="gpu-check-server-") as tmp:
-        server = ServerProcess(list(plan.args), Path(tmp) / "server.log")
-        start = time.perf_counter()
-        server.start()
-        try:
-            server.wait_ready(plan.start_timeout_s)
-            entry: dict = {"args": list(plan.args), "cold_start_s": time.perf_counter() - start}
-            entry["load_idle"] = load_of(server.url)
-            with BusySampler(device) as busy:
-                entry.update(asyncio.run(_measure(server.url, plan)))
-            entry.update(busy.report())
-            entry["server_log_tail"] = _tail(server.log_path, 8)
-            return entry
-        except Exception as exc:
-            exc.add_note("server log: " + _tail(server.log_path, 20))
-            raise
-        finally:
-            server.stop()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    server = ServerProcess(list(plan.args), log_dir / "server.log")
+    entry: dict = {"args": list(plan.args), "log": str(server.log_path)}
+    start = time.perf_counter()
+    server.start()
+    try:
+        server.wait_ready(plan.start_timeout_s)
+        entry.update(cold_start_s=time.perf_counter() - start, load_idle=load_of(server.url),
+                     **graph_counts(server.log_path))
+        keep(entry)
+        with BusySampler(device) as busy:
+            asyncio.run(_measure(server.url, plan, entry, keep))
+        entry.update(busy.report())
+        return entry
+    except Exception as exc:
+        exc.add_note("server log: " + _tail(server.log_path, 20))
+        raise
+    finally:
+        server.stop()
+        entry.update(graph_counts(server.log_path), server_log_tail=_tail(server.log_path, 12))
+        keep(entry)
+
+
+def graph_counts(log_path: Path) -> dict:
+    """The server's CUDA graphs as its log tells them: shapes captured (the
+    last count logged) and every capture that failed and left shapes eager."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return {}
+    counts = _CAPTURED.findall(text)
+    captured = sum(map(int, counts[-1])) if counts else 0
+    return {"graphs_captured": captured, "eager_fallbacks": _CAPTURE_FAILED.findall(text)}
 
 
 def _tail(path: Path, lines: int) -> str:
@@ -98,8 +129,8 @@ def _tail(path: Path, lines: int) -> str:
         return ""
 
 
-async def _measure(url: str, plan: ServerPlan) -> dict:
-    out: dict = {}
+async def _measure(url: str, plan: ServerPlan, out: dict, keep: Callable[[dict], None]) -> None:
+    deadline = time.monotonic() + plan.deadline_s
     stop = asyncio.Event()
     conns, readers = await open_pool(url, math.ceil(plan.background / PER_CONNECTION))
     background: list[Record] = []
@@ -109,21 +140,35 @@ async def _measure(url: str, plan: ServerPlan) -> dict:
     try:
         await asyncio.sleep(plan.settle_s)
         for n, count in zip(plan.interactive, plan.rounds):
-            rounds = [await _interactive_round(url, n, r, plan.round_timeout_s) for r in range(count)]
-            records = [rec for recs in rounds for rec in recs[0]]
-            row = summarize(records, 1.0, 0.0)
-            row.pop("goodput_ratio", None)
-            row.update(rounds=count, round_s=[r[1] for r in rounds],
-                       background_queued=[r[2] for r in rounds])
-            out[f"interactive_{n}"] = row
+            rounds: list[tuple[list[Record], float, int]] = []
+            for r in range(count):
+                left = deadline - time.monotonic()
+                if left <= 1.0:
+                    break
+                rounds.append(await _interactive_round(url, n, r, min(plan.round_timeout_s, left)))
+                out[f"interactive_{n}"] = _row(rounds, count)
+                keep(out)  # after every round: a section killed now keeps it
+            if not rounds:
+                out[f"interactive_{n}"] = {"skipped": f"the section's {plan.deadline_s:.0f} s deadline"}
     finally:
         stop.set()
+        await close_pool(conns, readers)  # ends the background utterances in flight
         await asyncio.gather(*users, return_exceptions=True)
-        await close_pool(conns, readers)
     done = [r for r in background if r.outcome == "done"]
     errors = {r.outcome for r in background if r.outcome is not None} - {"done"}
     out["background"] = {"in_flight": plan.background, "done": len(done), "errors": sorted(errors)}
-    return out
+
+
+def _row(rounds: list[tuple[list[Record], float, int]], planned: int) -> dict:
+    """The figures of one interactive count over the rounds run so far."""
+    records = [rec for recs in rounds for rec in recs[0]]
+    row = summarize(records, 1.0, 0.0)
+    for key in ("goodput_ratio", "unfinished", "underruns", "streams_underrun"):
+        row.pop(key, None)  # utterances are cut once their first audio is in
+    row.update(no_first_audio=sum(1 for rec in records if rec.outcome is None and rec.first_audio is None),
+               rounds=len(rounds), rounds_planned=planned, round_s=[r[1] for r in rounds],
+               background_queued=[r[2] for r in rounds])
+    return row
 
 
 async def _background_user(conn: Connection, k: int, text: str, stop: asyncio.Event,
@@ -142,13 +187,23 @@ async def _background_user(conn: Connection, k: int, text: str, stop: asyncio.Ev
 
 
 async def _interactive_round(url: str, n: int, r: int, timeout_s: float) -> tuple[list[Record], float, int]:
-    """``n`` interactive utterances sent together; their records, the
-    round's seconds and the background queue as ``/load`` saw it at the start."""
+    """``n`` interactive utterances sent together, waited for until each has
+    its first audio or an outcome (plus ``GRACE_S``), at most ``timeout_s``;
+    their records, the round's seconds and the background queue as ``/load``
+    saw it at the start. Hanging up cancels what is still speaking."""
     queued = int(load_of(url)["background"]["queued"])
     conns, readers = await open_pool(url, math.ceil(n / PER_CONNECTION))
     start = time.monotonic()
     records = [await conns[i // PER_CONNECTION].speak(f"i{r}-{i}", INTERACTIVE_TEXTS[i % 4])
                for i in range(n)]
-    now = await wait_ended(records, start + timeout_s)
+    deadline = start + timeout_s
+    while time.monotonic() < deadline and any(
+            rec.first_audio is None and rec.outcome is None for rec in records):
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(max(0.0, min(GRACE_S, deadline - time.monotonic())))
+    now = time.monotonic()
+    for rec in records:
+        if rec.first_audio is None and rec.outcome is None:
+            rec.given_up = now
     await close_pool(conns, readers)
     return records, now - start, queued
