@@ -175,6 +175,7 @@ def test_the_script_runs_every_section_on_the_cpu(tmp_path):
     assert report["packages"]["ChatTTS"].startswith("0.2.5 (")
     server = report["server"]
     assert server["cold_start_s"] > 0 and server["graphs_captured"] == 0 and server["eager_fallbacks"] == []
+    assert server["server_errors"] == []
     # The server's whole log beside the report, start to stop.
     log = (out / "server.log").read_text()
     assert server["log"] == str(out / "server.log") and "ready in" in log and "start-up check:" in log

@@ -114,5 +114,7 @@ if "script" in report:
           file=sys.stderr)
 for name in report.get("sections", []):
     print(f"gpu_rehearsal:   {name:18s} {status(report.get(name))}", file=sys.stderr)
+for line in (report.get("server") or {}).get("server_errors", []):
+    print(f"gpu_rehearsal: server log: {line}", file=sys.stderr)
 EOF
 exit "$rc"

@@ -106,7 +106,8 @@ def server_section(plan: ServerPlan, device: str, log_dir: Path,
         raise
     finally:
         server.stop()
-        entry.update(graph_counts(server.log_path), server_log_tail=_tail(server.log_path, 12))
+        entry.update(graph_counts(server.log_path), server_errors=_errors(server.log_path),
+                     server_log_tail=_tail(server.log_path, 12))
         keep(entry)
 
 
@@ -120,6 +121,15 @@ def graph_counts(log_path: Path) -> dict:
     counts = _CAPTURED.findall(text)
     captured = sum(map(int, counts[-1])) if counts else 0
     return {"graphs_captured": captured, "eager_fallbacks": _CAPTURE_FAILED.findall(text)}
+
+
+def _errors(path: Path, most: int = 5) -> list[str]:
+    """The server's first ERROR lines (a failed start-up says why in one)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if " ERROR " in line][:most]
 
 
 def _tail(path: Path, lines: int) -> str:
