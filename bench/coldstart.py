@@ -45,7 +45,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,9 +54,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from bench.server import _stop
+from bench.processes import ROOT, free_port, stop
 
-ROOT = Path(__file__).resolve().parents[1]
 TEXT = "Hello there, this is a cold start."
 MARKER = "bench-coldstart-checkpoint.json"
 
@@ -74,12 +72,6 @@ def ensure_checkpoint(work: Path) -> Path:
     write_checkpoint(random_assets(seed=0), str(root))
     (root / MARKER).write_text(json.dumps({"seed": 0, "written_s": time.perf_counter() - started}))
     return root
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _readyz(port: int) -> tuple[int, dict]:
@@ -112,7 +104,7 @@ def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool,
     """Start a server (``precision``, else ``args.precision``), time ready and
     first audio; with ``settle``, wait for its idle-time warm-up to finish
     before stopping it."""
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "realtime", "serve", "--model-dir", str(checkpoint),
            "--device", "cpu", "--port", str(port), "--cache-dir", str(cache),
            "--precision", precision or args.precision]
@@ -140,7 +132,7 @@ def one_start(checkpoint: Path, cache: Path, args, log_path: Path, settle: bool,
                     break
                 time.sleep(0.2)
         finally:
-            _stop([proc], timeout=30)
+            stop([proc], timeout=30)
     return {"ready_s": round(ready, 3), "first_audio_s": round(first, 3)}
 
 

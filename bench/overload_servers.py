@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.processes import ROOT, free_port
+
 MODES = ("capacity", "queue-only")
 # Every set-up: no text rate limits (the bench offers far more than a person would).
 COMMON = ["--text-chars-per-minute", "0", "--token-text-chars-per-minute", "0", "--log-level", "warning"]
@@ -39,13 +39,6 @@ SETUPS = {
     "tiny": Setup(["--weights", "tiny-random", "--device", "cpu", *COMMON],
                   round_s=8.0, calibrate_s=12.0, grace_s=6.0, start_timeout_s=180.0),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class ServerProcess:

@@ -57,21 +57,20 @@ import json
 import os
 import pickle
 import resource
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
 
-from bench.server_callgrind import paired_ratios, spread
+from bench.paired import paired_ratios, spread
+from bench.processes import ROOT, free_port, stop, wait_http, wait_port
+from bench.server_traffic import is_end, server_args
 
-ROOT = Path(__file__).resolve().parents[1]
 FRAME_SAMPLES = 2400  # 100 ms at 24 kHz
 CHARS_PER_SENTENCE = 140
 # Our server's websockets settings (realtime/server.py); the bare one uses the same.
@@ -79,12 +78,6 @@ WS_SETTINGS = dict(compression=None, max_queue=16, write_limit=64 * 1024,
                    ping_interval=20, ping_timeout=20, close_timeout=5)
 
 Transcript = tuple[str, list[str | bytes]]  # hello, then one utterance's messages
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _raise_fd_limit(wanted: int) -> int:
@@ -131,12 +124,6 @@ def _text_for_frames(count: int, codes_per_char: float = 1.0) -> str:
     return text[:chars]
 
 
-def _is_end(msg: str) -> bool:
-    if '"error"' in msg:
-        raise RuntimeError(msg)
-    return '"done"' in msg
-
-
 async def _record(url: str, request: str) -> Transcript:
     """One utterance on our server; everything it sent, in order."""
     from websockets.asyncio.client import connect
@@ -148,7 +135,7 @@ async def _record(url: str, request: str) -> Transcript:
         while True:
             msg = await ws.recv()
             messages.append(msg)
-            if isinstance(msg, str) and _is_end(msg):
+            if isinstance(msg, str) and is_end(msg):
                 break
     assert isinstance(hello, str)
     return hello, messages
@@ -192,7 +179,7 @@ async def _one_run(proc: psutil.Process, url: str, request: str,
                     if first:
                         firsts.append((time.perf_counter() - sent) * 1000)
                         first = False
-                elif _is_end(msg):
+                elif is_end(msg):
                     break
             cpu = _cpu(proc) - cpu0
             if cpu >= min_cpu:
@@ -236,50 +223,6 @@ async def _hold_idle(url: str, count: int) -> int:
         return alive
     finally:
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
-
-
-def _wait_http(port: int, path: str, timeout: float = 60.0, request_timeout: float = 1.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}",
-                                        timeout=request_timeout) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"server on {port} not ready")
-
-
-def _wait_port(port: int, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}")
-
-
-def _stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
-    """Terminate ``procs``; kill any still running ``timeout`` seconds later."""
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-
-
-def server_args(port: int, text: str, connections: int, codes_per_char: float = 1.0) -> list[str]:
-    """``python`` arguments of our server with the bench's settings (tone runner)."""
-    return ["-m", "realtime", "serve", "--weights", "tone", "--port", str(port),
-            "--tone-codes-per-step", "64", "--tone-codes-per-char", str(codes_per_char),
-            "--text-chars-per-minute", "0",
-            "--max-text-chars", str(len(text) + 10), "--max-message-bytes", str(4 * len(text) + 1024),
-            "--max-connections", str(connections + 100), "--log-level", "warning"]
 
 
 def _start_ours(root: Path, port: int, text: str, connections: int,
@@ -364,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({**counted, "chunking": args.chunking, "codes_per_char": args.codes_per_char}))
         return 0
 
-    bare_port, our_port, base_port = _free_port(), _free_port(), _free_port()
+    bare_port, our_port, base_port = free_port(), free_port(), free_port()
     ours = _start_ours(ROOT, our_port, text, args.connections, args.codes_per_char)
     procs = [ours]
     if args.baseline is not None:
@@ -376,9 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     base: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            _wait_http(our_port, "/readyz")
+            wait_http(our_port, "/readyz")
             if args.baseline is not None:
-                _wait_http(base_port, "/readyz")
+                wait_http(base_port, "/readyz")
                 base_proc = psutil.Process(procs[1].pid)
                 _measure(base_proc, base_url, request, 0.0)
             transcript = asyncio.run(_record(our_url, request))
@@ -388,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             bare = subprocess.Popen([sys.executable, "-m", "bench.server", "--bare-serve",
                                      str(bare_port), path], env=env, cwd=ROOT)
             procs.append(bare)
-            _wait_port(bare_port)
+            wait_port(bare_port)
             bare_proc, our_proc = psutil.Process(bare.pid), psutil.Process(ours.pid)
             _measure(bare_proc, bare_url, request, 0.0)  # warm both
             _measure(our_proc, our_url, request, 0.0)
@@ -411,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             held = asyncio.run(_hold_idle(our_url, args.connections))
             rss_mb = our_proc.memory_info().rss / 2**20
         finally:
-            _stop(procs)
+            stop(procs)
     b, o = _median(bs), _median(os_)
     frames_per_round = sum(isinstance(m, bytes) for m in transcript[1])
     frame_bytes = sum(len(m) for m in transcript[1] if isinstance(m, bytes))

@@ -37,23 +37,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.paired import paired_ratios, spread
+from bench.processes import free_port, stop, wait_http
+from bench.server_traffic import server_args
+
 MAIN_THREAD = "-01"  # callgrind names a dump's file per thread: <out>.<dump>-<thread>
-
-
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median and quartiles (p25, p75; inclusive method) of recorded values."""
-    data = sorted(values)
-    if len(data) == 1:
-        return {"median": data[0], "p25": data[0], "p75": data[0]}
-    p25, _, p75 = statistics.quantiles(data, n=4, method="inclusive")
-    return {"median": statistics.median(data), "p25": p25, "p75": p75}
-
-
-def paired_ratios(on: Sequence[float], off: Sequence[float]) -> list[float]:
-    """Per-round ratios on/off of values measured side by side, round by round."""
-    if len(on) != len(off) or not on:
-        raise ValueError(f"rounds differ: {len(on)} on, {len(off)} off")
-    return [a / b for a, b in zip(on, off)]
 
 
 def read_dump(prefix: str) -> tuple[int, int]:
@@ -79,7 +67,7 @@ def _ctl(pid: int, *args: str) -> None:
 async def _utterances(url: str, request: str, count: int) -> int:
     from websockets.asyncio.client import connect
 
-    from bench.server import _is_end
+    from bench.server_traffic import is_end
 
     frames = 0
     async with connect(url, max_size=None, compression=None, open_timeout=120) as ws:
@@ -90,7 +78,7 @@ async def _utterances(url: str, request: str, count: int) -> int:
                 msg = await ws.recv()
                 if isinstance(msg, bytes):
                     frames += 1
-                elif _is_end(msg):
+                elif is_end(msg):
                     break
     return frames
 
@@ -98,11 +86,10 @@ async def _utterances(url: str, request: str, count: int) -> int:
 def run(root: Path, text: str, request: str, timed_request: str, codes_per_char: float,
         utterances: int, rounds: int) -> dict[str, object]:
     """The ``callgrind_*`` figures (module docstring) of our server at ``root``."""
-    from bench.server import _free_port, _stop, _wait_http, server_args
 
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg")
         env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -112,7 +99,7 @@ def run(root: Path, text: str, request: str, timed_request: str, codes_per_char:
              *server_args(port, text, 0, codes_per_char)],
             env=env, cwd=root, stderr=subprocess.DEVNULL)
         try:
-            _wait_http(port, "/readyz", timeout=900, request_timeout=30)
+            wait_http(port, "/readyz", timeout=900, request_timeout=30)
             url = f"ws://127.0.0.1:{port}/v1/stream"
             for req in (request, timed_request):  # warm both paths (and their memos)
                 asyncio.run(_utterances(url, req, 2))
@@ -130,7 +117,7 @@ def run(root: Path, text: str, request: str, timed_request: str, codes_per_char:
                     print(f"callgrind round {i} {side}: {total / frames:.0f} instructions a frame "
                           f"({main / frames:.0f} event loop)", flush=True)
         finally:
-            _stop([proc], timeout=120)  # valgrind writes its last dumps on exit
+            stop([proc], timeout=120)  # valgrind writes its last dumps on exit
     return summarize(phases["off"], phases["on"])
 
 

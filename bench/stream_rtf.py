@@ -36,7 +36,7 @@ import tempfile
 import time
 import urllib.request
 
-from bench.server import ROOT, _free_port, _stop, _wait_http
+from bench.processes import ROOT, free_port, stop, wait_http
 from realtime.runtime import step_log
 
 TEXT = ("The weather today is calm and bright, with a light wind from the west. "
@@ -88,7 +88,7 @@ class StreamServer:
     def __init__(self, precision: str, threads: int = 2, extra_args: tuple[str, ...] = (),
                  extra_env: dict[str, str] | None = None, ready_timeout: float = 300.0,
                  record_steps: bool = True):
-        self.port = _free_port()
+        self.port = free_port()
         self._dir = tempfile.TemporaryDirectory(prefix="stream-rtf-")
         self.steps_path = os.path.join(self._dir.name, "steps.jsonl")
         self.url = f"ws://127.0.0.1:{self.port}/v1/stream"
@@ -110,16 +110,16 @@ class StreamServer:
             # A patient request timeout: while the model thread builds full-size
             # weights the loop answers slowly, and a client hanging up early only
             # makes the server log a failed handshake.
-            _wait_http(self.port, "/readyz", timeout=self._ready_timeout, request_timeout=30.0)
+            wait_http(self.port, "/readyz", timeout=self._ready_timeout, request_timeout=30.0)
             asyncio.run(_speak(self.url, "Warm up.", SEED))  # first-use costs
         except BaseException:
-            _stop([self._proc])
+            stop([self._proc])
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None:
-            _stop([self._proc])
+            stop([self._proc])
         self._dir.cleanup()
 
     def speak(self, text: str = TEXT, seed: int = SEED) -> dict:

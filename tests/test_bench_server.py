@@ -36,7 +36,7 @@ def test_paired_figures_are_per_round_ratios_and_their_quartiles():
 
 
 def test_one_round_has_no_spread_and_unpaired_rounds_are_refused():
-    from bench.server_callgrind import paired_ratios, spread
+    from bench.paired import paired_ratios, spread
 
     assert spread([1.5]) == {"median": 1.5, "p25": 1.5, "p75": 1.5}
     assert spread([4.0, 1.0]) == {"median": 2.5, "p25": 1.75, "p75": 3.25}
