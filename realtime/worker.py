@@ -162,7 +162,7 @@ class ModelWorker:
             self.runner = self._runner_factory()
             started = time.perf_counter()
             # A runner that can leave part of its warm-up for idle time does (warm_start.py).
-            self.warmup_table = dict(getattr(self.runner, "warmup_first", self.runner.warmup)())
+            self.warmup_table = dict(self.runner.warmup_first())
             log.info("warm-up done in %.2f s: %d (batch, bucket) shapes",
                      time.perf_counter() - started, len(self.warmup_table))
             self._cost = CostModel.from_table(self.warmup_table) if self.warmup_table else None
@@ -199,7 +199,7 @@ class ModelWorker:
             # Warm-up left for idle time: one piece per idle pass, none while a job is held.
             if not planned and sched.idle and self.warming and not self._inbox \
                     and not self._preparation.busy:
-                self.warmup_table.update(self.runner.warmup_rest.step(sched.cost))  # type: ignore[union-attr]
+                self.warmup_table.update(runner.warm_idle(sched.cost))
             commands = self._take_commands(busy=planned or (sched.idle and self.warming > 0))
             if commands is None:
                 return
@@ -221,8 +221,7 @@ class ModelWorker:
     @property
     def warming(self) -> int:
         """Warm-up pieces the runner left for idle time (``/readyz``)."""
-        rest = getattr(self.runner, "warmup_rest", None)
-        return 0 if rest is None else rest.left
+        return 0 if self.runner is None else self.runner.warmup_left
 
     def _take_commands(self, busy: bool) -> list[Command] | None:
         """Everything in the inbox (None: stop); with work held but nothing

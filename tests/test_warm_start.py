@@ -168,9 +168,18 @@ async def test_readyz_counts_the_warm_up_left_and_work_is_served(server_factory,
     from realtime.runtime.tone import ToneRunner
 
     rest = _HeldRest(3)
-    runner = ToneRunner()
-    runner.warmup_rest = rest  # type: ignore[attr-defined]
-    server = await server_factory(runner=runner)
+
+    class WarmingTone(ToneRunner):
+        """A tone runner whose warm-up leaves ``rest`` for idle time."""
+
+        @property
+        def warmup_left(self) -> int:
+            return rest.left
+
+        def warm_idle(self, cost=None):
+            return rest.step(cost)
+
+    server = await server_factory(runner=WarmingTone())
     status, _, body = await async_http_get(server.port, "/readyz")
     assert status == 200 and json.loads(body)["warming"] == 3  # ready, and honest about the rest
     client = await ws_connect(server)

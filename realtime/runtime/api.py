@@ -269,6 +269,19 @@ class Runner(Protocol):
         """Run (and on CUDA capture) every configured (batch size, bucket)
         once; return measured seconds per step for the cost model."""
 
+    def warmup_first(self) -> dict[tuple[int, int], float]:
+        """The warm-up a server needs before it is ready: ``warmup`` whole,
+        or (a CPU runner) only what the first requests need, the rest left
+        for idle time (``warmup_left`` pieces, one per ``warm_idle``)."""
+
+    @property
+    def warmup_left(self) -> int:
+        """Warm-up pieces left for idle time (``/readyz``'s ``warming``)."""
+
+    def warm_idle(self, cost: object = None) -> dict[tuple[int, int], float]:
+        """Run one piece left for idle time (none: nothing); the step timings
+        it measured, for the cost model (``cost``: the scheduler's, to judge by)."""
+
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         """Tokenize and build the prompt. Raises ``RequestError`` (a
         ``VoiceError`` for the voice) when the request cannot be served."""

@@ -192,6 +192,14 @@ class ModelRunner:
         self.warmup_rest = StagedWarmup(self, PreparedCache(self.options.cache_dir))
         return self.warmup_rest.before_ready()
 
+    @property
+    def warmup_left(self) -> int:
+        return 0 if self.warmup_rest is None else self.warmup_rest.left
+
+    @torch.no_grad()
+    def warm_idle(self, cost=None) -> dict[tuple[int, int], float]:
+        return self.warmup_rest.step(cost) if self.warmup_rest is not None and self.warmup_rest.left else {}
+
     @torch.no_grad()
     def execute(self, plan: StepPlan) -> StepOutput:
         return self.refine.execute(plan) if self.refine.involved(plan) else self._execute(plan)

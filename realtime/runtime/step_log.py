@@ -115,8 +115,18 @@ class StepRecorder:
     def _write(self, record: dict) -> None:
         self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
 
-    def warmup(self):
+    def warmup(self) -> dict[tuple[int, int], float]:
         return self._runner.warmup()
+
+    def warmup_first(self) -> dict[tuple[int, int], float]:
+        return self._runner.warmup_first()
+
+    @property
+    def warmup_left(self) -> int:
+        return self._runner.warmup_left
+
+    def warm_idle(self, cost: object = None) -> dict[tuple[int, int], float]:
+        return self._runner.warm_idle(cost)
 
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         prepared = self._runner.prepare(request)

@@ -149,6 +149,14 @@ class ToneRunner:
         seconds = max(self.step_seconds, 1e-4)
         return {(b, k): seconds for b in self.batch_sizes for k in self.kv_buckets}
 
+    def warmup_first(self) -> dict[tuple[int, int], float]:
+        return self.warmup()  # nothing to leave for later
+
+    warmup_left = 0
+
+    def warm_idle(self, cost: object = None) -> dict[tuple[int, int], float]:
+        return {}
+
     def prepare(self, request: SegmentRequest) -> PreparedJob:
         self._check_voice(request.voice)
         if self.prepare_seconds:
