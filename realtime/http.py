@@ -1,12 +1,16 @@
-"""The plain HTTP routes of the server's port, whichever parser read the request.
+"""The server's one route table: every HTTP request on its port, GET and POST.
 
-``HttpRoutes.answer`` answers ``/healthz``, ``/readyz``, ``/metrics``,
-``/v1/voices``, ``/v1/models`` (OpenAI's model list, for the tools that read
-it before ``POST /v1/audio/speech``), ``/load`` (saturation,
-``realtime.load``), ``GET /v1/audio/speech`` (405: it takes POST) and the
-web demo's static files. For ``/v1/stream`` it asks the gate
-(``realtime.gate``) whether the WebSocket may open; None lets the handshake
-proceed. ``realtime.front`` calls it for GETs of both halves of the port.
+``HttpRoutes.handle`` answers each request ``realtime.http1`` (h11, the one
+HTTP parser) has read: ``/healthz``, ``/readyz``, ``/metrics``, ``/load``
+(saturation, ``realtime.load``), ``/v1/voices`` (GET lists, POST uploads:
+``realtime.voice_upload``), ``/v1/models`` (OpenAI's model list, for the
+tools that read it before ``POST /v1/audio/speech``), ``/v1/audio/speech``
+(POST: ``realtime.openai_speech``; GET: 405), a browser's preflight
+(``OPTIONS``) for the routes a page on another origin may use, and the web
+demo's static files. ``/v1/stream`` is a WebSocket: ``stream_refusal`` asks
+the gate (``realtime.gate``) whether its upgrade may go on, and
+``realtime.front`` hands an accepted one to websockets; a GET of it that
+asks no upgrade gets a 400.
 
 Thread: event loop.
 """
@@ -19,11 +23,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from protocol import ErrorCode
 from realtime import exchange
 from realtime.accounting import Accounting
 from realtime.api_error import ApiError
 from realtime.exchange import HttpRequest, HttpResponse
 from realtime.gate import Gate
+from realtime.http1 import Exchange, Handler
 from realtime.state import ServiceState
 from realtime.static import StaticFiles
 
@@ -45,34 +51,67 @@ def cors_readable(path: str) -> bool:
 
 
 class HttpRoutes:
-    """``load_report`` makes the body of ``GET /load`` (``realtime.load``)."""
+    """``load_report`` makes the body of ``GET /load`` (``realtime.load``);
+    ``posts`` the POST routes by path (``SPEECH_PATH``, ``VOICES_PATH``; a
+    route that is off is absent)."""
 
     def __init__(self, gate: Gate, state: ServiceState, accounting: Accounting,
-                 static: StaticFiles, load_report: Callable[[], dict[str, Any]]) -> None:
+                 static: StaticFiles, load_report: Callable[[], dict[str, Any]],
+                 posts: dict[str, Handler] | None = None) -> None:
         self.gate = gate
         self.state = state
         self.accounting = accounting
         self.static = static
         self.load_report = load_report
+        self.posts = dict(posts or {})
         self._started = int(time.time())
+        metrics = accounting.metrics
+        self._gets: dict[str, Callable[[], HttpResponse]] = {
+            "/healthz": lambda: exchange.text(_OK, "ok\n"),
+            "/readyz": self._readyz,
+            "/metrics": lambda: exchange.data(_OK, metrics.render(), metrics.content_type),
+            "/load": lambda: exchange.json(_OK, self.load_report()),
+            SPEECH_PATH: lambda: exchange.method_not_allowed(SPEECH_PATH, "POST"),
+            STREAM_PATH: lambda: exchange.text(http.HTTPStatus.BAD_REQUEST,
+                                               "a WebSocket upgrade on a new connection, please\n"),
+        }
 
-    def answer(self, request: HttpRequest) -> HttpResponse | None:
-        """The answer to a GET (or HEAD); None: a stream handshake may go on."""
+    def stream_refusal(self, request: HttpRequest) -> HttpResponse | None:
+        """The gate's answer to a WebSocket upgrade on ``/v1/stream`` (plain
+        text: a browser shows no body of a failed handshake); None: it may open."""
+        refused = self.gate.refusal(request, stream=True)
+        return None if refused is None else exchange.text(refused.status, refused.message + "\n")
+
+    async def handle(self, ex: Exchange) -> None:
+        """Answer one request (the table in the module docstring)."""
+        request = ex.request
+        path, method = request.route, request.method
+        if method == "POST" and path in self.posts:
+            await self.posts[path](ex)
+        elif method == "OPTIONS" and (path == SPEECH_PATH or cors_readable(path)):
+            await ex.respond(self.gate.preflight(request))
+        elif method in ("GET", "HEAD"):
+            await ex.respond(self.answer(request))
+        else:
+            await ex.respond(self._no_route(request))
+
+    def _no_route(self, request: HttpRequest) -> HttpResponse:
+        path, method = request.route, request.method
+        if path == SPEECH_PATH and method != "POST":
+            answer = exchange.method_not_allowed(SPEECH_PATH, "POST")
+        else:
+            why = (f"{method} {path} is off on this server" if method == "POST" and path == SPEECH_PATH
+                   else f"no route for {method} {path[:100]}")
+            answer = exchange.refusal(ApiError(http.HTTPStatus.NOT_FOUND, ErrorCode.BAD_MESSAGE.value, why))
+        answer.headers += self.gate.access(request)
+        return answer
+
+    def answer(self, request: HttpRequest) -> HttpResponse:
+        """The answer to a GET (or HEAD)."""
         path = request.route
-        if path == STREAM_PATH:
-            refused = self.gate.refusal(request, stream=True)
-            return None if refused is None else exchange.text(refused.status, refused.message + "\n")
-        if path == SPEECH_PATH:
-            return exchange.method_not_allowed(SPEECH_PATH, "POST")
-        if path == "/healthz":
-            return exchange.text(_OK, "ok\n")
-        if path == "/readyz":
-            return self._readyz()
-        if path == "/metrics":
-            metrics = self.accounting.metrics
-            return exchange.data(_OK, metrics.render(), metrics.content_type)
-        if path == "/load":
-            return exchange.json(_OK, self.load_report())
+        route = self._gets.get(path)
+        if route is not None:
+            return route()
         if cors_readable(path):
             response = self._models(path) if path != VOICES_PATH else exchange.json(
                 _OK, {"voices": list(self.state.voices)})

@@ -1,20 +1,26 @@
-"""HTTP/1.1 for the requests websockets does not parse: a thin adapter over h11.
+"""HTTP/1.1 on the server's port: a thin adapter over h11, the one HTTP parser.
 
-websockets reads only GETs; ``POST /v1/audio/speech``, a browser's
-preflight and whatever else comes first on a connection land here. h11 (a
-pure-Python HTTP/1.1 state machine, the one uvicorn uses) parses; this
-module owns the socket: one ``Exchange`` at a time per connection
-(keep-alive, pipelined requests wait their turn), flow control both ways,
-and the bounds that keep a slow client from holding a connection for good:
+h11 (a pure-Python HTTP/1.1 state machine, the one uvicorn uses) parses
+every request; this module owns the socket: one ``Exchange`` at a time per
+connection (keep-alive, pipelined requests wait their turn), flow control
+both ways, and the bounds that keep a slow client from holding a connection
+for good:
 
 - a request's head and body must be in within ``request_timeout`` seconds
-  (the first request's bound runs from the connection's start, as the
-  WebSocket handshake's does); a stalled client is closed, others are
-  served meanwhile (one event loop, nothing blocks);
+  (the first request's bound runs from the connection's start); a stalled
+  client is closed, others are served meanwhile (one event loop, nothing
+  blocks);
 - a kept-alive connection that starts no new request within
   ``keep_alive_s`` is closed;
 - a head over ``max_head_bytes`` is a 431-less close (h11 refuses it); a
   body over ``max_body`` is a 413 and the connection closes after it.
+
+A connection's first request may ask for a WebSocket (``Upgrade:
+websocket``): ``upgrade`` (``realtime.front``) answers it with a refusal,
+or with the protocol to hand the connection to, which then receives every
+byte the client has sent so far (the request's head included) and does the
+handshake itself. Bytes are kept for that only until the first request's
+head is complete.
 
 Thread: event loop.
 """
@@ -115,17 +121,23 @@ class Exchange:
 
 
 Handler = Callable[[Exchange], Awaitable[None]]
+# A WebSocket upgrade's answer (a refusal) or the protocol taking the connection over.
+Upgrade = Callable[[HttpRequest], "HttpResponse | Callable[[], asyncio.Protocol]"]
+_KEPT_MAX = 64 * 1024  # more than any head h11 accepts: past it, no upgrade is coming
 
 
 class Http1Connection(asyncio.Protocol):
     """One connection; ``deadline`` (loop time) bounds its first request."""
 
     def __init__(self, handler: Handler, limits: HttpLimits, connections: set[Http1Connection],
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, upgrade: Upgrade | None = None) -> None:
         self.limits = limits
         self._handler = handler
         self._connections = connections
         self._deadline = deadline
+        self._upgrade = upgrade
+        # Every byte of the first request, for a hand-over (None: none can come).
+        self._received: bytearray | None = bytearray() if upgrade is not None else None
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head_bytes)
         self._transport: Any = None  # uvloop's transports are no asyncio.Transport subclass
         self._timer: asyncio.TimerHandle | None = None
@@ -148,6 +160,10 @@ class Http1Connection(asyncio.Protocol):
         if self._idle:  # a new request begins: it gets the whole bound
             self._idle = False
             self._arm(asyncio.get_running_loop().time() + self.limits.request_timeout)
+        if self._received is not None:
+            self._received += data
+            if len(self._received) > _KEPT_MAX:
+                self._received = None
         self._h11.receive_data(data)
         self._process()
 
@@ -203,7 +219,8 @@ class Http1Connection(asyncio.Protocol):
                 self._transport.pause_reading()
                 return
             if isinstance(event, h11.Request):
-                self._begin(event)
+                if self._begin(event):
+                    return  # handed over: the WebSocket owns the connection now
             elif isinstance(event, h11.Data) and self.exchange is not None:
                 self.exchange.feed(event.data)
             elif isinstance(event, h11.EndOfMessage) and self.exchange is not None:
@@ -212,15 +229,41 @@ class Http1Connection(asyncio.Protocol):
             elif isinstance(event, h11.ConnectionClosed):
                 return
 
-    def _begin(self, event: h11.Request) -> None:
+    def _begin(self, event: h11.Request) -> bool:
+        """Start answering ``event``; True when the connection was handed over."""
         headers = Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers])
         request = HttpRequest(event.method.decode("ascii"), event.target.decode("latin-1"), headers)
+        answer: HttpResponse | None = None
+        if self._upgrade is not None and _asks_websocket(request):
+            if self._received is None:
+                answer = HttpResponse(http.HTTPStatus.BAD_REQUEST,
+                                      [("Content-Type", "text/plain; charset=utf-8")],
+                                      b"a WebSocket opens on a connection of its own\n")
+            else:
+                decided = self._upgrade(request)
+                if not isinstance(decided, HttpResponse):
+                    self._hand_over(decided)
+                    return True
+                answer = decided
+        self._received = None  # only a connection's first request may be handed over
         self.exchange = exchange = Exchange(self, request)
-        self.task = asyncio.get_running_loop().create_task(self._run(exchange), name="http-request")
+        work = self._handler(exchange) if answer is None else exchange.respond(answer)
+        self.task = asyncio.get_running_loop().create_task(self._run(exchange, work), name="http-request")
+        return False
 
-    async def _run(self, exchange: Exchange) -> None:
+    def _hand_over(self, protocol_factory: Callable[[], asyncio.Protocol]) -> None:
+        transport, data = self._transport, bytes(self._received or b"")
+        self._disarm()
+        self._connections.discard(self)
+        self._received = None
+        protocol = protocol_factory()
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        protocol.data_received(data)
+
+    async def _run(self, exchange: Exchange, work: Awaitable[None]) -> None:
         try:
-            await self._handler(exchange)
+            await work
         except asyncio.CancelledError:  # shutdown ran out of time
             self.close()
             raise
@@ -270,3 +313,9 @@ class Http1Connection(asyncio.Protocol):
             log.info("closing an HTTP connection: its request was not in within %.1f s",
                      self.limits.request_timeout)
         self.close()
+
+
+def _asks_websocket(request: HttpRequest) -> bool:
+    """A GET asking to upgrade to WebSocket (RFC 6455, 4.1; tokens case-insensitive)."""
+    upgrade = request.headers.get("Upgrade", "")
+    return request.method == "GET" and "websocket" in {t.strip().lower() for t in upgrade.split(",")}

@@ -5,8 +5,9 @@ and warms the runner on the model thread and the sentence reader (the
 normalizer) on the text thread; ``/readyz`` and ``/v1/stream`` open when both
 are done. Its parts: ``ServiceState`` (lifecycle and what the model
 offers), ``Accounting`` (connections, utterances, metrics), the HTTP front
-(``HttpFront``: one gate and one set of routes for the WebSocket handshake
-and ``POST /v1/audio/speech``), one ``Session`` per connection and the
+(``HttpFront``: one HTTP parser, one route table and one gate for every
+request, the WebSocket upgrade handed to websockets), one ``Session`` per
+connection and the
 ``ModelWorker``.
 
 Lifecycle (``serve``, like uvicorn's): start -> serve -> shut down. A
@@ -38,8 +39,8 @@ from realtime.config import ServerConfig
 from realtime.formats import offered_formats
 from realtime.front import HttpFront
 from realtime.gate import Gate
-from realtime.http import VOICES_PATH, HttpRoutes
-from realtime.http1 import HttpLimits
+from realtime.http import SPEECH_PATH, VOICES_PATH, HttpRoutes
+from realtime.http1 import Handler, HttpLimits
 from realtime.intake import PlainReader, SentenceReader, TextThread
 from realtime.lifecycle import (
     EXIT_DEVICE_LOST,
@@ -127,17 +128,19 @@ class Server:
                                   on_device_lost=self._device_lost)
         static = StaticFiles(Path(config.web_root) if config.web_root else None)
         self.gate = Gate(config, self.state, self.accounting)
-        self.http = HttpRoutes(self.gate, self.state, self.accounting, static, lambda: load_report(
-            config, self.state, self.accounting, self.worker))
-        # POST /v1/audio/speech on the same port (realtime/front.py)
+        # POST /v1/audio/speech and POST /v1/voices on the same port (realtime/http.py)
         self.speech: SpeechEndpoint | None = None
+        posts: dict[str, Handler] = {}
         if not config.disable_speech_api:
             self.speech = SpeechEndpoint(config, self.state, self.accounting, self.worker,
                                          self.quotas, self.gate, text=self.text)
-        uploads = None if self.speech is None else VoiceUploads(self.state, self.quotas, self.gate, config)
-        self.front = HttpFront(self.gate, self.http, self.speech, HttpLimits(
+            posts = {SPEECH_PATH: self.speech,
+                     VOICES_PATH: VoiceUploads(self.state, self.quotas, self.gate, config)}
+        self.http = HttpRoutes(self.gate, self.state, self.accounting, static, lambda: load_report(
+            config, self.state, self.accounting, self.worker), posts)
+        self.front = HttpFront(self.http, HttpLimits(
             request_timeout=config.handshake_timeout, max_body=config.max_message_bytes,
-            large_bodies=((VOICES_PATH, MAX_UPLOAD_BYTES),)), uploads)
+            large_bodies=((VOICES_PATH, MAX_UPLOAD_BYTES),)))
         self.sessions: set[Session] = set()
         self.startup_error: str | None = None  # for the log only: may name local paths
         self._ws: WsServer | None = None
@@ -216,14 +219,14 @@ class Server:
         redact_websockets_logs()
         self._ws = await serve(
             self._handle, c.host, c.port,
-            process_request=self.front.process_request,
             max_size=c.max_message_bytes,
             compression=None,  # audio does not compress; JSON is small
             open_timeout=c.handshake_timeout,
             ping_interval=20, ping_timeout=20, close_timeout=5,
             max_queue=16, write_limit=64 * 1024,
             backlog=max(128, min(c.max_connections, 4096)),
-            # websockets documents a wrapper here; ours picks the protocol per connection
+            # websockets documents a wrapper here: ours reads HTTP first and
+            # builds websockets' connection for an accepted upgrade (realtime/front.py)
             create_connection=cast("type[ServerConnection] | None",
                                    self.front.connection_factory()),
         )

@@ -106,3 +106,51 @@ async def test_a_client_that_asks_is_told_to_continue_and_head_gets_no_body(serv
     assert raw.startswith(b"HTTP/1.1 200")
     head = raw[raw.index(b"HTTP/1.1 200", 1):]
     assert b"content-length: 3" in head.lower() and head.endswith(b"\r\n\r\n")  # no body
+
+
+UPGRADE = (b"GET /v1/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+
+
+async def _exchange(port: int, *requests: bytes) -> bytes:
+    """Send ``requests`` one after the other on one connection; everything
+    the server said until it closed or went quiet for a second."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    said = b""
+    for request in requests:
+        writer.write(request)
+        try:
+            while b"\r\n\r\n" not in said or said.count(b"HTTP/1.1 ") < requests.index(request) + 1:
+                chunk = await asyncio.wait_for(reader.read(65536), 1.0)
+                if not chunk:
+                    break
+                said += chunk
+        except TimeoutError:
+            pass
+    writer.close()
+    return said
+
+
+async def test_an_upgrade_is_handed_to_websockets_with_every_byte(server_factory):
+    server = await server_factory()
+    said = await _exchange(server.port, UPGRADE)
+    # websockets' own handshake answer, computed from the key h11 read first.
+    assert said.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+    assert b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in said
+
+
+async def test_an_upgrade_after_another_request_is_refused_with_a_reason(server_factory):
+    server = await server_factory()
+    said = await _exchange(server.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", UPGRADE)
+    assert said.startswith(b"HTTP/1.1 200 ")
+    second = said[said.index(b"HTTP/1.1 ", 1):]
+    assert second.startswith(b"HTTP/1.1 400 ") and b"a WebSocket opens on a connection of its own" in second
+
+
+async def test_a_gate_refusal_of_an_upgrade_is_an_http_answer(server_factory):
+    server = await server_factory(auth_tokens=("secret",))
+    said = await _exchange(server.port, UPGRADE)
+    assert said.startswith(b"HTTP/1.1 401 ") and b"missing or invalid token" in said
+    # A plain GET of the stream path asks no upgrade: told how, not handed over.
+    said = await _exchange(server.port, b"GET /v1/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert said.startswith(b"HTTP/1.1 400 ") and b"WebSocket upgrade" in said

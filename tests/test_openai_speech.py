@@ -282,8 +282,9 @@ async def test_the_websocket_path_is_unchanged_beside_it(tone_server, ws_connect
 
 async def test_the_endpoint_can_be_turned_off(server_factory):
     server = await server_factory(disable_speech_api=True)
-    status, _, _ = await raw_post(server.port, b"{}")
-    assert status == 0  # websockets closes on anything but GET
+    status, _, body = await raw_post(server.port, b"{}")
+    # One parser reads every request: an OpenAI-style 404 that says why.
+    assert status == 404 and b"POST /v1/audio/speech is off on this server" in body
     assert server.speech is None
 
 
