@@ -23,7 +23,7 @@ CASES = [
     ("At 10:30:15 am.", "At ten thirty and fifteen seconds a m."),
     ("At 10:30:01 pm.", "At ten thirty and one second p m."),
     ("At 10:00:15 pm.", "At ten o'clock and fifteen seconds p m."),
-    ("At 14:30:15.", "At two thirty and fifteen seconds p m."),
+    ("At 14:30:15.", "At fourteen hours, thirty minutes, fifteen seconds."),
     # With seconds and no half of the day: a duration, its zero parts unsaid.
     ("It took 1:00:00.", "It took one hour."),
     ("It took 0:00:05.", "It took five seconds."),
@@ -58,7 +58,7 @@ CASES = [
     ("From 9:00-10:30.", "From nine o'clock to ten thirty."),
     ("On 2024-13-45.", "On twenty twenty four to thirteen to forty five."),
     # Dates: two-digit years, day ranges with and without a year.
-    ("On 12/25/23.", "On December twenty fifth, twenty twenty three."),
+    ("On 12/25/23.", "On December twenty fifth, twenty three."),
     ("Jan 5-7 only.", "January fifth to seventh only."),
     ("Jan 5-40.", "January fifth minus forty."),
     ("Open Mon–Thurs.", "Open Monday to Thursday."),

@@ -30,7 +30,7 @@ CASES = [
     ("Then I went home and I said no.", "Then I went home and I said no."),
     ("Did John I think so", "Did John I think so"),
     ("The IV drip was fine.", "The IV drip was fine."),
-    ("Part V of it.", "Part V of it."),  # a lone V or X only after a monarch's name
+    ("Part V of it.", "Part five of it."),  # "Part" numbers what follows
     ("The DC and CD and MIX.", "The DC and CD and MIX."),
     # References, only before a number.
     ("See p. 5 and pp. 10-12.", "See page five and pages ten to twelve."),
@@ -64,7 +64,7 @@ CASES = [
     ("Or +33 1 23 45 67 89.", "Or plus three three, one, two three, four five, six seven, eight nine."),
     ("Or +86 138-1234-5678.",
      "Or plus eight six, one three eight, one two three four, five six seven eight."),
-    ("Call +1 555 123 4567.", "Call one, five five five, one two three, four five six seven."),
+    ("Call +1 555 123 4567.", "Call plus one, five five five, one two three, four five six seven."),
     ("Add +3 4 5.", "Add plus three four five."),  # too short for a phone number
     # Scientific notation, with the unit after it.
     ("Light goes 3×10^8 m/s.", "Light goes three times ten to the power of eight meters per second."),
@@ -72,7 +72,7 @@ CASES = [
      "About one point five times ten to the power of six or two times ten to the power of minus three."),
     ("It is 10^8.", "It is ten to the power of eight."),
     # ZIP codes and flight numbers, digit by digit.
-    ("Springfield, IL 62704.", "Springfield, IL six two seven zero four."),
+    ("Springfield, IL 62704.", "Springfield, Illinois six two seven zero four."),
     ("Send it to NY 10001-1234.", "Send it to NY one zero zero zero one, one two three four."),
     ("We have 62704 fans.", "We have sixty two thousand seven hundred four fans."),
     ("Take flight UA 857 or Flight BA2490.",
@@ -105,7 +105,7 @@ CASES = [
     # Resolutions, "90+", extensions, dates after "ends"/"expires".
     ("A 1080p or 720p screen, 2160p at most.",
      "A ten eighty p or seven twenty p screen, twenty one sixty p at most."),
-    ("Page 1000p and 1234p stay.", "Page one thousand p and one thousand two hundred thirty four p stay."),
+    ("Page 1000p and 1234p stay.", "Page one thousand p and one two three four p stay."),
     ("After 90+ minutes and 18+ only.", "After ninety plus minutes and eighteen plus only."),
     ("Call 555-0199 ext. 123 or Ext 45.",
      "Call five five five, zero one nine nine extension one two three or extension four five."),
@@ -113,7 +113,7 @@ CASES = [
     # Digits inside addresses are read (upstream drops them); a full stop is no path.
     ("Email john2@example.com today.", "Email john two at example dot com today."),
     ("Visit web3.io/page2 now.", "Visit web three dot io slash page two now."),
-    ("Visit https://example.com/docs.", "Visit example dot com slash docs."),
+    ("Visit https://example.com/docs.", "Visit HTTPS colon slash slash example dot com slash docs."),
     # Code at the end of a sentence.
     ("Run pip install numpy==1.26.4.", "Run pip install numpy equals one point twenty six point four."),
 ]

@@ -23,11 +23,7 @@
   power of six".
 - Blood pressure: "120/80 mmHg", "blood pressure was 140/90" -> "one
   hundred twenty over eighty millimeters of mercury", ... (not a fraction).
-- ZIP codes after a US state ("IL 62704") and flight numbers ("flight UA
-  857") digit by digit.
-- International phone numbers: "+44 20 7946 0958" -> "plus four four, two
-  zero, seven nine four six, zero nine five eight" (NANP forms are read by
-  the phone rule before this one).
+- Flight numbers ("flight UA 857") digit by digit.
 """
 
 from __future__ import annotations
@@ -56,7 +52,11 @@ _FUNCTION_WORDS = ("The A An And Or Of In On At To For With By From His Her My Y
                    "This That These Those Its No Not Is Was Be Get Got Any Some Via Per As If "
                    "So But Then When While Where What Who Why How")
 _NOT_BEFORE = frozenset(_FUNCTION_WORDS.split())
-_ROMAN = {"I": 1, "V": 5, "X": 10}
+_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+# Words that number what follows with any numeral up to 399 ("Part XL", "Chapter XC").
+_NUMBERED = ("Part Chapter Book Volume Act Scene Article Title Phase Stage Level Round Section Unit "
+             "Lesson Appendix Episode Season Bowl Schedule Canto Psalm Amendment")
+_NUMBERED_RE = "|".join(w for word in _NUMBERED.split() for w in (word, word.upper()))
 
 
 def roman_value(numeral: str) -> int:
@@ -128,13 +128,6 @@ def _pace(m: re.Match[str]) -> str | None:
     return _minutes_seconds(int(m.group(1)), int(second))
 
 
-def _international(m: re.Match[str]) -> str | None:
-    groups = [m.group(1), *re.split(r"[\s.-]", m.group(2))[1:]]
-    if sum(map(len, groups)) < 8:
-        return None
-    return "plus " + ", ".join(digits(g) for g in groups)
-
-
 def _scientific(m: re.Match[str]) -> str:
     """ "3×10^8 m/s", "1.5e6": the mantissa, "times ten to the power of", the
     exponent, and the unit that follows it (the unit rule would take the exponent)."""
@@ -152,13 +145,6 @@ def _pressure(m: re.Match[str]) -> str | None:
     return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
 
 
-# US states and territories: "IL 62704" is a ZIP code, read digit by digit.
-_STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH "
-           "NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR GU VI")
-_ZIP = r"\b(" + "|".join(_STATES.split()) + r")\s(\d{5})(?:-(\d{4}))?(?!\d)"
-
-PHONE_RULE = rule("international phone", r"(?<![\w+])\+(\d{1,3})((?:[\s.-]\d{1,4}){2,5})(?!\d|[.-]\d)",
-                  _international)
 SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*]\s?10\^([-−]?\d{1,3})|[eE]([-+−]?\d{1,3}))(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
@@ -190,7 +176,6 @@ RULES: tuple[Rule, ...] = (
          _hours_minutes),  # "3h20min", "2h 5m": "5m" is no distance here
     rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
          r"(?![\d/])(?:\s?(mmHg))?", _pressure),
-    rule("zip code", _ZIP, lambda m: m.group(1) + " " + ", ".join(digits(g) for g in m.groups()[1:] if g)),
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
          lambda m: f"{m.group(1)} {m.group(2)} {digits(m.group(3))}"),
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
@@ -199,5 +184,8 @@ RULES: tuple[Rule, ...] = (
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?)\.|(§§?))"
          r"\s?(?=\d)",
          _reference),
+    rule("numbered part", r"\b(" + _NUMBERED_RE + r")\s"
+         r"((?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b",
+         lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}"),
     rule("roman numeral", r"\b([A-Z][a-z]++)\s((?>X{0,3}(?:IX|IV|V?I{0,3})))\b", _roman),
 )

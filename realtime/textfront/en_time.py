@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from realtime.textfront.en_words import cardinal, ordinal, year
+from realtime.textfront.en_words import cardinal, number, ordinal, year
 from realtime.textfront.rewrite import Rule, rule
-from realtime.textfront.units import MONTH_RE, MONTHS, month_number, valid_date
+from realtime.textfront.units import MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
 
 
 def _final(m: re.Match[str], spoken: str) -> str:
@@ -23,13 +23,22 @@ def _final(m: re.Match[str], spoken: str) -> str:
     return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
 
 
-def _date(y: int | None, month: int, day: int | None) -> str:
+def _year(y: int | str) -> str:
+    """A year as said; a two-digit one as written ("05" -> "zero five", "98" -> "ninety eight")."""
+    return number(y) if isinstance(y, str) else year(y)
+
+
+def _date(y: int | str | None, month: int, day: int | None) -> str:
     out = MONTHS[month - 1]
     if day is not None:
         out += " " + ordinal(day)
     if y is not None:
-        out += (", " if day is not None else " ") + year(y)
+        out += (", " if day is not None else " ") + _year(y)
     return out
+
+
+def _day_first(y: int | str | None, month: int, day: int) -> str:
+    return f"the {ordinal(day)} of {MONTHS[month - 1]}" + (", " + _year(y) if y is not None else "")
 
 
 def _iso(m: re.Match[str]) -> str | None:
@@ -37,19 +46,27 @@ def _iso(m: re.Match[str]) -> str | None:
     return _date(y, mo, d) if valid_date(mo, d) else None
 
 
-def _slash(m: re.Match[str]) -> str | None:
-    a, b, y = int(m.group(1)), int(m.group(2)), m.group(3)
-    full = int(y) if len(y) == 4 else 2000 + int(y)
+def _numeric(first: str, second: str, y: str) -> str | None:
+    """ "5/6/2024", "17-03-2019", "03.04.2021": month first unless the first
+    number cannot be a month ("17-03-2019": the seventeenth of March)."""
+    a, b = int(first), int(second)
+    full: int | str = int(y) if len(y) == 4 else y
     if valid_date(a, b):
         return _date(full, a, b)
     if valid_date(b, a):
-        return _date(full, b, a)
+        return _day_first(full, b, a)
     return None
+
+
+def _numeric_date(m: re.Match[str]) -> str | None:
+    if m.group(1) is None:  # the dotted form
+        return _numeric(m.group(5), m.group(6), m.group(7))
+    return _numeric(m.group(1), m.group(3), m.group(4))
 
 
 def _month_day(m: re.Match[str]) -> str | None:
     mo, d = month_number(m.group(1)), int(m.group(2))
-    if not valid_date(mo, d):
+    if not valid_date(mo, d) or verb_not_month(m.group(1), bool(m.group(3))):
         return None
     y = int(m.group(3)) if m.group(3) else None
     return _date(y, mo, d)
@@ -66,14 +83,24 @@ def _month_days(m: re.Match[str]) -> str | None:
 
 def _day_month(m: re.Match[str]) -> str | None:
     d, mo = int(m.group(1)), month_number(m.group(2))
-    if not valid_date(mo, d):
+    if not valid_date(mo, d) or verb_not_month(m.group(2), bool(m.group(3))):
         return None
     the = "" if m.string[max(0, m.start() - 4):m.start()].lower() == "the " else "the "
     out = f"{the}{ordinal(d)} of {MONTHS[mo - 1]}"
     return out + (", " + year(int(m.group(3))) if m.group(3) else "")
 
 
-def _month_year(m: re.Match[str]) -> str:
+def _quarter(m: re.Match[str]) -> str:
+    """ "2Q22", "Q3 2024": the second quarter of twenty two, the third quarter of twenty twenty four."""
+    q = m.group(1) or m.group(3)
+    y = m.group(2) or m.group(4) or m.group(5)
+    spoken = f"the {ordinal(int(q))} quarter"
+    return spoken + (" of " + _year(int(y) if len(y) == 4 else y) if y else "")
+
+
+def _month_year(m: re.Match[str]) -> str | None:
+    if verb_not_month(m.group(1), True) and m.group(1) == "march":
+        return None  # "march 2000 soldiers"
     return MONTHS[month_number(m.group(1)) - 1] + " " + year(int(m.group(2)))
 
 
@@ -102,16 +129,17 @@ def _clock_range(m: re.Match[str]) -> str | None:
 
 def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
     """The clock's words, or None where "am"/"pm" cannot go with the hour ("0:30 pm").
-    With seconds and no "am"/"pm", up to 12 hours is a duration ("1:02:03",
-    "0:00:05"); an afternoon hour says "p m" itself ("13:30", "13:30 pm")."""
+    With seconds and no "am"/"pm" it is a duration ("1:02:03", "15:20:45":
+    fourteen hours, ten minutes, thirty seconds); an afternoon hour says "p m"
+    itself ("13:30", "13:30 pm")."""
     ss = int(seconds) if seconds else None
+    if ss is not None and not half:
+        parts = [counted(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
+        return ", ".join(parts) or "zero seconds"
     if 13 <= h <= 23:
         h, half = h - 12, "p"
     elif half and not 1 <= h <= 12:
         return None
-    if ss is not None and not half:
-        parts = [counted(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
-        return ", ".join(parts) or "zero seconds"
     if h == 0:
         h, half = 12, "a"
     if mm == 0:
@@ -123,6 +151,13 @@ def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
     if half:
         spoken += " a m" if half == "a" else " p m"
     return spoken
+
+
+def _halves_range(m: re.Match[str]) -> str | None:
+    """ "3pm-6pm", "6:30 am - 9:45 pm": each end with its own half of the day."""
+    first = _read_clock(int(m.group(1)), int(m.group(2) or 0), None, m.group(3).lower())
+    second = _read_clock(int(m.group(4)), int(m.group(5) or 0), None, m.group(6).lower())
+    return _final(m, first + " to " + second) if first and second else None
 
 
 def _hour_half(m: re.Match[str]) -> str:
@@ -154,8 +189,11 @@ _DATE_WORDS = (r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|end
                r"|opens|closes|[Dd]eadline")
 DATE_RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
-    rule("slash date", r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])", _slash),
+    rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
+         r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
+    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|'(\d{2}))?\b", _quarter),
     rule("short date", r"\b(" + _DATE_WORDS + r")\s(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
+    rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
          r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),
     rule("month day", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])",
@@ -166,7 +204,10 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
 )
+_HOUR_HALF = r"(1[0-2]|0?[1-9])(?:[:.]([0-5]\d))?\s?([AaPp])\.?[Mm]\b\.?"
 TIME_RULES: tuple[Rule, ...] = (
+    rule("halves range", r"(?<![\d:.])" + _HOUR_HALF + r"\s?[-–—]\s?" + _HOUR_HALF, _halves_range),
+    rule("dotted clock", r"(?<![\d:.])(1[0-2]|0?[1-9])\.([0-5]\d)()\s?([AaPp])\.?[Mm]\b\.?", _clock),
     rule("clock range", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?" + _HOUR_MINUTE + r"(?![\d:])"
          + _HALF + "?", _clock_range),
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from num2words import num2words
 
-from realtime.textfront.units import MAX_SPOKEN_DIGITS, read_number
+from realtime.textfront.units import MAX_GROUPED_DIGITS, MAX_SPOKEN_DIGITS, read_number
 
 DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _AND = re.compile(r",| and(?= )")
@@ -33,7 +33,7 @@ def digits(run: str) -> str:
 def cardinal(n: int) -> str:
     if n < 0:
         return "minus " + cardinal(-n)
-    if len(str(n)) > MAX_SPOKEN_DIGITS:
+    if len(str(n)) > MAX_GROUPED_DIGITS:
         return digits(str(n))
     return _clean(num2words(n))
 
@@ -53,7 +53,7 @@ def year(n: int) -> str:
     return _clean(num2words(n, to="year"))
 
 
-_WORDS = {"-": "minus ", "+": "plus ", "zero": "zero", "point": " point "}
+_WORDS = {"-": "minus ", "+": "plus ", "zero": "", "point": " point "}  # ".5": "point five"
 
 
 def number(text: str) -> str:

@@ -19,12 +19,14 @@ LIST_MARKER = r"^\s*(?:[(（](\d{1,3})[)）]|(\d{1,3})(?:[)、]|\.(?!\d)))\s*(?=
 # A bullet opening a line ("- item", "• item"): not read (upstream would read "-" as a pause).
 BULLET = r"^\s*[-*•·‣▪●]\s+(?=\S)"
 SIGN = r"(?:(?<![\w)\].])[-−+])?"
-UNSIGNED = r"(?<![\d.])(?<!\d,)(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?"
+# ".75" is a number too, where no word or digit comes before its dot.
+UNSIGNED = r"(?:(?<![\d.])(?<!\d,)(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?|(?<![\w.,])\.\d++)"
 NUM = SIGN + UNSIGNED
 
 
 
 MAX_SPOKEN_DIGITS = 15  # longer integers are read digit by digit, never converted
+MAX_GROUPED_DIGITS = 21  # unless written with thousands separators: a quantity
 
 
 def read_number(text: str, cardinal: Callable[[int], str], digits: Callable[[str], str],
@@ -35,14 +37,15 @@ def read_number(text: str, cardinal: Callable[[int], str], digits: Callable[[str
     sign = ""
     if text[:1] in "-−+":
         sign, text = words["+" if text[0] == "+" else "-"], text[1:]
+    longest = MAX_GROUPED_DIGITS if "," in text else MAX_SPOKEN_DIGITS
     whole, _, frac = text.replace(",", "").partition(".")
     if not whole:
         spoken = words["zero"]
-    elif len(whole) > 1 and whole[0] == "0" or len(whole) > MAX_SPOKEN_DIGITS:
+    elif len(whole) > 1 and whole[0] == "0" or len(whole) > longest:
         spoken = digits(whole)
     else:
         spoken = cardinal(int(whole))
-    return sign + spoken + (words["point"] + digits(frac) if frac else "")
+    return (sign + spoken + (words["point"] + digits(frac) if frac else "")).strip()
 
 
 # symbol/name -> (English singular, Chinese)
@@ -50,7 +53,9 @@ UNITS: dict[str, tuple[str, str]] = {
     "km/h": ("kilometer per hour", "公里每小时"), "kph": ("kilometer per hour", "公里每小时"),
     "m/s": ("meter per second", "米每秒"),
     "km/s": ("kilometer per second", "公里每秒"), "mph": ("mile per hour", "英里每小时"),
-    "km²": ("square kilometer", "平方公里"), "km2": ("square kilometer", "平方公里"),
+    "km²": ("square kilometer", "平方千米"), "km2": ("square kilometer", "平方千米"),
+    "km³": ("cubic kilometer", "立方千米"), "cm³": ("cubic centimeter", "立方厘米"),
+    "mm²": ("square millimeter", "平方毫米"), "ft²": ("square foot", "平方英尺"),
     "m²": ("square meter", "平方米"), "m2": ("square meter", "平方米"), "㎡": ("square meter", "平方米"),
     "cm²": ("square centimeter", "平方厘米"), "m³": ("cubic meter", "立方米"),
     "sq ft": ("square foot", "平方英尺"), "sq mi": ("square mile", "平方英里"),
@@ -70,6 +75,13 @@ UNITS: dict[str, tuple[str, str]] = {
     "Hz": ("hertz", "赫兹"),
     "TB": ("terabyte", "TB"), "GB": ("gigabyte", "GB"), "MB": ("megabyte", "MB"),
     "KB": ("kilobyte", "KB"), "kB": ("kilobyte", "KB"), "Mbps": ("megabit per second", "兆比特每秒"),
+    "mbps": ("megabit per second", "兆比特每秒"), "Gbps": ("gigabit per second", "吉比特每秒"),
+    "gbps": ("gigabit per second", "吉比特每秒"), "Kbps": ("kilobit per second", "千比特每秒"),
+    "kbps": ("kilobit per second", "千比特每秒"), "GB/s": ("gigabyte per second", "GB每秒"),
+    "MB/s": ("megabyte per second", "MB每秒"), "TB/s": ("terabyte per second", "TB每秒"),
+    "KG": ("kilogram", "千克"), "Kg": ("kilogram", "千克"), "KM": ("kilometer", "公里"),
+    "Km": ("kilometer", "公里"), "CM": ("centimeter", "厘米"), "MM": ("millimeter", "毫米"),
+    "LBS": ("pound", "磅"), "Lbs": ("pound", "磅"), "MPH": ("mile per hour", "英里每小时"),
     "ms": ("millisecond", "毫秒"), "sec": ("second", "秒"), "s": ("second", "秒"),
     "min": ("minute", "分钟"), "hrs": ("hour", "小时"), "hr": ("hour", "小时"), "h": ("hour", "小时"),
 }
@@ -77,10 +89,16 @@ _EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per seco
                     "mile per hour": "miles per hour",
                     "millimeter of mercury": "millimeters of mercury",
                     "kilometer per second": "kilometers per second", "square foot": "square feet",
-                    "megabit per second": "megabits per second", "foot": "feet", "hertz": "hertz",
+                    "megabit per second": "megabits per second", "foot": "feet",
+                    "gigabit per second": "gigabits per second", "kilobit per second": "kilobits per second",
+                    "gigabyte per second": "gigabytes per second",
+                    "megabyte per second": "megabytes per second",
+                    "terabyte per second": "terabytes per second", "hertz": "hertz",
                     "gigahertz": "gigahertz", "megahertz": "megahertz", "kilohertz": "kilohertz",
                     "kilowatt hour": "kilowatt hours", "milliamp hour": "milliamp hours",
-                    "penny": "pence", "yen": "yen", "yuan": "yuan", "degree Celsius": "degrees Celsius",
+                    "penny": "pence", "yen": "yen", "yuan": "yuan", "won": "won",
+                    "real": "reais", "krona": "kronor", "krone": "kroner", "paisa": "paise", "lira": "lire",
+                    "degree Celsius": "degrees Celsius",
                     "degree Fahrenheit": "degrees Fahrenheit"}
 
 
@@ -103,14 +121,21 @@ TLDS = ("com", "org", "net", "io", "ai", "dev", "edu", "gov", "co", "uk", "cn", 
 
 # code or symbol -> (English major, English minor or "", Chinese)
 CURRENCIES: dict[str, tuple[str, str, str]] = {
-    "US$": ("dollar", "cent", "美元"), "$": ("dollar", "cent", "美元"), "USD": ("dollar", "cent", "美元"),
+    "US$": ("US dollar", "cent", "美元"), "$": ("dollar", "cent", "美元"), "USD": ("dollar", "cent", "美元"),
     "A$": ("Australian dollar", "cent", "澳元"), "AUD": ("Australian dollar", "cent", "澳元"),
     "C$": ("Canadian dollar", "cent", "加元"), "CAD": ("Canadian dollar", "cent", "加元"),
     "HK$": ("Hong Kong dollar", "cent", "港元"), "HKD": ("Hong Kong dollar", "cent", "港元"),
     "€": ("euro", "cent", "欧元"), "EUR": ("euro", "cent", "欧元"),
     "£": ("pound", "penny", "英镑"), "GBP": ("pound", "penny", "英镑"),
     "¥": ("yen", "", "元"), "￥": ("yuan", "", "元"), "JPY": ("yen", "", "日元"),
-    "CNY": ("yuan", "", "元"), "RMB": ("yuan", "", "元"),
+    "CNY": ("yuan", "", "人民币"), "RMB": ("yuan", "", "人民币"),
+    "₩": ("won", "", "韩元"), "KRW": ("won", "", "韩元"), "₹": ("rupee", "paisa", "卢比"),
+    "INR": ("rupee", "paisa", "卢比"), "CHF": ("Swiss franc", "centime", "瑞士法郎"),
+    "R$": ("real", "centavo", "雷亚尔"), "BRL": ("real", "centavo", "雷亚尔"),
+    "₽": ("ruble", "kopek", "卢布"), "RUB": ("ruble", "kopek", "卢布"), "₺": ("lira", "kurus", "里拉"),
+    "MXN": ("peso", "centavo", "比索"), "NZ$": ("New Zealand dollar", "cent", "新西兰元"),
+    "S$": ("Singapore dollar", "cent", "新加坡元"), "SGD": ("Singapore dollar", "cent", "新加坡元"),
+    "SEK": ("krona", "ore", "瑞典克朗"), "NOK": ("krone", "ore", "挪威克朗"),
 }
 CURRENCY_SYMBOL_RE = _alternation(k for k in CURRENCIES if not k.isalpha())
 CURRENCY_CODE_RE = _alternation(k for k in CURRENCIES if k.isalpha())
@@ -124,12 +149,20 @@ MAGNITUDE_WORDS = {10**3: "thousand", 10**6: "million", 10**9: "billion", 10**12
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 MONTH_BY_PREFIX = {m[:3].lower(): i + 1 for i, m in enumerate(MONTHS)}
-MONTH_RE = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+# Any case ("june 14", "OCT. 9"); readers refuse a lowercase "may" or "march"
+# without a year ("these 3 may help", "we march 5 miles"): those are verbs.
+MONTH_RE = (r"(?i:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
             r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+_VERBS = frozenset({"may", "march"})
 
 
 def month_number(name: str) -> int:
     return MONTH_BY_PREFIX[name[:3].lower()]
+
+
+def verb_not_month(name: str, has_year: bool) -> bool:
+    """A lowercase "may" or "march" without a year is the verb."""
+    return name in _VERBS and not has_year
 
 
 def is_minus(m: re.Match[str]) -> bool:

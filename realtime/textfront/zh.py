@@ -33,7 +33,7 @@ from realtime.textfront.units import (
 )
 from realtime.textfront.zh_words import cardinal, digits, number
 
-_LONG_RUN = 7
+_LONG_RUN = 9  # WeTextProcessing reads 1001111 as a number; ids are longer or named (卡号)
 _SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|10010|"
              "95588|95533|95599|95566|95555|95528|96110")
 # After these a number counts something ("110米", "120个"): not a service number.
@@ -115,6 +115,8 @@ def _money(m: re.Match[str]) -> str:
     unit = CURRENCIES[m.group(2).strip()][2]
     if unit == "元" and m.string[m.end():m.end() + 1] in ("元", "块"):
         unit = ""  # "￥12.5元": the text names the unit itself
+    if unit == "人民币" and m.string[max(0, m.start() - 3):m.start()].strip().endswith("人民币"):
+        unit = "元"  # "人民币CNY 30": 人民币三十元
     return sign + _scaled(m.group(3), m.group(4)) + unit
 
 
@@ -142,7 +144,11 @@ def _temperature(m: re.Match[str]) -> str:
 
 
 def _unit(m: re.Match[str]) -> str:
-    return _range(m.group(1), m.group(2)) + UNITS[m.group(3)][1]
+    name = UNITS[m.group(3)][1]
+    counted, per, over = name.partition("每")
+    if per and counted in ("公里", "米", "英里", "千米"):
+        return per + over + _range(m.group(1), m.group(2)) + counted  # 每小时一百二十公里
+    return _range(m.group(1), m.group(2)) + name
 
 
 def _fraction(m: re.Match[str]) -> str | None:
@@ -208,7 +214,9 @@ RULES: tuple[Rule, ...] = (
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3), phone=True)),
     rule("room", r"(?<![\d.])(\d{3,4})(?=[室房]|号房|会议室|教室|病房)",
          lambda m: digits(m.group(1))),  # 301室, 502会议室
-    rule("after 编号", r"(邮编|邮政编码|卡号|账号|学号|工号|编号)(是|为|：|:)?\s?(\d{3,})(?!\d)",
+    rule("after 编号", r"(邮编|邮政编码|卡号|账号|学号|工号|编号|订单号|单号|运单号|流水号"
+         r"|身份证号|证件号|会员号|密码)"
+         r"(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3))),  # codes, not amounts
     rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
     rule("year", r"(?<![\d.])(\d{4})(?=\s?年)", lambda m: digits(m.group(1))),
@@ -221,6 +229,7 @@ RULES: tuple[Rule, ...] = (
          _clock),
     rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + "分" + cardinal(int(m.group(2))) + "秒"),  # 配速4'33"
+    *zh_more.SCORE_RULES,
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + "比" + cardinal(int(m.group(2)))),
     *zh_more.RULES,

@@ -8,6 +8,10 @@
 - Floors: "A座3F" -> A座三楼.
 - Compound durations: "3h20min" -> 三小时二十分钟 (the unit rule needs the unit to end
   the number's word).
+- Scores after a team's name, at the end of a clause: "日本1-2" -> 日本一比二,
+  "主队 3/3" -> 主队三比三 (a range or a fraction is followed by what it counts,
+  "3-5天", "1/5以上"; a fraction at a clause's end is proper: "头发丝的1/16").
+- "B2G", "F2F" -> B to G, F to F (the 2 is "to", as said).
 """
 
 from __future__ import annotations
@@ -43,6 +47,19 @@ EARLY_RULES: tuple[Rule, ...] = (
     rule("year range", r"(?<![\d.])((?:19|20)\d\d)\s?[-–—~～至到]\s?((?:19|20)\d\d)"
          r"(?=\s?(?:年|赛季|学年|财年|年度))",
          lambda m: digits(m.group(1)) + "到" + digits(m.group(2))),
+)
+def _score(m: re.Match[str]) -> str | None:
+    home, away = int(m.group(2)), int(m.group(4))
+    if m.group(3) == "/" and home < away:
+        return None  # a proper fraction: 五分之一
+    return (m.group(1) or "") + cardinal(home) + "比" + cardinal(away)
+
+
+SCORE_RULES: tuple[Rule, ...] = (
+    rule("score", r"(?<=[\u4e00-\u9fff])(?<![的第之约近])(\s?)(\d{1,3})([-:/])(\d{1,3})"
+         r"(?=[，。！？；,.!?;\s]|$)",
+         lambda m: _score(m) if m.group(1) or m.group(3) != ":" else None),
+    rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
 )
 RULES: tuple[Rule, ...] = (
     rule("duration", r"(?<![\d.])(\d{1,3})\s?(?:h|hr|小时)\s?(\d{1,2})\s?(?:min|m|分钟?)(?![A-Za-z])",
