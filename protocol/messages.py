@@ -293,7 +293,8 @@ class Done:
     """The utterance completed; ``deadline_met`` only on the background lane.
     ``unspoken`` (a v1 addition; on the wire only when non-empty): the
     client's sentences that normalized to nothing (an unsupported script,
-    symbols only) and so were not spoken, in input order."""
+    symbols only) and the runs of spoken sentences the model cannot say,
+    in input order."""
 
     TYPE: ClassVar[str] = "done"
 

@@ -61,6 +61,8 @@ class SpokenText(Protocol):
     def lang(self) -> str: ...  # "en" | "zh"
     @property
     def pieces(self) -> tuple[tuple[str, str], ...]: ...  # (original, spoken) in order
+    @property
+    def unvoiced(self) -> tuple[str, ...]: ...  # runs the model cannot say, in a spoken sentence
 
 
 class SentenceReader(Protocol):
@@ -77,6 +79,7 @@ class Plain:
     text: str
     lang: str
     pieces: tuple[tuple[str, str], ...]
+    unvoiced: tuple[str, ...] = ()
 
 
 class PlainReader:
@@ -258,8 +261,9 @@ class SentenceIntake:
 
     @property
     def unspoken(self) -> tuple[str, ...]:
-        """The client's sentences not spoken so far, in input order."""
-        return tuple(text for _, text in sorted(self._unspoken))
+        """The client's sentences not spoken so far, and the runs of spoken
+        sentences the model cannot say, in input order."""
+        return tuple(text for _, text in sorted(self._unspoken, key=lambda entry: entry[0]))
 
     def request(self, reading: Reading) -> SegmentRequest:
         spoken = reading.spoken
@@ -286,6 +290,7 @@ class SentenceIntake:
             if reading.unspoken:
                 self._unspoken.append((number, reading.text))
             else:
+                self._unspoken.extend((number, run) for run in reading.spoken.unvoiced)
                 said.append((number, reading))
         self._on_read(said, owe)
 

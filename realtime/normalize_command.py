@@ -6,7 +6,8 @@ the path serving takes: the server's sentence splitter, then
 language as the hint (``realtime.intake.read_sentences``). TEXT is read from
 stdin when it is ``-`` or absent. Sentences that read as nothing (an
 unsupported script, symbols only) are no segment: each is named on stderr
-as ``unspoken: <sentence>``, as ``done.unspoken`` lists it.
+as ``unspoken: <sentence>``, as ``done.unspoken`` lists it; so is each run
+of a spoken sentence that the model cannot say ("안녕" in "朋友们안녕").
 
 ``--lang`` is the language hint of the first sentence (``auto``: none, as
 serving starts): it decides only sentences without letters of either script
@@ -26,10 +27,10 @@ from realtime.text import DEFAULT_MAX_CHARS, split_sentences
 
 def spoken_lines(reader: SentenceReader, text: str, lang: str | None = None
                  ) -> tuple[list[str], list[str]]:
-    """(segments as the model reads them, sentences not spoken), in order."""
+    """(segments as the model reads them, what was not spoken), in order."""
     readings, _ = read_sentences(reader, split_sentences(text, max_chars=DEFAULT_MAX_CHARS), lang)
     spoken = [r.spoken.text for r in readings if not r.unspoken]
-    return spoken, [r.text for r in readings if r.unspoken]
+    return spoken, [run for r in readings for run in ((r.text,) if r.unspoken else r.spoken.unvoiced)]
 
 
 def build_parser() -> argparse.ArgumentParser:

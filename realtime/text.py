@@ -18,7 +18,8 @@ Rules, in order of the scan:
   the word before it is a title or Latin abbreviation (``Dr.``, ``e.g.``,
   ``vs.``); after ``etc.``, ``No.``, acronyms (``U.S.``, ``a.m.``) and
   ellipses the sentence continues when the next word starts lowercase or
-  with a digit.
+  with a digit; after ``a.m.``/``p.m.`` it also continues in Chinese
+  ("10:30 a.m. 我们见" is one mixed sentence).
 * A list marker ("1.", "2)", "a.", "一、", "（1）") is read with its item: the
   dot of a marker that starts a sentence (or follows a colon) ends nothing.
 * Control tags (``[laugh]``, ``[uv_break]``) glued to a terminator belong to
@@ -65,6 +66,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "eq", "eqs",
                           "sec", "secs", "ext", "dept", "ft", "mt", "jan", "feb", "mar", "apr", "jun",
                           "jul", "aug", "sep", "sept", "oct", "nov", "dec"})
+_HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
 
@@ -204,6 +206,12 @@ class SentenceSplitter:
         if any(ch in _CJK_TERMINATORS for ch in run):
             return True
         after = buf[j]
+        m = _WORD_BEFORE.search(buf, 0, i)
+        word = m.group(0).lower() if m else ""
+        if run == "." and word in _HALF_DAY:
+            # "at 10:30 a.m. 我们见": the time's dot, the sentence goes on in Chinese
+            return not self._next_is_cjk(j, final) and (is_cjk(after) or (
+                after.isspace() and self._next_word_is_new_sentence(j, final)))
         if is_cjk(after):
             return True
         if not after.isspace():
@@ -212,25 +220,32 @@ class SentenceSplitter:
             return self._next_word_is_new_sentence(j, final)
         if "!" in run or "?" in run:
             return True
-        m = _WORD_BEFORE.search(buf, 0, i)
-        word = m.group(0).lower() if m else ""
         if word in _NEVER_FINAL:
             return False
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True
 
-    def _next_word_is_new_sentence(self, j: int, final: bool) -> bool:
-        """After an ambiguous end: a lowercase letter or digit continues it."""
+    def _next_char(self, j: int, final: bool) -> str:
+        """The first non-space character at or after buf[j] ("" at the end of
+        the input); raises _Wait when more text may still come."""
         buf = self._buf
         k = j
         while k < len(buf) and buf[k].isspace():
             k += 1
         if k == len(buf):
             if final:
-                return True
+                return ""
             raise _Wait
-        nxt = buf[k]
+        return buf[k]
+
+    def _next_is_cjk(self, j: int, final: bool) -> bool:
+        nxt = self._next_char(j, final)
+        return bool(nxt) and is_cjk(nxt)
+
+    def _next_word_is_new_sentence(self, j: int, final: bool) -> bool:
+        """After an ambiguous end: a lowercase letter or digit continues it."""
+        nxt = self._next_char(j, final)
         return not (nxt.islower() or nxt.isdigit())
 
     def _cut_point(self) -> int:

@@ -20,12 +20,12 @@ SEED = {"seed": 7}
 
 async def test_segments_say_what_the_model_read_and_done_what_it_could_not(tiny_server, ws_connect):
     client = await ws_connect(tiny_server.url)
-    text = "It costs $5. Привет мир. こんにちは。"
+    text = "It costs $5 안녕. Привет мир. こんにちは。"
     t = await client.speak_and_collect("s", text, params=SEED, timeout=240)
     done = t.check_done()
-    assert [s.text for s in t.segments] == ["It costs $5."]
-    assert t.segments[0].spoken == "It costs five dollars."
-    assert done.unspoken == ("Привет мир.", "こんにちは。")
+    assert [s.text for s in t.segments] == ["It costs $5 안녕."]
+    assert t.segments[0].spoken == "It costs five dollars ."
+    assert done.unspoken == ("안녕", "Привет мир.", "こんにちは。")  # a run of a spoken sentence too
     assert t.frames[-1].header.utterance_end
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
 from realtime.runtime.api import RequestError
 from realtime.textfront import lang as langs
-from realtime.textfront.normalize import TextTooLong, pieces
+from realtime.textfront.normalize import TextTooLong, fold_width, pieces
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,9 @@ _MARKDOWN_LINK = re.compile(r"\[([^\[\]]{1,200})\]\([^()\s]{0,2000}\)")
 _QUOTE_MARKER = re.compile(r"^\s*(?:>\s*)*>\s+")
 _TAG_OR_TEXT = re.compile(r"(\[[\w_]+\])|[^\[]+")
 _UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
+# Letters and digits that are neither ASCII letters nor Han (which the model
+# reads), with the spaces between them: what upstream's clean-up may drop.
+_FOREIGN_RUN = re.compile(r"[^\W_A-Za-z\u4e00-\u9fff]+(?:\s+[^\W_A-Za-z\u4e00-\u9fff]+)*")
 _WARM_UP = ("Warm up 1, 2 and 3: $4.50 at 10:30 on 2024-05-06, 25°C.",
             "预热一下，123，2024年5月6日10:30，6.3%。", "Plain words only.")
 
@@ -59,11 +62,15 @@ class Spoken:
     """``text``: exactly what the model reads ("" when nothing speakable is
     left); ``lang``: "en" or "zh"; ``pieces``: (original span, spoken text)
     in order, covering the cleaned sentence, their spoken parts joined equal
-    to ``text``; an untouched span is ``(s, s)`` before upstream's clean-up."""
+    to ``text``; an untouched span is ``(s, s)`` before upstream's clean-up;
+    ``unvoiced``: the runs of letters and digits in a sentence that says
+    something which the model cannot say (another script: "안녕" in
+    "朋友们안녕"), in order, for ``done.unspoken``."""
 
     text: str
     lang: str
     pieces: tuple[tuple[str, str], ...]
+    unvoiced: tuple[str, ...] = ()
 
 
 def _clean_char(ch: str) -> str:
@@ -109,6 +116,17 @@ class UpstreamCleanup:
         self.simplifier = upstream.character_simplifier
         self.reject = upstream.reject_pattern
 
+    def unvoiced(self, text: str) -> tuple[str, ...]:
+        """The runs of letters and digits in ``text`` that the clean-up
+        removes (spaces inside a run kept): "Привет мир" in "Привет мир 好"."""
+        runs: list[str] = []
+        for m in _FOREIGN_RUN.finditer(text):
+            run = m.group(0)
+            kept = self.reject.sub("", run.translate(self.simplifier))
+            if not any(ch.isalnum() for ch in kept):
+                runs.append(run)
+        return tuple(runs)
+
     def __call__(self, text: str, lang: str) -> str:
         if lang == "zh":
             text = text.translate(self.half2full)
@@ -141,7 +159,7 @@ class TextNormalizer:
         """The sentence as read. ``lang``: the hint for a sentence without
         letters of either script (None: English); one with letters decides
         for itself. Raises RequestError for text too long to normalize."""
-        text = clean(sentence)
+        text = fold_width(clean(sentence))  # before the language is decided: "Ｈｅｌｌｏ" is English
         chosen = langs.decide(text, lang)
         try:
             raw = pieces(text, chosen)
@@ -152,7 +170,7 @@ class TextNormalizer:
         said = "".join(s for _, s in out)
         if not speakable(said):
             return Spoken("", chosen, tuple((o, "") for o, _ in out))
-        return Spoken(said, chosen, tuple(out))
+        return Spoken(said, chosen, tuple(out), self.cleanup.unvoiced("".join(s for _, s in raw)))
 
     def _upstream(self, text: str, lang: str) -> str:
         if not text:

@@ -16,8 +16,16 @@ from realtime.textfront.rewrite import joined, run, spaced
 # Longer sentences are refused by the caller before they get here; rules are
 # linear, but a bound keeps every call's cost known.
 MAX_CHARS = 20_000
-# Full-width digits and signs read as their ASCII forms (rules see only those).
-_FULL_WIDTH = str.maketrans("０１２３４５６７８９％＋＝＄", "0123456789%+=$")
+# Full-width letters, digits and signs read as their ASCII forms: rules see
+# only those, and upstream's clean-up would drop the full-width letters.
+_FULL = ("０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺ"
+         "ａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ％＋＝＄＠＃＆")
+_FULL_WIDTH = str.maketrans(_FULL, "".join(chr(ord(c) - 0xFEE0) for c in _FULL))
+
+
+def fold_width(text: str) -> str:
+    """Full-width letters, digits and signs as their ASCII forms ("ｉＰｈｏｎｅ" -> "iPhone")."""
+    return text.translate(_FULL_WIDTH)
 
 
 class TextTooLong(ValueError):
@@ -34,7 +42,7 @@ def pieces(sentence: str, lang: str) -> list[tuple[str, str]]:
         raise TextTooLong(f"text of {len(sentence)} characters, at most {MAX_CHARS}")
     if not needs_rules(sentence):
         return [(sentence, sentence)] if sentence else []
-    sentence = sentence.translate(_FULL_WIDTH)
+    sentence = fold_width(sentence)
     if lang == "zh":
         return joined(run(sentence, zh.RULES))
     return spaced(run(sentence, en.RULES))

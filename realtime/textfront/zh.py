@@ -218,6 +218,8 @@ RULES: tuple[Rule, ...] = (
          r"|身份证号|证件号|会员号|密码)"
          r"(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3))),  # codes, not amounts
+    rule("code", r"(?<=[A-Za-z])(\d{3,})(?![\d.]|\s?[A-Za-z])",
+         lambda m: digits(m.group(1))),  # 型号XK7731, RTX4090: a code's digits, one by one
     rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
     rule("year", r"(?<![\d.])(\d{4})(?=\s?年)", lambda m: digits(m.group(1))),
     rule("decade", r"(?<![\d.])(\d{3}0)'?s\b", lambda m: digits(m.group(1)) + "年代"),
