@@ -11,6 +11,7 @@ Thread: pure values.
 from __future__ import annotations
 
 import http
+import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -22,6 +23,20 @@ from protocol import ErrorCode
 from realtime.api_error import ApiError
 
 TEXT = "text/plain; charset=utf-8"
+REQUEST_ID = "X-Request-Id"
+
+
+def request_id() -> str:
+    """A fresh id for one HTTP response, as OpenAI's responses carry one."""
+    return "req-" + uuid.uuid4().hex
+
+
+def with_request_id(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``headers`` with an ``X-Request-Id``, unless one is there: every HTTP
+    response carries one, refusals and errors included (a client quotes it)."""
+    if any(name.lower() == "x-request-id" for name, _ in headers):
+        return headers
+    return [*headers, (REQUEST_ID, request_id())]
 
 
 class RequestHead(Protocol):

@@ -27,7 +27,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from realtime.exchange import HttpRequest, HttpResponse
+from websockets.asyncio.server import ServerConnection
+from websockets.http11 import Request, Response
+
+from realtime.exchange import REQUEST_ID, HttpRequest, HttpResponse, request_id
 from realtime.http import HttpRoutes
 from realtime.http1 import Http1Connection, HttpLimits
 from realtime.send_batch import StreamConnection
@@ -61,6 +64,15 @@ class HttpFront:
         if refused is not None:
             return refused
         return lambda: StreamConnection(*args, **kwargs)
+
+    def process_response(self, connection: ServerConnection, request: Request,
+                         response: Response) -> Response:
+        """websockets' hook on the answers it sends itself (the 101 of an
+        upgrade, its own refusals): each carries an ``X-Request-Id``, as
+        every answer h11 sends does (``realtime.http1``)."""
+        if REQUEST_ID not in response.headers:
+            response.headers[REQUEST_ID] = request_id()
+        return response
 
     @property
     def connections(self) -> int:

@@ -39,7 +39,7 @@ from websockets.datastructures import Headers
 
 from protocol import ErrorCode
 from realtime.api_error import ApiError
-from realtime.exchange import HttpRequest, HttpResponse, refusal
+from realtime.exchange import HttpRequest, HttpResponse, refusal, with_request_id
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class Exchange:
 
     async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
         self.started = True
-        self._connection.send(h11.Response(status_code=status, headers=headers))
+        self._connection.send(h11.Response(status_code=status, headers=with_request_id(headers)))
 
     async def send(self, chunk: bytes) -> None:
         if chunk and self.request.method != "HEAD":
@@ -289,9 +289,9 @@ class Http1Connection(asyncio.Protocol):
         if self.exchange is None or not self.exchange.started:
             body = b"malformed request\n"
             try:
-                self.send(h11.Response(status_code=400, headers=[
+                self.send(h11.Response(status_code=400, headers=with_request_id([
                     ("Content-Type", "text/plain; charset=utf-8"),
-                    ("Content-Length", str(len(body))), ("Connection", "close")]))
+                    ("Content-Length", str(len(body))), ("Connection", "close")])))
                 self.send(h11.Data(data=body))
                 self.send(h11.EndOfMessage())
             except h11.LocalProtocolError:

@@ -219,6 +219,7 @@ class Server:
         redact_websockets_logs()
         self._ws = await serve(
             self._handle, c.host, c.port,
+            process_response=self.front.process_response,
             max_size=c.max_message_bytes,
             compression=None,  # audio does not compress; JSON is small
             open_timeout=c.handshake_timeout,
