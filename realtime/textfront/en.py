@@ -86,9 +86,9 @@ def _percent(m: re.Match[str]) -> str:
 
 
 def _temperature(m: re.Match[str]) -> str:
-    scale = (m.group(2) or "").upper() or ("C" if m.group(3) else "F" if m.group(4) else "")
+    scale = (m.group(3) or "").upper() or ("C" if m.group(4) else "F" if m.group(5) else "")
     name = {"C": "degree Celsius", "F": "degree Fahrenheit"}.get(scale, "degree")
-    return number(m.group(1)) + " " + en_unit(name, m.group(1))
+    return _range(m.group(1), m.group(2)) + " " + en_unit(name, m.group(2) or m.group(1))
 
 
 def _unit(m: re.Match[str]) -> str:
@@ -198,6 +198,14 @@ def _unicode_fraction(m: re.Match[str]) -> str:
     return number(whole) + " and " + spoken if whole else spoken
 
 
+def _year_range(m: re.Match[str]) -> str | None:
+    first, second = m.group(1), m.group(2)
+    last = int(first[:2] + second) if len(second) == 2 else int(second)
+    if last <= int(first):
+        return None  # no range runs down: "2010-05" is no year range
+    return year(int(first)) + " to " + (cardinal(int(second)) if len(second) == 2 else year(last))
+
+
 def _year_after_word(m: re.Match[str]) -> str | None:
     n = int(m.group(2))
     return f"{m.group(1)} {year(n)}" if 1100 <= n <= 2099 else None
@@ -206,7 +214,7 @@ def _year_after_word(m: re.Match[str]) -> str | None:
 def _era(m: re.Match[str]) -> str:
     n = int(m.group(1))
     spoken = year(n) if n >= 1000 or n < 100 or n % 100 < 10 else cardinal(n // 100) + " " + cardinal(n % 100)
-    return spoken + " " + " ".join(m.group(2).replace(".", "").upper())  # "three forty A D", "B C"
+    return _final(m, spoken + " " + " ".join(m.group(2).replace(".", "").upper()))  # "three forty A D"
 
 
 def _number(m: re.Match[str]) -> str:
@@ -325,7 +333,9 @@ RULES: tuple[Rule, ...] = (
          + r"|€|£)(?![A-Za-z])", _money_after),
     *en_more.RULES,
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
-    rule("temperature", "(" + NUM + r")\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])", _temperature),
+    rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
+         r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
+         _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")" + UNIT_END,
          _fraction_unit),
@@ -344,7 +354,9 @@ RULES: tuple[Rule, ...] = (
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
     rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
     rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
-    rule("era", r"(?<![\d.])(\d{1,4})\s?(AD|BC|BCE|CE|A\.D|B\.C)\b\.?", _era),
+    rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)", _era),
+    rule("year range", r"(?<![\w.,-])(1[1-9]\d\d|20\d\d)\s?[-–—]\s?(1[1-9]\d\d|20\d\d|\d\d)(?![\w-]|[.,]\d)",
+         _year_range),  # 1990-1995, 1970-85
     rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
          r"\s(\d{4})"
          r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + UNIT_END + ")", _year_after_word),
@@ -370,7 +382,8 @@ RULES: tuple[Rule, ...] = (
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
     en_ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
-    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|vs|etc|approx|e\.g|i\.e)\.", _abbreviation),
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
+         _abbreviation),
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),

@@ -54,7 +54,7 @@ def said(text: str) -> str:
 
 
 def _is_host(host: str, scheme: bool) -> bool:
-    labels = host.split(".")
+    labels = host.partition(":")[0].split(".")
     if scheme or labels[0].lower() == "www" or labels[-1].lower() in _TLDS:
         return True
     tail = labels[-1]
@@ -86,12 +86,13 @@ def _symbols(m: re.Match[str]) -> str:
 
 _LOCAL = r"[\w.+&-]{1,64}"
 _HOST = r"[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"
+_PORT = r"(?::\d{1,5}(?!\d))?"
 EARLY_RULES: tuple[Rule, ...] = (
     rule("email", r"(?<![\w.+&-])(" + _LOCAL + ")@(" + _HOST + r")((?:/[\w.~-]{0,100}){0,20})(?<!\.)",
          lambda m: " ".join(filter(None, (said(m.group(1)), "at", said(m.group(2)), said(m.group(3)))))),
     rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})", _file),
-    rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + r")((?:/[\w.~-]{0,100}){0,20})"
-         r"(?=[\s,;!?)]|\.?$|\.\s)", _url),
+    rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20})"
+         r"(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
 )
 RULES: tuple[Rule, ...] = (
     rule("and/or", r"\b(?i:and)/(?i:or)\b", lambda m: "and or"),

@@ -138,6 +138,8 @@ def _temperature(m: re.Match[str]) -> str:
     value = m.group(1)
     scale = m.group(2).replace(" ", "").upper()
     unit = "华氏度" if scale in ("°F", "℉") else "度" if scale == "°" else "摄氏度"
+    if value[:1] in "-−" and m.string[max(0, m.start() - 2):m.start()] == "零下":
+        value = value[1:]  # "零下-5℃": the text says 零下 itself
     if value[:1] in "-−":
         return "零下" + number(value[1:]) + unit
     return number(value) + unit
@@ -145,16 +147,21 @@ def _temperature(m: re.Match[str]) -> str:
 
 def _unit(m: re.Match[str]) -> str:
     name = UNITS[m.group(3)][1]
+    # 2 before a measure is 两 (两公里, 两千瓦)
+    amount = "两" if m.group(1) == "2" and not m.group(2) else _range(m.group(1), m.group(2))
     counted, per, over = name.partition("每")
     if per and counted in ("公里", "米", "英里", "千米"):
-        return per + over + _range(m.group(1), m.group(2)) + counted  # 每小时一百二十公里
-    return _range(m.group(1), m.group(2)) + name
+        return per + over + amount + counted  # 每小时一百二十公里
+    return amount + name
 
 
 def _fraction(m: re.Match[str]) -> str | None:
     num, den = int(m.group(1)), int(m.group(2))
-    if den == 0:
-        return None
+    rest = m.string[m.end():]
+    if den == 0 or rest.lstrip().startswith(("=", "等于")):
+        return None  # "100/4=25": a division, read by the operator rule
+    if num == den:
+        return cardinal(num) + "比" + cardinal(den)  # "主队2/2平": a score, no fraction is n/n
     return cardinal(den) + "分之" + cardinal(num)
 
 
@@ -175,10 +182,22 @@ def _pressure(m: re.Match[str]) -> str | None:
     return (lead or "") + number(m.group(2)) + "，" + number(m.group(3)) + ("毫米汞柱" if unit else "")
 
 
+_LEFT = re.compile(r"(\d++)\s?$")
+_RIGHT = re.compile(r"\s?[-−]?(\d++)")
+
+
 def _operator(m: re.Match[str]) -> str:
     op = m.group(2)
     if op in "-−–":
-        return "减" if is_minus(m) else "到"
+        if is_minus(m) or "等于" in m.string[m.end():]:
+            return "减"
+        left = _LEFT.search(m.string, max(0, m.start() - 20), m.start())
+        right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
+        if left and right and int(left.group(1)) > int(right.group(1)):
+            return "比"  # "最终2-0获胜": no range runs down; a score
+        return "到"
+    if op == "/" and ("=" in m.string[m.end():] or "等于" in m.string[m.end():]):
+        return "除以"
     return "到" if op in "~～" else _OPERATORS[op]
 
 
@@ -201,7 +220,8 @@ RULES: tuple[Rule, ...] = (
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
     rule("blood pressure", r"(血压(?:是|为|：|:)?\s?)?(?<![\d/.])(\d{2,3})/(\d{2,3})(?![\d/])"
          r"(?:\s?(mmHg|毫米汞柱))?", _pressure),
-    rule("service", r"(?<![\d.,])(" + _SERVICES + r")(?![\d,]|\s?[A-Za-z]|" + _COUNTED + ")", _phone),
+    rule("service", r"(?<![\d.,])(" + _SERVICES + r")(?![\d,]|[:：-]\d|\s?[A-Za-z]|" + _COUNTED + ")",
+         _phone),
     rule("date", r"(?<![\d.])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d.]\d|\d)", _date),
     rule("date, year last", r"(?<![\d.])(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?![\d.]\d|\d)",
          _date_year_last),
@@ -247,7 +267,7 @@ RULES: tuple[Rule, ...] = (
     rule("ordinal", r"(?<![\w.])(\d++)(?:st|nd|rd|th)\b", lambda m: "第" + number(m.group(1))),
     rule("unicode fraction", r"[½¼¾⅓⅔]", lambda m: _UNICODE_FRACTIONS[m.group(0)]),
     rule("fraction", r"(?<![\w/.])(\d{1,6})\s?/\s?(\d{1,6})(?![\w/])", _fraction),
-    rule("wan", r"(?<![\w.])(\d{1,4}(?:\.\d{1,2})?)([wWkK])(?![A-Za-z])",
+    rule("wan", r"(?<![\w.])(\d{1,4}(?:\.\d{1,2})?|\d{2,4})([wWk]|(?<=\d\d)K)(?![A-Za-z])",
          lambda m: number(m.group(1)) + ("万" if m.group(2) in "wW" else "千")),  # 300w -> 三百万
     rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
@@ -255,7 +275,7 @@ RULES: tuple[Rule, ...] = (
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
-    rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "]|年(?!级))", lambda m: "两"),
+    rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
          lambda m: "点".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
