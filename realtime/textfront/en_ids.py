@@ -56,6 +56,13 @@ def _slashed(m: re.Match[str]) -> str:
     return ", ".join(cardinal(int(p)) if len(p) <= 4 and p[0] != "0" else digits(p) for p in parts)
 
 
+def _plan(m: re.Match[str]) -> str:
+    """ "403(b)" -> "four oh three b", "457(b)" -> "four fifty seven b"."""
+    head, tail = m.group(1)[0], int(m.group(1)[1:])
+    rest = "oh " + cardinal(tail) if tail < 10 else cardinal(tail)
+    return f"{cardinal(int(head))} {rest} {m.group(2)}"
+
+
 def _hyphenated(m: re.Match[str]) -> str | None:
     if re.fullmatch(r"\d+-\d+-[a-z]{3,}", m.group(0)):
         return None  # "10-15-minute": a range before a word
@@ -67,8 +74,7 @@ RULES: tuple[Rule, ...] = (
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
          r"(?![\w@/-])", _hyphenated),
     rule("identifier after word", _INTRO, lambda m: m.group(1) + " " + digits(m.group(2))),
-    rule("retirement plan", r"\b(401|403|457)\(([a-z])\)", lambda m: digits(m.group(1)[0]) + " oh "
-         + digits(m.group(1)[2]) + " " + m.group(2)),
+    rule("retirement plan", r"\b(4\d\d)\(([a-z])\)", _plan),
     rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),  # P2P
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),
 )

@@ -77,6 +77,18 @@ def _file(m: re.Match[str]) -> str:
     return "file colon slash slash " + said(path.rstrip(".")) + stop
 
 
+_WORD_BEFORE = re.compile(r"(\d\s?)?[A-Za-z]+$")
+
+
+def _word_slash(m: re.Match[str]) -> str | None:
+    """ "rent/buy" -> "rent slash buy"; after a number's word it is "per"
+    ("5 liters/day" -> "five liters per day")."""
+    before = _WORD_BEFORE.search(m.string, max(0, m.start() - 30), m.start())
+    if before is None:
+        return None
+    return " per " if before.group(1) else " slash "
+
+
 _SYMBOL_NAMES = {"@": "at", "#": "hash", "$": "dollar", "+": "plus"}
 
 
@@ -96,8 +108,7 @@ EARLY_RULES: tuple[Rule, ...] = (
 )
 RULES: tuple[Rule, ...] = (
     rule("and/or", r"\b(?i:and)/(?i:or)\b", lambda m: "and or"),
-    rule("word slash", r"(?<=[A-Za-z])\s?/\s?(?=[A-Za-z]{2})(?<![A-Za-z]/(?=[a-z]{1,3}\b))",
-         lambda m: " slash "),
+    rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
     rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|\s|$)"
          r"|(?<=\d)@|@(?=\d)", _symbols),

@@ -37,7 +37,8 @@ _TRIGGER = re.compile(
     r"|\b(?:Wed|Sat|Sun)\s?[-–—]"
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
     r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
-    r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?:" + "|".join(TLDS) + r")\b",
+    r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
+    r"|,\s[A-Z]{2}(?:[\s,.;]|$)",  # "Dallas, TX": a state after a city
 )
 
 

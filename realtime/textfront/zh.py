@@ -40,7 +40,7 @@ _SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|1001
 _COUNTED = r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种%％℃°.]"
 # After a dotted "1195.8" these make it an amount ("1195.8亿美元"), not a year and month.
 _AMOUNT_AFTER = r"\s?[万亿千百元块美欧英日港澳加倍]"
-_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门"
+_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门天周"
 
 
 def _phone(m: re.Match[str]) -> str:
