@@ -69,6 +69,13 @@ ANSWERS = [
     "Our meeting is scheduled for 2024-03-15 at 14:00. The agenda covers three topics: "
     "the new hire plan, the office move and the Q3 budget. Please bring your notes.",
 
+    "Your order xk7731 ships to 1315 W Grand Ave, Sunnyvale, CA 94085. "
+    "The card ending in 4411 was charged $9/mo. "
+    "Questions are welcome any time. Call +44 20 7946 0958 or visit https://example.com/help. "
+    "We reply within a day.",
+
+    "会议定在10:30 a.m. 开始，地点在新ｉＰｈｏｎｅ发布厅。请大家准时到场。",
+
     "Mount Everest is 8,849 m tall, making it the highest mountain above sea level. "
     "The first confirmed ascent was in 1953. Today, hundreds of climbers attempt it each year.",
 ]
