@@ -3,7 +3,7 @@
 Before, the model thread prepared each segment itself (``Runner.prepare``:
 the tokenizer, the speaker, the prompt's host values) and then admitted it,
 so every admission stalled every decoding stream; now the preparation
-thread (realtime/preparation.py) prepares it and the model thread only
+thread (realtime/server/work/preparation.py) prepares it and the model thread only
 admits. Both are timed on the same ``ModelWorker`` over the tiny-random
 model runner (its generated tokenizer) on the corpus's sentences, already
 normalized as the server's text thread hands them over:
@@ -35,12 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from bench.text import _cpu_name, _percentile, corpus_answers
-    from realtime.handoff import SegmentWork, Submission
-    from realtime.preparation import prepare_submission
     from realtime.runtime.api import RuntimeOptions, SeedVoice, SegmentRequest
     from realtime.runtime.build import build_runner
     from realtime.runtime.spoken import TextNormalizer
-    from realtime.worker import ModelWorker
+    from realtime.server.work.handoff import SegmentWork, Submission
+    from realtime.server.work.preparation import prepare_submission
+    from realtime.server.work.worker import ModelWorker
     from scheduler import Lane, SchedulerConfig
 
     runner = build_runner(RuntimeOptions(weights="tiny-random", device="cpu"))

@@ -45,7 +45,7 @@ chunk). The tone runner makes ``--codes-per-char`` codes (512 samples) of
 audio per character of text: 1 (the default, the figures so far) speaks
 about 3.4 times faster than speech, so a frame carries 3.4 times the words
 (and word timings cost that much more per frame); 3.4, the scheduler's
-planning figure for Latin text (``textfront.script``, what benches of
+planning figure for Latin text (``speech.script``, what benches of
 speech timing use), is the rate of speech. Every side of a run uses it.
 """
 
@@ -73,7 +73,7 @@ from bench.server_traffic import is_end, server_args
 
 FRAME_SAMPLES = 2400  # 100 ms at 24 kHz
 CHARS_PER_SENTENCE = 140
-# Our server's websockets settings (realtime/server.py); the bare one uses the same.
+# Our server's websockets settings (realtime/server/app.py); the bare one uses the same.
 WS_SETTINGS = dict(compression=None, max_queue=16, write_limit=64 * 1024,
                    ping_interval=20, ping_timeout=20, close_timeout=5)
 

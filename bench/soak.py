@@ -43,9 +43,9 @@ from websockets.exceptions import ConnectionClosed
 from clients.probe_report import percentile
 from protocol import Cancelled, Done, Error
 from protocol.stream import ClientConnection, Kind, StreamViolation
-from realtime.config import ServerConfig
-from realtime.embedded import ServerThread
-from realtime.textfront.script import estimate_tokens
+from realtime.server.config import ServerConfig
+from realtime.server.embedded import ServerThread
+from realtime.speech.script import estimate_tokens
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ def _percentile(values: list[float], q: float) -> float:
 def corpus_answers() -> list[list[str]]:
     """Each answer's sentences, as the server's splitter cuts them."""
     from bench.text_corpus import ANSWERS
-    from realtime.text import SentenceSplitter
+    from realtime.speech.sentences import SentenceSplitter
     out = []
     for answer in ANSWERS:
         splitter = SentenceSplitter()
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from realtime.runtime.shapes import TINY
     from realtime.runtime.spoken import TextNormalizer
     from realtime.runtime.weights import random_assets
-    from realtime.textfront.lang import needs_rules
+    from realtime.speech.lang import needs_rules
 
     t0 = time.perf_counter()
     normalizer = TextNormalizer()

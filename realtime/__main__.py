@@ -1,7 +1,7 @@
 """``python -m realtime [serve] [flags]`` and the ``chattts-realtime`` script.
 
 Parses the configuration, sets up logging and runs ``Server.serve`` on the
-event loop; the exit status says how it ended (``realtime.lifecycle``).
+event loop; the exit status says how it ended (``realtime.server.lifecycle``).
 ``python -m realtime normalize [--lang auto|en|zh] [TEXT]`` prints TEXT as
 the model will read it (``realtime.normalize_command``).
 """
@@ -12,10 +12,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from realtime.config import ConfigError, load_config
-from realtime.lifecycle import EXIT_STARTUP_FAILED, run
-from realtime.logs import setup_logging
 from realtime.runtime.cpu import omp_env
+from realtime.server.config import ConfigError, load_config
+from realtime.server.lifecycle import EXIT_STARTUP_FAILED, run
+from realtime.server.logs import setup_logging
 
 log = logging.getLogger("realtime")
 
@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STARTUP_FAILED
     setup_logging(config.log_level, config.log_json)
     log.info("configuration: %s", config.summary())
-    from realtime.server import Server
+    from realtime.server.app import Server
 
     return run(Server(config).serve())
 

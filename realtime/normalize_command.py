@@ -3,7 +3,7 @@
 Prints one segment a line, exactly the text the model will read for it, by
 the path serving takes: the server's sentence splitter, then
 ``TextNormalizer`` sentence by sentence with the previous sentence's
-language as the hint (``realtime.intake.read_sentences``). TEXT is read from
+language as the hint (``realtime.server.stream.intake.read_sentences``). TEXT is read from
 stdin when it is ``-`` or absent. Sentences that read as nothing (an
 unsupported script, symbols only) are no segment: each is named on stderr
 as ``unspoken: <sentence>``, as ``done.unspoken`` lists it; so is each run
@@ -21,8 +21,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from realtime.intake import SentenceReader, read_sentences
-from realtime.text import DEFAULT_MAX_CHARS, split_sentences
+from realtime.server.stream.intake import SentenceReader, read_sentences
+from realtime.speech.sentences import DEFAULT_MAX_CHARS, split_sentences
 
 
 def spoken_lines(reader: SentenceReader, text: str, lang: str | None = None

@@ -1,4 +1,4 @@
-"""Case tables by category (tests/test_textfront_{en,zh}_categories.py)."""
+"""Case tables by category (tests/test_speech_{en,zh}_categories.py)."""
 
 from __future__ import annotations
 

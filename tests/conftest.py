@@ -12,7 +12,7 @@ Servers
 - ``tone_server``: ``await server_factory()`` with the defaults.
 - ``tiny_server`` (session scope): the real model runtime with
   ``--weights tiny-random --device cpu``, in a background thread
-  (``realtime.embedded.ServerThread``) shared by the whole test session;
+  (``realtime.server.embedded.ServerThread``) shared by the whole test session;
   ``tiny_server.url``, ``tiny_server.port``, ``tiny_server.server``.
 
 Client
@@ -71,9 +71,9 @@ from protocol import (
 from protocol.pcm import BYTES_PER_SAMPLE
 from protocol.stream import ClientConnection as WireConnection
 from protocol.stream import Kind, StreamViolation
-from realtime.config import ServerConfig
 from realtime.runtime.tone import ToneRunner
-from realtime.server import Server
+from realtime.server.app import Server
+from realtime.server.config import ServerConfig
 
 # Fixtures shared by several modules live in these modules (plain imports there
 # would shadow the fixture names in each test module).
@@ -324,7 +324,7 @@ async def tone_server(server_factory):
 
 @pytest.fixture(scope="session")
 def tiny_server():
-    from realtime.embedded import ServerThread
+    from realtime.server.embedded import ServerThread
 
     # Tests of the runtime's audio path, not of admission: queue-only, so that
     # concurrent test utterances are not refused on a CPU that cannot keep

@@ -23,7 +23,7 @@ from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.build import build_runner
 from realtime.runtime.shapes import TINY
 from realtime.runtime.weights import ModelAssets, random_assets
-from realtime.samples import runtime_voice
+from realtime.server.voices.samples import runtime_voice
 from tools.driver import Driver  # noqa: F401 - re-exported for the test modules
 
 GREEDY = dict(temperature=1e-5, min_new_tokens=8, max_new_tokens=48)

@@ -13,15 +13,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("protocol", "scheduler", "realtime", "clients")
 UNSHIPPED = {"bench", "tools", "tests", "pytest", "hypothesis", "psutil", "conftest"}
-# What each floor may import from the project (its own package is always allowed).
+# What each floor may import from the project (its own package is always
+# allowed). Inside realtime/, from the bottom: speech (text, pure) and audio
+# (samples to bytes, pure), the engine (the model: today realtime.runtime),
+# the server; the package's entry points (__main__, normalize_command) on top.
 FLOORS = {
     "protocol": set(),
     "scheduler": set(),
-    "realtime.textfront": set(),
-    "realtime.runtime": {"protocol", "scheduler", "realtime.runtime", "realtime.textfront"},
+    "realtime.speech": set(),
+    "realtime.audio": {"protocol"},
+    "realtime.runtime": {"protocol", "scheduler", "realtime.speech"},
+    "realtime.server": {"protocol", "scheduler", "realtime.speech", "realtime.audio", "realtime.runtime"},
     "realtime": {"protocol", "scheduler", "realtime"},
     "clients": {"protocol"},
 }
+# No folder of realtime/ holds more flat files than this: past it, a floor
+# splits into rooms (server/http, server/stream, ...).
+MAX_FLAT_FILES = 22
 MAX_LINES = 400
 
 
@@ -70,11 +78,27 @@ def project_imports(modules: dict[str, Path]) -> dict[str, set[str]]:
 
 def test_the_walk_sees_the_packages():
     modules = shipped_modules()
-    assert {"protocol.stream", "scheduler.book", "realtime.server", "clients.client"} <= set(modules)
+    assert {"protocol.stream", "scheduler.book", "realtime.server.app", "clients.client"} <= set(modules)
     graph = project_imports(modules)
-    assert "realtime.session" in graph["realtime.server"]
+    assert "realtime.server.stream.session" in graph["realtime.server.app"]
     # deferred imports count: the server imports torch's runner builder inside a function
-    assert "realtime.runtime" in graph["realtime.server"]
+    assert any(m.startswith("realtime.runtime") for m in graph["realtime.server.app"])
+
+
+def test_every_folder_of_realtime_says_what_its_floor_is_and_stays_small():
+    for folder in [ROOT / "realtime", *(p for p in (ROOT / "realtime").rglob("*")
+                                        if p.is_dir() and p.name != "__pycache__")]:
+        flat = list(folder.glob("*.py"))
+        assert len(flat) <= MAX_FLAT_FILES, (folder, len(flat))
+        if folder != ROOT / "realtime" and flat:
+            init = folder / "__init__.py"
+            assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), folder
+
+
+def test_the_audio_floor_and_the_engine_agree_on_the_models_rate():
+    from realtime.audio.framer import SOURCE_RATE
+    from realtime.runtime.api import SAMPLE_RATE
+    assert SOURCE_RATE == SAMPLE_RATE == 24000
 
 
 def test_the_walk_counts_deferred_and_type_only_imports(tmp_path):

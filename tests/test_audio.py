@@ -7,7 +7,7 @@ import pytest
 import soxr
 
 from protocol.pcm import BYTES_PER_SAMPLE, decode_samples, encode_samples
-from realtime.audio import SOURCE_RATE, SUPPORTED_RATES, AudioFramer
+from realtime.audio.framer import SOURCE_RATE, SUPPORTED_RATES, AudioFramer
 
 FORMATS = ("pcm_s16le", "pcm_f32le", "pcm_mulaw")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from bench.text import _percentile, corpus_answers, main
-from realtime.textfront.lang import needs_rules
+from realtime.speech.lang import needs_rules
 
 
 def test_corpus_is_mixed_and_mostly_plain():

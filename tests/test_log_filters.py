@@ -1,4 +1,4 @@
-"""websockets' handshake log through the server's filters (realtime/logs.py):
+"""websockets' handshake log through the server's filters (realtime/server/logs.py):
 a client hanging up mid-handshake is one INFO line, any other failure stays
 an ERROR with its traceback."""
 
@@ -9,7 +9,7 @@ import logging
 import pytest
 from websockets.exceptions import ConnectionClosedError
 
-from realtime.logs import redact_websockets_logs
+from realtime.server.logs import redact_websockets_logs
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ import pytest
 
 from protocol import Params, RefineLevels
 from protocol.pcm import decode_samples
-from realtime.api_error import ApiError
-from realtime.openai_speech.instructions import refine_from_instructions, speed_from_instructions
-from realtime.openai_speech.request import parse_request
 from realtime.runtime.api import NamedVoice, SeedVoice
 from realtime.runtime.frontend import Speakers
 from realtime.runtime.voice_table import DEFAULT_VOICES, OPENAI_VOICE_NAMES
-from realtime.textfront.speed import level_for_tempo
-from realtime.voices_file import read_voices_file
+from realtime.server.http.api_error import ApiError
+from realtime.server.openai.instructions import refine_from_instructions, speed_from_instructions
+from realtime.server.openai.request import parse_request
+from realtime.server.voices.file import read_voices_file
+from realtime.speech.speed import level_for_tempo
 
 VOICES = tuple(DEFAULT_VOICES)
 

@@ -18,7 +18,7 @@ from conftest import wait_until
 from raw_http import raw_post
 
 from protocol.pcm import decode_samples
-from realtime.openai_speech.encoders import available_formats
+from realtime.audio.encoders import available_formats
 from realtime.runtime.tone import ToneRunner
 
 TEXT = "Hello there. This is the speech endpoint speaking."

@@ -21,8 +21,8 @@ from protocol import (
     encode,
 )
 from protocol.packets import pack_packets, unpack_packets
-from realtime.audio import SOURCE_RATE
-from realtime.opus import OpusFramer, available
+from realtime.audio.framer import SOURCE_RATE
+from realtime.audio.opus import OpusFramer, available
 
 pytestmark = pytest.mark.skipif(not available(), reason="PyAV with libopus is not installed")
 

@@ -1,4 +1,4 @@
-"""Segments are prepared off the model thread (realtime/preparation.py).
+"""Segments are prepared off the model thread (realtime/server/work/preparation.py).
 
 A runner whose ``prepare`` can be held shut (a gate) shows what the model
 thread no longer waits for: streams keep stepping while a tokenizer works,
@@ -15,9 +15,9 @@ import threading
 from conftest import wait_until
 from test_worker import Sink, _submission, _worker
 
-from realtime.handoff import UpdateKind
-from realtime.preparation import Preparation, Prepared
 from realtime.runtime.tone import ToneRunner
+from realtime.server.work.handoff import UpdateKind
+from realtime.server.work.preparation import Preparation, Prepared
 
 
 class GatedRunner(ToneRunner):
@@ -126,7 +126,7 @@ async def test_preparation_keeps_submission_order_and_refuses_as_before():
 
 
 def test_a_submission_refused_midway_carries_what_was_prepared():
-    from realtime.inbox import Inbox
+    from realtime.server.work.inbox import Inbox
 
     inbox: Inbox = Inbox()
     prep = Preparation(inbox)

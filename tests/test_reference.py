@@ -1,5 +1,5 @@
 """params.reference: "first" conditions sentences 2..n on sentence 1's audio and
-text (realtime/reference.py), "none" leaves every sentence on its own.
+text (realtime/server/stream/reference.py), "none" leaves every sentence on its own.
 
 Unit tests drive a ``ServerUtterance`` with a fake link and a stub encoder
 (what is submitted when, with which sample); the end-to-end test runs the
@@ -18,11 +18,11 @@ from test_voice_upload import TINY
 
 from protocol import Speak
 from protocol.params import Params
-from realtime.handoff import UpdateKind, WorkerUpdate
 from realtime.runtime.api import SeedVoice, VoiceSample
 from realtime.runtime.encoder import SampleEncoder, decode_codes
-from realtime.samples import SampleVoices
-from realtime.utterance import ServerUtterance
+from realtime.server.stream.utterance import ServerUtterance
+from realtime.server.voices.samples import SampleVoices
+from realtime.server.work.handoff import UpdateKind, WorkerUpdate
 
 TEXT = "The first sentence is here. A second one follows. And a third."
 

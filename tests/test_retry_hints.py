@@ -10,8 +10,8 @@ import math
 from raw_http import raw_post
 
 from protocol import Error, Started
-from realtime.retry import UNKNOWN_END_S
 from realtime.runtime.tone import ToneRunner
+from realtime.server.retry import UNKNOWN_END_S
 
 TOKEN = "retry-hint-token-0123456789"
 TEXT = "Fifty characters of text, spoken and then refused."  # 50 characters

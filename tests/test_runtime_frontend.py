@@ -18,7 +18,7 @@ from realtime.runtime.api import (
 )
 from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
 from realtime.runtime.shapes import FULL
-from realtime.voices_file import read_voices_file
+from realtime.server.voices.file import read_voices_file
 
 
 @pytest.fixture(scope="module")

@@ -199,6 +199,6 @@ def test_policy_from_runtime_options():
 
 
 def test_config_offers_the_same_modes():
-    from realtime.config import CPU_GEMMS
+    from realtime.server.config import CPU_GEMMS
 
     assert CPU_GEMMS == gemm_plan.GEMM_MODES

@@ -112,7 +112,7 @@ def test_int8_logits_stay_close_to_fp32_on_tiny_weights():
 def test_int8_is_refused_off_the_cpu_with_a_clear_error():
     with pytest.raises(ValueError, match="int8 is a CPU mode"):
         pick_dtype("int8", torch.device("cuda"))
-    from realtime.config import ConfigError, load_config
+    from realtime.server.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="int8 is a CPU mode"):
         load_config(["--precision", "int8", "--device", "cuda"], environ={})

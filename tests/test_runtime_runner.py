@@ -15,7 +15,7 @@ from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
 from realtime.runtime.audio_stage import PUSH_EVERY
 from realtime.runtime.held import HeldJob, JobSpec
 from realtime.runtime.vocoder import audio_samples
-from realtime.voices_file import read_voices_file
+from realtime.server.voices.file import read_voices_file
 from scheduler.plan import Lane, StepPlan
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -129,7 +129,7 @@ def test_cpu_line_names_kernel_level_and_limits(monkeypatch):
 
 def test_importing_the_runtime_applies_nothing_the_entry_point_does(monkeypatch):
     env = {k: v for k, v in os.environ.items() if k not in (omp_env.WAIT_POLICY, omp_env.SPIN_COUNT)}
-    code = ("import os, realtime.runtime, realtime.server; "
+    code = ("import os, realtime.runtime, realtime.server.app; "
             "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1]).stdout

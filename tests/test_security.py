@@ -1,6 +1,6 @@
 """Security checks: auth, origins, limits, timeouts, error hygiene, static files, logs.
 
-Unit tests for ``realtime.ratelimit`` run on a fake
+Unit tests for ``realtime.server.ratelimit`` run on a fake
 clock; the rest talks to a live in-process server over 127.0.0.1.
 """
 
@@ -18,12 +18,12 @@ from conftest import async_http_get
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from protocol import Done, Error, ErrorCode, Started
-from realtime import auth
-from realtime import server as rt_server
-from realtime.auth import principal_of, token_allowed
-from realtime.ratelimit import QuotaBook, QuotaLimits, TextRateLimiter
 from realtime.runtime.tone import ToneRunner
-from realtime.static import StaticFiles
+from realtime.server import app as rt_server
+from realtime.server.http import auth
+from realtime.server.http.auth import principal_of, token_allowed
+from realtime.server.http.static import StaticFiles
+from realtime.server.ratelimit import QuotaBook, QuotaLimits, TextRateLimiter
 
 TOKEN = "s3cr3t-Token-value-0123456789"
 OTHER = "another-valid-token-abcdef"

@@ -9,9 +9,9 @@ import numpy as np
 from conftest import wait_until
 
 from protocol import Done, Error, ErrorCode, Speak
-from realtime.handoff import UpdateKind, WorkerUpdate
 from realtime.runtime.tone import ToneRunner
-from realtime.utterance import ServerUtterance
+from realtime.server.stream.utterance import ServerUtterance
+from realtime.server.work.handoff import UpdateKind, WorkerUpdate
 
 
 async def test_slow_consumer_is_stopped_and_memory_stays_bounded(server_factory, ws_connect):

@@ -11,10 +11,10 @@ import time
 from protocol import Done, Error, Params, Speak, decode_client
 from realtime.runtime.api import SeedVoice, SegmentRequest
 from realtime.runtime.tone import ToneRunner
-from realtime.segment_request import segment_request
-from realtime.textfront.script import estimate_tokens
-from realtime.textfront.speed import duration_factor, level_for_tempo, tempo
-from realtime.utterance import ServerUtterance
+from realtime.server.stream.segment_request import segment_request
+from realtime.server.stream.utterance import ServerUtterance
+from realtime.speech.script import estimate_tokens
+from realtime.speech.speed import duration_factor, level_for_tempo, tempo
 
 
 class RecordingRunner(ToneRunner):

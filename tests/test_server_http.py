@@ -10,9 +10,9 @@ import pytest
 from conftest import async_http_get
 from websockets.exceptions import InvalidStatus
 
-from realtime.config import ServerConfig
 from realtime.runtime.tone import ToneRunner
-from realtime.server import Server
+from realtime.server.app import Server
+from realtime.server.config import ServerConfig
 
 
 async def test_health_voices_and_metrics(tone_server, ws_connect):

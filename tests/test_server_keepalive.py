@@ -9,8 +9,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Error, Pong
-from realtime.config import ServerConfig
 from realtime.runtime.tone import ToneRunner
+from realtime.server.config import ServerConfig
 
 IDLE = 0.4
 

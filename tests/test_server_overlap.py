@@ -18,7 +18,7 @@ import pytest
 from protocol import Cancelled
 from protocol.pcm import decode_samples
 from protocol.stream import Kind
-from realtime.config import ServerConfig
+from realtime.server.config import ServerConfig
 
 SEED = {"seed": 7}
 ROUNDING = 4 / 32768  # a few 16-bit steps; a lost or shifted chunk differs by ~0.1
@@ -26,7 +26,7 @@ ROUNDING = 4 / 32768  # a few 16-bit steps; a lost or shifted chunk differs by ~
 
 @pytest.fixture(scope="module")
 def overlap_server():
-    from realtime.embedded import ServerThread
+    from realtime.server.embedded import ServerThread
 
     # The session's tiny_server's shapes, with the overlap on.
     thread = ServerThread(ServerConfig(port=0, weights="tiny-random", device="cpu",

@@ -12,10 +12,10 @@ from conftest import wait_until
 from websockets.asyncio.client import connect
 
 from protocol import Error, Started
-from realtime.config import ServerConfig
-from realtime.policy import scheduler_policy
-from realtime.retry import active_retry_s, to_ms
 from realtime.runtime.tone import ToneRunner
+from realtime.server.config import ServerConfig
+from realtime.server.retry import active_retry_s, to_ms
+from realtime.server.work.policy import scheduler_policy
 
 LONG = "A long sentence that keeps its stream busy for several seconds of audio. " * 2
 HELD_TURN_RETRY_MS = 1_267  # four turns held, none spoken (see the held-turns test)
@@ -204,7 +204,7 @@ async def test_the_flags_select_the_admission_mode(server_factory):
 
 
 def test_loop_lag_is_a_moving_average_in_time():
-    from realtime.loop_lag import TAU_S, LoopLag
+    from realtime.server.loop_lag import TAU_S, LoopLag
 
     lag = LoopLag()
     lag._latest = 1.0  # the timer reads late all along (the average decides)

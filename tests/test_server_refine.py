@@ -12,7 +12,7 @@ from clients import RealtimeClient
 from clients.say import parse_args, refine_arg, run
 from protocol import Done, Error, RefineLevels, Segment
 from realtime.runtime.api import RefineRequest
-from realtime.segment_request import refine_request
+from realtime.server.stream.segment_request import refine_request
 
 TEXT = "Hello world."
 LEVELS = {"oral": 2, "laugh": 0, "break": 6}

@@ -1,5 +1,6 @@
 """The batched send path: an outbox's queued messages leave together, in order,
-and backpressure stays bounded as it was (realtime.send_batch, realtime.outbox)."""
+and backpressure stays bounded as it was (realtime.server.stream.send_batch and
+.outbox)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import socket
 from conftest import wait_until
 
 from protocol import Done, Error
-from realtime.outbox import Outbox
 from realtime.runtime.tone import ToneRunner
-from realtime.send_batch import StreamConnection
+from realtime.server.stream.outbox import Outbox
+from realtime.server.stream.send_batch import StreamConnection
 
 # -- the outbox's writer ----------------------------------------------------------------
 

@@ -12,8 +12,8 @@ import json
 
 from raw_http import raw_post
 
-from realtime.intake import read_sentences
-from realtime.text import split_sentences
+from realtime.server.stream.intake import read_sentences
+from realtime.speech.sentences import split_sentences
 
 SEED = {"seed": 7}
 

@@ -15,7 +15,7 @@ import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
 from realtime.runtime.api import RequestError, SeedVoice
 from realtime.runtime.frontend import Speakers, TextFrontEnd
 from realtime.runtime.spoken import Spoken, TextNormalizer
-from realtime.textfront.lang import needs_rules
+from realtime.speech.lang import needs_rules
 
 # No digits, symbols, abbreviations, word-joining hyphens or contractions that
 # would lose their apostrophe into another word: upstream's own normalizer

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from realtime.text import _LEAD_ONLY, SentenceSplitter, split_sentences
+from realtime.speech.sentences import _LEAD_ONLY, SentenceSplitter, split_sentences
 
 
 def feed_chunks(chunks: list[str], **kw) -> list[str]:

@@ -107,8 +107,8 @@ def test_a_bad_cached_table_is_measured_again(tmp_path, caplog):
 
 
 async def _serve_once(cache_dir: str, ws_connect) -> tuple[bytes, int, dict]:
-    from realtime.config import ServerConfig
-    from realtime.server import Server
+    from realtime.server.app import Server
+    from realtime.server.config import ServerConfig
 
     config = ServerConfig(port=0, weights="tiny-random", device="cpu", batch_sizes=(1, 2),
                           kv_buckets=(256, 512), max_slots=4, admission="queue-only",

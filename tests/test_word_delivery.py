@@ -21,8 +21,8 @@ from word_checks import check_words_precede_their_audio
 
 from protocol import Speak, encode
 from protocol.stream import ClientConnection, Kind
-from realtime.handoff import UpdateKind, WorkerUpdate
-from realtime.utterance import ServerUtterance
+from realtime.server.stream.utterance import ServerUtterance
+from realtime.server.work.handoff import UpdateKind, WorkerUpdate
 
 TEXT = "It costs twenty dollars, today. And then some more words follow here, at last!"
 

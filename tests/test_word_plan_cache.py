@@ -1,4 +1,4 @@
-"""realtime.textfront.timing's caches and weights: a plan made from warm caches (pieces and
+"""realtime.speech.timing's caches and weights: a plan made from warm caches (pieces and
 words seen before, looked up in C) equals the plan made cold, piece by piece; the syllable
 rule and the dictionary lookup on the words they decide; protocol.words.WordOrder's bounds
 (a client's check: exactly at the slack is allowed, past it is not)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.words import WordOrder, Words, WordStart, WordTiming
-from realtime.textfront import timing as t
+from realtime.speech import timing as t
 
 PIECES = [
     None,

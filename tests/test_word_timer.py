@@ -1,4 +1,4 @@
-"""realtime.word_timing.WordTimer against the rules a client checks (protocol.words.WordOrder)
+"""realtime.server.stream.word_timing.WordTimer against the rules a client checks (protocol.words.WordOrder)
 and the promise of docs/protocol.md ("When they come"): pushes of random sizes into a fake
 framer, one segment after another, with and without the worker's last-chunk mark. Every
 message decodes as a ``words`` message and passes WordOrder; every word that has begun in
@@ -15,8 +15,8 @@ import pytest
 
 import protocol as p
 from protocol.words import WordOrder
-from realtime.textfront.timing import PRIOR_UNIT_MS, plan_words
-from realtime.word_timing import WordTimer
+from realtime.server.stream.word_timing import WordTimer
+from realtime.speech.timing import PRIOR_UNIT_MS, plan_words
 
 RATE = 24000
 SLACK_MS = 1e-6  # the server's own floats, no wire rounding: exact up to float error
@@ -198,7 +198,8 @@ def test_a_segment_planned_ahead_is_not_planned_again(monkeypatch):
     timer.planned(0, "It costs twenty dollars.", pieces)
     timer.planned(0, "It costs twenty dollars.", pieces)  # a second call keeps the first plan
     calls = []
-    monkeypatch.setattr("realtime.word_timing.plan_words", lambda *a: calls.append(a) or plan_words(*a))
+    monkeypatch.setattr("realtime.server.stream.word_timing.plan_words",
+                        lambda *a: calls.append(a) or plan_words(*a))
     framer.samples_sent = framer.segment_samples = RATE
     timer.opened(0, "It costs twenty dollars.", pieces)
     assert calls == []  # planned off the first frame's path

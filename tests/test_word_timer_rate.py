@@ -1,4 +1,4 @@
-"""realtime.word_timing.WordTimer with token chunking: the words committed
+"""realtime.server.stream.word_timing.WordTimer with token chunking: the words committed
 before a segment's span is known carry their times at the rate, a word
 followed by a pause ending before the next one starts."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from realtime.textfront.timing import PRIOR_UNIT_MS, plan_words
-from realtime.word_timing import WordTimer
+from realtime.server.stream.word_timing import WordTimer
+from realtime.speech.timing import PRIOR_UNIT_MS, plan_words
 
 
 class _Framer:

@@ -8,11 +8,11 @@ import time
 import numpy as np
 from conftest import wait_until
 
-from realtime.handoff import SegmentWork, Submission, UpdateKind
 from realtime.runtime.api import NamedVoice, SeedVoice, SegmentRequest
 from realtime.runtime.tone import ToneRunner
-from realtime.samples import runtime_voice
-from realtime.worker import ModelWorker
+from realtime.server.voices.samples import runtime_voice
+from realtime.server.work.handoff import SegmentWork, Submission, UpdateKind
+from realtime.server.work.worker import ModelWorker
 from scheduler import Lane, SchedulerConfig
 
 

@@ -1,7 +1,7 @@
 """Our readings beside WeTextProcessing's, case by case: the measurement behind
 docs/text.md's library choice.
 
-Runs every case of tests/test_textfront_{en,zh}.py through our normalizer and
+Runs every case of tests/test_speech_{en,zh}.py through our normalizer and
 through WeTextProcessing's English and Chinese TN grammars, and prints, per
 language, how many readings agree exactly (spaces and punctuation ignored),
 each side's median and p99 per sentence, WeTextProcessing's load time, and
@@ -28,7 +28,7 @@ _LOOSE = re.compile(r"[\s,.，。、!?！？'\-]+")
 
 
 def _cases(lang: str) -> list[tuple[str, str]]:
-    path = ROOT / "tests" / f"test_textfront_{lang}.py"
+    path = ROOT / "tests" / f"test_speech_{lang}.py"
     spec = importlib.util.spec_from_file_location(f"cases_{lang}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -52,7 +52,7 @@ def _p99(values: list[float]) -> float:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from realtime.textfront.normalize import normalize
+    from realtime.speech.normalize import normalize
     try:
         t0 = time.perf_counter()
         from tn.chinese.normalizer import Normalizer as ZhNormalizer

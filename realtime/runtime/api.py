@@ -1,11 +1,11 @@
 """What the model runtime offers the worker: requests in, a step executor.
 
-The worker (realtime/worker.py) owns one ``Runner`` on the model thread. The
+The worker (realtime/server/work/worker.py) owns one ``Runner`` on the model thread. The
 contract has two calls:
 
 - ``prepare(request) -> PreparedJob`` runs the text front end once per
   segment (normalization, speaker, prompt, sampling settings). The worker
-  calls it on its preparation thread (``realtime/preparation.py``), one
+  calls it on its preparation thread (``realtime/server/work/preparation.py``), one
   call at a time in submission order, while steps run: it must share no
   unguarded state with ``execute``. It keeps nothing: the ``PreparedJob``'s
   ``work`` travels with the scheduler's job and comes back to the runner in

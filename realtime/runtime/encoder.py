@@ -11,7 +11,7 @@ Which thread. The encoder is used for nothing else: the speech path runs the
 *Decoder* checkpoint, never this module, so the model thread holds no
 reference to it and ``SampleEncoder`` may run on any other thread, one
 encode at a time behind its lock (the server gives it one dedicated thread
-and a bounded queue: ``realtime/samples.py``). A 30 s sample costs a
+and a bounded queue: ``realtime/server/voices/samples.py``). A 30 s sample costs a
 fraction of a second on a CPU; as a model-thread command it would stall
 every stream's next step for that long.
 

@@ -6,7 +6,7 @@ what the GPT reads. It composes
 1. clean-up of what no rule should see: control and format characters,
    lone surrogates, the reserved prompt tags, a bracket that opens or closes
    no ``[tag]`` (upstream's tag splitter would drop the rest of the text);
-2. our normalization (realtime/textfront): numbers, money, dates, times,
+2. our normalization (realtime/speech): numbers, money, dates, times,
    units, abbreviations, in English or Chinese, as ``(original, spoken)``
    pieces; a sentence no rule could touch skips the rules entirely;
 3. upstream ChatTTS's ``Normalizer`` clean-up on each piece (what it does
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
 from realtime.runtime.api import RequestError
-from realtime.textfront import lang as langs
-from realtime.textfront.normalize import TextTooLong, fold_width, pieces
+from realtime.speech import lang as langs
+from realtime.speech.normalize import TextTooLong, fold_width, pieces
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from realtime.runtime.api import (
     VoiceError,
     WeightsKind,
 )
-from realtime.textfront.script import has_words
+from realtime.speech.script import has_words
 
 if TYPE_CHECKING:
     from realtime.runtime.encoder import SampleEncoder

@@ -11,7 +11,7 @@ unchanged. They do not sound like OpenAI's voices: the seeds are fixed but
 were not chosen by ear (the build machines have no trained checkpoint).
 ``ash`` and ``cedar`` keep the seeds they had before OpenAI's names came, and
 ``default``, ``birch`` and ``dune`` stay. A deployment's ``--voices-file``
-(read by the server: ``realtime/voices_file.py``) adds names and remaps any
+(read by the server: ``realtime/server/voices/file.py``) adds names and remaps any
 of these (``RuntimeOptions.voices``).
 """
 

@@ -1,0 +1,397 @@
+"""English readings: the rules, in priority order.
+
+Numbers come last: every rule that gives a number its meaning (a date, a
+price, a unit, an ordinal) runs before the plain reading. What no rule
+reads is left for upstream (which drops characters the model cannot say).
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech import en_address, en_context, en_ids, en_phone, en_time, en_web
+from realtime.speech.en_words import cardinal, digits, number, ordinal, year
+from realtime.speech.rewrite import TAG_RULE, Rule, rule
+from realtime.speech.units import (
+    BULLET,
+    CURRENCIES,
+    CURRENCY_CODE_RE,
+    CURRENCY_SYMBOL_RE,
+    LIST_MARKER,
+    MAGNITUDE_RE,
+    MAGNITUDE_WORDS,
+    MAGNITUDES,
+    MAX_SPOKEN_DIGITS,
+    NUM,
+    UNIT_END,
+    UNIT_RE,
+    UNITS,
+    UNSIGNED,
+    en_unit,
+    is_minus,
+)
+
+_LONG_RUN = 7  # a digit run this long without separators is an id or phone number
+
+
+def _final(m: re.Match[str], spoken: str) -> str:
+    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
+
+
+# --- money --------------------------------------------------------------------------
+
+
+def _money(currency: str, amount: str, magnitude: str | None, sign: str | None) -> str:
+    major, minor, _ = CURRENCIES[currency]
+    minus = "minus " if sign else ""
+    if magnitude:
+        scale = MAGNITUDES[magnitude]
+        return f"{minus}{number(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
+    whole, _, frac = amount.replace(",", "").partition(".")
+    if len(frac) > 2 and len(frac.rstrip("0")) <= 2:
+        frac = frac.rstrip("0") or "0"  # "$30.500": fifty cents; "$4.000": four dollars
+    if frac and minor and len(frac) <= 2 and len(whole) <= MAX_SPOKEN_DIGITS:
+        cents, units = int(frac.ljust(2, "0")), int(whole or "0")
+        parts = []
+        if units or not cents:
+            parts.append(f"{cardinal(units)} {en_unit(major, str(units))}")
+        if cents:
+            parts.append(f"{cardinal(cents)} {en_unit(minor, str(cents))}")
+        return minus + " and ".join(parts)
+    return f"{minus}{number(amount)} {en_unit(major, amount)}"
+
+
+def _money_after(m: re.Match[str]) -> str:
+    amount = m.group(1)
+    sign = amount[0] if amount[0] in "-−" else None
+    return _money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
+
+
+def _money_range(m: re.Match[str]) -> str:
+    """ "$300–$500", "$2-3 million": both ends read as money, "to" between."""
+    first, second = m.group(1), m.group(3) or m.group(1)
+    return _money(first, m.group(2), m.group(5), None) + " to " + _money(second, m.group(4), m.group(5), None)
+
+
+# --- numbers with a meaning ---------------------------------------------------------
+
+
+def _range(first: str, second: str | None) -> str:
+    return number(first) + (" to " + number(second) if second else "")
+
+
+def _percent(m: re.Match[str]) -> str:
+    word = " per mille" if m.group(3) == "‰" else " percent"
+    return _range(m.group(1), m.group(2)) + word
+
+
+def _temperature(m: re.Match[str]) -> str:
+    scale = (m.group(3) or "").upper() or ("C" if m.group(4) else "F" if m.group(5) else "")
+    name = {"C": "degree Celsius", "F": "degree Fahrenheit"}.get(scale, "degree")
+    return _range(m.group(1), m.group(2)) + " " + en_unit(name, m.group(2) or m.group(1))
+
+
+def _unit(m: re.Match[str]) -> str:
+    count = m.group(2) or m.group(1)
+    return _range(m.group(1), m.group(2)) + " " + en_unit(UNITS[m.group(3)][0], count)
+
+
+# A number right after an operator or a letter belongs to them ("4+5 m2", "Q7s").
+_AFTER_OPERATOR = r"(?<![+×*÷=^A-Za-z])(?<![+×*÷=^]\s)"
+
+
+def _dimensions(m: re.Match[str]) -> str | None:
+    """ "3 x 4 m", "4x6": "three by four meters", "four by six" (a spaced
+    "3 x 4" without a unit is arithmetic, read by the operator rule)."""
+    if not m.group(4) and " " in m.group(0):
+        return None
+    sides = [number(g) for g in m.groups()[:3] if g]
+    unit = m.group(4)
+    return " by ".join(sides) + (" " + en_unit(UNITS[unit][0], m.group(3) or m.group(2)) if unit else "")
+
+
+def _unit_per(m: re.Match[str]) -> str:
+    """ "8 min/mile", "5 L/100km": the counted unit, then "per" the other."""
+    per = UNITS[m.group(3)][0] if m.group(3) in UNITS else m.group(3)
+    return number(m.group(1)) + " " + en_unit(UNITS[m.group(2)][0], m.group(1)) + " per " + per
+
+
+def _plural_word(words: str) -> str:
+    head, _, last = words.rpartition(" ")
+    last = last[:-1] + "ies" if last.endswith("y") else last + ("es" if last.endswith("x") else "s")
+    return (head + " " if head else "") + last
+
+
+def _decade(m: re.Match[str]) -> str:
+    return _plural_year(m.group(1) or m.group(2))
+
+
+def _plural_year(written: str) -> str:
+    n = int(written)
+    if n < 100:
+        return _plural_word(cardinal(n))
+    return _plural_word(year(n) if n >= 1000 else cardinal(n))
+
+
+def _suffix(n: int) -> str:
+    if 11 <= n % 100 <= 13:
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+def _ordinal(m: re.Match[str]) -> str:
+    """ "21st", "2,000th"; a suffix that does not fit ("2th", "5rd") is no
+    ordinal: the number, then its letters."""
+    n = m.group(1).replace(",", "")
+    if len(n) > MAX_SPOKEN_DIGITS:
+        return digits(n)
+    if m.group(2).lower() != _suffix(int(n)):
+        return cardinal(int(n)) + " " + m.group(2)
+    return ordinal(int(n))
+
+
+_FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+_UNICODE_FRACTIONS = {"½": (1, 2), "¼": (1, 4), "¾": (3, 4), "⅓": (1, 3), "⅔": (2, 3)}
+
+
+def _fraction_words(num: int, den: int, mixed: bool) -> str:
+    singular, plural = _FRACTION_NAMES.get(den, (ordinal(den), ordinal(den) + "s"))
+    if num == 1:
+        return ("a " if mixed else "one ") + singular
+    return cardinal(num) + " " + plural
+
+
+def _fraction(m: re.Match[str]) -> str | None:
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if den == 0 or num == 0:
+        return None
+    if (num, den) == (24, 7) or num == den:
+        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50"
+    elif den in (100, 1000) or den == 10 and not m.string.startswith(" of", m.end()):
+        spoken = cardinal(num) + " out of " + cardinal(den)  # a score: "98/100"
+    elif den == 1:
+        spoken = cardinal(num) + " over one"
+    else:
+        spoken = _fraction_words(num, den, bool(whole))
+    return number(whole) + " and " + spoken if whole else spoken
+
+
+def _fraction_unit(m: re.Match[str]) -> str | None:
+    """ "1/2 tsp" -> "half a teaspoon", "3/4 cup" -> "three quarters of a cup",
+    "1 1/2 tsp" -> "one and a half teaspoons" (the unit rule would read "2 tsp")."""
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if not 0 < num < den:
+        return None
+    unit = UNITS[m.group(4)][0]
+    if whole:
+        return number(whole) + " and " + _fraction_words(num, den, True) + " " + en_unit(unit, "2")
+    article = "an" if unit[0] in "aeiou" or unit.startswith("hour") else "a"
+    if (num, den) == (1, 2):
+        return f"half {article} {unit}"
+    return f"{_fraction_words(num, den, False)} of {article} {unit}"
+
+
+def _unicode_fraction(m: re.Match[str]) -> str:
+    num, den = _UNICODE_FRACTIONS[m.group(2)]
+    whole = m.group(1)
+    spoken = _fraction_words(num, den, bool(whole))
+    return number(whole) + " and " + spoken if whole else spoken
+
+
+def _year_range(m: re.Match[str]) -> str | None:
+    first, second = m.group(1), m.group(2)
+    last = int(first[:2] + second) if len(second) == 2 else int(second)
+    if last <= int(first):
+        return None  # no range runs down: "2010-05" is no year range
+    return year(int(first)) + " to " + (cardinal(int(second)) if len(second) == 2 else year(last))
+
+
+def _year_after_word(m: re.Match[str]) -> str | None:
+    n = int(m.group(2))
+    return f"{m.group(1)} {year(n)}" if 1100 <= n <= 2099 else None
+
+
+def _era(m: re.Match[str]) -> str:
+    n = int(m.group(1))
+    spoken = year(n) if n >= 1000 or n < 100 or n % 100 < 10 else cardinal(n // 100) + " " + cardinal(n % 100)
+    return _final(m, spoken + " " + " ".join(m.group(2).replace(".", "").upper()))  # "three forty A D"
+
+
+def _number(m: re.Match[str]) -> str:
+    text = m.group(0)
+    bare = text.lstrip("-−+")
+    if "," not in bare and "." not in bare and len(bare) >= _LONG_RUN and bare.rstrip("0")[2:]:
+        return digits(bare)  # 5551234567, 4111111111111111: an id, not a quantity
+    return number(text)
+
+
+# --- symbols and abbreviations ------------------------------------------------------
+
+# "$20/mo", "£3/wk", "15/kg": what the abbreviation after "per" stands for.
+_PER = {"mo": "month", "mos": "month", "yr": "year", "wk": "week", "d": "day", "hr": "hour", "h": "hour",
+        "min": "minute", "sec": "second", "ea": "each", "pp": "person", "ppl": "person",
+        **{unit: names[0] for unit, names in UNITS.items() if len(unit) > 1 and unit.isalpha()}}
+
+_OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", "==": "equals",
+              "+": "plus", "×": "times", "*": "times", "x": "times", "X": "times", "÷": "divided by",
+              "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
+              "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
+              "±": "plus or minus", "≈": "is about", "~": "to", "～": "to"}
+_ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
+             "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
+             "√": "square root of", "²": "squared", "³": "cubed"}
+
+
+_LEFT = re.compile(r"(\d++)\s?$")
+_RIGHT = re.compile(r"\s?[-−]?(\d++)")
+
+
+def _operator(m: re.Match[str]) -> str:
+    op = m.group(2)
+    if op in "-−–":
+        if is_minus(m):
+            return "minus"
+        left = _LEFT.search(m.string, max(0, m.start() - 20), m.start())
+        right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
+        if left and right and int(left.group(1)) > int(right.group(1)) and not (
+                len(left.group(1)) == 4 and len(right.group(1)) == 2):
+            return ","  # "864-2": no range runs down ("1970-85" does: a year shortened)
+        return "to"
+    return _OPERATORS[op]
+
+
+def _symbol(m: re.Match[str]) -> str:
+    return _ANYWHERE[m.group(0)]
+
+
+_ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", "prof": "Professor",
+                  "jr": "Junior", "sr": "Senior", "mt": "Mount", "ave": "Avenue", "vs": "versus",
+                  "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is"}
+_PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
+
+
+# Contractions whose apostrophe upstream's clean-up drops, leaving another
+# word ("we'll" -> "well", "he'll" -> "hell"): expanded. The rest ("don't",
+# "it's", "let's") sound the same without it and stay.
+_CONTRACTED = {"ll": "will", "re": "are", "d": "would", "ve": "have", "m": "am"}
+_CONTRACTS = {"i": "ll d ve m", "you": "ll re d ve", "we": "ll re d ve", "they": "ll re d ve",
+              "he": "ll d", "she": "ll d", "it": "ll d", "who": "ll re d ve", "that": "ll d"}
+
+
+def _contraction(m: re.Match[str]) -> str | None:
+    pronoun, suffix = m.group(1), m.group(2).lower()
+    if suffix not in _CONTRACTS.get(pronoun.lower(), "").split():
+        return None
+    verb = _CONTRACTED[suffix]
+    if suffix == "d" and re.match(r"\s+(?:been|better)\b", m.string[m.end():m.end() + 8]):
+        verb = "had"  # "I'd been", "you'd better"
+    return pronoun + " " + verb
+
+
+def _abbreviation(m: re.Match[str]) -> str:
+    word = m.group(1)
+    key = word.lower()
+    if key in ("st", "dr"):
+        before = m.string[max(0, m.start() - 40):m.start()]  # bounded: linear over the sentence
+        is_place = _PLACE_BEFORE.search(before) is not None or before.strip() == ""
+        capital_next = re.match(r"\s+[A-Z]", m.string[m.end():]) is not None
+        if key == "st":
+            spoken = "Saint" if capital_next and not _PLACE_BEFORE.search(before) else "Street"
+        else:
+            spoken = "Drive" if is_place and before.strip() and not capital_next else "Doctor"
+    else:
+        spoken = _ABBREVIATIONS[key]
+    return _final(m, spoken)
+
+
+RULES: tuple[Rule, ...] = (
+    TAG_RULE,
+    rule("bullet", BULLET, lambda m: ""),
+    *en_phone.RULES,  # "(555) 123-4567" is no list marker
+    rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
+    *en_web.EARLY_RULES,
+    *en_address.RULES,
+    en_context.APPROX_RULE,
+    *en_time.DATE_RULES,  # before phone numbers
+    rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
+         + digits(m.group(2))),
+    *en_time.TIME_RULES,  # the clock, after them
+    *en_ids.RULES,
+    en_context.PACE_RULE,
+    rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
+         lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
+    en_context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
+    rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
+         lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
+    rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
+    rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")\s?[-–—]\s?("
+         + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?", _money_range),
+    rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
+         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
+         lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
+    rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
+         + r"|€|£)(?![A-Za-z])", _money_after),
+    *en_context.RULES,
+    rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
+    rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
+         r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
+         _temperature),
+    rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
+    rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")" + UNIT_END,
+         _fraction_unit),
+    rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
+         + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
+    rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,
+         lambda m: f"{number(m.group(1))} {m.group(2)} {en_unit(UNITS[m.group(3)][0], '2')}"),
+    rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")\s?(" + UNIT_RE + r")/(" + UNIT_RE
+         + r"|[A-Za-z]{2,})\b", _unit_per),
+    rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
+         + UNIT_RE + ")" + UNIT_END,
+         _unit),
+    rule("ordinal", r"(?<![\w.,/])(\d{1,3}(?:,\d{3})++|\d++)(st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),
+    rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
+         r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
+         lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
+    rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
+    rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
+    rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)", _era),
+    rule("year range", r"(?<![\w.,-])(1[1-9]\d\d|20\d\d)\s?[-–—]\s?(1[1-9]\d\d|20\d\d|\d\d)(?![\w-]|[.,]\d)",
+         _year_range),  # 1990-1995, 1970-85
+    rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"
+         r"\s(\d{4})"
+         r"(?![\d,.]\d|\s?%|\s?(?:" + UNIT_RE + ")" + UNIT_END + ")", _year_after_word),
+    rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–+×*xX÷/=<>≤≥≠^±≈~～])(\s?)(?=[-−]?\d)", _operator),
+    rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
+         lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
+    rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
+    # upstream reads "-" as a comma: "well-known" would pause mid-word
+    rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
+    rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),
+    rule("per letter", r"(?<=\d)/([A-Za-z])\b(?![/.-]\w)", lambda m: "per " + m.group(1)),  # 5/s
+    rule("word per", r"(?<![\w.])(\d++(?:\.\d++)?)\s?([A-Za-z]{1,4})/([A-Za-z]{1,4})\b",
+         lambda m: f"{number(m.group(1))} {m.group(2)} per {m.group(3)}"),  # 5 cc/h
+    rule("per unit", r"(?<![A-Za-z/])/\s?(" + "|".join(_PER) + r")\b", lambda m: "per " + _PER[m.group(1)]),
+    rule("per", r"(?<![A-Za-z/])/(?=[A-Za-z]{2,})", lambda m: "per"),  # $19.99/month
+    *en_web.RULES,
+    rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
+         lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
+    rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
+         lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
+    rule("bare year", r"(?<![\d.,$€£¥\w-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
+         lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
+    rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
+    en_ids.CODE_RULE,
+    rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
+         _abbreviation),
+    rule("versus", r"\bvs\b", lambda m: "versus"),
+    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]", _symbol),
+    rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
+    rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
+         lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
+    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
+         lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
+    rule("number", NUM, _number),
+    rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
+)
+

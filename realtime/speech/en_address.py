@@ -1,0 +1,94 @@
+"""English readings of street addresses.
+
+"1315 W Grand Ave" -> "thirteen fifteen West Grand Avenue": a house number
+before a street is read in pairs as people say it (123 -> "one twenty
+three", 708 -> "seven zero eight", 2788 -> "twenty seven eighty eight"), a
+compass letter before the street's name is its direction, and the street's
+kind is said in full (St, Ave, Blvd, Rd, Dr, Ln, Ct, Expy, Hwy, Pkwy, ...).
+A state's code after a city's comma is the state ("Santa Clara, CA 95051" ->
+"Santa Clara, California nine five zero five one"), and a ZIP code after a
+state is read digit by digit ("IL 62704").
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_words import cardinal, digits, ordinal
+from realtime.speech.rewrite import Rule, rule
+
+_STATES = {
+    "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California",
+    "CO": "Colorado", "CT": "Connecticut", "DE": "Delaware", "FL": "Florida", "GA": "Georgia",
+    "HI": "Hawaii", "ID": "Idaho", "IL": "Illinois", "IN": "Indiana", "IA": "Iowa", "KS": "Kansas",
+    "KY": "Kentucky", "LA": "Louisiana", "ME": "Maine", "MD": "Maryland", "MA": "Massachusetts",
+    "MI": "Michigan", "MN": "Minnesota", "MS": "Mississippi", "MO": "Missouri", "MT": "Montana",
+    "NE": "Nebraska", "NV": "Nevada", "NH": "New Hampshire", "NJ": "New Jersey", "NM": "New Mexico",
+    "NY": "New York", "NC": "North Carolina", "ND": "North Dakota", "OH": "Ohio", "OK": "Oklahoma",
+    "OR": "Oregon", "PA": "Pennsylvania", "RI": "Rhode Island", "SC": "South Carolina",
+    "SD": "South Dakota", "TN": "Tennessee", "TX": "Texas", "UT": "Utah", "VT": "Vermont",
+    "VA": "Virginia", "WA": "Washington", "WV": "West Virginia", "WI": "Wisconsin", "WY": "Wyoming",
+    "DC": "D C", "PR": "Puerto Rico", "GU": "Guam", "VI": "Virgin Islands",
+}
+_STATE_RE = "|".join(_STATES)
+_KINDS = {"st": "Street", "ave": "Avenue", "av": "Avenue", "blvd": "Boulevard", "rd": "Road",
+          "dr": "Drive", "ln": "Lane", "ct": "Court", "expy": "Expressway", "hwy": "Highway",
+          "pkwy": "Parkway", "pl": "Place", "ter": "Terrace", "cir": "Circle", "sq": "Square",
+          "trl": "Trail", "way": "Way", "street": "Street", "avenue": "Avenue", "boulevard": "Boulevard",
+          "road": "Road", "drive": "Drive", "lane": "Lane", "court": "Court", "highway": "Highway",
+          "parkway": "Parkway", "place": "Place"}
+_KIND_RE = "|".join(sorted(_KINDS, key=len, reverse=True))
+_DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast",
+               "NW": "Northwest", "SE": "Southeast", "SW": "Southwest"}
+
+
+def house_number(run: str) -> str:
+    """Pairs, as said: "123" -> "one twenty three", "2788" -> "twenty seven eighty eight"."""
+    n = int(run)
+    if len(run) > 4 or run[0] == "0":
+        return digits(run)
+    if n < 100 or len(run) == 4 and n % 1000 == 0:
+        return cardinal(n)
+    head, tail = divmod(n, 100)
+    if tail == 0:
+        return cardinal(head) + " hundred"
+    return cardinal(head) + " " + (cardinal(tail) if tail >= 10 else "zero " + cardinal(tail))
+
+
+def _street_name(words: str) -> str:
+    return re.sub(r"\b(\d{1,3})(?:st|nd|rd|th)\b", lambda m: ordinal(int(m.group(1))), words)
+
+
+def _street(m: re.Match[str]) -> str:
+    number, direction, name, kind = m.group(1), m.group(2), m.group(3), m.group(4)
+    spoken = house_number(number) + " "
+    if direction:
+        spoken += _DIRECTIONS[direction] + " "
+    spoken += _street_name(name) + _KINDS[kind.lower()]
+    after = m.string[m.end():m.end() + 2]
+    if m.group(0).endswith(".") and (not after.strip() or after[1:].isupper()):
+        spoken += "."  # "Elm St. It was": the sentence ended there
+    return spoken
+
+
+# Codes that are also words ("Sure, OK."): a state only before a ZIP code.
+_WORDLIKE = frozenset(["OK", "IN", "OR", "ME", "HI", "OH", "ID", "AL", "LA", "PA", "MA"])
+
+
+def _state(m: re.Match[str]) -> str | None:
+    zipcode = ", ".join(digits(g) for g in m.groups()[2:] if g)
+    if not zipcode and m.group(1) in _WORDLIKE:
+        return None
+    spoken = _STATES[m.group(1)]
+    return spoken + (m.group(2) or " " if zipcode else "") + zipcode
+
+
+RULES: tuple[Rule, ...] = (
+    rule("street", r"(?<![\w.,$])(\d{1,5})\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
+         r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?",
+         _street),
+    rule("state", r"(?<=,\s)(" + _STATE_RE + r")\b(?:(,?\s)(\d{5})(?:-(\d{4}))?(?!\d))?(?=[,.;]|\s|$)",
+         _state),
+    rule("zip code", r"\b(" + _STATE_RE + r")\s(\d{5})(?:-(\d{4}))?(?!\d)",
+         lambda m: m.group(1) + " " + ", ".join(digits(g) for g in m.groups()[1:] if g)),
+)

@@ -1,0 +1,191 @@
+"""English readings that give a number its meaning from the word around it.
+
+- Roman numerals after a name: "Louis XIV" -> "Louis the fourteenth" (a
+  monarch's or pope's name), "World War II" -> "World War two" (any other
+  capitalised word). Only I, V and X (1-39), so "CD", "MIX" and "DC" stay
+  letters; a lone "I" is a numeral only after a monarch's name and before
+  punctuation, "of" or "and" ("Elizabeth I of England"), never "Then I".
+- References: "pp. 10-12" -> "pages ten to twelve", "Fig. 3", "Vol. 2",
+  "Ch. 4", "Eq. 5", "§ 7" (only before a number).
+- Magnitudes written onto a number: "3.4M users", "2.1bn", "500k", "1.2K"
+  -> "three point four million", ... A lone digit keeps its letter ("3M",
+  "4K video"), so does a race ("a 10k run", "the 10k."), and "B" needs a
+  decimal ("2.5B"): "221B Baker Street" and seat "14B" are names.
+- Durations that cannot be clock times: "25:03" -> "twenty five minutes,
+  three seconds"; "24:00" is midnight (a ratio keeps one-digit parts:
+  "16:9"); a pace "5'01\"" -> "five minutes, one second" (feet and inches
+  never write "01").
+- Video resolutions ("1080p" -> "ten eighty p"), "90+" -> "ninety plus",
+  "ext. 123" -> "extension one two three".
+- Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes".
+- Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
+  power of eight meters per second", "one point five times ten to the
+  power of six".
+- Blood pressure: "120/80 mmHg", "blood pressure was 140/90" -> "one
+  hundred twenty over eighty millimeters of mercury", ... (not a fraction).
+- Flight numbers ("flight UA 857") digit by digit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_time import counted
+from realtime.speech.en_words import cardinal, digits, number, ordinal
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import MAGNITUDE_WORDS, MAGNITUDES, UNIT_END, UNIT_RE, UNITS, en_unit
+
+# First names that take a regnal number: "the fourteenth", not "fourteen".
+_REGNAL_NAMES = (
+    "Louis Henry Elizabeth George Edward Charles William James Richard John Paul Pius Leo Benedict "
+    "Gregory Innocent Clement Peter Frederick Philip Ferdinand Alexander Nicholas Ivan Catherine Mary "
+    "Victor Emmanuel Wilhelm Napoleon Alfonso Juan Carlos Gustav Christian Olaf Harald Haakon Rama "
+    "Ramesses Ptolemy Constantine Justinian Otto Rudolf Sancho Boniface Urban Sixtus Adrian Martin "
+    "Felix Stephen Edmund Malcolm David Robert Kamehameha Selim Mehmed Suleiman Murad Ahmed Francis "
+    "Joseph Anne Victoria Isabella Margaret Frederik Ludwig Maximilian Karl Franz Willem Baudouin "
+    "Albert Leopold Umberto Pedro Manuel Sebastian Casimir Sigismund Vladislaus Boleslaus Wenceslaus "
+    "Ottokar Eric Magnus Canute Sweyn Valdemar Haile Mohammed Hassan Abdullah Hussein Farouk Fuad "
+    "Amenhotep Thutmose Seti Tiglath Shalmaneser Sargon Antiochus Seleucus Cleopatra Herod Akbar")
+_REGNAL = frozenset(_REGNAL_NAMES.split())
+# Capitalised words after which "IV" or "II" is no number: "The IV was in", "A IV".
+_FUNCTION_WORDS = ("The A An And Or Of In On At To For With By From His Her My Your Our Their "
+                   "This That These Those Its No Not Is Was Be Get Got Any Some Via Per As If "
+                   "So But Then When While Where What Who Why How")
+_NOT_BEFORE = frozenset(_FUNCTION_WORDS.split())
+_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+# Words that number what follows with any numeral up to 399 ("Part XL", "Chapter XC").
+_NUMBERED = ("Part Chapter Book Volume Act Scene Article Title Phase Stage Level Round Section Unit "
+             "Lesson Appendix Episode Season Bowl Schedule Canto Psalm Amendment")
+_NUMBERED_RE = "|".join(w for word in _NUMBERED.split() for w in (word, word.upper()))
+
+
+def roman_value(numeral: str) -> int:
+    """ "XIV" -> 14 (subtractive pairs: a smaller value before a larger)."""
+    total = 0
+    for i, c in enumerate(numeral):
+        value = _ROMAN[c]
+        total += -value if i + 1 < len(numeral) and _ROMAN[numeral[i + 1]] > value else value
+    return total
+
+
+def _roman(m: re.Match[str]) -> str | None:
+    name, numeral = m.group(1), m.group(2)
+    if not numeral or name in _NOT_BEFORE:
+        return None
+    regnal = name in _REGNAL
+    if len(numeral) == 1:
+        after = m.string[m.end():m.end() + 5]
+        if not regnal or numeral == "I" and not re.match(r"[,.;:!?)]|$|\s(?:of|and)\b", after):
+            return None
+    n = roman_value(numeral)
+    return f"{name} the {ordinal(n)}" if regnal else f"{name} {cardinal(n)}"
+
+
+_REFERENCES = {"pp": "pages", "p": "page", "fig": "figure", "figs": "figures", "ch": "chapter",
+               "chap": "chapter", "vol": "volume", "vols": "volumes", "eq": "equation",
+               "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections"}
+
+
+def _reference(m: re.Match[str]) -> str:
+    word = m.group(1) or m.group(2)
+    spoken = _REFERENCES[word.lower()]
+    return spoken.capitalize() if word[0].isupper() else spoken
+
+
+_RACE = re.compile(r"\s?(?:runs?|races?|runners?|walks?)\b|[.,;:!?)]|$")
+_ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s$")
+
+
+def _magnitude(m: re.Match[str]) -> str | None:
+    amount, suffix = m.group(1), m.group(2)
+    whole = amount.replace(",", "").partition(".")[0]
+    decimal = "." in amount
+    if not decimal and (suffix == "B" or len(whole) < 2):
+        return None
+    before = m.string[max(0, m.start() - 4):m.start()]  # bounded: linear over the sentence
+    if suffix == "k" and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):
+        return None  # "a 10k run", "the 10k.": a distance, read "ten K"
+    return number(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
+
+
+def _minutes_seconds(minutes: int, seconds: int) -> str:
+    return counted(minutes, "minute") + (", " + counted(seconds, "second") if seconds else "")
+
+
+def _long_minutes(m: re.Match[str]) -> str | None:
+    """ "25:03": past any clock hour, with two-digit seconds: a duration."""
+    minutes, seconds = int(m.group(1)), int(m.group(2))
+    if (minutes, seconds) == (24, 0):
+        return "midnight"
+    return _minutes_seconds(minutes, seconds) if minutes >= 24 and seconds < 60 else None
+
+
+def _pace(m: re.Match[str]) -> str | None:
+    """ "5'01\"": inches are never written with a leading zero, nor past 11."""
+    second = m.group(2)
+    if not (second.startswith("0") and len(second) == 2 or 12 <= int(second) < 60):
+        return None
+    return _minutes_seconds(int(m.group(1)), int(second))
+
+
+def _scientific(m: re.Match[str]) -> str:
+    """ "3×10^8 m/s", "1.5e6": the mantissa, "times ten to the power of", the
+    exponent, and the unit that follows it (the unit rule would take the exponent)."""
+    spoken = number(m.group(1)) + " times ten to the power of " + number(m.group(2) or m.group(3))
+    unit = m.group(4)
+    return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
+
+
+def _pressure(m: re.Match[str]) -> str | None:
+    """ "120/80 mmHg", "blood pressure of 140/90": "one hundred twenty over eighty"."""
+    lead, unit = m.group(1), m.group(4)
+    if not (lead or unit):
+        return None
+    spoken = (lead or "") + number(m.group(2)) + " over " + number(m.group(3))
+    return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
+
+
+SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
+                       r"(?:\s?[×xX*]\s?10\^([-−]?\d{1,3})|[eE]([-+−]?\d{1,3}))(?![\d.]\d)"
+                       r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
+# "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
+APPROX_RULE = rule("about", r"(?<!\S)(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")
+PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
+
+def _hours_minutes(m: re.Match[str]) -> str:
+    return counted(int(m.group(1)), "hour") + " " + counted(int(m.group(2)), "minute")
+
+
+_RESOLUTIONS = frozenset({"360", "480", "720", "1080", "1440", "2160", "4320"})
+
+
+def _resolution(m: re.Match[str]) -> str | None:
+    """ "1080p" -> "ten eighty p", "720p" -> "seven twenty p" (read in pairs, as said)."""
+    lines = m.group(1)
+    if lines not in _RESOLUTIONS:
+        return None
+    head, tail = lines[:-2], lines[-2:]
+    return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}"
+
+
+RULES: tuple[Rule, ...] = (
+    rule("resolution", r"(?<![\w.])(\d{3,4})([pi])\b", _resolution),
+    rule("at least", r"(?<![\w.])(\d++(?:\.\d++)?)\+(?![\w+])", lambda m: number(m.group(1)) + " plus"),
+    rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
+    rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
+         _hours_minutes),  # "3h20min", "2h 5m": "5m" is no distance here
+    rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
+         r"(?![\d/])(?:\s?(mmHg))?", _pressure),
+    rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
+         lambda m: f"{m.group(1)} {m.group(2)} {digits(m.group(3))}"),
+    rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
+    rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
+         _magnitude),
+    rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?)\.|(§§?))"
+         r"\s?(?=\d)",
+         _reference),
+    rule("numbered part", r"\b(" + _NUMBERED_RE + r")\s"
+         r"((?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b",
+         lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}"),
+    rule("roman numeral", r"\b([A-Z][a-z]++)\s((?>X{0,3}(?:IX|IV|V?I{0,3})))\b", _roman),
+)

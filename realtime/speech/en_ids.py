@@ -1,0 +1,84 @@
+"""English readings of digit strings that name something rather than count it.
+
+Whether "4411" is an amount or an identifier is decided by the words around it:
+
+- after a word that introduces an identifier ("card ending in 4411", "order
+  number 55012", "PIN: 1234", "tracking 1Z999", "ref 88213") the digits are
+  read one by one;
+- inside a token that mixes letters and digits ("xk7731", "C3B41D",
+  "k-3q41z07-x") runs of one or two digits are numbers ("D31" -> "D thirty one
+  four", "2-518-qz" -> "two five hundred eighteen qz"), longer ones digit
+  by digit ("xk7731" -> "xk seven seven three one"),
+  round ones as numbers ("t2000" -> "t two thousand");
+- a run of slash-separated numbers that is no date or fraction ("45/120033/2020")
+  is read part by part, with a pause for each slash;
+- US retirement plans "403(b)", "457(b)" -> "four oh three b"; "B2G", "P2P"
+  -> "B to G", "P to P".
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_words import cardinal, digits, number
+from realtime.speech.rewrite import Rule, rule
+
+# Words after which a run of digits is an identifier. Those that also count
+# things ("order 500 units", "case 12") need "number", "no." or "#" after them.
+_DIRECT = (r"ending in|ends in|ending with|(?:last|final) (?:four|4|two|2) digits?(?: (?:are|is|of))?"
+           r"|ref|reference|tracking|confirmation|serial|routing|zip|postal code|otp|pin|pnr|passcode"
+           r"|code|id")
+_NEEDS_NUMBER = (r"card|account|acct|order|ticket|invoice|case|booking|policy|claim|transaction|member"
+                 r"|membership|customer|reference|tracking|confirmation|serial|model|part|item|sku|receipt")
+_INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")\s(?:number|no\.|num|#|id|code)|" + _DIRECT + r")"
+          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20})\b")
+
+
+def _part(run: str) -> str:
+    """One run of digits inside a code: a number when short or round, else its digits."""
+    if len(run) <= 3 or run.rstrip("0") == run[0] != "0" and len(run) <= 7:
+        return number(run)  # "08" -> "zero eight", "2000" -> "two thousand"
+    return digits(run)
+
+
+_RUN = re.compile(r"(\d+)|([A-Za-z]+)")
+
+
+def _code(m: re.Match[str]) -> str:
+    words = []
+    for run in _RUN.finditer(m.group(0)):
+        words.append(_part(run.group(1)) if run.group(1) else run.group(2))
+    return " ".join(words)
+
+
+def _slashed(m: re.Match[str]) -> str:
+    parts = m.group(0).split("/")
+    return ", ".join(cardinal(int(p)) if len(p) <= 4 and p[0] != "0" else digits(p) for p in parts)
+
+
+def _plan(m: re.Match[str]) -> str:
+    """ "403(b)" -> "four oh three b", "457(b)" -> "four fifty seven b"."""
+    head, tail = m.group(1)[0], int(m.group(1)[1:])
+    rest = "oh " + cardinal(tail) if tail < 10 else cardinal(tail)
+    return f"{cardinal(int(head))} {rest} {m.group(2)}"
+
+
+def _hyphenated(m: re.Match[str]) -> str | None:
+    if re.fullmatch(r"\d+-\d+-[a-z]{3,}", m.group(0)):
+        return None  # "10-15-minute": a range before a word
+    return _code(m)
+
+
+RULES: tuple[Rule, ...] = (
+    rule("hyphenated code", r"(?<![\w.@/-])(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z])"
+         r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
+         r"(?![\w@/-])", _hyphenated),
+    rule("identifier after word", _INTRO, lambda m: m.group(1) + " " + digits(m.group(2))),
+    rule("retirement plan", r"\b(4\d\d)\(([a-z])\)", _plan),
+    rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),  # P2P
+    rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),
+)
+# After every rule that gives a token's digits a meaning ("5km", "3rd", "1080p").
+CODE_RULE = rule("code", r"(?<![\w.@])(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])"
+                       r"[A-Za-z\d]++(?:-[A-Za-z\d]++)*+(?![\w@])",
+                 _code)

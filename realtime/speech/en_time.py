@@ -1,0 +1,219 @@
+"""English readings of dates and clock times.
+
+Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
+(month first, unless the first number cannot be a month), "on 3/15"
+(month first, after a word that introduces a date; else a fraction), and month names
+("May 6, 2024", "6 May 2024", "May 2024"); years are read as years
+("twenty twenty-four"). Times: "10:30", "10:05", "14:00", "10:30:15",
+"5pm", "5:30 p.m."; afternoon hours of a 24-hour time are read on the
+12-hour clock with "p m" ("14:30" -> "two thirty p m").
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_words import cardinal, number, ordinal, year
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
+
+
+def _final(m: re.Match[str], spoken: str) -> str:
+    """Keep a sentence's final period that the match swallowed ("5 p.m.")."""
+    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
+
+
+def _year(y: int | str) -> str:
+    """A year as said; a two-digit one as written ("05" -> "zero five", "98" -> "ninety eight")."""
+    return number(y) if isinstance(y, str) else year(y)
+
+
+def _date(y: int | str | None, month: int, day: int | None) -> str:
+    out = MONTHS[month - 1]
+    if day is not None:
+        out += " " + ordinal(day)
+    if y is not None:
+        out += (", " if day is not None else " ") + _year(y)
+    return out
+
+
+def _day_first(y: int | str | None, month: int, day: int) -> str:
+    return f"the {ordinal(day)} of {MONTHS[month - 1]}" + (", " + _year(y) if y is not None else "")
+
+
+def _iso(m: re.Match[str]) -> str | None:
+    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return _date(y, mo, d) if valid_date(mo, d) else None
+
+
+def _numeric(first: str, second: str, y: str) -> str | None:
+    """ "5/6/2024", "17-03-2019", "03.04.2021": month first unless the first
+    number cannot be a month ("17-03-2019": the seventeenth of March)."""
+    a, b = int(first), int(second)
+    full: int | str = int(y) if len(y) == 4 else y
+    if valid_date(a, b):
+        return _date(full, a, b)
+    if valid_date(b, a):
+        return _day_first(full, b, a)
+    return None
+
+
+def _numeric_date(m: re.Match[str]) -> str | None:
+    if m.group(1) is None:  # the dotted form
+        return _numeric(m.group(5), m.group(6), m.group(7))
+    return _numeric(m.group(1), m.group(3), m.group(4))
+
+
+def _month_day(m: re.Match[str]) -> str | None:
+    mo, d = month_number(m.group(1)), int(m.group(2))
+    if not valid_date(mo, d) or verb_not_month(m.group(1), bool(m.group(3))):
+        return None
+    y = int(m.group(3)) if m.group(3) else None
+    return _date(y, mo, d)
+
+
+def _month_days(m: re.Match[str]) -> str | None:
+    """ "Jan. 5–7, 2025": January fifth to seventh, twenty twenty five."""
+    mo, d1, d2 = month_number(m.group(1)), int(m.group(2)), int(m.group(3))
+    if not (valid_date(mo, d1) and valid_date(mo, d2)):
+        return None
+    y = int(m.group(4)) if m.group(4) else None
+    return _date(None, mo, d1) + " to " + ordinal(d2) + (", " + year(y) if y is not None else "")
+
+
+def _day_month(m: re.Match[str]) -> str | None:
+    d, mo = int(m.group(1)), month_number(m.group(2))
+    if not valid_date(mo, d) or verb_not_month(m.group(2), bool(m.group(3))):
+        return None
+    the = "" if m.string[max(0, m.start() - 4):m.start()].lower() == "the " else "the "
+    out = f"{the}{ordinal(d)} of {MONTHS[mo - 1]}"
+    return out + (", " + year(int(m.group(3))) if m.group(3) else "")
+
+
+def _quarter(m: re.Match[str]) -> str:
+    """ "2Q22", "Q3 2024": the second quarter of twenty two, the third quarter of twenty twenty four."""
+    q = m.group(1) or m.group(3)
+    y = m.group(2) or m.group(4) or m.group(5)
+    spoken = f"the {ordinal(int(q))} quarter"
+    return spoken + (" of " + _year(int(y) if len(y) == 4 else y) if y else "")
+
+
+def _month_year(m: re.Match[str]) -> str | None:
+    if verb_not_month(m.group(1), True) and m.group(1) == "march":
+        return None  # "march 2000 soldiers"
+    return MONTHS[month_number(m.group(1)) - 1] + " " + year(int(m.group(2)))
+
+
+def counted(value: int, unit: str) -> str:
+    """counted(5, "minute") -> "five minutes", counted(1, "second") -> "one second"."""
+    return f"{cardinal(value)} {unit}{'' if value == 1 else 's'}"
+
+
+def _minutes(mm: int) -> str:
+    return "oh " + cardinal(mm) if mm < 10 else cardinal(mm)
+
+
+def _clock(m: re.Match[str]) -> str | None:
+    spoken = _read_clock(int(m.group(1)), int(m.group(2)), m.group(3), (m.group(4) or "").lower())
+    return _final(m, spoken) if spoken else None
+
+
+def _clock_range(m: re.Match[str]) -> str | None:
+    """ "10:00–11:30 AM": both ends on the clock, "to" between, the half of
+    the day said once, after the second (as it is written)."""
+    half = (m.group(5) or "").lower()
+    first = _read_clock(int(m.group(1)), int(m.group(2)), None, "")
+    second = _read_clock(int(m.group(3)), int(m.group(4)), None, half)
+    return _final(m, first + " to " + second) if first and second else None
+
+
+def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
+    """The clock's words, or None where "am"/"pm" cannot go with the hour ("0:30 pm").
+    With seconds and no "am"/"pm" it is a duration ("1:02:03", "15:20:45":
+    fourteen hours, ten minutes, thirty seconds); an afternoon hour says "p m"
+    itself ("13:30", "13:30 pm")."""
+    ss = int(seconds) if seconds else None
+    if ss is not None and not half:
+        parts = [counted(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
+        return ", ".join(parts) or "zero seconds"
+    if 13 <= h <= 23:
+        h, half = h - 12, "p"
+    elif half and not 1 <= h <= 12:
+        return None
+    if h == 0:
+        h, half = 12, "a"
+    if mm == 0:
+        spoken = cardinal(h) + (" o'clock" if not half or ss is not None else "")
+    else:
+        spoken = cardinal(h) + " " + _minutes(mm)
+    if ss is not None:
+        spoken += " and " + cardinal(ss) + (" second" if ss == 1 else " seconds")
+    if half:
+        spoken += " a m" if half == "a" else " p m"
+    return spoken
+
+
+def _halves_range(m: re.Match[str]) -> str | None:
+    """ "3pm-6pm", "6:30 am - 9:45 pm": each end with its own half of the day."""
+    first = _read_clock(int(m.group(1)), int(m.group(2) or 0), None, m.group(3).lower())
+    second = _read_clock(int(m.group(4)), int(m.group(5) or 0), None, m.group(6).lower())
+    return _final(m, first + " to " + second) if first and second else None
+
+
+def _hour_half(m: re.Match[str]) -> str:
+    half = " a m" if m.group(2).lower() == "a" else " p m"
+    return _final(m, cardinal(int(m.group(1))) + half)
+
+
+_WEEKDAYS = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday", "fri": "Friday",
+             "sat": "Saturday", "sun": "Sunday"}
+_DAY = r"(Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?"
+
+
+def _weekday(m: re.Match[str]) -> str:
+    """ "Mon–Fri", "Tue": the day's name ("Sun", "Sat", "Wed" alone are words)."""
+    first = _WEEKDAYS[m.group(1)[:3].lower()]
+    return _final(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
+
+
+def _short_date(m: re.Match[str]) -> str | None:
+    """ "on 3/15", "due 12/1": month first, as with a year; a fraction otherwise."""
+    month, day = int(m.group(2)), int(m.group(3))
+    return m.group(1) + " " + _date(None, month, day) if valid_date(month, day) else None
+
+
+_HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
+_HOUR_MINUTE = r"([01]?\d|2[0-3]):([0-5]\d)"
+# Words that introduce a date ("by 1/3" and "from 1/2" are fractions as often).
+_DATE_WORDS = (r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|ends|expires|begins|starts"
+               r"|opens|closes|[Dd]eadline")
+DATE_RULES: tuple[Rule, ...] = (
+    rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
+    rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
+         r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
+    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|'(\d{2}))?\b", _quarter),
+    rule("short date", r"\b(" + _DATE_WORDS + r")\s(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
+    rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
+    rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
+         r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),
+    rule("month day", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])",
+         _month_day),
+    rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
+         + r")\b(?:,?\s(\d{4})(?!\d))?", _day_month),
+    rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
+    rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
+    rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
+)
+_HOUR_HALF = r"(1[0-2]|0?[1-9])(?:[:.]([0-5]\d))?\s?([AaPp])\.?[Mm]\b\.?"
+TIME_RULES: tuple[Rule, ...] = (
+    rule("halves range", r"(?<![\d:.])" + _HOUR_HALF + r"\s?[-–—]\s?" + _HOUR_HALF, _halves_range),
+    rule("dotted clock", r"(?<![\d:.])(1[0-2]|0?[1-9])\.([0-5]\d)()\s?([AaPp])\.?[Mm]\b\.?", _clock),
+    rule("clock range", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?" + _HOUR_MINUTE + r"(?![\d:])"
+         + _HALF + "?", _clock_range),
+    rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
+         _clock),
+    rule("hours am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?[-–—]\s?(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?",
+         lambda m: _final(m, cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))
+                          + (" a m" if m.group(3).lower() == "a" else " p m"))),  # 3-5 pm
+    rule("hour am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?", _hour_half),
+)

@@ -1,0 +1,115 @@
+"""English readings of what is typed rather than said: addresses and symbols.
+
+An address is read so that a listener could type it back: every part is
+said, scheme and "www" included ("https://www.example.com/a-b" ->
+"HTTPS colon slash slash WWW dot example dot com slash a dash b"), digits
+one by one except round numbers ("rtx-6000" -> "RTX dash six thousand"),
+and the marks a listener cannot guess: dot, dash, underscore, slash,
+colon, ampersand. Upstream's clean-up would drop "/", "@" and "_" and turn
+"-" into a pause.
+
+A host needs a known top-level domain, a scheme or "www", or else labels of
+two or more lowercase letters at its end ("notes.xyz", "Node.js"), so that
+"3.14", "e.g." and "end.The" are no addresses.
+
+Symbols that name themselves in typed text: "C++" -> "C plus plus",
+"#tag" -> "hash tag", "@name" -> "at name", "cost$" -> "cost dollar",
+"and/or" -> "and or", "rent/buy" -> "rent slash buy".
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_words import cardinal, digits
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import TLDS
+
+_TLDS = frozenset(TLDS)
+_MARKS = {".": "dot", "-": "dash", "_": "underscore", "/": "slash", ":": "colon", "&": "ampersand",
+          "~": "tilde", "+": "plus", "=": "equals", "?": "question mark", "%": "percent"}
+_SAID_AS = {"jpg": "jpeg", "www": "WWW"}  # said otherwise than spelled
+_PART = re.compile(r"(\d+)|([A-Za-z]+)|(.)")
+
+
+def _digits(run: str) -> str:
+    """Digit by digit, except a round number ("6000" -> "six thousand")."""
+    if len(run) >= 2 and run[0] != "0" and run.rstrip("0") == run[0] and len(run) <= 7:
+        return cardinal(int(run))
+    return digits(run)
+
+
+def said(text: str) -> str:
+    """An address's text as said: "a-1.b3_c" -> "a dash one dot b three underscore c"."""
+    words = []
+    for m in _PART.finditer(text):
+        number, word, mark = m.groups()
+        if number:
+            words.append(_digits(number))
+        elif word:
+            words.append(_SAID_AS.get(word.lower(), word))
+        elif mark in _MARKS:
+            words.append(_MARKS[mark])
+    return " ".join(words)
+
+
+def _is_host(host: str, scheme: bool) -> bool:
+    labels = host.partition(":")[0].split(".")
+    if scheme or labels[0].lower() == "www" or labels[-1].lower() in _TLDS:
+        return True
+    tail = labels[-1]
+    return tail.isalpha() and tail.islower() and 2 <= len(tail) <= 6 and all(len(lb) >= 2 for lb in labels)
+
+
+def _url(m: re.Match[str]) -> str | None:
+    scheme, host, path = m.group(1), m.group(2), m.group(3)
+    if not _is_host(host, bool(scheme)):
+        return None
+    stop = "." if path.endswith(".") else ""  # the sentence's full stop, not the path's
+    spoken = (scheme.upper() + " colon slash slash " if scheme else "") + said(host)
+    path = path.rstrip(".")
+    return spoken + (" " + said(path) if path else "") + stop
+
+
+def _file(m: re.Match[str]) -> str:
+    path = m.group(1)
+    stop = "." if path.endswith(".") else ""
+    return "file colon slash slash " + said(path.rstrip(".")) + stop
+
+
+_WORD_BEFORE = re.compile(r"(\d\s?)?[A-Za-z]+$")
+
+
+def _word_slash(m: re.Match[str]) -> str | None:
+    """ "rent/buy" -> "rent slash buy"; after a number's word it is "per"
+    ("5 liters/day" -> "five liters per day")."""
+    before = _WORD_BEFORE.search(m.string, max(0, m.start() - 30), m.start())
+    if before is None:
+        return None
+    return " per " if before.group(1) else " slash "
+
+
+_SYMBOL_NAMES = {"@": "at", "#": "hash", "$": "dollar", "+": "plus"}
+
+
+def _symbols(m: re.Match[str]) -> str:
+    return " ".join(_SYMBOL_NAMES[c] for c in m.group(0))
+
+
+_LOCAL = r"[\w.+&-]{1,64}"
+_HOST = r"[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"
+_PORT = r"(?::\d{1,5}(?!\d))?"
+EARLY_RULES: tuple[Rule, ...] = (
+    rule("email", r"(?<![\w.+&-])(" + _LOCAL + ")@(" + _HOST + r")((?:/[\w.~-]{0,100}){0,20})(?<!\.)",
+         lambda m: " ".join(filter(None, (said(m.group(1)), "at", said(m.group(2)), said(m.group(3)))))),
+    rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})", _file),
+    rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20})"
+         r"(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
+)
+RULES: tuple[Rule, ...] = (
+    rule("and/or", r"\b(?i:and)/(?i:or)\b", lambda m: "and or"),
+    rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
+    rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
+    rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|\s|$)"
+         r"|(?<=\d)@|@(?=\d)", _symbols),
+)

@@ -1,0 +1,68 @@
+"""Chinese readings of what LLM answers write in Latin script or shorthand.
+
+- Email addresses and web addresses: "help@example.com" -> help艾特example点com
+  (upstream would drop "@" and read "." as a full stop), "www.example.com/docs"
+  -> www点example点com斜杠docs.
+- Season and school-year ranges: "2023-2024赛季" -> 二零二三到二零二四赛季 (years, not
+  amounts), before 年, 赛季, 学年, 财年, 年度.
+- Floors: "A座3F" -> A座三楼.
+- Compound durations: "3h20min" -> 三小时二十分钟 (the unit rule needs the unit to end
+  the number's word).
+- Scores after a team's name, at the end of a clause: "日本1-2" -> 日本一比二,
+  "主队 3/3" -> 主队三比三 (a range or a fraction is followed by what it counts,
+  "3-5天", "1/5以上"; a fraction at a clause's end is proper: "头发丝的1/16").
+- "B2G", "F2F" -> B to G, F to F (the 2 is "to", as said).
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import TLDS
+from realtime.speech.zh_words import cardinal, digits
+
+_TLDS = "(?:" + "|".join(TLDS) + ")"
+
+
+def _address(text: str) -> str:
+    spoken = text.replace(".", "点").replace("/", "斜杠")
+    return re.sub(r"\d+", lambda d: digits(d.group(0)), spoken)  # upstream would drop digits
+
+
+def _url(m: re.Match[str]) -> str:
+    return _address(m.group(1) + (m.group(2) or "").rstrip("/"))
+
+
+def _duration(m: re.Match[str]) -> str:
+    hours, minutes = int(m.group(1)), int(m.group(2))
+    return ("两" if hours == 2 else cardinal(hours)) + "小时" + cardinal(minutes) + "分钟"
+
+
+EARLY_RULES: tuple[Rule, ...] = (
+    rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
+         lambda m: _address(m.group(1)) + "艾特" + _address(m.group(2))),
+    rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){0,7}\." + _TLDS + r")\b"
+         r"((?:/[\w.~-]{1,100}){0,20}/?)", _url),
+    rule("year range", r"(?<![\d.])((?:19|20)\d\d)\s?[-–—~～至到]\s?((?:19|20)\d\d)"
+         r"(?=\s?(?:年|赛季|学年|财年|年度))",
+         lambda m: digits(m.group(1)) + "到" + digits(m.group(2))),
+)
+def _score(m: re.Match[str]) -> str | None:
+    home, away = int(m.group(2)), int(m.group(4))
+    if m.group(3) == "/" and home < away:
+        return None  # a proper fraction: 五分之一
+    return (m.group(1) or "") + cardinal(home) + "比" + cardinal(away)
+
+
+SCORE_RULES: tuple[Rule, ...] = (
+    rule("score", r"(?<=[\u4e00-\u9fff])(?<![的第之约近])(\s?)(\d{1,3})([-:/])(\d{1,3})"
+         r"(?=[，。！？；,.!?;\s]|$)",
+         lambda m: _score(m) if m.group(1) or m.group(3) != ":" else None),
+    rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
+)
+RULES: tuple[Rule, ...] = (
+    rule("duration", r"(?<![\d.])(\d{1,3})\s?(?:h|hr|小时)\s?(\d{1,2})\s?(?:min|m|分钟?)(?![A-Za-z])",
+         _duration),
+    rule("floor", r"(?<![\w.])(\d{1,3})[Ff](?![A-Za-z\d])", lambda m: cardinal(int(m.group(1))) + "楼"),
+)

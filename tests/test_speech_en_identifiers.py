@@ -1,0 +1,100 @@
+"""Edges of the readings of things typed rather than said: street
+addresses and states, identifiers, web addresses and phone numbers
+(realtime/speech/en_address.py, en_ids.py, en_web.py, en_phone.py).
+Written from a mutation run's survivors (docs/testing.md): each case sits on
+a boundary one of those rules decides."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.speech.normalize import normalize
+
+# A state after a city, a ZIP after a state; the period of "St." that ends a sentence;
+# house numbers read in pairs, round ones whole, five digits one by one.
+ADDRESSES = [
+    ('Go to 012 Elm St.', 'Go to zero one two Elm Street.'),
+    ('Sure, OK.', 'Sure, OK.'),
+    ('Tulsa, OK 74103.', 'Tulsa, Oklahoma seven four one zero three.'),
+    ('Salem, OR, 97301.', 'Salem, Oregon, nine seven three zero one.'),
+    ('Austin, TX 78701-1234.', 'Austin, Texas seven eight seven zero one, one two three four.'),
+    ('Dallas, TX.', 'Dallas, Texas.'),
+    ('Go to Reno, NV, now.', 'Go to Reno, Nevada, now.'),
+    ('He lives at 12 Elm St. It is quiet.', 'He lives at twelve Elm Street. It is quiet.'),
+    ('He lives at 12 Elm St. 4 doors down.', 'He lives at twelve Elm Street four doors down.'),
+    ('He lives at 12 Elm St. then left.', 'He lives at twelve Elm Street then left.'),
+    ('Ship to 12 Elm St.', 'Ship to twelve Elm Street.'),
+    ('Go to 100 Oak St.', 'Go to one hundred Oak Street.'),
+    ('Go to 99 Oak St.', 'Go to ninety nine Oak Street.'),
+    ('Go to 101 Oak St.', 'Go to one zero one Oak Street.'),
+    ('Go to 110 Oak St.', 'Go to one ten Oak Street.'),
+    ('Go to 2000 Oak St.', 'Go to two thousand Oak Street.'),
+    ('Go to 2100 Oak St.', 'Go to twenty one hundred Oak Street.'),
+    ('Go to 1001 Oak St.', 'Go to ten zero one Oak Street.'),
+    ('Go to 12345 Oak St.', 'Go to one two three four five Oak Street.'),
+    ('Go to 3000 Oak St.', 'Go to three thousand Oak Street.'),
+]
+# Slashed runs, codes of letters and digits (short or round runs are numbers), plans.
+IDENTIFIERS = [
+    ('Use 12/34567/89 now.', 'Use twelve, three four five six seven, eighty nine now.'),
+    ('Use 05/12/7 now.', 'Use zero five, twelve, seven now.'),
+    ('Case 45/120033/2020 closed.',
+     'Case forty five, one two zero zero three three, two thousand twenty closed.'),
+    ('Use 0/12/7 now.', 'Use zero, twelve, seven now.'),
+    ('Code ab1000000 works.', 'Code ab one million works.'),
+    ('Code ab10000000 works.', 'Code ab one zero zero zero zero zero zero zero works.'),
+    ('Use x100 now.', 'Use x one hundred now.'),
+    ('Use x1000 now.', 'Use x one thousand now.'),
+    ('Use x1001 now.', 'Use x one zero zero one now.'),
+    ('A 10-15-minute walk.', 'A ten to fifteen minute walk.'),
+    ('Unit 10-15-MX ready.', 'Unit ten fifteen MX ready.'),
+    ('A 401(k) plan.', 'A four oh one k plan.'),
+    ('A 403(b) plan.', 'A four oh three b plan.'),
+    ('A 410(a) plan.', 'A four ten a plan.'),
+]
+# Digits in a path (round ones whole), "file:", what makes a host.
+ADDRESSES_ONLINE = [
+    ('See example.com/1000000 now.', 'See example dot com slash one million now.'),
+    ('Open file:///tmp/TAX.', 'Open file colon slash slash slash tmp slash TAX.'),
+    ('See x.example.com now.', 'See x dot example dot com now.'),
+    ('See ab.CD.xyz now.', 'See ab dot CD dot xyz now.'),
+    ('See notes.zz now.', 'See notes dot zz now.'),
+    ('See ab.cd now.', 'See ab dot cd now.'),
+    ('Visit https://SERVER.LOCAL now.', 'Visit HTTPS colon slash slash SERVER dot LOCAL now.'),
+    ('See example.com/BOX now.', 'See example dot com slash BOX now.'),
+    ('Drink 5 liters/day.', 'Drink five liters per day.'),
+    ('Pick rent/buy.', 'Pick rent slash buy.'),
+    ('See example.com/p10 now.', 'See example dot com slash p ten now.'),
+    ('See example.com/a100 now.', 'See example dot com slash a one hundred now.'),
+    ('See example.com/10000000 now.',
+     'See example dot com slash one zero zero zero zero zero zero zero now.'),
+    ('See example.com/0 now.', 'See example dot com slash zero now.'),
+    ('See example.com/007 now.', 'See example dot com slash zero zero seven now.'),
+    ('Open file:///tmp/a.txt', 'Open file colon slash slash slash tmp slash a dot txt'),
+    ('Open file:///tmp/a.txt.', 'Open file colon slash slash slash tmp slash a dot txt.'),
+    ('See www.example now.', 'See WWW dot example now.'),
+    ('See notes.abcdef now.', 'See notes dot abcdef now.'),
+    ('See notes.abcdefg now.', 'See notes.abcdefg now.'),
+    ('See a.bc now.', 'See a.bc now.'),
+    ('See ab.c now.', 'See ab.c now.'),
+    ('See ab.Cd now.', 'See ab.Cd now.'),
+    ('See EXAMPLE.COM now.', 'See EXAMPLE dot COM now.'),
+    ('See example.com:8080 now.', 'See example dot com colon eight zero eight zero now.'),
+]
+# Country codes, SSNs, toll-free words, "(0)" inside a country, an unbroken number.
+PHONES = [
+    ('Call +1 (555) 123-4567 x.', 'Call plus one, five five five, one two three, four five six seven x.'),
+    ('SSN 123-45-6789.', 'SSN one two three, four five, six seven eight nine.'),
+    ('Call 1-888-GO-FAST.', 'Call one, eight eight eight, GO FAST.'),
+    ('Call 1-800-2-CALL.', 'Call one, eight hundred, two CALL.'),
+    ('Call 1-855-ABC.', 'Call one, eight five five, ABC.'),
+    ('Call 1-899-ABC.', 'Call one eight hundred ninety nine ABC.'),
+    ('Dial +44 (0)20 7946 0958.',
+     'Dial plus four four, zero, two zero, seven nine four six, zero nine five eight.'),
+    ('Reach +4420794609.', 'Reach plus four four two zero seven nine four six zero nine.'),
+]
+
+
+@pytest.mark.parametrize("written,spoken", ADDRESSES + IDENTIFIERS + ADDRESSES_ONLINE + PHONES)
+def test_reading(written, spoken):
+    assert normalize(written, "en") == spoken
