@@ -123,11 +123,16 @@ class UtteranceSender:
     def frame(self, payload: bytes, segment_end: bool = False, utterance_end: bool = False) -> bytes:
         """The next binary frame: header, then ``payload`` (never empty).
         ``utterance_end`` implies ``segment_end``."""
-        if self.phase is not Phase.STREAMING or self._segment_closed:
-            raise StreamStateError(f"{self.id}: audio in phase {self.phase.value}"
-                                   + (" after its segment's last frame" if self._segment_closed else ""))
+        self._check_audio()
         if not payload:
             raise StreamStateError(f"{self.id}: an empty audio frame")
+        return self.frame_header(segment_end, utterance_end) + payload
+
+    def frame_header(self, segment_end: bool = False, utterance_end: bool = False) -> bytes:
+        """The next audio frame's header alone (the frame's flags and order
+        advance as ``frame``'s do): for a carrier that sends the payload by
+        itself, or the header and the payload as two pieces."""
+        self._check_audio()
         flags = 0
         if segment_end or utterance_end:
             flags = FLAG_SEGMENT_END | (FLAG_UTTERANCE_END if utterance_end else 0)
@@ -139,7 +144,12 @@ class UtteranceSender:
         # clamped), so the header is packed without FrameHeader's validation: once per frame.
         head = _pack_header(FRAME_VERSION, flags, min(self.segments, _U16), self.stream, self.seq)
         self.seq += 1
-        return head + payload
+        return head
+
+    def _check_audio(self) -> None:
+        if self.phase is not Phase.STREAMING or self._segment_closed:
+            raise StreamStateError(f"{self.id}: audio in phase {self.phase.value}"
+                                   + (" after its segment's last frame" if self._segment_closed else ""))
 
     def words(self, words: Sequence[str], starts: Sequence[float], ends: Sequence[float],
               originals: Sequence[str | None], pending: tuple[WordStart, ...] = ()) -> TimedWords:

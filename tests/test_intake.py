@@ -14,6 +14,7 @@ from conftest import async_http_get
 
 from protocol import Done, Segment, Speak
 from protocol.frames import unpack_frame
+from realtime.audio.formats import framer_for
 from realtime.runtime.api import RequestError
 from realtime.runtime.tone import ToneRunner
 from realtime.server.app import Server
@@ -167,8 +168,11 @@ class _Link:
     def send_message(self, message, owner=None):
         self.sent.append(message)
 
-    def send_frame(self, utterance, frame):
-        self.sent.append(frame)
+    def audio_out(self, speak):
+        return framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+
+    def send_audio(self, utterance, header, payload):
+        self.sent.append(header + payload)
 
     def submit(self, submission):
         self.submissions.append(submission)

@@ -18,6 +18,7 @@ from test_voice_upload import TINY
 
 from protocol import Speak
 from protocol.params import Params
+from realtime.audio.formats import framer_for
 from realtime.runtime.api import SeedVoice, VoiceSample
 from realtime.runtime.encoder import SampleEncoder, decode_codes
 from realtime.server.stream.utterance import ServerUtterance
@@ -33,7 +34,9 @@ class _Link:
         self._ids = iter(range(1, 100))
 
     def send_message(self, message, owner=None) -> None: ...
-    def send_frame(self, utterance, frame) -> None: ...
+    def audio_out(self, speak):
+        return framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+    def send_audio(self, utterance, header, payload) -> None: ...
     def submit(self, submission) -> None:
         self.submissions.append(submission)
     def cancel(self, job_ids, sink=None) -> None: ...

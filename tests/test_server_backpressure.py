@@ -9,6 +9,7 @@ import numpy as np
 from conftest import wait_until
 
 from protocol import Done, Error, ErrorCode, Speak
+from realtime.audio.formats import framer_for
 from realtime.runtime.tone import ToneRunner
 from realtime.server.stream.utterance import ServerUtterance
 from realtime.server.work.handoff import UpdateKind, WorkerUpdate
@@ -57,7 +58,7 @@ async def test_abrupt_disconnect_frees_the_model_slots(server_factory, ws_connec
 
 class _OverflowingLink:
     """A Transport (and model side) whose outbox overflows at the ``overflow_at``-th frame:
-    like the session, it fails the utterance (slow_consumer) from inside send_frame."""
+    like the session, it fails the utterance (slow_consumer) from inside send_audio."""
 
     def __init__(self, overflow_at: int) -> None:
         self.overflow_at = overflow_at
@@ -68,8 +69,11 @@ class _OverflowingLink:
     def send_message(self, message: object, owner=None) -> None:
         self.sent.append(message)
 
-    def send_frame(self, utterance, frame: bytes) -> None:
-        self.sent.append(frame)
+    def audio_out(self, speak):
+        return framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+
+    def send_audio(self, utterance, header: bytes, payload: bytes) -> None:
+        self.sent.append(header + payload)
         if sum(isinstance(x, bytes) for x in self.sent) == self.overflow_at:
             utterance.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
 

@@ -21,6 +21,7 @@ from word_checks import check_words_precede_their_audio
 
 from protocol import Speak, encode
 from protocol.stream import ClientConnection, Kind
+from realtime.audio.formats import framer_for
 from realtime.server.stream.utterance import ServerUtterance
 from realtime.server.work.handoff import UpdateKind, WorkerUpdate
 
@@ -47,8 +48,11 @@ class _Link:
     def send_json(self, data, owner) -> None:
         self._receive(data.decode())
 
-    def send_frame(self, utterance, frame) -> None:
-        self._receive(frame)
+    def audio_out(self, speak):
+        return framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+
+    def send_audio(self, utterance, header, payload) -> None:
+        self._receive(header + payload)
 
     def submit(self, submission) -> None:
         self.works += submission.segments

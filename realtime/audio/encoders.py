@@ -167,6 +167,51 @@ def available_formats() -> tuple[str, ...]:
     return tuple(formats)
 
 
+class EncodedStream:
+    """One request's audio as an utterance pushes it (``formats.AudioOut``):
+    24 kHz float32 in, cut into ``piece_ms`` pieces, each encoded at once.
+    A piece a codec holds back comes out empty (a later one, or ``finish``,
+    carries its bytes); the counters count samples taken, at 24 kHz."""
+
+    pre_skip: int | None = None
+    sample_rate = SAMPLE_RATE
+
+    def __init__(self, encoder: ResponseEncoder, piece_ms: int) -> None:
+        self.encoder = encoder
+        self.piece = max(1, SAMPLE_RATE * piece_ms // 1000)
+        self.samples_sent = 0
+        self.segment_samples = 0
+        self._rest = np.zeros(0, dtype=np.float32)
+        self._segment_ended = False
+
+    def ms(self, samples: int) -> float:
+        return samples * 1000 / SAMPLE_RATE
+
+    def push(self, samples: np.ndarray) -> list[bytes]:
+        if self._segment_ended:
+            self._segment_ended, self.segment_samples = False, 0
+        audio = np.concatenate([self._rest, samples]) if len(self._rest) else samples
+        whole = len(audio) - len(audio) % self.piece
+        self._rest = audio[whole:]
+        return [self._encode(audio[i:i + self.piece]) for i in range(0, whole, self.piece)]
+
+    def end_segment(self) -> list[bytes]:
+        if self._segment_ended:
+            self.segment_samples = 0
+        rest, self._rest = self._rest, np.zeros(0, dtype=np.float32)
+        self._segment_ended = True
+        return [self._encode(rest)] if len(rest) else []
+
+    def finish(self) -> bytes:
+        """What the codec still holds (call once, after the last segment)."""
+        return self.encoder.finish()
+
+    def _encode(self, piece: np.ndarray) -> bytes:
+        self.samples_sent += len(piece)
+        self.segment_samples += len(piece)
+        return self.encoder.push(piece)
+
+
 def encoder_for(response_format: str) -> ResponseEncoder:
     """A fresh encoder; the format must be one of ``available_formats()``."""
     if response_format == "pcm":

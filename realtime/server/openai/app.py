@@ -130,7 +130,7 @@ class SpeechEndpoint:
 
     async def _stream(self, job: SpeechJob, ex: Exchange, access: Access) -> None:
         sse = job.request.stream_format == "sse"
-        content_type = SSE_TYPE if sse else job.encoder.content_type
+        content_type = SSE_TYPE if sse else job.content_type
         await ex.start(200, [("Content-Type", content_type), ("Cache-Control", "no-store"),
                              ("X-Request-Id", job.request_id), *access])
         self.responses.labels("200").inc()

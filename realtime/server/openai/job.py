@@ -1,13 +1,15 @@
 """One speech request as an utterance: the same path as a WebSocket ``speak``.
 
-A ``SpeechJob`` builds a ``Speak`` (final, 24 kHz float32 frames) and drives a
-``ServerUtterance`` with itself as the utterance's link: segment jobs go to
-the same ``ModelWorker`` and scheduler, ends are counted by the same
-``Accounting`` (utterances, first audio, audio seconds, errors), and token
-quotas apply. The frames the utterance sends become encoded chunks in a
-bounded queue that the HTTP response drains; a response that falls more than
-``limit_bytes`` behind ends the utterance with ``slow_consumer``, as on the
-WebSocket.
+A ``SpeechJob`` builds a ``Speak`` (final; its audio format is the response's)
+and drives a ``ServerUtterance`` with itself as the utterance's link: segment
+jobs go to the same ``ModelWorker`` and scheduler, ends are counted by the
+same ``Accounting`` (utterances, first audio, audio seconds, errors), and
+token quotas apply. The utterance's samples go straight into the response's
+encoder (``audio_out``: ``realtime.audio.formats.response_stream``, a piece
+per ``PIECE_MS``), never through the WebSocket's frames; the encoded pieces
+wait in a bounded queue that the HTTP response drains, and a response that
+falls more than ``limit_bytes`` behind ends the utterance with
+``slow_consumer``, as on the WebSocket.
 
 ``admitted()`` resolves when the scheduler accepted the work (the response
 may start) or raises the refusal as an ``ApiError``; ``chunks()`` then yields
@@ -26,10 +28,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 
-import numpy as np
-
-from protocol import HEADER_SIZE, Cancelled, Done, Error, ErrorCode, Speak, Started
-from realtime.audio.encoders import encoder_for
+from protocol import Cancelled, Done, Error, ErrorCode, Speak, Started
+from realtime.audio.formats import AudioOut, response_stream
 from realtime.runtime.api import SAMPLE_RATE
 from realtime.server.accounting import Accounting
 from realtime.server.http.api_error import ApiError
@@ -44,7 +44,7 @@ from realtime.server.work.worker import ModelWorker
 log = logging.getLogger(__name__)
 
 UTTERANCE_ID = "speech"
-FRAME_MS = 100  # one frame per response chunk or SSE event
+PIECE_MS = 100  # audio per response chunk or SSE event (a codec may hold some back)
 
 
 class StreamFailed(Exception):
@@ -66,12 +66,12 @@ class SpeechJob:
         self.accounting = accounting
         self.quota = quota
         self.limit_bytes = limit_bytes
-        self.encoder = encoder_for(request.response_format)
-        self.audio_samples = 0
+        self.audio = response_stream(request.response_format, PIECE_MS)
+        self.content_type = self.audio.encoder.content_type
         self.request_id = "speech-" + uuid.uuid4().hex  # x-request-id, as OpenAI's responses carry
         speak = Speak(id=UTTERANCE_ID, text=request.input, final=True, lane=request.lane,
                       voice=request.voice, format="pcm_f32le", sample_rate=SAMPLE_RATE,
-                      frame_ms=FRAME_MS, chunking=request.chunking, params=request.params)
+                      frame_ms=PIECE_MS, chunking=request.chunking, params=request.params)
         # The input is final: a first submission without a segment means every
         # sentence normalized to nothing, which fails naming ``input``.
         self.utterance = ServerUtterance(speak, 1, self, worker, time.monotonic(),
@@ -109,7 +109,7 @@ class SpeechJob:
             await self._wake.wait()
         if isinstance(self._end, StreamFailed):
             raise self._end
-        tail = self.encoder.finish()
+        tail = self.audio.finish()
         if tail:
             yield tail
 
@@ -145,18 +145,23 @@ class SpeechJob:
     def send_json(self, data: bytes, owner: ServerUtterance) -> None:
         """Never called: a speech request's ``Speak`` asks for no word timings."""
 
-    def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
-        samples = np.frombuffer(frame, dtype="<f4", offset=HEADER_SIZE)
-        self.audio_samples += len(samples)
-        chunk = self.encoder.push(samples)
-        if not chunk:
-            return
-        self._chunks.append(chunk)
-        self._queued += len(chunk)
+    def audio_out(self, speak: Speak) -> AudioOut:
+        return self.audio
+
+    def send_audio(self, utterance: ServerUtterance, header: bytes, payload: bytes) -> None:
+        if not payload:
+            return  # the codec holds this piece back
+        self._chunks.append(payload)
+        self._queued += len(payload)
         self._wake.set()
         if self._queued > self.limit_bytes:
             log.info("speech request is not reading its audio; slow_consumer")
             utterance.fail(ErrorCode.SLOW_CONSUMER, "the client is not reading its audio")
+
+    @property
+    def audio_samples(self) -> int:
+        """24 kHz samples taken so far (the usage's output)."""
+        return self.audio.samples_sent
 
     def purge(self, utterance: ServerUtterance) -> None:
         self._chunks.clear()

@@ -36,6 +36,7 @@ from protocol import (
     encode,
     load_object,
 )
+from realtime.audio.formats import AudioOut, framer_for
 from realtime.server.accounting import Accounting
 from realtime.server.config import ServerConfig
 from realtime.server.http.gate import quota_for
@@ -226,8 +227,11 @@ class Session:
     def send_json(self, data: bytes, owner: ServerUtterance) -> None:
         self.outbox.put_control(data, owner)
 
-    def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None:
-        self.outbox.put_audio(utterance, frame)
+    def audio_out(self, speak: Speak) -> AudioOut:
+        return framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+
+    def send_audio(self, utterance: ServerUtterance, header: bytes, payload: bytes) -> None:
+        self.outbox.put_audio(utterance, header + payload)
 
     def purge(self, utterance: ServerUtterance) -> None:
         self.outbox.purge(utterance)

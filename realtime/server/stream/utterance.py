@@ -31,7 +31,7 @@ import numpy as np
 
 from protocol import ErrorCode, Speak
 from protocol.stream import UtteranceSender
-from realtime.audio.formats import framer_for
+from realtime.audio.formats import AudioOut
 from realtime.audio.framer import SOURCE_RATE
 from realtime.server.stream import intake
 from realtime.server.stream.flush_acks import FlushAcks
@@ -51,12 +51,16 @@ class Transport(Protocol):
     """What an utterance needs from what carries it to the client (a
     ``Session``, a ``SpeechJob``); the model side is ``handoff.ModelSide``."""
 
+    def audio_out(self, speak: Speak) -> AudioOut:
+        """What turns the utterance's 24 kHz samples into the carrier's payloads."""
     def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
         """``owner``: the message goes if the utterance's queued audio is purged."""
     def send_json(self, data: bytes, owner: ServerUtterance) -> None:
         """A message written already (JSON text: ``words``, once per push of
         audio), sent like ``send_message``'s."""
-    def send_frame(self, utterance: ServerUtterance, frame: bytes) -> None: ...
+    def send_audio(self, utterance: ServerUtterance, header: bytes, payload: bytes) -> None:
+        """One payload of ``audio_out`` and its frame's header (the wire's
+        order and flags: a WebSocket sends both, the speech endpoint the payload)."""
     def purge(self, utterance: ServerUtterance) -> None: ...
     def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
 
@@ -86,7 +90,7 @@ class ServerUtterance:
         background = self.lane is Lane.BACKGROUND
         deadline_ms = (speak.deadline_ms or default_deadline_ms) if background else None
         self.clock = UtteranceClock(received, deadline_ms)
-        self._framer = framer_for(speak.format, speak.sample_rate, speak.frame_ms)
+        self._framer: AudioOut = link.audio_out(speak)  # the carrier's encoding of the samples
         request = segment_request(speak, samples)  # each segment's, but for its text
         self.intake = intake.SentenceIntake(request, text or intake.InlineText(), self._on_read,
                                             max_sentence_chars)
@@ -354,13 +358,13 @@ class ServerUtterance:
         loop's busiest path). A send can end the utterance (the outbox overflows:
         slow_consumer): nothing may follow its terminal message."""
         self.clock.frame_sent()
-        frame, send = self.wire.frame, self.link.send_frame
+        header, send = self.wire.frame_header, self.link.send_audio
         for payload in payloads[:-1]:
             if self._ended:
                 return
-            send(self, frame(payload))
+            send(self, header(), payload)
         if not self._ended:
-            send(self, frame(payloads[-1], segment_end, utterance_end))
+            send(self, header(segment_end, utterance_end), payloads[-1])
 
     # -- endings -----------------------------------------------------------------------
 
