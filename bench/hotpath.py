@@ -1,7 +1,7 @@
 """Hot-path bench: what a decode step and the vocoder cost the device, on the CPU.
 
 Counts (tiny-random weights, the runner built for ``cpu:0`` as "the device",
-tools/device_counts.py's method, tools/strict_graphs.py's capture stand-in):
+bench/device_counts.py's method, bench/strict_graphs.py's capture stand-in):
 
 - ``transfers_per_decode_step`` / ``launches_per_decode_step``: blocking
   host<->device transfers and kernel launches of one steady decode step at
@@ -10,7 +10,7 @@ tools/device_counts.py's method, tools/strict_graphs.py's capture stand-in):
   op by op). ``eager_launches_per_decode_step`` is the same step without graphs;
 - ``kv_bytes_per_decode_step_64x2048``: K/V bytes a decode step moves at
   full size in bf16, batch 64 of 64 slots, a 2048 bucket, from
-  tools/device_counts.py's model of the step (``None`` where it is absent);
+  bench/device_counts.py's model of the step (``None`` where it is absent);
 - ``vocoder_calls_per_step_32``: the most Decoder+Vocos calls in one step
   while 32 streams decode, joining in groups of 4 (so they are at different
   ages and their windows differ in length); ``vocoder_transfers_per_call``:
@@ -70,9 +70,9 @@ def _request(i: int, n: int, streaming: bool = False):
 
 def decode_step_counts(graphs: bool) -> dict:
     """Counts of one steady decode step at batch ``BATCH`` (the third)."""
-    from tools import strict_graphs
-    from tools.device_counts import DEVICE, DeviceCounter
-    from tools.driver import Driver
+    from bench import strict_graphs
+    from bench.device_counts import DEVICE, DeviceCounter
+    from bench.driver import Driver
 
     runner = _tiny_runner(max_slots=BATCH, batch_sizes=(1, 2, 4, BATCH), kv_buckets=(64, 128),
                           device=str(DEVICE), capture=strict_graphs.StrictCapture() if graphs else None)
@@ -94,9 +94,9 @@ def decode_step_counts(graphs: bool) -> dict:
 
 def kv_bytes() -> dict | None:
     """K/V bytes per decode step at full size, bf16, batch 64 of 64 slots,
-    a 2048 bucket, from tools/device_counts.py's model of the step (absent
+    a 2048 bucket, from bench/device_counts.py's model of the step (absent
     before the decode-path work of #12 landed: then None)."""
-    from tools import device_counts
+    from bench import device_counts
 
     model = getattr(device_counts, "kv_bytes_per_step", None)
     if model is None:
@@ -109,8 +109,8 @@ def kv_bytes() -> dict | None:
 def vocoder_calls_32() -> dict:
     """Most vocoder calls in a step, and one packed call's transfers, with
     32 streams joining 4 at a time."""
-    from tools.device_counts import DEVICE, DeviceCounter
-    from tools.driver import Driver
+    from bench.device_counts import DEVICE, DeviceCounter
+    from bench.driver import Driver
 
     runner = _tiny_runner(max_slots=32, batch_sizes=(1, 8, 32), kv_buckets=(128,),
                           device=str(DEVICE))

@@ -24,8 +24,8 @@ SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far aw
 
 
 def _first_audio_s(runner, request) -> float:
+    from bench.driver import Driver
     from scheduler import Lane
-    from tools.driver import Driver
 
     d = Driver(runner, Lane.INTERACTIVE)
     d.add(0, request)

@@ -54,8 +54,8 @@ PROMPT_TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs fa
 
 
 def _ours_step_s(runner, batch: int, steps: int) -> float:
+    from bench.driver import Driver
     from realtime.runtime.api import SamplingParams, SegmentRequest
-    from tools.driver import Driver
     driver = Driver(runner)
     ids = list(range(1000, 1000 + batch))
     params = SamplingParams(seed=1, min_new_tokens=steps + 5, max_new_tokens=steps + 5)
@@ -190,12 +190,12 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
 
 def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     import realtime.runtime.compat  # noqa: F401
+    from bench.upstream import UpstreamGPT
     from realtime.runtime.api import SegmentRequest
     from realtime.runtime.cpu import omp_env
     from realtime.runtime.cpu.info import describe
     from realtime.runtime.shapes import FULL
     from realtime.runtime.weights import random_assets
-    from tools.upstream import UpstreamGPT
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)

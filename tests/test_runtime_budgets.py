@@ -1,6 +1,6 @@
 """Host<->device transfers and kernel launches per steady decode step and per
 vocoder call, counted on the CPU as the runner would make them on a GPU
-(tools/device_counts.py explains the method).
+(bench/device_counts.py explains the method).
 
 The hot-path issue (#12) sets the budgets: at most 1 blocking transfer per
 steady decode step and at most 1 vocoder call per step for 32 concurrent
@@ -19,8 +19,8 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, strict_graph_runner, tiny_runner
 
+from bench.device_counts import DEVICE, DeviceCounter, kv_bytes_per_step
 from realtime.runtime.shapes import FULL
-from tools.device_counts import DEVICE, DeviceCounter, kv_bytes_per_step
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The CUDA path on the CPU: the exact code captured into CUDA graphs, traced
-under the strict stand-in of tools/strict_graphs.py, and the model step on
+under the strict stand-in of bench/strict_graphs.py, and the model step on
 the ``meta`` device in bf16.
 
 - Through ``GraphCache``'s real bookkeeping, the runner's graph path (padded
@@ -26,9 +26,9 @@ from runtime_fixtures import (
     strict_graph_runner,
 )
 
+from bench.strict_graphs import CaptureGuard, CaptureViolation, StrictCapture
 from realtime.runtime.graphs import GraphCache
 from realtime.runtime.sampling import RowParams, sample
-from tools.strict_graphs import CaptureGuard, CaptureViolation, StrictCapture
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -2,7 +2,7 @@
 through its script: tests/test_gpu_check_script.py); the CUDA path
 itself (graphs, mixed precision) runs only where a GPU is present. On the CPU,
 the runner's graph path (padded batches, static inputs and outputs, replay)
-runs under tools/strict_graphs.py's strict stand-in for capture (see also
+runs under bench/strict_graphs.py's strict stand-in for capture (see also
 tests/test_runtime_capture.py)."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, strict_graph_runner, tiny_assets, tiny_runner
 
+from bench import strict_graphs
+from bench.strict_graphs import StrictCapture
 from realtime.runtime.api import RuntimeOptions
-from tools import gpu_check, gpu_sections, step_counts, strict_graphs
-from tools.strict_graphs import StrictCapture
+from tools import gpu_check, gpu_sections, step_counts
 
 
 def test_gpu_check_records_a_failing_section_and_goes_on(tmp_path, monkeypatch, one_torch_thread):

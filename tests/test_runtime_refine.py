@@ -58,7 +58,7 @@ def fresh(runner):
 
 @pytest.fixture(scope="module")
 def chat():
-    from tools.upstream import upstream_chat
+    from bench.upstream import upstream_chat
     return upstream_chat(fidelity_assets())
 
 

@@ -17,9 +17,9 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, assert_distinct, fidelity_assets, fidelity_runner, request
 
+from bench.upstream import upstream_chat, upstream_infer_codes
 from realtime.runtime.api import NamedVoice, VoiceError, VoiceSample
 from realtime.runtime.encoder import SampleEncoder, decode_codes, encode_codes
-from tools.upstream import upstream_chat, upstream_infer_codes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

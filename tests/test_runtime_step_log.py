@@ -7,11 +7,11 @@ import json
 import pytest
 from runtime_fixtures import TEXTS, Driver, request, tiny_runner
 
+from bench.driver import CodeRecorder
 from realtime.runtime import step_log
 from realtime.runtime.api import RuntimeOptions
 from realtime.runtime.build import build_runner
 from scheduler.plan import Lane, StepPlan
-from tools.driver import CodeRecorder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -54,7 +54,7 @@ completes the JSON whatever happens.
 
 ``--device cpu --tiny`` runs the same code on tiny weights on the CPU (what
 the test suite and ``tools/gpu_rehearsal.sh`` do), with fewer steps, smaller
-batches and counts; there the counts come from ``tools/device_counts.py``'s
+batches and counts; there the counts come from ``bench/device_counts.py``'s
 CPU stand-in.
 """
 

@@ -19,12 +19,12 @@ import time
 import torch
 
 import realtime.runtime.compat  # noqa: F401
+from bench import strict_graphs
+from bench.device_counts import DEVICE
+from bench.driver import Driver
 from realtime.runtime.api import SAMPLE_RATE, RuntimeOptions, SamplingParams, SegmentRequest
 from realtime.runtime.build import build_runner
 from scheduler import Lane, StepPlan
-from tools import strict_graphs
-from tools.device_counts import DEVICE
-from tools.driver import Driver
 
 TEXT = "The quick brown fox jumps over the lazy dog, then runs into the forest."
 # Distinct jobs: job j speaks SENTENCES[j % 8] then SENTENCES[(j // 8 + j) % 8]
@@ -94,7 +94,7 @@ def free(device: str) -> None:
 
 def make_runner(assets, device, precision, graphs, slots, batches, buckets, capture=None):
     """A runner; on the CPU it is built for ``cpu:0`` so that
-    ``tools.device_counts`` can tell the device from the host. ``capture``:
+    ``bench.device_counts`` can tell the device from the host. ``capture``:
     a graph capture other than the device's (``build_runner``)."""
     opts = RuntimeOptions(weights=assets.kind.value, device=str(DEVICE) if device == "cpu" else device,
                           precision=precision, cuda_graphs=graphs, max_slots=slots,
@@ -198,7 +198,7 @@ def graphs_vs_eager(assets, device: str, batches, buckets, warm: int, measured: 
     """Whole decode steps (the runner's ``execute``: model, sampling, the
     EOS read) with and without graphs, on the same distinct jobs; codes and
     hidden states compared. On the CPU the graph runner uses the strict
-    capture stand-in (``tools/strict_graphs.py``). A capture failure fails
+    capture stand-in (``bench/strict_graphs.py``). A capture failure fails
     the section: the graph runner would otherwise be timed running eagerly."""
     slots = max(batches)
     eager = make_runner(assets, device, "auto", False, slots, tuple(batches), tuple(buckets))

@@ -4,7 +4,7 @@ runner does it (the GPU check's ``hot_path`` and ``vocoder`` sections).
 - Host syncs per step: on CUDA, ``torch.cuda.set_sync_debug_mode("warn")``
   makes every synchronizing CUDA operation (a blocking copy either way,
   ``.item()``, ``nonzero``...) warn; the warnings are counted, by site. On the
-  CPU, ``tools.device_counts.DeviceCounter``'s blocking transfers (the runner
+  CPU, ``bench.device_counts.DeviceCounter``'s blocking transfers (the runner
   is built for ``cpu:0``, which it takes for the device).
 - Launches per step: on CUDA, the CUDA runtime calls that ``torch.profiler``
   records: kernel launches, graph launches (a replay is one), memsets, and
@@ -31,8 +31,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from bench.device_counts import DeviceCounter
 from realtime.runtime.api import SAMPLE_RATE
-from tools.device_counts import DeviceCounter
 from tools.gpu_sections import CheckError, Driver, PlanDriver, add_jobs, step, sync
 
 KERNEL_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
@@ -89,7 +89,7 @@ def _cpu_counts(run_step, steps: int) -> dict:
         for _ in range(steps):
             run_step()
     c = counter.counts
-    return {"method": "cpu: tools.device_counts stand-in (runner on cpu:0)", "steps": steps,
+    return {"method": "cpu: bench.device_counts stand-in (runner on cpu:0)", "steps": steps,
             "host_syncs_per_step": c.blocking / steps, "launches_per_step": c.launches / steps,
             "h2d_async_per_step": c.h2d_async / steps,
             "sync_sites": dict(c.sites.most_common(SITES_SHOWN))}

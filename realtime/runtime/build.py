@@ -80,7 +80,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     """A runner as ``options`` describe (with ``record_steps``, a ``StepRecorder``
     around it); ``assets`` skips weight resolution (tests); ``capture``
     replaces the device's graph capture (tests and tools run the graph path
-    on the CPU with tools/strict_graphs.py's stand-in)."""
+    on the CPU with bench/strict_graphs.py's stand-in)."""
     startup_clock.mark("runtime imports")
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")

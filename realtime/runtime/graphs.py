@@ -29,7 +29,7 @@ output lives in: an output is valid only until the next replay of any graph.
 
 Thread: the model thread. Capture itself is CUDA only; the bookkeeping
 (static inputs, shared pool, which shapes exist) also runs on the CPU under
-``tools/strict_graphs.py``'s stand-in, a ``Capture`` that traces.
+``bench/strict_graphs.py``'s stand-in, a ``Capture`` that traces.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class _Captured:
 
 class Capture(Protocol):
     """How one graph is captured: ``fn`` run over its static ``inputs``.
-    ``CudaCapture`` on a GPU; tools/strict_graphs.py's ``StrictCapture``
+    ``CudaCapture`` on a GPU; bench/strict_graphs.py's ``StrictCapture``
     traces the same code on the CPU."""
 
     def __call__(self, fn: Callable[..., torch.Tensor], inputs: tuple) -> _Captured: ...

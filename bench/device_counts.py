@@ -25,7 +25,7 @@ host". Inside ``DeviceCounter``:
   views, allocations without a fill, and ops on host tensors only. On CUDA
   most such ops are one kernel each (a few are more), so this is the eager
   launch count; a CUDA graph replay counts as one launch
-  (``one_launch``, used by ``tools/strict_graphs.py``'s replay).
+  (``one_launch``, used by ``bench/strict_graphs.py``'s replay).
 
 Thread: the caller's; one ``DeviceCounter`` at a time.
 """

@@ -44,8 +44,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench import device_counts
 from realtime.runtime.graphs import _Captured
-from tools import device_counts
 
 log = logging.getLogger(__name__)
 
