@@ -179,3 +179,11 @@ def test_every_bench_starts_in_a_fresh_interpreter():
         if proc.returncode != 0 or b"usage" not in out:
             failed[name] = out.decode(errors="replace")[-800:]
     assert not failed, failed
+
+
+def test_the_benches_import_nothing_of_tools():
+    # tools/ (the GPU check, mutation testing) stands on bench/'s harness; the
+    # reverse would make the two one tangle again.
+    problems = [f"{path.relative_to(ROOT)} imports {imp}" for path in sorted((ROOT / "bench").rglob("*.py"))
+                for imp in all_imports(path) if imp.split(".")[0] == "tools"]
+    assert not problems, problems
