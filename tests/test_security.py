@@ -390,6 +390,18 @@ async def test_static_files_are_served_with_types(server_factory, web_root):
     assert status == 200 and headers["Content-Type"].startswith("text/css")
 
 
+async def test_a_default_server_serves_the_checkouts_demo_page(server_factory):
+    """No --web-root: / is clients/web/index.html and its scripts load."""
+    server = await server_factory()
+    status, headers, body = await async_http_get(server.port, "/")
+    page = (Path(__file__).resolve().parents[1] / "clients" / "web" / "index.html").read_bytes()
+    assert status == 200 and body == page
+    assert headers["Content-Type"].startswith("text/html")
+    for script in re.findall(rb'src="([^"]+\.js)"', page):
+        status, headers, _ = await async_http_get(server.port, "/" + script.decode())
+        assert status == 200 and headers["Content-Type"].startswith("text/javascript"), script
+
+
 @pytest.mark.parametrize("target", TRAVERSALS)
 async def test_static_files_refuse_traversal(server_factory, web_root, target):
     server = await server_factory(web_root=str(web_root))

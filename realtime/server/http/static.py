@@ -9,7 +9,8 @@ import mimetypes
 from pathlib import Path
 from urllib.parse import unquote
 
-DEFAULT_WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
+# realtime/server/http/static.py -> the checkout's clients/web/
+DEFAULT_WEB_ROOT = Path(__file__).resolve().parents[3] / "clients" / "web"
 MAX_STATIC_BYTES = 8 * 1024 * 1024
 
 _CONTENT_TYPES = {

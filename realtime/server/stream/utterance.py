@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Protocol
 
 import numpy as np
 
@@ -37,7 +36,7 @@ from realtime.server.stream import intake
 from realtime.server.stream.flush_acks import FlushAcks
 from realtime.server.stream.reference import first_reference
 from realtime.server.stream.segment_request import segment_request
-from realtime.server.stream.utterance_link import Outcome, UtteranceClock, UtteranceMessage
+from realtime.server.stream.utterance_link import Outcome, Transport, UtteranceClock, UtteranceMessage
 from realtime.server.stream.word_timing import WordTimer
 from realtime.server.voices.samples import SampleVoices
 from realtime.server.work.handoff import ModelSide, SegmentWork, Submission, UpdateKind, WorkerUpdate
@@ -46,23 +45,6 @@ from scheduler import Lane
 
 log = logging.getLogger(__name__)
 
-
-class Transport(Protocol):
-    """What an utterance needs from what carries it to the client (a
-    ``Session``, a ``SpeechJob``); the model side is ``handoff.ModelSide``."""
-
-    def audio_out(self, speak: Speak) -> AudioOut:
-        """What turns the utterance's 24 kHz samples into the carrier's payloads."""
-    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
-        """``owner``: the message goes if the utterance's queued audio is purged."""
-    def send_json(self, data: bytes, owner: ServerUtterance) -> None:
-        """A message written already (JSON text: ``words``, once per push of
-        audio), sent like ``send_message``'s."""
-    def send_audio(self, utterance: ServerUtterance, header: bytes, payload: bytes) -> None:
-        """One payload of ``audio_out`` and its frame's header (the wire's
-        order and flags: a WebSocket sends both, the speech endpoint the payload)."""
-    def purge(self, utterance: ServerUtterance) -> None: ...
-    def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
 
 class ServerUtterance:
     """See the module docstring. ``link`` carries it to the client,
