@@ -87,7 +87,8 @@ def test_int8_codes_are_the_same_cold_warm_and_uncached(checkpoint, tmp_path, ca
         with caplog.at_level(logging.INFO, logger=LOGGER):
             runners.append(build_runner(RuntimeOptions(weights=checkpoint, device="cpu", max_slots=4,
                                                        batch_sizes=(1, 2, 4), kv_buckets=(64, 128),
-                                                       precision="int8", cache_dir=cache_dir)))
+                                                       precision="int8", cpu_engine="torch",
+                                                           cache_dir=cache_dir)))
         hows.append(_how(caplog.text))
         assert {b for m in runners[-1].model.matrices[:-1] for b in (m.backend_for(1),)} == {form}
     assert hows == ["built", "loaded", "uncached"]
