@@ -27,7 +27,7 @@ ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8", "int4")
 CPU_ENGINES = ("auto", "ort", "torch")  # realtime.runtime.cpu.engine.ENGINES (no torch here)
-CPU_GEMMS = ("auto", "mm", "mkl", "onednn", "avx512")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
+CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
 VOCODER_OVERLAPS = ("auto", "on", "off")  # realtime.runtime.vocoder_overlap.OVERLAP_MODES
 VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "int8")  # realtime.runtime.vocoder_precision
 EOS_READS = ("auto", "deferred", "blocking")  # realtime.runtime.eos_read.EOS_READS
@@ -206,7 +206,7 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
      "auto | ort | torch: what runs the decoder on a CPU (ort: ONNX Runtime, int4/int8/fp32; "
      "torch: our decoder, fp32 codes identical to upstream's; auto: measured once per machine)"),
     ("--cpu-gemm", "cpu_gemm", str,
-     "auto | mm | mkl | onednn | avx512: CPU fp32 matrix backend (auto: measured at start-up)"),
+     "auto | mm | mkl | onednn: CPU fp32 matrix backend (auto: measured at start-up)"),
     ("--cpu-threads", "cpu_threads", _non_negative_int,
      "torch intra-op threads on CPU (0: torch's count, at most the usable CPUs)"),
     ("--record-steps", "record_steps", str,
