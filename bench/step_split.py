@@ -88,6 +88,8 @@ def measure(threads: int = 2, streams: int = 1, rounds: int = 3, codes: int = CO
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in runners}
     for r in range(rounds):
         for name in (list(runners) if r % 2 == 0 else list(reversed(runners))):
+            # As each runner's build left them: torch on one thread beside ONNX Runtime's.
+            torch.set_num_threads(1 if name.startswith("ort") else threads)
             rows[name].append(_stream_steps(runners[name], streams, codes))
     result: dict = {"cpu": describe(), "threads": threads, "streams": streams, "codes": codes,
                     "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}

@@ -76,7 +76,7 @@ def test_auto_times_once_then_builds_only_the_cached_winner(monkeypatch, tmp_pat
     monkeypatch.setattr(engine, "TINY_BYTES", 0)  # time the tiny model as if it were large
     monkeypatch.setattr(engine, "measure", lambda models, rows: ("ort", {"torch": 9.0, "ort": 3.0}))
     options = RuntimeOptions(weights="tiny-random", device="cpu", precision="int8", max_slots=4,
-                             batch_sizes=(1, 2, 4), kv_buckets=(64,), cache_dir=str(tmp_path))
+                             cpu_threads=2, batch_sizes=(1, 2, 4), kv_buckets=(64,), cache_dir=str(tmp_path))
     with caplog.at_level(logging.INFO):
         first = build_runner(options, assets=tiny_assets())
     assert isinstance(first.model, OrtGPT) and "torch 9.0 ms, ort 3.0 ms" in caplog.text
@@ -103,7 +103,7 @@ def test_precision_auto_is_int8_where_it_keeps_real_time_else_int4(monkeypatch, 
     monkeypatch.setattr(engine, "TINY_BYTES", 0)
     monkeypatch.setattr(engine, "measure", lambda models, rows: ("ort", {"ort": int8_ms, "torch": 99.0}))
     options = RuntimeOptions(weights="tiny-random", device="cpu", max_slots=4, batch_sizes=(1, 2, 4),
-                             kv_buckets=(64,), cache_dir=str(tmp_path))
+                             kv_buckets=(64,), cache_dir=str(tmp_path), cpu_threads=2)
     with caplog.at_level(logging.INFO):
         runner = build_runner(options, assets=tiny_assets())
     assert runner.model.form == chosen and runner.options.precision == chosen

@@ -115,6 +115,7 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
         model = cpu_engine.build_decoder(options, assets, built)
         vocoder_precision = cpu_engine.vocoder_precision(options, model, vocoder_precision)
         body = cpu_engine.vocoder_body(options, assets, model, vocoder_precision)
+        cpu_engine.leave_cores_to_ort(model)
     elif device.type == "cpu":
         _log_cpu_choice(options, asked)
     vocoder = _vocoder(options, assets, device, vocoder_precision, body)

@@ -30,6 +30,7 @@ import time
 import numpy as np
 import torch
 
+from realtime.runtime import startup_clock
 from realtime.runtime.cpu.plan import GemmPolicy, prepare_matrices, summary
 from realtime.runtime.gpt_ends import GptEnds, embeddings, head_weights
 from realtime.runtime.ort.backbone import OrtBackbone
@@ -62,6 +63,7 @@ class OrtGPT(GptEnds):
         self.weight_nbytes = graph_bytes + self.heads.nbytes
         self.plan_verdicts: list[str] = []
         self.deferred_packing: list = []
+        startup_clock.mark("ort backbone")
         log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s); "
                  "heads at 1 row %s", form, graph_bytes / 2**20, time.perf_counter() - started, threads,
                  "on" if spin else "off", summary(self.matrices, 1))

@@ -106,6 +106,7 @@ class OrtVocoderBody:
         self._binding = self.session.io_binding()
         self.width = assets.vocos.head.out.out_features
         log.info("ort vocoder %s ready in %.1f s", form, time.perf_counter() - started)
+        startup_clock.mark("ort vocoder")
 
     def render(self, vocoder, hidden: torch.Tensor) -> torch.Tensor:
         """``vocoder.render_on_device(hidden)`` through this body: the packed
@@ -137,7 +138,7 @@ def _graph_dir(assets, form: str, cache_dir: str | None, scratch: str) -> str:
     if not cache.enabled or assets.kind is not WeightsKind.CHECKPOINT:
         build(scratch)
         log.info("ort vocoder %s exported in %.1f s (not kept)", form, time.perf_counter() - started)
-        startup_clock.mark("ort vocoder (built)")
+        startup_clock.mark(f"ort vocoder {form} graph built")
         return scratch
     key = CacheKey.of(KIND, model=checkpoint_id(assets.source, cache), shape=str(assets.shape), form=form,
                       **versions(), vocoder_export=EXPORT_VERSION)
@@ -148,5 +149,5 @@ def _graph_dir(assets, form: str, cache_dir: str | None, scratch: str) -> str:
             build(scratch)
             found = scratch
         log.info("ort vocoder %s exported in %.1f s", form, time.perf_counter() - started)
-    startup_clock.mark("ort vocoder")
+        startup_clock.mark(f"ort vocoder {form} graph built")
     return found
