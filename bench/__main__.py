@@ -10,13 +10,14 @@ from realtime.runtime.cpu import omp_env
 # name -> (module, what it measures)
 BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
-    "int8": ("bench.int8", "int8 and bf16 vs fp32 divergence: first differing step, KL, audio SNR"),
-    "precision": ("bench.int8", "the same as int8 (int8 and bf16 vs fp32)"),
+    "int8": ("bench.int8", "int4, int8 (ort, torch) and bf16 vs fp32: first differing step, KL, audio SNR"),
+    "precision": ("bench.int8", "the same as int8 (the reduced precisions vs fp32)"),
     "roofline": ("bench.roofline", "the memory floor of a CPU decode step per precision (bandwidth, rtf)"),
     "kernels": ("bench.kernels", "the decoder's matrix kernels per form (fp32, int8, bf16): us per call"),
     "cpu-streams": ("bench.cpu_streams",
                     "concurrent real-time streams on the CPU through the real server, int8 and fp32"),
-    "step-split": ("bench.step_split", "the int8 stream's step split (decode, vocoder), before and after"),
+    "engines": ("bench.engines", "the CPU decoder's whole step per engine and form (torch, ONNX Runtime)"),
+    "step-split": ("bench.step_split", "a stream's step split (decode, vocoder), CPU engine by engine"),
     "vocoder": ("bench.vocoder", "streaming vocoder vs upstream's re-decode scheme"),
     "hotpath": ("bench.hotpath", "transfers and launches per decode step, batched vocoder vs per stream"),
     "server": ("bench.server", "server overhead per frame vs a bare websockets loop"),

@@ -14,10 +14,15 @@ values (``weights.random_assets`` + ``write_checkpoint``; kept in
   (the ``weights`` entry, ~763 MB: ``cache_bytes``) and the GEMM plan (a guess
   under load, marked so);
 - warm: ``--warm-runs`` more starts with that cache (medians reported);
-- then, for each ``--also`` precision (default ``int8``; ``--also none``:
+- then, for each ``--also`` precision (default ``fp32``; ``--also none``:
   none), a first start of that precision on the same cache (it measures its
-  GEMM plan and stores its forms: the ``int8-forms`` entries) and
-  ``--warm-runs`` warm ones.
+  engines and GEMM plan and stores what it prepares) and ``--warm-runs``
+  warm ones.
+
+The main pass runs ``--precision`` (default ``auto``: int8 on the engine
+``auto`` picks, ONNX Runtime here: its first start times both engines and
+builds the backbone and vocoder graphs, ``ort-backbone`` and ``ort-vocoder``
+entries; warm starts load them).
 
 Each start is timed from just before the process is spawned to ``/readyz``
 answering 200 (polled every 20 ms) and to the first binary audio frame of a
@@ -33,7 +38,7 @@ warm: medians), ``cache_bytes`` (after the main pass), ``cpu`` (``cpu.info``)
 and ``load_average`` (before, after). Per ``--also`` precision P the same keys
 of its pass with a suffix: ``ready_s_first_P``, ``first_audio_s_first_P`` (its
 first start), ``ready_s_warm_P``, ``first_audio_s_warm_P``, ``warm_runs_P``,
-``phases_ms_first_P``, ``phases_ms_warm_P`` (e.g. ``ready_s_warm_int8``).
+``phases_ms_first_P``, ``phases_ms_warm_P`` (e.g. ``ready_s_warm_fp32``).
 Targets on CPU with a warm cache: ready <= 5 s, first audio <= 6 s
 (docs/runtime.md).
 """
@@ -182,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the checkpoint (kept) and the cache go")
     parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--precision", default="auto")
-    parser.add_argument("--also", nargs="+", default=["int8"], metavar="P",
+    parser.add_argument("--also", nargs="+", default=["fp32"], metavar="P",
                         help="precisions timed after the main pass on its cache ('none': none)")
     parser.add_argument("--cpu-threads", type=int, default=0)
     parser.add_argument("--text", default=TEXT)

@@ -1,12 +1,15 @@
-"""How far ``--precision int8`` and ``bf16`` drift from fp32: first differing
+"""How far the CPU's reduced precisions drift from fp32: first differing
 greedy step, per-step logit KL, hidden-state error, audio SNR.
 
-For full-size random weights (one seed) and tiny-random weights (three
+Set-ups (``--precision``, repeatable): ``int4`` and ``int8`` (ONNX Runtime,
+the CPU engine for them), ``ort-fp32`` (ONNX Runtime's fp32 graph: rounding
+only), ``vocoder-int8`` (that fp32 decoder with ONNX Runtime's int8 vocoder:
+the vocoder's share alone), ``torch-int8`` (our decoder's fbgemm int8) and
+``bf16`` (our decoder, only where the CPU has AMX or AVX-512-BF16); default:
+all of them this CPU runs. For full-size random weights (one seed) and tiny-random weights (three
 seeds), three prompts each (``--tiny-only`` skips the full size), each prompt
-runs through ``StaticGPT`` models built from the same assets: fp32
-(``cpu_gemm`` auto) and each reduced precision (``--precision``, repeatable;
-default: those this CPU runs natively, bf16 only with AMX or AVX-512-BF16).
-Then, per precision:
+runs through models built from the same assets: fp32 on our torch decoder
+(``cpu_gemm`` auto: upstream's codes) and each set-up. Then, per set-up:
 
 - greedy: each model decodes ``--steps`` codes by argmax of its own raw logits
   (no temperature, penalty or top-p, EOS ignored, so the stream never ends
@@ -17,17 +20,17 @@ Then, per precision:
   (upstream's sampling temperature: sharper, so larger), the share of
   (step, codebook) pairs whose top code differs, and the relative error of the
   last hidden state. Median and max over steps;
-- audio: those teacher-forced hidden states rendered by the precision's own
-  vocoder (bf16 block linears where native) against fp32's hidden states
-  through fp32's vocoder: SNR in dB (``audio_snr_db``), and fp32's hidden
-  states through the precision's vocoder (``vocoder_snr_db``: its share);
+- audio: those teacher-forced hidden states rendered by the set-up's own
+  vocoder against fp32's hidden states through fp32's vocoder: SNR in dB
+  (``audio_snr_db``), and fp32's hidden states through the set-up's vocoder
+  (``vocoder_snr_db``: its share);
 - for scale, the same greedy comparison between two fp32 backends (``mm``
   against the one ``auto`` picks): how soon fp32 rounding alone diverges.
 
 Prints a table and, last, one JSON line (``cpu``, ``precisions``, and per
-precision ``full`` and ``tiny``). Random weights are not trained ones: a
-trained model's activations have outlier channels that per-tensor int8 inputs
-handle worse, so these figures are a floor, not a promise.
+set-up ``full`` and ``tiny``). Random weights are not trained ones: a
+trained model's activations have outlier channels that int8 inputs handle
+worse, so these figures are a floor, not a promise.
 ``python -m bench precision`` is the same bench.
 """
 
@@ -58,10 +61,8 @@ def _prompt(runner, text: str):
 def trace(model, x: torch.Tensor, steps: int, forced: torch.Tensor | None = None):
     """Greedy (or ``forced``) decode of prompt embeddings ``x`` [L, D]:
     codes [steps, Q], logits [steps, Q, V], hidden [steps, D]."""
-    from realtime.runtime.model import KVCache
-
     length = x.shape[0]
-    cache = KVCache(model.shape, 1, length + steps + 1, model.dtype, model.device)
+    cache = model.new_cache(1, length + steps + 1, 1)
     slot = torch.tensor([0])
     hidden = model.prefill(x.unsqueeze(0), slot, cache)[:, -1]
     codes, logits, hiddens = [], [], []
@@ -103,13 +104,21 @@ def snr_db(ref, other) -> float:
     return min(SNR_CAP_DB, 10 * float(np.log10(float((a ** 2).sum()) / noise)))
 
 
+# set-up -> (cpu engine, precision, vocoder precision)
+SETUPS = {"int4": ("ort", "int4", "fp32"), "int8": ("ort", "int8", "fp32"),
+          "ort-fp32": ("ort", "fp32", "fp32"), "vocoder-int8": ("ort", "fp32", "int8"),
+          "torch-int8": ("torch", "int8", "auto"), "bf16": ("torch", "bf16", "auto")}
+
+
 def available_precisions() -> tuple[str, ...]:
-    """The reduced precisions this CPU runs natively (bf16 only with AMX or AVX-512-BF16)."""
+    """The set-ups this CPU runs (bf16 only with AMX or AVX-512-BF16)."""
     from realtime.runtime.cpu import bf16 as cpu_bf16
+    from realtime.runtime.cpu import engine
     from realtime.runtime.cpu import int8 as cpu_int8
 
-    return tuple(p for p, why in (("int8", cpu_int8.available()), ("bf16", cpu_bf16.available()))
-                 if why is None)
+    missing = {"ort": engine.ort_missing(), "torch-int8": cpu_int8.available(), "bf16": cpu_bf16.available()}
+    return tuple(name for name, (e, _, _) in SETUPS.items()
+                 if missing.get(name, missing["ort"] if e == "ort" else None) is None)
 
 
 def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
@@ -119,10 +128,12 @@ def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
 
-    opts = dict(weights="random", device="cpu", max_slots=1, kv_buckets=(512,))
-    fp32 = build_runner(RuntimeOptions(**opts), assets=assets)
-    plain = build_runner(RuntimeOptions(**opts, cpu_gemm="mm"), assets=assets)
-    others = {p: build_runner(RuntimeOptions(**opts, precision=p), assets=assets) for p in precisions}
+    opts = dict(weights="random", device="cpu", max_slots=1, kv_buckets=(512,), cpu_engine="torch")
+    fp32 = build_runner(RuntimeOptions(**opts, precision="fp32"), assets=assets)
+    plain = build_runner(RuntimeOptions(**opts, precision="fp32", cpu_gemm="mm"), assets=assets)
+    others = {p: build_runner(RuntimeOptions(**{**opts, "cpu_engine": SETUPS[p][0]}, precision=SETUPS[p][1],
+                                             vocoder_precision=SETUPS[p][2]), assets=assets)
+              for p in precisions}
     out: dict[str, list[dict]] = {p: [] for p in precisions}
     for text in texts:
         x = _prompt(fp32, text)
@@ -206,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny-steps", type=int, default=400, help="greedy steps, tiny")
     parser.add_argument("--tiny-only", action="store_true")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--precision", action="append", choices=("int8", "bf16"),
-                        help="repeatable; default: each this CPU runs natively")
+    parser.add_argument("--precision", action="append", choices=tuple(SETUPS),
+                        help="repeatable; default: each this CPU runs")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     precisions = tuple(args.precision or available_precisions())

@@ -99,13 +99,16 @@ def _runners(assets, threads: int) -> dict:
     # so that auto's and int8's runners can replay its steps.
     base = dict(weights="random", device="cpu", cpu_threads=threads, **RUNNER_OPTIONS)
     # auto first: its whole-step trial holds every backend's copy of the
-    # weights for a while, best before the forced runners hold theirs.
-    modes: dict[str, dict] = {"auto": {}}
-    modes.update({b: dict(cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)})
+    # weights for a while, best before the forced runners hold theirs. fp32
+    # is our torch decoder's (against upstream); int8 the best int8 engine's
+    # (cpu.engine: ONNX Runtime where it measures faster).
+    fp32 = dict(precision="fp32", cpu_engine="torch")
+    modes: dict[str, dict] = {"auto": fp32}
+    modes.update({b: dict(fp32, cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)})
     if cpu_int8.available() is None:
         modes["int8"] = dict(precision="int8")
     if cpu_bf16.available() is None:
-        modes["bf16"] = dict(precision="bf16")
+        modes["bf16"] = dict(precision="bf16", cpu_engine="torch")
     runners = {}
     for name, extra in modes.items():
         runners[name] = build_runner(RuntimeOptions(**base, **extra), assets=assets)
@@ -113,7 +116,14 @@ def _runners(assets, threads: int) -> dict:
     return runners
 
 
-def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
+def _threads_for(runner, threads: int) -> None:
+    """torch's threads as the runner's build left them: one beside ONNX Runtime."""
+    from realtime.runtime.ort.model import OrtGPT
+
+    torch.set_num_threads(1 if isinstance(runner.model, OrtGPT) else threads)
+
+
+def _decode_rounds(runners: dict, upstream, prompt, quick: bool, threads: int = 2) -> dict:
     steps = 8 if quick else 40
     short, long = (4, 12) if quick else (10, 50)
     rounds = 3 if quick else 5
@@ -124,7 +134,9 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool) -> dict:
         order = list(runners) if r % 2 == 0 else list(reversed(runners))
         for batch in (1, 8):
             for name in order:
+                _threads_for(runners[name], threads)
                 ours.setdefault((name, batch), []).append(_ours_step_s(runners[name], batch, steps))
+            torch.set_num_threads(threads)
             t_short, t_long = _upstream_runs_s(upstream, prompt, batch, short, long)
             up.setdefault((batch, short), []).append(t_short)
             up.setdefault((batch, long), []).append(t_long)
@@ -168,9 +180,11 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
             result[f"rtf_stream_{precision}"] = None
             continue
         runs, refs = [], []
-        with StreamServer(precision, threads) as server:
+        engine = ("--cpu-engine", "torch") if precision == "fp32" else ()
+        with StreamServer(precision, threads, extra_args=engine) as server:
             for _ in range(rounds):
                 runs.append(server.speak())
+                _threads_for(runners[name], threads)
                 refs.append(replay(runners[name], runs[-1].pop("records")))
 
         def med(key: str, rows: list[dict]) -> float | None:
@@ -210,7 +224,7 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
         if name in runners:
             result[f"{name}_gemm"] = _gemm_summary(runners[name])
             result[f"{name}_plan_verdicts"] = runners[name].model.plan_verdicts
-    result.update(_decode_rounds(runners, upstream, prompt, quick))
+    result.update(_decode_rounds(runners, upstream, prompt, quick, threads))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
     from bench.refine import measure as refine_measure

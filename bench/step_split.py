@@ -1,28 +1,30 @@
-"""The int8 stream's step on the CPU, split: decode vs vocoder, before and after.
+"""A stream's runtime step on the CPU, split (decode, vocoder), engine by engine.
 
-Full-size random weights, ``precision int8``, ``--threads`` CPU threads, one
-process. ``streams`` streaming segments of ``CODES`` codes each run to their
-end through ``ModelRunner.execute`` (``bench.driver``: prefill, decode,
-the streaming vocoder), in two set-ups built from the same weights:
+Full-size random weights, ``--threads`` CPU threads, one process, no server.
+Each set-up (``--setups``: ``<engine>-<precision>[-<vocoder precision>]``,
+e.g. ``ort-int8``, ``torch-fp32`` or ``ort-int4-int8``; the CPU engines of
+realtime/runtime/cpu/engine.py; with ``ort`` the vocoder runs there too) is
+a runner built from the same weights; ``streams`` streaming segments of
+``codes`` codes run to their end through ``ModelRunner.execute``
+(``bench.driver``: prefill, decode, the streaming vocoder). Rounds alternate
+the set-ups (the CPU may be shared); medians are reported.
 
-- ``after``: the runner as the server builds it (the vocoder's block linears
-  in bf16 where they measure faster, chunks growing by ``CPU_CHUNK_GROWTH``);
-- ``before``: the same runner with the vocoder's linears back on their fp32
-  form and chunks doubling (the runtime before issue 24).
-
-A step that rendered no vocoder window is a decode step; the vocoder's time
-is what the steps that rendered took over the median decode step. Rounds
-alternate the set-ups (the CPU is shared); medians are reported. The last
-stdout line is JSON: per set-up ``step_ms``, ``decode_step_ms``,
-``vocoder_share`` (vocoder time over all step time), ``vocoder_ms_per_code``
-and ``runtime_rtf`` (step time over the audio's duration; no server), then
-``vocoder_speedup`` (before's vocoder time over after's) and ``cpu``.
+A step that rendered no vocoder window is a decode step (the decoder,
+sampling and bookkeeping of ``streams`` rows); the vocoder's time is what
+the steps that rendered took over the median decode step. The last stdout
+line is JSON: per set-up ``step_ms``, ``decode_step_ms``, ``vocoder_share``,
+``vocoder_ms_per_code`` (per code of one stream) and ``runtime_rtf`` (step
+time over the audio's duration of one stream: below 1 keeps real time
+before the server's own cost), then ``cpu``, ``load_average`` (before,
+after) and ``moved_positions`` (K/V positions the ort engine's row map
+copied).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -32,6 +34,7 @@ import torch
 from bench.stream_rtf import TEXT
 
 CODES = 300  # 6.4 s of audio per stream: past the growing chunks into the steady ones
+SETUPS = ("ort-int8", "torch-int8", "ort-int4", "ort-fp32", "torch-fp32")
 
 
 def _stream_steps(runner, streams: int, codes: int) -> dict[str, float]:
@@ -56,42 +59,46 @@ def _stream_steps(runner, streams: int, codes: int) -> dict[str, float]:
     runner.reset()
     return {"step_ms": total / (len(decode) + len(rendering)) * 1e3, "decode_step_ms": base * 1e3,
             "vocoder_share": vocoder_s / total, "vocoder_ms_per_code": vocoder_s / (codes * streams) * 1e3,
-            "vocoder_s": vocoder_s, "runtime_rtf": total / (codes * 512 / 24000)}
+            "runtime_rtf": total / (codes * 512 / 24000)}
 
 
-def _before(runner, assets) -> None:
-    """The vocoder as it was: fp32 linears, doubling chunks."""
-    from realtime.runtime.cpu.plan import GemmPolicy
-    from realtime.runtime.cpu.vocoder_gemm import pack_linears
-
-    (decoder, vocos), _ = pack_linears([assets.decoder.eval(), assets.vocos.eval()], GemmPolicy())
-    runner.vocoder.decoder, runner.vocoder.vocos = decoder, vocos
-    runner.vocoder.chunk_growth = 2.0
-
-
-def measure(threads: int = 2, streams: int = 1, rounds: int = 3, codes: int = CODES) -> dict:
+def build(setup: str, assets, threads: int):
+    """The runner of ``setup`` (``<engine>-<precision>[-<vocoder precision>]``) over ``assets``."""
     from bench.stream_rtf import RUNNER_OPTIONS
     from realtime.runtime.api import RuntimeOptions
     from realtime.runtime.build import build_runner
+
+    engine, precision, *vocoder = setup.split("-")
+    options = RuntimeOptions(weights="random", device="cpu", precision=precision, cpu_engine=engine,
+                             vocoder_precision=vocoder[0] if vocoder else "auto", cpu_threads=threads,
+                             **RUNNER_OPTIONS)
+    return build_runner(options, assets=assets)
+
+
+def measure(threads: int = 2, streams: int = 1, rounds: int = 3, codes: int = CODES,
+            setups: tuple[str, ...] = SETUPS) -> dict:
     from realtime.runtime.cpu.info import describe
     from realtime.runtime.shapes import FULL
     from realtime.runtime.weights import random_assets
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)
-    options = RuntimeOptions(weights="random", device="cpu", precision="int8", cpu_threads=threads,
-                             **RUNNER_OPTIONS)
-    runners = {"before": build_runner(options, assets=assets), "after": build_runner(options, assets=assets)}
-    _before(runners["before"], assets)
+    runners = {name: build(name, assets, threads) for name in setups}
+    load = os.getloadavg()[0]
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in runners}
     for r in range(rounds):
         for name in (list(runners) if r % 2 == 0 else list(reversed(runners))):
+            # As each runner's build left them: torch on one thread beside ONNX Runtime's.
+            torch.set_num_threads(1 if name.startswith("ort") else threads)
             rows[name].append(_stream_steps(runners[name], streams, codes))
-    result: dict = {"cpu": describe(), "threads": threads, "streams": streams, "codes": codes}
+    result: dict = {"cpu": describe(), "threads": threads, "streams": streams, "codes": codes,
+                    "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
     for name, runs in rows.items():
         for key in runs[0]:
             result[f"{key}_{name}"] = round(statistics.median(r[key] for r in runs), 4)
-    result["vocoder_speedup"] = round(result["vocoder_s_before"] / result["vocoder_s_after"], 3)
+        moved = getattr(runners[name].cache, "moved_positions", None)
+        if moved is not None:
+            result[f"moved_positions_{name}"] = moved
     return result
 
 
@@ -102,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=1, help="concurrent streaming segments")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--codes", type=int, default=CODES, help="codes per segment")
+    parser.add_argument("--setups", default=",".join(SETUPS),
+                        help="comma-separated <engine>-<precision> set-ups, side by side")
     args = parser.parse_args(argv)
-    print(json.dumps(measure(args.threads, args.streams, args.rounds, args.codes)))
+    setups = tuple(s.strip() for s in args.setups.split(",") if s.strip())
+    print(json.dumps(measure(args.threads, args.streams, args.rounds, args.codes, setups)))
     return 0
 
 

@@ -30,13 +30,17 @@ def test_kernels_reports_every_offered_form_per_row_count(monkeypatch):
 
 
 @pytest.mark.skipif(cpu_int8.available() is not None, reason="int8 unavailable")
-def test_divergence_reports_steps_errors_and_audio_snr():
-    out = bench_int8.compare(tiny_assets(), 6, ("int8",), texts=bench_int8.PROMPTS[:1])
-    (row,) = out["int8"]
+@pytest.mark.parametrize("setup, max_err, vocoder_snr", [
+    ("torch-int8", 1e-2, bench_int8.SNR_CAP_DB),  # tiny vocoder shapes stay fp32 (unmeasured): exact
+    ("int8", 1e-2, 100.0),  # ONNX Runtime's fp32 vocoder: rounding only
+    ("int4", 0.2, 100.0),
+])
+def test_divergence_reports_steps_errors_and_audio_snr(setup, max_err, vocoder_snr):
+    out = bench_int8.compare(tiny_assets(), 6, (setup,), texts=bench_int8.PROMPTS[:1])
+    (row,) = out[setup]
     assert {"first_differing_step", "fp32_backends_first_differing_step", "hidden_rel_err_max",
             "kl_t03_median", "audio_snr_db", "vocoder_snr_db"} <= set(row)
-    assert 0 < row["hidden_rel_err_max"] < 1e-2
-    # Tiny vocoder shapes stay fp32 (unmeasured): the vocoder alone is exact.
-    assert row["vocoder_snr_db"] == bench_int8.SNR_CAP_DB
-    assert 40 < row["audio_snr_db"] < bench_int8.SNR_CAP_DB
+    assert 0 < row["hidden_rel_err_max"] < max_err
+    assert row["vocoder_snr_db"] >= vocoder_snr
+    assert 20 < row["audio_snr_db"] < bench_int8.SNR_CAP_DB
     assert torch.get_num_threads() == 1

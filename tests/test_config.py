@@ -92,12 +92,17 @@ def test_cpu_fallback_flags_reach_the_runtime():
     _, cfg = load_config([], environ={"CHATTTS_RT_CPU_GEMM": "mkl", "CHATTTS_RT_CPU_THREADS": "3"})
     assert (cfg.cpu_gemm, cfg.cpu_threads) == ("mkl", 3)
     assert (ServerConfig().cpu_gemm, ServerConfig().cpu_threads) == ("auto", 0)
+    _, cfg = load_config(["--cpu-engine", "ort", "--precision", "int4"], environ={})
+    assert (cfg.runtime_options().cpu_engine, cfg.runtime_options().precision) == ("ort", "int4")
+    assert ServerConfig().runtime_options().cpu_engine == "auto"
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--cpu-gemm", "fastest"], "--cpu-gemm"),
-    (["--precision", "int4"], "--precision"),
+    (["--precision", "int2"], "--precision"),
     (["--precision", "int8", "--device", "cuda"], "CPU mode"),
+    (["--precision", "int4", "--device", "cuda"], "CPU mode"),
+    (["--cpu-engine", "openvino"], "--cpu-engine"),
 ])
 def test_cpu_fallback_flags_are_validated(argv, message):
     with pytest.raises(ConfigError, match=message):

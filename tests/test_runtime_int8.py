@@ -118,16 +118,16 @@ def test_int8_is_refused_off_the_cpu_with_a_clear_error():
         load_config(["--precision", "int8", "--device", "cuda"], environ={})
 
 
-def test_auto_never_picks_int8():
-    assert pick_dtype("auto", CPU) == torch.float32
-    runner = tiny_runner()
-    assert "int8" not in runner.model.backends(1)
+def test_auto_on_a_cpu_is_int8_and_fp32_stays_fp32():
+    assert pick_dtype("auto", CPU) == torch.float32  # activations: int8 is the matrices only
+    assert "int8" in tiny_runner(precision="auto").model.backends(1)
+    assert "int8" not in tiny_runner(precision="fp32").model.backends(1)
 
 
 def test_int8_unavailable_is_refused_with_the_reason(monkeypatch):
     monkeypatch.setattr(cpu_int8, "available", lambda: "no fbgemm in this build")
     with pytest.raises(ValueError, match="no fbgemm in this build"):
-        pick_dtype("int8", CPU)
+        tiny_runner(precision="int8")
 
 
 def test_int8_says_so_loudly(caplog):

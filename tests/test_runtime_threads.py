@@ -141,3 +141,26 @@ def test_importing_the_runtime_applies_nothing_the_entry_point_does(monkeypatch)
     with pytest.raises(SystemExit):  # argparse refuses the flag, after the policy is set
         entry.main(["--no-such-flag"])
     assert calls == ["omp"]
+
+
+def test_beside_another_pool_torch_takes_one_thread(monkeypatch):
+    monkeypatch.setattr(omp_env, "usable_cpus", lambda: 2)
+    before = torch.get_num_threads()
+    try:
+        assert cpu_threads.configure_threads(2) == 2
+        cpu_threads.leave_cores_to(2)
+        assert torch.get_num_threads() == 1
+        assert cpu_threads.configure_threads(2) == 2 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("env", "spin"), [
+    ({"GOMP_SPINCOUNT": "10000"}, True), ({"OMP_WAIT_POLICY": "ACTIVE"}, True),
+    ({"OMP_WAIT_POLICY": "PASSIVE"}, False), ({}, False)])
+def test_other_pools_spin_only_where_openmp_was_told_to(monkeypatch, env, spin):
+    for name in (omp_env.WAIT_POLICY, omp_env.SPIN_COUNT):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert omp_env.spinning() is spin

@@ -53,6 +53,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "graphs": (["realtime/runtime/graphs.py"],
                ["tests/test_runtime_capture.py", "tests/test_runtime_gpu.py"]),
     "worker": (["realtime/server/work/worker.py"], ["tests/test_worker.py"]),
+    # The ONNX Runtime CPU engine: its graph, row map, KV binding, model and the engine choice.
+    "ort": (["realtime/runtime/ort/*", "realtime/runtime/cpu/engine.py"],
+            ["tests/test_ort_rows.py", "tests/test_ort_decoder.py", "tests/test_ort_graph.py",
+             "tests/test_cpu_engine.py"]),
     "utterance": (["realtime/server/stream/utterance.py"],
                   ["tests/test_server_session.py", "tests/test_server_errors.py",
                    "tests/test_server_backpressure.py"]),

@@ -183,7 +183,8 @@ class RuntimeOptions:
     ``require_weights``), ``random`` (full size, seeded), ``tiny-random`` (same
     classes, tiny sizes, seeded, in memory in well under a second) or a path to
     a checkpoint directory. ``precision``: ``auto`` picks bf16/fp16 on CUDA and
-    fp32 on CPU. ``lookahead_steps`` is the streaming vocoder's right context.
+    int8 on CPU (``cpu.engine.DEFAULT_PRECISION``). ``lookahead_steps`` is the
+    streaming vocoder's right context.
     ``auto_shapes`` names the shape fields (``batch_sizes``, ``kv_buckets``,
     ``max_slots``) left to the hardware: on CUDA they come from the GPU's
     memory (``cuda_profile``); on the CPU the values here stand. ``voices``:
@@ -200,6 +201,9 @@ class RuntimeOptions:
     step runs, or in the step (``eos_read``).
     ``cache_dir``: where start-up work measured or prepared once per machine
     is kept (``prepared_cache``); None keeps nothing.
+    ``cpu_engine``: what runs the decoder on a CPU: ``ort`` (ONNX Runtime),
+    ``torch`` (our decoder) or ``auto`` (measured: ``cpu.engine``); on a CPU
+    ``precision`` ``auto`` is int8 and ``int4`` is ONNX Runtime's only.
     """
 
     weights: str = "auto"
@@ -216,6 +220,7 @@ class RuntimeOptions:
     voices: tuple[tuple[str, SeedVoice | EmbeddingVoice], ...] = ()
     seed: int = 0
     cpu_gemm: str = "auto"
+    cpu_engine: str = "auto"
     cpu_threads: int = 0
     record_steps: str | None = None
     auto_shapes: tuple[str, ...] = ()

@@ -26,7 +26,7 @@ import torch
 import realtime.runtime.compat  # noqa: F401
 from realtime.runtime import startup_clock
 from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.cpu import int8 as cpu_int8
+from realtime.runtime.cpu import engine as cpu_engine
 from realtime.runtime.cpu.plan import GEMM_MODES, policy_for
 from realtime.runtime.cpu.threads import configure_threads
 from realtime.runtime.graphs import Capture, CudaCapture
@@ -62,16 +62,13 @@ def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
         if device.type != "cuda":
             return torch.float32
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if precision == "int8":
+    if precision in ("int8", "int4"):
         if device.type != "cpu":
-            raise ValueError(f"precision int8 is a CPU mode, not for {device} "
+            raise ValueError(f"precision {precision} is a CPU mode, not for {device} "
                              "(use auto, bf16 or fp16 there, or --device cpu)")
-        reason = cpu_int8.available()
-        if reason is not None:
-            raise ValueError(f"precision int8 is unavailable: {reason}")
         return torch.float32
     if precision not in _DTYPES:
-        raise ValueError(f"unknown precision {precision!r} (auto, fp32, bf16, fp16, int8)")
+        raise ValueError(f"unknown precision {precision!r} (auto, fp32, bf16, fp16, int8, int4)")
     return _DTYPES[precision]
 
 
@@ -87,11 +84,13 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     if options.cpu_gemm not in GEMM_MODES:
         raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(GEMM_MODES)})")
     device = pick_device(options.device)
+    asked = options.precision
+    if device.type == "cpu":
+        options = dataclasses.replace(options, precision=cpu_engine.cpu_precision(asked))
     dtype = pick_dtype(options.precision, device)
     vocoder_precision = vocoder_precision_for(options.vocoder_precision, device)
     if device.type == "cpu":
         configure_threads(options.cpu_threads)
-        _log_cpu_choice(options)
     else:
         from realtime.runtime.sdpa import pin_attention
         pin_attention()
@@ -103,24 +102,26 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
         options = _with_cuda_profile(options, device, assets, dtype)
     options = _checked_machine(options, device, assets, dtype)
     startup_clock.mark("machine checked")
-    from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
-    decoder = assets.decoder.to(device).eval()
-    vocos = assets.vocos.to(device).eval()
-    decoder, vocos = with_precision(decoder, vocos, vocoder_precision)
-    if device.type == "cpu":
-        from realtime.runtime.cpu.vocoder_gemm import pack_linears
-        (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
-        startup_clock.mark("vocoder gemm")
-    # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
-    growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
-    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
-                               chunk_growth=growth)
-    if device.type == "cuda":
-        from realtime.runtime.vocoder_batch import PACKED_STEPS
-        vocoder.pad_steps = PACKED_STEPS
+    # On the CPU the engine (cpu.engine) runs the decoder and, with ort, the
+    # vocoder's convolutions; graphs capture our torch step, so a CPU runner
+    # with a capture (tests, tools) runs torch.
+    model = body = None
+    if device.type == "cpu" and capture is None:
+        built: dict = {}
+        if asked == "auto":
+            precision, built = cpu_engine.auto_precision(options, assets)
+            options = dataclasses.replace(options, precision=precision)
+        _log_cpu_choice(options, asked)
+        model = cpu_engine.build_decoder(options, assets, built)
+        vocoder_precision = cpu_engine.vocoder_precision(options, model, vocoder_precision)
+        body = cpu_engine.vocoder_body(options, assets, model, vocoder_precision)
+        cpu_engine.leave_cores_to_ort(model)
+    elif device.type == "cpu":
+        _log_cpu_choice(options, asked)
+    vocoder = _vocoder(options, assets, device, vocoder_precision, body)
     if capture is None and device.type == "cuda" and options.cuda_graphs:
         capture = CudaCapture()
-    runner = ModelRunner(assets, options, device, dtype, vocoder, capture)
+    runner = ModelRunner(assets, options, device, dtype, vocoder, capture, model)
     startup_clock.mark("kv cache, runner")
     runner.audio.delivery.warm()  # every padded size, on the vocoder's own stream
     startup_clock.mark("vocoder delivery warmed")
@@ -129,6 +130,30 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
         log.info("recording every prepare and step plan to %s", options.record_steps)
         return StepRecorder(runner, options.record_steps)
     return runner
+
+
+def _vocoder(options: RuntimeOptions, assets: ModelAssets, device: torch.device, precision: str, body):
+    """The streaming vocoder: with ``body`` (``ort.vocoder``) its convolutions
+    there; else torch's modules in ``precision``, on the CPU with the measured
+    GEMM backend for their linears."""
+    from realtime.runtime.vocoder import CPU_CHUNK_GROWTH, StreamingVocoder
+    decoder = assets.decoder.to(device).eval()
+    vocos = assets.vocos.to(device).eval()
+    if body is None:
+        decoder, vocos = with_precision(decoder, vocos, precision)
+    if device.type == "cpu" and body is None:
+        from realtime.runtime.cpu.vocoder_gemm import pack_linears
+        (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
+        startup_clock.mark("vocoder gemm")
+    # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
+    growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
+    vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
+                               chunk_growth=growth)
+    vocoder.body = body
+    if device.type == "cuda":
+        from realtime.runtime.vocoder_batch import PACKED_STEPS
+        vocoder.pad_steps = PACKED_STEPS
+    return vocoder
 
 
 def _with_cuda_profile(options: RuntimeOptions, device: torch.device, assets: ModelAssets,
@@ -168,17 +193,18 @@ def _checked_machine(options: RuntimeOptions, device: torch.device, assets: Mode
     return dataclasses.replace(options, max_slots=slots, batch_sizes=batches)
 
 
-def _log_cpu_choice(options: RuntimeOptions) -> None:
-    """Say what the CPU fallback runs and why (the GEMM table follows from the model)."""
-    if options.precision == "int8":
-        log.warning("PRECISION INT8: the decoder's linears run in int8 (per-channel weights; "
-                    "the form measured fastest among fbgemm's, oneDNN's AMX/VNNI kernels, "
-                    "weight-only int8 and our VNNI kernel where the CPU has them); codes and audio "
-                    "differ from fp32 after some steps (divergence figures: docs/runtime.md). "
-                    "Logits and sampling stay fp32; the Decoder's and Vocos's linears run bf16 "
-                    "where that measures faster (AMX, AVX-512-BF16), the rest of them fp32.")
+def _log_cpu_choice(options: RuntimeOptions, asked: str) -> None:
+    """Say what the CPU runs and why, and what a reduced precision costs
+    (the engine and its GEMM table follow from the model)."""
+    precision = options.precision
+    how = "the default on a CPU: --precision auto" if asked == "auto" else f"--precision {precision}"
+    if precision in ("int8", "int4"):
+        log.warning("PRECISION %s (%s): the decoder's matrices in %s; activations, K/V, attention, "
+                    "logits and sampling stay fp32. Against fp32: %s (docs/runtime.md, python -m bench "
+                    "precision). For upstream's exact codes: --precision fp32 --cpu-engine torch.",
+                    precision.upper(), how, precision, cpu_engine.QUALITY[precision])
         return
-    if options.precision == "bf16":
+    if precision == "bf16":
         from realtime.runtime.cpu import bf16 as cpu_bf16
         reason = cpu_bf16.available()
         if reason is None:
@@ -189,9 +215,6 @@ def _log_cpu_choice(options: RuntimeOptions) -> None:
         else:
             log.warning("precision bf16 asked, but %s: running fp32 instead", reason)
         return
-    why = ("auto: fp32 on CPU; int8 is opt-in (--precision int8)" if options.precision == "auto"
-           else f"--precision {options.precision}")
-    dtype = str(pick_dtype(options.precision, torch.device("cpu"))).removeprefix("torch.")
     gemm = ("measured per matrix shape and batch size" if options.cpu_gemm == "auto"
             else f"forced to {options.cpu_gemm}")
-    log.info("cpu runtime: precision %s (%s); gemm %s", dtype, why, gemm)
+    log.info("cpu runtime: precision fp32 (%s); torch's gemm %s", how, gemm)

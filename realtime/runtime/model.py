@@ -34,7 +34,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import torch
@@ -43,6 +42,7 @@ import torch.nn.functional as F
 from realtime.runtime.cpu import plan_trial
 from realtime.runtime.cpu.gemm import Matrix, matmul
 from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, prepare_matrices, summary, table
+from realtime.runtime.gpt_ends import GptEnds, embeddings, head_weights
 from realtime.runtime.prepared_forms import FormEntries
 from realtime.runtime.prepared_weights import WeightsEntry, decoder_matrices
 from realtime.runtime.shapes import ModelShape
@@ -112,7 +112,7 @@ class _Layer:
     w_down: Matrix  # [I, D]
 
 
-class StaticGPT:
+class StaticGPT(GptEnds):
     """ChatTTS's GPT + embeddings + folded heads on one device and dtype.
 
     ``gemm`` says how the weight matrices are prepared (``cpu.plan``; default:
@@ -134,17 +134,9 @@ class StaticGPT:
 
         norms = [(w(f"layers.{i}.input_layernorm.weight"), w(f"layers.{i}.post_attention_layernorm.weight"))
                  for i in range(shape.layers)]
-        with torch.no_grad():
-            emb_text = cast(torch.nn.Embedding, embed.emb_text)
-            emb_code = cast(torch.nn.ModuleList, embed.emb_code)
-            head_code = cast(torch.nn.ModuleList, embed.head_code)
-            self.emb_text = emb_text.weight.detach().to(device=device, dtype=dtype)
-            self.emb_code = torch.stack([cast(torch.nn.Embedding, e).weight.detach() for e in emb_code]).to(
-                device=device, dtype=dtype)  # [Q, V, D]
-            # Weight norm folded once: reading .weight evaluates g * v / |v|.
-            weights = decoder_matrices(shape, gpt_state, lambda: torch.cat(
-                [cast(torch.nn.Linear, h).weight.detach() for h in head_code], 0),  # [Q*V, D]
-                device, dtype, prepared)  # per layer qkv, o, gate_up, down [N, K]; the heads
+        self.emb_text, self.emb_code = embeddings(embed, device, dtype)
+        with torch.no_grad():  # per layer qkv, o, gate_up, down [N, K]; the heads [Q*V, D]
+            weights = decoder_matrices(shape, gpt_state, lambda: head_weights(embed), device, dtype, prepared)
         heads = weights.pop()  # logits stay fp32
         started = time.perf_counter()
         # The heads join the decoder's matrices (one plan, judged by whole
@@ -182,6 +174,10 @@ class StaticGPT:
         log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
                  self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
                  summary(self.matrices, max(gemm.batch_sizes)))
+
+    def new_cache(self, slots: int, max_len: int, max_batch: int) -> KVCache:
+        """The K/V cache this model decodes over (``max_batch``: unused here)."""
+        return KVCache(self.shape, slots, max_len, self.dtype, self.device)
 
     def finish_packing(self) -> None:
         """Run every deferred packing piece now (a full warm-up's first step)."""
@@ -228,34 +224,6 @@ class StaticGPT:
         freqs = torch.outer(pos, inv_freq)
         emb = torch.cat([freqs, freqs], dim=-1)  # [P, Dh]
         return emb.cos().to(device, dtype), emb.sin().to(device, dtype)
-
-    # --- embeddings and heads ---------------------------------------------------------
-
-    def embed_prompt(self, ids: torch.Tensor, speaker: torch.Tensor, spk_emb_id: int,
-                     n_text: int | None = None) -> torch.Tensor:
-        """[L] text ids + fp16 speaker [D] -> [L, D]; the speaker replaces
-        [spk_emb]. With ``n_text``, only the first ``n_text`` ids are text and
-        the rest are a voice sample's codes [T, Q] row by row: -> [n_text + T, D]."""
-        ids = ids.to(self.device)
-        text = ids if n_text is None else ids[:n_text]
-        x = self.emb_text.index_select(0, text)
-        # Upstream normalizes the fp16 vector in fp16, then writes it into fp32.
-        spk = F.normalize(speaker.to(self.device), p=2.0, dim=0, eps=1e-12).to(self.dtype)
-        x = torch.where((text == spk_emb_id).unsqueeze(1), spk.unsqueeze(0), x)
-        if n_text is None or n_text == ids.shape[0]:
-            return x
-        codes = ids[n_text:].view(-1, self.shape.num_vq)  # as upstream's Embed: audio codes
-        return torch.cat([x, self.embed_codes(codes)])
-
-    def embed_codes(self, codes: torch.Tensor) -> torch.Tensor:
-        """[B, Q] codes -> [B, D]: the sum of the Q code embeddings."""
-        q = self.shape.num_vq
-        rows = self.emb_code[torch.arange(q, device=codes.device), codes]  # [B, Q, D]
-        return rows.sum(1)
-
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """fp32 hidden [B, D] -> fp32 logits [B, Q, V]."""
-        return matmul(hidden, self.heads).view(-1, self.shape.num_vq, self.shape.num_audio_tokens)
 
     # --- blocks -----------------------------------------------------------------------
 

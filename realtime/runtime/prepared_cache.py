@@ -9,7 +9,7 @@ shared by several machines or kept across an upgrade never serves what was
 prepared for another. Any change of a part is a different entry: rebuilt,
 never patched.
 
-Two entry forms:
+Three entry forms:
 
 - ``load_json(key)`` / ``store_json(key, obj)``: one JSON document (a measured
   plan, a content hash);
@@ -17,7 +17,10 @@ Two entry forms:
   (``torch.save``'s format), memory-mapped on load (processes on one host
   share the pages through the page cache). Only plain strided tensors
   serialize: MKL's and oneDNN's packed weights are opaque handles, so their
-  plain source is cached and they are packed again at start-up.
+  plain source is cached and they are packed again at start-up;
+- ``load_dir(key)`` / ``store_dir(key, fill)``: a directory of files (an
+  ONNX graph and its weights), with a manifest of their sizes and xxh3-64;
+  written in a temporary directory and renamed into place.
 
 Writes go to a temporary file in the same directory, are fsynced and renamed
 over the entry (atomic on POSIX), so a reader sees the old entry or the new
@@ -52,6 +55,7 @@ import logging
 import os
 import pickle
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +68,7 @@ KEEP = {"weights": 2,  # kinds whose entries are large (the decoder's 760 MB): f
         # one entry per (shape, state form): the decoder's 4 shapes times a few forms
         "int8-forms": 12, "bf16-forms": 8}
 _HASH_CHUNK = 8 * 2**20
+MANIFEST = "manifest.json"  # a directory entry's key and file sums
 
 
 def default_cache_dir() -> str:
@@ -197,29 +202,86 @@ class PreparedCache:
                  "xxh3_64": {n: _digest(t) for n, t in tensors.items()}}
         return self._write(key, ".pt", lambda f: torch.save(entry, f))
 
+    # --- directories ----------------------------------------------------------------
+
+    def load_dir(self, key: CacheKey) -> str | None:
+        """The directory stored under ``key`` if every file in it is as
+        stored (sizes and xxh3 in its manifest), else None (absent, off, or
+        bad: removed with a warning). Reading the files warms their pages for
+        whoever opens them next."""
+        if self.root is None:
+            return None
+        path = self.path(key, ".d")
+        if not os.path.isdir(path):
+            return None
+        try:
+            with open(os.path.join(path, MANIFEST), "rb") as f:
+                manifest = json.loads(f.read())
+            files = manifest["files"]
+            sound = manifest["key"] == key.canonical and files == _dir_sums(path, files)
+        except (OSError, ValueError, KeyError, TypeError):
+            sound = False
+        if not sound:
+            self._discard(path, "torn, corrupt or of another key")
+            return None
+        return path
+
+    def store_dir(self, key: CacheKey, fill) -> str | None:
+        """Store the files ``fill(directory)`` writes into an empty directory
+        under ``key``; returns the entry's path, or None when off or on an
+        I/O error (logged; ``fill``'s own errors propagate)."""
+        if self.root is None:
+            return None
+        root = self.root
+
+        def stage(made: list[str]) -> None:
+            made.append(tempfile.mkdtemp(prefix=f".{key.name}.", suffix=".tmp", dir=root))
+            os.chmod(made[0], 0o755)
+            fill(made[0])
+            names = sorted(os.listdir(made[0]))
+            with open(os.path.join(made[0], MANIFEST), "w", encoding="utf-8") as f:
+                json.dump({"key": key.canonical, "files": _dir_sums(made[0], names)}, f)
+            for name in [*names, MANIFEST]:
+                _fsync_file(os.path.join(made[0], name))
+
+        path = self.path(key, ".d")
+        return path if self._install(key, path, stage) else None
+
     # --- files --------------------------------------------------------------------
 
     def _write(self, key: CacheKey, suffix: str, fill) -> bool:
         if self.root is None:
             return False
-        path = self.path(key, suffix)
-        tmp = None
-        try:
-            os.makedirs(self.root, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key.name}.", suffix=".tmp", dir=self.root)
+        root = self.root
+
+        def stage(made: list[str]) -> None:
+            fd, tmp = tempfile.mkstemp(prefix=f".{key.name}.", suffix=".tmp", dir=root)
+            made.append(tmp)
             os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide the entry from other users
             with os.fdopen(fd, "wb") as f:
                 fill(f)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, path)
-            tmp = None
+
+        return self._install(key, self.path(key, suffix), stage)
+
+    def _install(self, key: CacheKey, path: str, stage) -> bool:
+        """``stage(made)`` writes a temporary file or directory in the root
+        (its path appended to ``made``), renamed over ``path`` once whole."""
+        assert self.root is not None
+        made: list[str] = []
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            stage(made)
+            if os.path.isdir(path):
+                _remove(path)
+            os.replace(made.pop(), path)
             _fsync_dir(self.root)
         except OSError as exc:
             log.warning("prepared cache: cannot write %s (%s); starting without it", path, exc)
             return False
         finally:
-            if tmp is not None:
+            for tmp in made:
                 _remove(tmp)
         self._prune(key.kind, keep=path)
         return True
@@ -252,7 +314,29 @@ def _digest(tensor) -> int:
     return xxhash.xxh3_64_intdigest(flat.view(torch.uint8).numpy()) if flat.numel() else 0
 
 
+def _dir_sums(root: str, names) -> dict[str, list[int]]:
+    """[size, xxh3-64] of each file ``names`` lists under ``root``."""
+    import xxhash
+
+    sums = {}
+    for name in names:
+        digest = xxhash.xxh3_64()
+        with open(os.path.join(root, name), "rb") as f:
+            while chunk := f.read(_HASH_CHUNK):
+                digest.update(chunk)
+        sums[name] = [os.path.getsize(os.path.join(root, name)), digest.intdigest()]
+    return sums
+
+
+def _fsync_file(path: str) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
 def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+        return
     try:
         os.remove(path)
     except FileNotFoundError:

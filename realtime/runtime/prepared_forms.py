@@ -5,7 +5,7 @@ fp32 source (``prepared_weights``): quantizing (int8: scales, rounding,
 fbgemm's ``quantize_per_channel``) or converting (bf16) every matrix at every
 start, then packing it; 5-6 s of an int8 warm start on a 2-core Xeon. A form
 that can be kept (``cpu.form_state``) is stored in the prepared cache as its
-plain tensors and made again from them: our VNNI kernel's blocks, the
+plain tensors and made again from them: the
 weight-only int8 and bf16 matrices are used as mapped (no copy); fbgemm's and
 oneDNN's opaque packed weights are packed again from the mapped int8 values
 and scales (the quantization is what is saved, the prepack is paid).

@@ -44,7 +44,7 @@ import torch
 from realtime.runtime.api import DeviceFailure, PreparedJob, RequestError, SamplingParams, SegmentRequest
 from realtime.runtime.audio_stage import is_device_lost, is_oom
 from realtime.runtime.frontend import validate_params
-from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.gpt_ends import GptModel
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, draw, process_logits
 from realtime.runtime.weights import ModelAssets
 from scheduler import JobId, Refined, StepOutput, StepPlan
@@ -94,7 +94,7 @@ class RefineStage:
     a plan without refine rows); ``shapes`` the runner's (batch sizes,
     prompt buckets), which the audio prompts' prefill is padded to."""
 
-    def __init__(self, model: StaticGPT, cache: KVCache, assets: ModelAssets, max_len: int,
+    def __init__(self, model: GptModel, cache, assets: ModelAssets, max_len: int,
                  prepare_audio: Callable[[SegmentRequest], PreparedJob],
                  execute_audio: Callable[[StepPlan], StepOutput],
                  shapes: tuple[tuple[int, ...], tuple[int, ...]]):

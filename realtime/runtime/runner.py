@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -64,9 +64,11 @@ from realtime.runtime.cpu.plan import policy_for
 from realtime.runtime.encoder import SampleEncoder
 from realtime.runtime.eos_read import EosReader, count_codes, deferred_for
 from realtime.runtime.frontend import Speakers, TextFrontEnd
+from realtime.runtime.gpt_ends import GptModel
 from realtime.runtime.graphs import Capture, GraphCache, GraphShapes
 from realtime.runtime.held import HeldJob, JobSpec
-from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.model import StaticGPT
+from realtime.runtime.ort.kv import OrtKV
 from realtime.runtime.prepare import JobPreparer
 from realtime.runtime.prepared_weights import WeightsEntry
 from realtime.runtime.refine import RefineStage
@@ -108,9 +110,11 @@ class ModelRunner:
     warmup_rest: StagedWarmup | None = None  # CPU: what warmup_first() left for idle time
 
     def __init__(self, assets: ModelAssets, options: RuntimeOptions, device: torch.device,
-                 dtype: torch.dtype, vocoder: StreamingVocoder | None, capture: Capture | None = None):
+                 dtype: torch.dtype, vocoder: StreamingVocoder | None, capture: Capture | None = None,
+                 model: GptModel | None = None):
         """``vocoder`` None: a runner that renders no audio (meta-device shape
-        checks); ``capture`` None: every step runs eagerly."""
+        checks); ``capture`` None: every step runs eagerly; ``model``: the
+        decoder to run (the CPU engine's, ``build``), else our torch one."""
         self.assets, self.options = assets, options
         self.torch_device, self.dtype = device, dtype
         self.device = "cuda" if device.type == "cuda" else "cpu"
@@ -120,12 +124,12 @@ class ModelRunner:
         self.kv_buckets = tuple(sorted(options.kv_buckets))
         self.prompt_buckets = tuple(sorted(options.prompt_buckets))
         self.shape = assets.shape
-        self.model = StaticGPT(assets.shape, assets.gpt_state, assets.embed, device, dtype,
-                               policy_for(options),
-                               WeightsEntry.of(assets, options.cache_dir, device, dtype))
+        self.model: GptModel = model or StaticGPT(
+            assets.shape, assets.gpt_state, assets.embed, device, dtype, policy_for(options),
+            WeightsEntry.of(assets, options.cache_dir, device, dtype))
         startup_clock.mark("decoder matrices (gemm plan, packing)")
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
-        self.cache = KVCache(assets.shape, self.max_slots, self.max_len, dtype, device)
+        self.cache = self.model.new_cache(self.max_slots, self.max_len, max(self.batch_sizes))
         slots = self.max_slots + 1
         q, d = assets.shape.num_vq, assets.shape.hidden
         self.codes = torch.zeros(slots, self.max_len, q, dtype=torch.int64, device=device)
@@ -140,7 +144,8 @@ class ModelRunner:
                                 STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL,
                                 overlap_for(options.vocoder_overlap, device))
         self.eos = EosReader(device, deferred_for(options.eos_read, device))
-        self.graphs = None if capture is None else GraphCache(self.model, self.cache, self.step, capture)
+        self.graphs = None if capture is None else GraphCache(
+            cast(StaticGPT, self.model), self.cache, self.step, capture)
         self.jobs: dict[JobId, HeldJob] = {}
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
@@ -149,6 +154,8 @@ class ModelRunner:
         self.refine = RefineStage(self.model, self.cache, assets, self.max_len, self.prepare,
                                   self._execute, (self.batch_sizes, self.prompt_buckets))
         self.preparer.refine = self.refine.prepare
+        if isinstance(self.cache, OrtKV):  # rows of slots nobody holds are free to reuse
+            self.cache.live = self._live_slots
         log.info("runtime: %s weights on %s (%s), %d slots x %d positions, KV cache %.1f MiB",
                  assets.kind.value, device, str(dtype).removeprefix("torch."), self.max_slots,
                  self.max_len, self.cache.nbytes / 2**20)
@@ -278,6 +285,9 @@ class ModelRunner:
                 continue
             dec.append(held)
         return pre, dec
+
+    def _live_slots(self) -> set[int]:
+        return {j.slot for j in self.jobs.values()} | {p.slot for p in self.refine.passes.values()}
 
     def _empty_device_cache(self) -> None:
         if self.torch_device.type == "cuda":

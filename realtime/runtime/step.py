@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from realtime.runtime.model import KVCache, StaticGPT
+from realtime.runtime.gpt_ends import GptModel
 from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, sample
 from realtime.runtime.shapes import EOS_CODE
 
@@ -94,7 +94,7 @@ class DeviceStep:
     """The device side of a step over ``model``, ``cache`` and the runner's
     per-slot ``codes`` [S + 1, max_len, Q] and ``hidden`` [S + 1, max_len, D]."""
 
-    def __init__(self, model: StaticGPT, cache: KVCache, codes: torch.Tensor, hidden: torch.Tensor):
+    def __init__(self, model: GptModel, cache, codes: torch.Tensor, hidden: torch.Tensor):
         self.model, self.cache, self.codes, self.hidden = model, cache, codes, hidden
         self.state = SlotState(cache.slots + 1, model.device)
         self.audio_ids = model.shape.num_audio_tokens

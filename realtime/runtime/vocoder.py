@@ -66,6 +66,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -78,6 +79,16 @@ FRAMES_PER_STEP = 2
 # The chunk growth the CPU runtime builds its vocoder with (module docstring):
 # in time from 1.5x real time on, where doubling needs 2x.
 CPU_CHUNK_GROWTH = 1.5
+
+
+class VocoderBody(Protocol):
+    """The Decoder, Vocos's backbone and its head projection run elsewhere
+    (``ort.vocoder``): ``hidden [1, D, S]``, ``mask [1, 1, 2S]`` ->
+    ``[1, 2S, n_fft + 2]``; ``render`` is ``render_on_device`` through it."""
+
+    def __call__(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
+
+    def render(self, vocoder: StreamingVocoder, hidden: torch.Tensor) -> torch.Tensor: ...
 
 
 def audio_samples(steps: int) -> int:
@@ -157,6 +168,9 @@ class StreamingVocoder:
         # Packed calls' rows padded to these step counts (CUDA: few shapes, warmed;
         # vocoder_batch.PACKED_STEPS); empty: each call its own length.
         self.pad_steps: tuple[int, ...] = ()
+        # Another engine's Decoder + backbone + head projection (``ort.vocoder``):
+        # every render then takes ``vocoder_batch``'s packed path through it.
+        self.body: VocoderBody | None = None
         first = next(decoder.parameters())
         self._dec_device, self._dec_dtype = first.device, first.dtype
         first = next(vocos.parameters())
@@ -185,6 +199,8 @@ class StreamingVocoder:
     @torch.inference_mode()
     def render_on_device(self, hidden: torch.Tensor) -> torch.Tensor:
         """``render`` without the copy back: float32 samples on the vocoder's device."""
+        if self.body is not None:
+            return self.body.render(self, hidden)
         self.calls += 1
         self.steps_rendered += hidden.shape[0]
         # [t, D] -> [1, D, t], as upstream batches hidden states.

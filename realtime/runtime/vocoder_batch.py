@@ -220,7 +220,7 @@ def packed_on_device(vocoder: StreamingVocoder,
     """``render_packed`` before its copy back: the packed row's float32
     samples on the vocoder's device and each window's span in it
     (``hiddens`` non-empty)."""
-    if len(hiddens) == 1 and not vocoder.pad_steps:
+    if len(hiddens) == 1 and not vocoder.pad_steps and vocoder.body is None:
         return vocoder.render_on_device(hiddens[0]), [(0, audio_samples(hiddens[0].shape[0]))]
     with torch.inference_mode():
         return _render_packed(vocoder, hiddens)
@@ -256,12 +256,16 @@ def _render_packed(vocoder: StreamingVocoder, hiddens: Sequence[torch.Tensor]) -
         marks += [ones[:FRAMES_PER_STEP * t], off]
     marks[-1] = x.new_zeros(FRAMES_PER_STEP * pad)
     mask = torch.cat(marks).view(1, 1, -1)  # [1, 1, 2S]: 1 inside a window
-    mel = _decoder_masked(dec, x.transpose(0, 1).unsqueeze(0), mask)  # [1, 100, 2S]
-    mel = mel.to(device=vocoder._voc_device, dtype=vocoder._voc_dtype)
-    mask = mask.to(device=mel.device, dtype=mel.dtype)
-    feats = _backbone_masked(voc.backbone, mel, mask)  # [1, 2S, C]
-    frames = mask.view(-1).float()
-    audio = _audio(voc.head, feats, frames, vocoder._voc_dtype != torch.float32)  # [(2S - 1) * 256]
+    if vocoder.body is not None:  # another engine's Decoder, backbone and head projection
+        projected = vocoder.body(x.transpose(0, 1).unsqueeze(0), mask)  # [1, 2S, n_fft + 2]
+        audio = _audio(voc.head, projected, mask.view(-1).float(), False, projected=True)
+    else:
+        mel = _decoder_masked(dec, x.transpose(0, 1).unsqueeze(0), mask)  # [1, 100, 2S]
+        mel = mel.to(device=vocoder._voc_device, dtype=vocoder._voc_dtype)
+        mask = mask.to(device=mel.device, dtype=mel.dtype)
+        feats = _backbone_masked(voc.backbone, mel, mask)  # [1, 2S, C]
+        audio = _audio(voc.head, feats, mask.view(-1).float(), vocoder._voc_dtype != torch.float32)
+    # audio: [(2S - 1) * 256]
     return audio.float(), [(a * SAMPLES_PER_STEP, audio_samples(t)) for a, t in zip(starts, lengths)]
 
 
@@ -296,8 +300,10 @@ def _backbone_masked(backbone, mel: torch.Tensor, mask: torch.Tensor) -> torch.T
     return backbone.final_layer_norm(y.transpose(1, 2))
 
 
-def _audio(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool) -> torch.Tensor:
-    """The head and the ISTFT over ``feats [1, F, C]``. On the CPU in pieces
+def _audio(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool,
+           projected: bool = False) -> torch.Tensor:
+    """The head and the ISTFT over ``feats [1, F, C]`` (``projected``: the
+    head's projection already applied, [1, F, n_fft + 2]). On the CPU in pieces
     of ``CPU_PIECE_FRAMES`` frames up to the overlap-add: the per-frame
     spectra are the largest tensors of the call, and a piece of them stays
     in cache through exp, polar, the inverse FFT and the window."""
@@ -308,13 +314,14 @@ def _audio(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool)
     # ifft: [1, F, n_fft], each frame's windowed inverse FFT.
     ifft = torch.empty(1, count, istft.n_fft, device=feats.device, dtype=torch.float32)
     for a in range(0, count, piece):
-        spec = _spectrum(head, feats[:, a:a + piece], frames[a:a + piece], low_precision)
+        spec = _spectrum(head, feats[:, a:a + piece], frames[a:a + piece], low_precision, projected)
         torch.fft.irfft(spec, istft.n_fft, dim=2, norm="backward", out=ifft[:, a:a + piece])
         ifft[:, a:a + piece].mul_(window)
     return masked_istft(ifft, frames, istft)
 
 
-def _spectrum(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool) -> torch.Tensor:
+def _spectrum(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bool,
+              projected: bool = False) -> torch.Tensor:
     """``ISTFTHead``'s complex spectrum, frames first: ``[1, F, n_fft/2 + 1]``,
     as ``StreamingVocoder.render`` computes it (in float32 for low
     precision), zero outside the windows (``frames [F]``: 1 inside).
@@ -322,7 +329,7 @@ def _spectrum(head, feats: torch.Tensor, frames: torch.Tensor, low_precision: bo
     ``torch.polar(mag, p)`` is ``mag * cos(p) + i mag * sin(p)``, the very
     values of vocos's ``mag * (cos(p) + 1j * sin(p))`` (the imaginary zero
     of the promoted ``mag`` adds exact zeros) in one pass instead of five."""
-    x = head.out(feats)  # [1, F, n_fft + 2]
+    x = feats.clone() if projected else head.out(feats)  # [1, F, n_fft + 2], this call's own
     inside = frames[:, None]
     if low_precision:
         mag, phase = x.float().chunk(2, dim=2)

@@ -34,11 +34,12 @@ import torch.nn.functional as F
 
 log = logging.getLogger(__name__)
 
-VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16")
+VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "int8")
 
 
 def vocoder_precision_for(name: str, device: torch.device) -> str:
-    """The precision ``name`` means on ``device``; ``tf32`` off CUDA, or an
+    """The precision ``name`` means on ``device``; ``tf32`` off CUDA, ``int8``
+    off the CPU (it is the ONNX Runtime vocoder's: ``ort.vocoder``), or an
     unknown name, raises ``ValueError``."""
     if name not in VOCODER_PRECISIONS:
         raise ValueError(f"unknown vocoder precision {name!r} ({', '.join(VOCODER_PRECISIONS)})")
@@ -46,6 +47,8 @@ def vocoder_precision_for(name: str, device: torch.device) -> str:
         return "tf32" if device.type == "cuda" else "fp32"
     if name == "tf32" and device.type != "cuda":
         raise ValueError(f"vocoder precision tf32 is a CUDA mode, not for {device}")
+    if name == "int8" and device.type != "cpu":
+        raise ValueError(f"vocoder precision int8 is a CPU mode (ONNX Runtime), not for {device}")
     return name
 
 

@@ -25,10 +25,11 @@ from scheduler import ADMISSION_MODES, DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
 
 ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
-CPU_GEMMS = ("auto", "mm", "mkl", "onednn", "avx512")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8", "int4")
+CPU_ENGINES = ("auto", "ort", "torch")  # realtime.runtime.cpu.engine.ENGINES (no torch here)
+CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
 VOCODER_OVERLAPS = ("auto", "on", "off")  # realtime.runtime.vocoder_overlap.OVERLAP_MODES
-VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16")  # realtime.runtime.vocoder_precision
+VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "int8")  # realtime.runtime.vocoder_precision
 EOS_READS = ("auto", "deferred", "blocking")  # realtime.runtime.eos_read.EOS_READS
 
 WEIGHT_CHOICES_HELP = (
@@ -51,6 +52,7 @@ class ServerConfig:
     device: str = "auto"
     precision: str = "auto"
     cpu_gemm: str = "auto"
+    cpu_engine: str = "auto"
     cpu_threads: int = 0
     record_steps: str | None = None
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
@@ -115,6 +117,7 @@ class ServerConfig:
             device=self.device,
             precision=self.precision,
             cpu_gemm=self.cpu_gemm,
+            cpu_engine=self.cpu_engine,
             cpu_threads=self.cpu_threads,
             record_steps=self.record_steps,
             batch_sizes=self.batch_sizes,
@@ -196,10 +199,14 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--require-weights", "require_weights", bool, "refuse to start without real weights"),
     ("--device", "device", str, "auto | cpu | cuda"),
     ("--precision", "precision", str,
-     "auto | fp32 | bf16 | fp16 | int8 (int8: CPU only, opt-in, decoder linears in int8; "
-     "bf16 on a CPU: decoder matrices in bf16 where it has AMX or AVX-512-BF16, else fp32)"),
+     "auto | fp32 | bf16 | fp16 | int8 | int4 (auto: bf16/fp16 on CUDA, int8 on a CPU; int8 and "
+     "int4: CPU only, the decoder's matrices in int8/int4; bf16 on a CPU: decoder matrices in bf16 "
+     "where it has AMX or AVX-512-BF16, else fp32)"),
+    ("--cpu-engine", "cpu_engine", str,
+     "auto | ort | torch: what runs the decoder on a CPU (ort: ONNX Runtime, int4/int8/fp32; "
+     "torch: our decoder, fp32 codes identical to upstream's; auto: measured once per machine)"),
     ("--cpu-gemm", "cpu_gemm", str,
-     "auto | mm | mkl | onednn | avx512: CPU fp32 matrix backend (auto: measured at start-up)"),
+     "auto | mm | mkl | onednn: CPU fp32 matrix backend (auto: measured at start-up)"),
     ("--cpu-threads", "cpu_threads", _non_negative_int,
      "torch intra-op threads on CPU (0: torch's count, at most the usable CPUs)"),
     ("--record-steps", "record_steps", str,
@@ -213,7 +220,8 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--vocoder-overlap", "vocoder_overlap", str,
      "auto | on | off: vocoder on its own CUDA stream, audio one step later (auto: CUDA only)"),
     ("--vocoder-precision", "vocoder_precision", str,
-     "auto | fp32 | tf32 | bf16: the vocoder's block linears (auto: tf32 on CUDA, else fp32)"),
+     "auto | fp32 | tf32 | bf16 | int8: the vocoder's block linears (auto: tf32 on CUDA, else fp32; "
+     "int8: CPU, the ort engine's vocoder)"),
     ("--eos-read", "eos_read", str,
      "auto | deferred | blocking: a step's EOS flags read one step later (auto: CUDA only)"),
     ("--voices-file", "voices_file", str, "JSON file of named voices"),
@@ -349,8 +357,11 @@ def validate(config: ServerConfig) -> None:
     if config.precision not in PRECISIONS:
         raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)}, "
                           f"not {config.precision!r}")
-    if config.precision == "int8" and config.device == "cuda":
-        raise ConfigError("--precision int8 is a CPU mode; with --device cuda use auto, bf16 or fp16")
+    if config.precision in ("int8", "int4") and config.device == "cuda":
+        raise ConfigError(f"--precision {config.precision} is a CPU mode; with --device cuda use auto, "
+                          "bf16 or fp16")
+    if config.cpu_engine not in CPU_ENGINES:
+        raise ConfigError(f"--cpu-engine must be one of {', '.join(CPU_ENGINES)}, not {config.cpu_engine!r}")
     if config.cpu_gemm not in CPU_GEMMS:
         raise ConfigError(f"--cpu-gemm must be one of {', '.join(CPU_GEMMS)}, not {config.cpu_gemm!r}")
     for flag, value, choices in (("--vocoder-overlap", config.vocoder_overlap, VOCODER_OVERLAPS),
@@ -359,7 +370,9 @@ def validate(config: ServerConfig) -> None:
         if value not in choices:
             raise ConfigError(f"{flag} must be one of {', '.join(choices)}, not {value!r}")
     if config.vocoder_precision == "tf32" and config.device == "cpu":
-        raise ConfigError("--vocoder-precision tf32 is a CUDA mode; on the CPU use fp32 or bf16")
+        raise ConfigError("--vocoder-precision tf32 is a CUDA mode; on the CPU use fp32, bf16 or int8")
+    if config.vocoder_precision == "int8" and config.device == "cuda":
+        raise ConfigError("--vocoder-precision int8 is a CPU mode; on CUDA use auto, tf32 or bf16")
     if config.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
         raise ConfigError(f"--log-level {config.log_level!r} is not a logging level")
     if not 0 <= config.port <= 65535:

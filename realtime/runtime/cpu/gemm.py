@@ -30,9 +30,7 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
-from realtime.runtime.cpu import vnni
-
-FP32_BACKENDS = ("mm", "mkl", "onednn", "avx512")
+FP32_BACKENDS = ("mm", "mkl", "onednn")
 
 
 class PlainMatrix:
@@ -106,7 +104,7 @@ class Packed(Protocol):
 
 
 PACKERS: dict[str, type[Packed]] = {
-    "mm": PlainMatrix, "mkl": MklPacked, "onednn": OnednnPacked, "avx512": vnni.F32Avx512}
+    "mm": PlainMatrix, "mkl": MklPacked, "onednn": OnednnPacked}
 
 
 def _check_fp32_cpu(weight: torch.Tensor) -> None:
@@ -127,8 +125,6 @@ def backend_available(name: str, device: torch.device, dtype: torch.dtype) -> bo
     if name == "onednn":
         return (torch.backends.mkldnn.is_available()
                 and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
-    if name == "avx512":  # our own kernel (cpu.vnni): it says why where not
-        return vnni.available() is None
     return False
 
 

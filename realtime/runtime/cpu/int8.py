@@ -41,7 +41,7 @@ import warnings
 
 import torch
 
-from realtime.runtime.cpu import form_state, isa, vnni
+from realtime.runtime.cpu import form_state, isa
 from realtime.runtime.cpu.gemm import Packed
 
 log = logging.getLogger(__name__)
@@ -241,7 +241,7 @@ class Int8WeightOnly:
 
 
 PACKERS: dict[str, type[Packed]] = {"int8": Int8Packed, "int8_onednn": Int8Onednn,
-                                    "int8_woq": Int8WeightOnly, "int8_vnni": vnni.Int8Vnni}
+                                    "int8_woq": Int8WeightOnly}
 
 
 def backends() -> tuple[str, ...]:
@@ -257,6 +257,4 @@ def backends() -> tuple[str, ...]:
         log.debug("int8: oneDNN's kernels not a candidate (%s)", reason)
     if hasattr(torch.ops.aten, "_weight_int8pack_mm") and isa.bf16_unavailable() is None:
         out.append("int8_woq")
-    if vnni.available() is None:  # our own kernel (cpu.vnni): it says why where not
-        out.append("int8_vnni")
     return tuple(out)

@@ -97,6 +97,14 @@ def apply_defaults() -> None:
         source = "set"
 
 
+def spinning() -> bool:
+    """Whether idle workers were told to spin (briefly or for ever): other
+    thread pools (ONNX Runtime's) follow the same choice."""
+    if os.environ.get(WAIT_POLICY, "").upper() == "PASSIVE":
+        return False
+    return bool(os.environ.get(SPIN_COUNT)) or os.environ.get(WAIT_POLICY, "").upper() == "ACTIVE"
+
+
 def describe() -> str:
     """The wait policy libgomp runs with, and why, in words."""
     chosen = ", ".join(f"{k}={os.environ[k]}" for k in (WAIT_POLICY, SPIN_COUNT) if os.environ.get(k))

@@ -48,7 +48,6 @@ import torch
 
 from realtime.runtime.cpu import bf16 as cpu_bf16
 from realtime.runtime.cpu import int8 as cpu_int8
-from realtime.runtime.cpu import vnni
 from realtime.runtime.cpu.form_state import FormSource
 from realtime.runtime.cpu.forms import FAMILIES, PACKERS, candidates, family_of
 from realtime.runtime.cpu.gemm import FP32_BACKENDS, Matrix, Packed
@@ -112,7 +111,6 @@ def policy_for(options) -> GemmPolicy:
     left to the runner's warm-up (``ModelRunner.warmup``, warm_start.py)."""
     sizes = tuple(b for b in options.batch_sizes if b <= options.max_slots) or (1,)
     mode = options.cpu_gemm
-    vnni.use_cache_dir(options.cache_dir)  # our kernels compiled once into the same cache
     if options.precision == "int8" or (options.precision == "bf16" and cpu_bf16.available() is None):
         mode = options.precision  # bf16 where this CPU lacks it: fp32 (build logs why)
     return GemmPolicy(mode=mode, batch_sizes=sizes, cache_dir=options.cache_dir,

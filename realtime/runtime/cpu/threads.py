@@ -32,3 +32,13 @@ def configure_threads(requested: int) -> int:
     log.info("cpu threads: %d intra-op (%s; %d usable CPUs); %s", threads, why, cpus,
              omp_env.describe())
     return threads
+
+
+def leave_cores_to(pool_threads: int) -> None:
+    """Another thread pool (ONNX Runtime's, ``pool_threads`` workers) does
+    the heavy work: torch's own part runs on one thread, so the two pools do
+    not wait on each other. For the process (torch's count is global): a
+    second runtime built in it without ``cpu_threads`` then gets one."""
+    if torch.get_num_threads() > 1:
+        log.info("torch threads: 1 (ONNX Runtime runs the model on %d)", pool_threads)
+        torch.set_num_threads(1)

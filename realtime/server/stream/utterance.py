@@ -5,18 +5,16 @@ for the model worker and the worker's updates into wire messages. What may be se
 is ``protocol.stream.UtteranceSender``'s business; this class decides the rest:
 
 - audio of a later segment that arrives early is buffered until its turn;
-- the newest complete frame of the current segment is held back until the
-  next one exists or the segment ends, so the segment-end and
-  utterance-end flags go on the right frame (at 24 kHz only when the framer
-  has no partial frame that would follow it anyway); the utterance-end flag
-  is set when the input was final by then;
-- ``audio_ms`` of segments and ``done`` are computed from the samples framed,
-  so they match the bytes sent exactly.
+- the newest complete frame of the current segment is held back until the next
+  one exists or the segment ends, so the segment-end and utterance-end flags go
+  on the right frame (at 24 kHz only when the framer has no partial frame that
+  would follow it anyway); utterance-end is set when the input was final by then;
+- ``audio_ms`` of segments and ``done`` count the samples framed (the bytes sent).
 
-Sentences are read (normalized) off the loop by a ``SentenceIntake``, in
-order; the first submission waits for the speak's own. Those read as nothing,
-or that the model ends without audio, are no segment on the wire (indices
-count the spoken ones) and are listed in ``done.unspoken``.
+Sentences are read (normalized) off the loop by a ``SentenceIntake``, in order;
+the first submission waits for the speak's own. Those read as nothing, or that
+the model ends without audio, are no segment on the wire (indices count the
+spoken ones) and are listed in ``done.unspoken``.
 
 Thread: event loop only.
 """
@@ -25,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import Protocol
 
 import numpy as np
 
@@ -36,7 +35,7 @@ from realtime.server.stream import intake
 from realtime.server.stream.flush_acks import FlushAcks
 from realtime.server.stream.reference import first_reference
 from realtime.server.stream.segment_request import segment_request
-from realtime.server.stream.utterance_link import Outcome, Transport, UtteranceClock, UtteranceMessage
+from realtime.server.stream.utterance_link import Outcome, UtteranceClock, UtteranceMessage
 from realtime.server.stream.word_timing import WordTimer
 from realtime.server.voices.samples import SampleVoices
 from realtime.server.work.handoff import ModelSide, SegmentWork, Submission, UpdateKind, WorkerUpdate
@@ -45,6 +44,21 @@ from scheduler import Lane
 
 log = logging.getLogger(__name__)
 
+
+class Transport(Protocol):
+    """What an utterance needs from what carries it to the client (a
+    ``Session``, a ``SpeechJob``); the model side is ``handoff.ModelSide``."""
+
+    def audio_out(self, speak: Speak) -> AudioOut:
+        """What turns the utterance's 24 kHz samples into the carrier's payloads."""
+    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
+        """``owner``: the message goes if the utterance's queued audio is purged."""
+    def send_json(self, data: bytes, owner: ServerUtterance) -> None:
+        """A message written already (``words``' JSON), sent like ``send_message``'s."""
+    def send_audio(self, utterance: ServerUtterance, header: bytes, payload: bytes) -> None:
+        """A payload of ``audio_out`` and its frame's header (a WebSocket sends both)."""
+    def purge(self, utterance: ServerUtterance) -> None: ...
+    def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...
 
 class ServerUtterance:
     """See the module docstring. ``link`` carries it to the client,

@@ -1,24 +1,18 @@
 """What an utterance says to whatever carries it (a WebSocket session, an
 OpenAI speech request): ``UtteranceMessage``, the wire messages it sends,
 ``UtteranceClock``, its times (the timing its ``done`` reports, the deadline
-it is submitted with, the metrics' first audio), ``Outcome``, how it
-ended, for accounting, and ``Transport``, the carrier's interface. The model
-side's, ``ModelSide``, is in realtime.server.work.handoff.
+it is submitted with, the metrics' first audio), and ``Outcome``, how it
+ended, for accounting. The carrier's interface, ``Transport``, is in
+realtime.server.stream.utterance; the model side's, ``ModelSide``, in realtime.server.work.handoff.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from typing import TYPE_CHECKING, Protocol
 
-from protocol import Speak
 from protocol.messages import Cancelled, Done, Error, Segment, Started, Timing
 from protocol.words import Flushed, TimedWords, Words
-from realtime.audio.formats import AudioOut
-
-if TYPE_CHECKING:
-    from realtime.server.stream.utterance import ServerUtterance
 
 UtteranceMessage = Started | Segment | Done | Cancelled | Error | Words | TimedWords | Flushed
 
@@ -83,21 +77,3 @@ def done_timing(received: float, first_job_at: float | None, first_audio_at: flo
         total_ms=total_ms,
         rtf=total_ms / audio_ms if audio_ms > 0 else None,
     )
-
-
-class Transport(Protocol):
-    """What an utterance needs from what carries it to the client (a
-    ``Session``, a ``SpeechJob``); the model side is ``handoff.ModelSide``."""
-
-    def audio_out(self, speak: Speak) -> AudioOut:
-        """What turns the utterance's 24 kHz samples into the carrier's payloads."""
-    def send_message(self, message: UtteranceMessage, owner: ServerUtterance | None = None) -> None:
-        """``owner``: the message goes if the utterance's queued audio is purged."""
-    def send_json(self, data: bytes, owner: ServerUtterance) -> None:
-        """A message written already (JSON text: ``words``, once per push of
-        audio), sent like ``send_message``'s."""
-    def send_audio(self, utterance: ServerUtterance, header: bytes, payload: bytes) -> None:
-        """One payload of ``audio_out`` and its frame's header (the wire's
-        order and flags: a WebSocket sends both, the speech endpoint the payload)."""
-    def purge(self, utterance: ServerUtterance) -> None: ...
-    def utterance_ended(self, utterance: ServerUtterance, outcome: Outcome, code: str | None) -> None: ...

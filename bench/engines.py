@@ -1,0 +1,84 @@
+"""The CPU decoder's whole decode step, engine by engine and form by form.
+
+Full-size random weights, ``--threads`` threads, one process: our torch
+decoder (``torch-fp32``: the measured GEMM plan; ``torch-int8``: its int8
+forms, fbgemm here) and ONNX Runtime's (``ort-int4``, ``ort-int8``,
+``ort-fp32``), all built from the same weights (``cpu.engine.decoder_on``).
+A step is ``cpu.engine.whole_step``: the decoder and the logits of ``b``
+rows at position ``kv - 1`` (no sampling or vocoder: ``bench step-split``
+has those). Rounds alternate the set-ups; each round times ``--steps``
+steps after a warm one; medians of the rounds.
+
+The last stdout line is JSON: ``step_ms_<setup>_bs<b>_kv<kv>`` per set-up,
+batch size (``--batch``) and position (``--kv``), ``cpu``, ``threads`` and
+``load_average`` (before, after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+SETUPS = ("torch-fp32", "torch-int8", "ort-int4", "ort-int8", "ort-fp32")
+
+
+def measure(setups: tuple[str, ...], batches: tuple[int, ...], kvs: tuple[int, ...], rounds: int,
+            steps: int, threads: int) -> dict:
+    from realtime.runtime.api import RuntimeOptions
+    from realtime.runtime.cpu import engine
+    from realtime.runtime.cpu.info import describe
+    from realtime.runtime.shapes import FULL
+    from realtime.runtime.weights import random_assets
+
+    torch.set_num_threads(threads)
+    assets = random_assets(FULL, seed=0)
+    models = {}
+    for setup in setups:
+        name, precision = setup.split("-")
+        options = RuntimeOptions(weights="random", device="cpu", precision=precision, cpu_engine=name,
+                                 batch_sizes=tuple(sorted({1, *batches})), max_slots=max(batches))
+        models[setup] = engine.decoder_on(name, options, assets)
+    cases = [(b, kv) for b in batches for kv in kvs]
+    runs = {setup: {case: engine.whole_step(m, *case) for case in cases} for setup, m in models.items()}
+    times: dict[tuple[str, int, int], list[float]] = {}
+    load = os.getloadavg()[0]
+    for r in range(rounds):
+        for setup in (setups if r % 2 == 0 else tuple(reversed(setups))):
+            for case, step in runs[setup].items():
+                step()
+                started = time.perf_counter()
+                for _ in range(steps):
+                    step()
+                times.setdefault((setup, *case), []).append((time.perf_counter() - started) / steps * 1e3)
+    result: dict = {"cpu": describe(), "threads": threads,
+                    "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
+    for (setup, b, kv), ms in times.items():
+        result[f"step_ms_{setup}_bs{b}_kv{kv}"] = round(statistics.median(ms), 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench engines", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--setups", default=",".join(SETUPS))
+    parser.add_argument("--batch", type=int, action="append", help="repeatable (default 1 and 4)")
+    parser.add_argument("--kv", type=int, action="append", help="repeatable (default 200 and 600)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    setups = tuple(s.strip() for s in args.setups.split(",") if s.strip())
+    result = measure(setups, tuple(args.batch or (1, 4)), tuple(args.kv or (200, 600)), args.rounds,
+                     args.steps, args.threads)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The backbone graph (realtime/runtime/ort/graph.py) and its prepared-cache entry.
+
+The quantized blocks dequantize to within half a step of the weights; the
+graph has the fused operators it is meant to have; a checkpoint's graph is
+built once per form and key, loaded from the cache afterwards (same hidden
+states), and a torn or edited entry is rebuilt; random weights are never kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import pytest
+import torch
+from runtime_fixtures import fidelity_assets, tiny_assets
+
+from realtime.runtime.cpu.plan import GemmPolicy
+from realtime.runtime.ort import graph, graph_entry
+from realtime.runtime.ort.model import OrtGPT
+from realtime.runtime.weights import load_checkpoint, write_checkpoint
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_blocks_dequantize_within_half_a_step(bits):
+    w = np.random.default_rng(0).standard_normal((24, 80)).astype(np.float32)  # K not a block multiple
+    q, scale = graph.quantize_blocks(w, bits)
+    assert q.dtype == np.uint8 and q.shape == (24, 3, graph.BLOCK * bits // 8)
+    back = graph.dequantize_blocks(q, scale, bits, 80)
+    step = np.repeat(np.abs(scale).reshape(24, 3), graph.BLOCK, axis=1)[:, :80]
+    # Half a step, except where the block's positive peak sits one step above the range.
+    assert (np.abs(back - w) <= step * 0.5 + 1e-6).mean() > 0.97
+    assert np.abs(back - w).max() <= np.abs(scale).max() + 1e-6
+    peak = np.abs(w).reshape(24, -1).max()
+    assert np.abs(back).max() <= peak * (1 + 2.0 ** (1 - bits))
+
+
+@pytest.mark.parametrize("form, matmul", [("fp32", "MatMul"), ("int8", "MatMulNBits"),
+                                          ("int4", "MatMulNBits")])
+def test_the_graph_has_the_fused_operators(tmp_path, form, matmul):
+    import onnx
+
+    a = tiny_assets()
+    graph.write_backbone(a.shape, a.gpt_state, form, str(tmp_path))
+    model = onnx.load(str(tmp_path / graph.GRAPH_FILE), load_external_data=False)
+    ops = [n.op_type for n in model.graph.node]
+    layers = a.shape.layers
+    assert ops.count(matmul) == 4 * layers  # fused QKV, O, fused gate/up, down
+    assert ops.count("GroupQueryAttention") == layers
+    assert ops.count("SkipSimplifiedLayerNormalization") == 2 * layers
+    names = [i.name for i in model.graph.input]
+    assert names[:2] == ["inputs_embeds", "attention_mask"] and len(names) == 2 + 2 * layers
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return write_checkpoint(fidelity_assets(), str(tmp_path_factory.mktemp("ckpt")))
+
+
+def _built(caplog) -> str:
+    text = caplog.text
+    caplog.clear()
+    if "from the prepared cache" in text:
+        return "cached"
+    return "built" if "built from the weights" in text else "?"
+
+
+def _hidden(model: OrtGPT) -> torch.Tensor:
+    x = torch.randn(1, 5, model.shape.hidden, generator=torch.Generator().manual_seed(0))
+    return model.prefill(x, torch.tensor([0]), model.new_cache(1, 16, 1))
+
+
+def test_a_checkpoints_graph_is_built_once_then_loaded(checkpoint, tmp_path, caplog):
+    cache = str(tmp_path / "cache")
+    assets = load_checkpoint(checkpoint)
+    with caplog.at_level(logging.INFO, logger=graph_entry.__name__):
+        cold = OrtGPT(assets, "int8", 1, False, GemmPolicy("mm"), cache)
+        assert _built(caplog) == "built"
+        warm = OrtGPT(assets, "int8", 1, False, GemmPolicy("mm"), cache)
+        assert _built(caplog) == "cached"
+        OrtGPT(assets, "int4", 1, False, GemmPolicy("mm"), cache)  # another form: another entry
+        assert _built(caplog) == "built"
+    torch.testing.assert_close(_hidden(warm), _hidden(cold), rtol=0, atol=0)
+    entries = [n for n in os.listdir(cache) if n.startswith(graph_entry.KIND)]
+    assert len(entries) == 2
+
+
+def test_a_damaged_entry_is_rebuilt(checkpoint, tmp_path, caplog):
+    cache = str(tmp_path / "cache")
+    assets = load_checkpoint(checkpoint)
+    first = _hidden(OrtGPT(assets, "fp32", 1, False, GemmPolicy("mm"), cache))
+    entry = next(os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(graph_entry.KIND))
+    with open(os.path.join(entry, graph.DATA_FILE), "r+b") as f:  # flip bytes in the weights
+        f.seek(4096)
+        f.write(b"\x7f" * 64)
+    with caplog.at_level(logging.INFO):
+        again = _hidden(OrtGPT(assets, "fp32", 1, False, GemmPolicy("mm"), cache))
+    assert "rebuilding it" in caplog.text and "built from the weights" in caplog.text
+    torch.testing.assert_close(again, first, rtol=0, atol=0)
+
+
+def test_random_weights_are_never_kept(tmp_path, caplog):
+    cache = str(tmp_path / "cache")
+    with caplog.at_level(logging.INFO, logger=graph_entry.__name__):
+        OrtGPT(tiny_assets(), "int8", 1, False, GemmPolicy("mm"), cache)
+    assert "not kept: tiny-random weights" in caplog.text
+    assert not os.path.exists(cache) or not os.listdir(cache)
