@@ -41,7 +41,7 @@ COPY clients/ clients/
 # A non-editable install: the final image needs no source tree. check_install
 # fails the build when the stack cannot import ChatTTS.
 RUN pip install --no-cache-dir --no-deps . \
-    && python -c "import realtime.runtime.compat as c; c.check_install()"
+    && python -c "import realtime.engine.compat as c; c.check_install()"
 
 FROM ${CUDA_BASE} AS runtime
 LABEL org.opencontainers.image.title="chattts-realtime" \

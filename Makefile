@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml requirements/runtime.txt requirements/dev.txt requireme
 	$(PIP) install -q -r requirements/runtime.txt -r requirements/dev.txt
 	$(PIP) install -q --no-deps -r requirements/no-deps.txt
 	$(PIP) install -q --no-deps --no-build-isolation -e .
-	$(PY) -c "import realtime.runtime.compat as c; c.check_install()"
+	$(PY) -c "import realtime.engine.compat as c; c.check_install()"
 	touch $@
 
 serve: $(STAMP)

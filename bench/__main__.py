@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from realtime.runtime.cpu import omp_env
+from realtime.engine.cpu import omp_env
 
 # name -> (module, what it measures)
 BENCHES: dict[str, tuple[str, str]] = {

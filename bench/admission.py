@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from bench.text import _cpu_name, _percentile, corpus_answers
-    from realtime.runtime.api import RuntimeOptions, SeedVoice, SegmentRequest
-    from realtime.runtime.build import build_runner
-    from realtime.runtime.spoken import TextNormalizer
+    from realtime.engine.api import RuntimeOptions, SeedVoice, SegmentRequest
+    from realtime.engine.build import build_runner
+    from realtime.engine.text.spoken import TextNormalizer
     from realtime.server.work.handoff import SegmentWork, Submission
     from realtime.server.work.preparation import prepare_submission
     from realtime.server.work.worker import ModelWorker

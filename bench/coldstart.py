@@ -70,7 +70,7 @@ def ensure_checkpoint(work: Path) -> Path:
     root = work / "checkpoint"
     if (root / MARKER).exists():
         return root
-    from realtime.runtime.weights import random_assets, write_checkpoint
+    from realtime.engine.model.weights import random_assets, write_checkpoint
 
     started = time.perf_counter()
     shutil.rmtree(root, ignore_errors=True)
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     for precision in [p for p in args.also if p not in ("none", args.precision)]:
         extra = one_pass(checkpoint, cache, args, work, precision, "first")
         result.update({f"{k}_{precision}": v for k, v in extra.items()})
-    from realtime.runtime.cpu.info import describe
+    from realtime.engine.cpu.info import describe
 
     result.update({"cpu": describe(), "logs": str(work),
                    "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)]})

@@ -1,7 +1,7 @@
 """CPU streams: how many interactive streams the real server keeps in real time.
 
 Per set-up (``--setup``, repeatable: ``<engine>-<precision>[-<vocoder
-precision>]`` of realtime/runtime/cpu/engine.py, e.g. ``ort-int8``,
+precision>]`` of realtime/engine/cpu/engine.py, e.g. ``ort-int8``,
 ``torch-int8``, ``ort-int4-int8``, ``torch-fp32``; default ``SETUPS``, side
 by side in one run)
 one ``python -m realtime serve`` on 127.0.0.1 with full-size random weights
@@ -181,7 +181,7 @@ def measure(quick: bool, threads: int = 2, max_streams: int | None = None,
     by default tiny random weights with ``quick``, full-size ones without)."""
     import os
 
-    from realtime.runtime.cpu.info import describe
+    from realtime.engine.cpu.info import describe
 
     limit = max_streams or (QUICK_MAX_STREAMS if quick else MAX_STREAMS)
     if server_args is None:

@@ -264,7 +264,7 @@ def kv_bytes_per_step(shape, slots: int, batch: int, kv_len: int, element_size: 
     K/V (B positions). Returns ``read``, ``written`` and ``total`` bytes per
     step, and ``in_place`` (0 or 1).
     """
-    from realtime.runtime.model import reads_in_place
+    from realtime.engine.model.gpt import reads_in_place
 
     row = 2 * shape.kv_heads * shape.head_dim * kv_len * element_size  # one slot, one layer
     if in_place is None:

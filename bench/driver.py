@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from realtime.runtime.api import PreparedJob, Runner, SegmentRequest
+from realtime.engine.api import PreparedJob, Runner, SegmentRequest
 from scheduler import JobId, Lane, SchedulerConfig, StepOutput, StepPlan
 
 

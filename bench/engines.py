@@ -30,11 +30,11 @@ SETUPS = ("torch-fp32", "torch-int8", "ort-int4", "ort-int8", "ort-fp32")
 
 def measure(setups: tuple[str, ...], batches: tuple[int, ...], kvs: tuple[int, ...], rounds: int,
             steps: int, threads: int) -> dict:
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.cpu import engine
-    from realtime.runtime.cpu.info import describe
-    from realtime.runtime.shapes import FULL
-    from realtime.runtime.weights import random_assets
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.cpu import engine
+    from realtime.engine.cpu.info import describe
+    from realtime.engine.model.shapes import FULL
+    from realtime.engine.model.weights import random_assets
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)

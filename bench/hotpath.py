@@ -51,17 +51,17 @@ STEPS_PER_SECOND = 24000 / 512
 
 
 def _tiny_runner(capture=None, **options):
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.build import build_runner
-    from realtime.runtime.shapes import TINY
-    from realtime.runtime.weights import random_assets
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.build import build_runner
+    from realtime.engine.model.shapes import TINY
+    from realtime.engine.model.weights import random_assets
 
     return build_runner(RuntimeOptions(weights="tiny-random", **options),
                         assets=random_assets(TINY, 0), capture=capture)
 
 
 def _request(i: int, n: int, streaming: bool = False):
-    from realtime.runtime.api import SamplingParams, SeedVoice, SegmentRequest
+    from realtime.engine.api import SamplingParams, SeedVoice, SegmentRequest
 
     texts = ("Hello world, this is a test.", "The test of the world and this, hello again.")
     return SegmentRequest(texts[i % 2], voice=SeedVoice(1), streaming=streaming,
@@ -101,7 +101,7 @@ def kv_bytes() -> dict | None:
     model = getattr(device_counts, "kv_bytes_per_step", None)
     if model is None:
         return None
-    from realtime.runtime.shapes import FULL
+    from realtime.engine.model.shapes import FULL
 
     return {"chosen": model(FULL, 64, 64, 2048), "gather": model(FULL, 64, 64, 2048, in_place=False)}
 
@@ -154,8 +154,8 @@ def vocoder_ratio(vocoder, streams: int, seconds: float, staggered: bool, seed: 
     windows, interleaved step by step; see the module docstring. Streams
     start together, or ``staggered`` evenly over one largest chunk."""
     from bench.vocoder import hidden_dim
-    from realtime.runtime.audio_stage import PUSH_EVERY
-    from realtime.runtime.vocoder_batch import render_packed
+    from realtime.engine.vocoder.batch import render_packed
+    from realtime.engine.vocoder.stage import PUSH_EVERY
 
     steps = int(seconds * STEPS_PER_SECOND)
     gen = torch.Generator().manual_seed(seed)
@@ -193,9 +193,9 @@ def vocoder_ratio(vocoder, streams: int, seconds: float, staggered: bool, seed: 
 
 
 def measure(models: str, seconds: float, threads: int) -> dict:
-    import realtime.runtime.compat  # noqa: F401 - before ChatTTS and vocos
+    import realtime.engine.compat  # noqa: F401 - before ChatTTS and vocos
     from bench.vocoder import random_models
-    from realtime.runtime.vocoder import StreamingVocoder
+    from realtime.engine.vocoder.stream import StreamingVocoder
 
     torch.set_num_threads(threads)
     graphs, eager = decode_step_counts(True), decode_step_counts(False)

@@ -51,7 +51,7 @@ SNR_CAP_DB = 200.0
 
 
 def _prompt(runner, text: str):
-    from realtime.runtime.api import SegmentRequest
+    from realtime.engine.api import SegmentRequest
 
     prompt = runner.prepare(SegmentRequest(text)).work.prompt
     return runner.model.embed_prompt(prompt.ids, prompt.speaker, runner.front.spk_emb_id)
@@ -112,9 +112,9 @@ SETUPS = {"int4": ("ort", "int4", "fp32"), "int8": ("ort", "int8", "fp32"),
 
 def available_precisions() -> tuple[str, ...]:
     """The set-ups this CPU runs (bf16 only with AMX or AVX-512-BF16)."""
-    from realtime.runtime.cpu import bf16 as cpu_bf16
-    from realtime.runtime.cpu import engine
-    from realtime.runtime.cpu import int8 as cpu_int8
+    from realtime.engine.cpu import bf16 as cpu_bf16
+    from realtime.engine.cpu import engine
+    from realtime.engine.cpu import int8 as cpu_int8
 
     missing = {"ort": engine.ort_missing(), "torch-int8": cpu_int8.available(), "bf16": cpu_bf16.available()}
     return tuple(name for name, (e, _, _) in SETUPS.items()
@@ -125,8 +125,8 @@ def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
             texts: tuple[str, ...] = PROMPTS) -> dict[str, list[dict]]:
     """Divergence of each precision from fp32 on ``assets``, one result per
     prompt text and precision; see the module docstring."""
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.build import build_runner
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.build import build_runner
 
     opts = dict(weights="random", device="cpu", max_slots=1, kv_buckets=(512,), cpu_engine="torch")
     fp32 = build_runner(RuntimeOptions(**opts, precision="fp32"), assets=assets)
@@ -175,10 +175,10 @@ def _compare_one(ref, other, x: torch.Tensor, steps: int) -> dict:
 
 def measure(steps: int, tiny_steps: int, full: bool = True,
             precisions: tuple[str, ...] = ("int8",)) -> dict:
-    import realtime.runtime.compat  # noqa: F401
-    from realtime.runtime.cpu.info import describe
-    from realtime.runtime.shapes import FULL, TINY
-    from realtime.runtime.weights import random_assets
+    import realtime.engine.compat  # noqa: F401
+    from realtime.engine.cpu.info import describe
+    from realtime.engine.model.shapes import FULL, TINY
+    from realtime.engine.model.weights import random_assets
 
     result: dict = {"cpu": describe(), "threads": torch.get_num_threads(),
                     "precisions": list(precisions)}

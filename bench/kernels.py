@@ -1,6 +1,6 @@
 """The decoder's matrix kernels side by side: us per call and ms per step, per form.
 
-Every form the runtime can give a matrix (``realtime.runtime.cpu.forms``:
+Every form the runtime can give a matrix (``realtime.engine.cpu.forms``:
 fp32 ``mm``/``mkl``/``onednn``, int8 ``int8`` (fbgemm) / ``int8_onednn`` /
 ``int8_woq``, bf16 ``bf16``/``bf16_onednn``, each where this CPU offers it)
 plus two int8 paths the runtime does not use, for the record: ``int_mm``
@@ -67,7 +67,7 @@ EXTRAS = {"int_mm": _int_mm, "onednn_qlinear": _onednn_qlinear}
 
 
 def _makers() -> dict[str, Callable]:
-    from realtime.runtime.cpu import forms
+    from realtime.engine.cpu import forms
 
     cpu = torch.device("cpu")
     names = [*forms.candidates(cpu, torch.float32), *forms.candidates(cpu, torch.float32, "int8"),
@@ -87,7 +87,7 @@ def _time(fs: list, x: torch.Tensor) -> float:
 
 def measure(rows_list: tuple[int, ...] = (1, 8), rounds: int = 7) -> dict:
     warnings.simplefilter("ignore")  # quantized tensor creation is deprecated: said in cpu/int8.py
-    from realtime.runtime.cpu.info import describe
+    from realtime.engine.cpu.info import describe
 
     gen = torch.Generator().manual_seed(0)
     makers = _makers()

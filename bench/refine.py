@@ -45,7 +45,7 @@ def _first_audio_s(runner, request) -> float:
 
 def measure(runner, rounds: int = 5) -> dict:
     """The refine row on ``runner`` (a ``ModelRunner``)."""
-    from realtime.runtime.api import REFINE_SAMPLING, RefineRequest, SamplingParams, SegmentRequest
+    from realtime.engine.api import REFINE_SAMPLING, RefineRequest, SamplingParams, SegmentRequest
 
     audio = SamplingParams(seed=1, min_new_tokens=64)
     off = SegmentRequest(SENTENCE, params=audio, streaming=True)

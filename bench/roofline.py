@@ -34,9 +34,9 @@ import time
 
 import torch
 
-from realtime.runtime.cpu import info
-from realtime.runtime.encoder import CODES_PER_SECOND
-from realtime.runtime.shapes import FULL, ModelShape
+from realtime.engine.cpu import info
+from realtime.engine.model.shapes import FULL, ModelShape
+from realtime.engine.vocoder.encoder import CODES_PER_SECOND
 
 BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "int8": 1.0}
 

@@ -55,7 +55,7 @@ PROMPT_TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs fa
 
 def _ours_step_s(runner, batch: int, steps: int) -> float:
     from bench.driver import Driver
-    from realtime.runtime.api import SamplingParams, SegmentRequest
+    from realtime.engine.api import SamplingParams, SegmentRequest
     driver = Driver(runner)
     ids = list(range(1000, 1000 + batch))
     params = SamplingParams(seed=1, min_new_tokens=steps + 5, max_new_tokens=steps + 5)
@@ -89,11 +89,11 @@ def _runners(assets, threads: int) -> dict:
     """name -> runner: each available fp32 backend forced, ``auto``, ``int8``,
     and ``bf16`` where this CPU runs it natively (AMX or AVX-512-BF16)."""
     from bench.stream_rtf import RUNNER_OPTIONS
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.build import build_runner
-    from realtime.runtime.cpu import bf16 as cpu_bf16
-    from realtime.runtime.cpu import int8 as cpu_int8
-    from realtime.runtime.cpu.plan import candidates
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.build import build_runner
+    from realtime.engine.cpu import bf16 as cpu_bf16
+    from realtime.engine.cpu import int8 as cpu_int8
+    from realtime.engine.cpu.plan import candidates
 
     # The server of the end-to-end part runs with the same slots and KV length,
     # so that auto's and int8's runners can replay its steps.
@@ -118,7 +118,7 @@ def _runners(assets, threads: int) -> dict:
 
 def _threads_for(runner, threads: int) -> None:
     """torch's threads as the runner's build left them: one beside ONNX Runtime."""
-    from realtime.runtime.ort.model import OrtGPT
+    from realtime.engine.ort.model import OrtGPT
 
     torch.set_num_threads(1 if isinstance(runner.model, OrtGPT) else threads)
 
@@ -173,7 +173,7 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
     """Per precision: one server; rounds alternate an utterance through it with
     a replay of its recorded steps through this process's runner; medians."""
     from bench.stream_rtf import StreamServer
-    from realtime.runtime.step_log import replay
+    from realtime.engine.step_log import replay
 
     for precision, name in (("fp32", "auto"), ("int8", "int8")):
         if name not in runners:
@@ -203,13 +203,13 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
 
 
 def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
-    import realtime.runtime.compat  # noqa: F401
+    import realtime.engine.compat  # noqa: F401
     from bench.upstream import UpstreamGPT
-    from realtime.runtime.api import SegmentRequest
-    from realtime.runtime.cpu import omp_env
-    from realtime.runtime.cpu.info import describe
-    from realtime.runtime.shapes import FULL
-    from realtime.runtime.weights import random_assets
+    from realtime.engine.api import SegmentRequest
+    from realtime.engine.cpu import omp_env
+    from realtime.engine.cpu.info import describe
+    from realtime.engine.model.shapes import FULL
+    from realtime.engine.model.weights import random_assets
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)

@@ -410,7 +410,7 @@ def run_soak(options: SoakOptions) -> SoakReport:
                           default_deadline_ms=120_000)
     factory = None
     if options.weights == "tone":
-        from realtime.runtime.tone import ToneRunner
+        from realtime.engine.tone import ToneRunner
 
         def factory() -> ToneRunner:
             return ToneRunner(step_seconds=options.tone_step_ms / 1000.0,

@@ -3,7 +3,7 @@
 Full-size random weights, ``--threads`` CPU threads, one process, no server.
 Each set-up (``--setups``: ``<engine>-<precision>[-<vocoder precision>]``,
 e.g. ``ort-int8``, ``torch-fp32`` or ``ort-int4-int8``; the CPU engines of
-realtime/runtime/cpu/engine.py; with ``ort`` the vocoder runs there too) is
+realtime/engine/cpu/engine.py; with ``ort`` the vocoder runs there too) is
 a runner built from the same weights; ``streams`` streaming segments of
 ``codes`` codes run to their end through ``ModelRunner.execute``
 (``bench.driver``: prefill, decode, the streaming vocoder). Rounds alternate
@@ -40,7 +40,7 @@ SETUPS = ("ort-int8", "torch-int8", "ort-int4", "ort-fp32", "torch-fp32")
 def _stream_steps(runner, streams: int, codes: int) -> dict[str, float]:
     """Run ``streams`` streaming segments to their end; the split of their steps."""
     from bench.driver import Driver
-    from realtime.runtime.api import SamplingParams, SegmentRequest
+    from realtime.engine.api import SamplingParams, SegmentRequest
 
     driver = Driver(runner)
     params = SamplingParams(seed=3, min_new_tokens=codes, max_new_tokens=codes)
@@ -65,8 +65,8 @@ def _stream_steps(runner, streams: int, codes: int) -> dict[str, float]:
 def build(setup: str, assets, threads: int):
     """The runner of ``setup`` (``<engine>-<precision>[-<vocoder precision>]``) over ``assets``."""
     from bench.stream_rtf import RUNNER_OPTIONS
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.build import build_runner
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.build import build_runner
 
     engine, precision, *vocoder = setup.split("-")
     options = RuntimeOptions(weights="random", device="cpu", precision=precision, cpu_engine=engine,
@@ -77,9 +77,9 @@ def build(setup: str, assets, threads: int):
 
 def measure(threads: int = 2, streams: int = 1, rounds: int = 3, codes: int = CODES,
             setups: tuple[str, ...] = SETUPS) -> dict:
-    from realtime.runtime.cpu.info import describe
-    from realtime.runtime.shapes import FULL
-    from realtime.runtime.weights import random_assets
+    from realtime.engine.cpu.info import describe
+    from realtime.engine.model.shapes import FULL
+    from realtime.engine.model.weights import random_assets
 
     torch.set_num_threads(threads)
     assets = random_assets(FULL, seed=0)

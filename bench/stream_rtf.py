@@ -37,7 +37,7 @@ import time
 import urllib.request
 
 from bench.processes import ROOT, free_port, stop, wait_http
-from realtime.runtime import step_log
+from realtime.engine import step_log
 
 TEXT = ("The weather today is calm and bright, with a light wind from the west. "
         "Later in the afternoon a few clouds may gather over the hills. "

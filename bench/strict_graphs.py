@@ -1,6 +1,6 @@
 """A strict CPU stand-in for CUDA graph capture, so CI checks the captured code.
 
-``StrictCapture`` is a ``realtime.runtime.graphs.Capture``: given to
+``StrictCapture`` is a ``realtime.engine.cuda.graphs.Capture``: given to
 ``build_runner`` (``capture=``), the runner's real ``GraphCache`` does the
 shapes, static inputs and replay, and only the capture of one graph is
 replaced. Where CUDA would record kernels, the stand-in traces
@@ -45,7 +45,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench import device_counts
-from realtime.runtime.graphs import _Captured
+from realtime.engine.cuda.graphs import _Captured
 
 log = logging.getLogger(__name__)
 

@@ -72,11 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="first audio to compare with (CPU, int8 stream, docs/runtime.md)")
     args = ap.parse_args(argv)
 
-    from realtime.runtime.api import SeedVoice
-    from realtime.runtime.frontend import Speakers, TextFrontEnd
-    from realtime.runtime.shapes import TINY
-    from realtime.runtime.spoken import TextNormalizer
-    from realtime.runtime.weights import random_assets
+    from realtime.engine.api import SeedVoice
+    from realtime.engine.model.shapes import TINY
+    from realtime.engine.model.weights import random_assets
+    from realtime.engine.text.frontend import Speakers, TextFrontEnd
+    from realtime.engine.text.spoken import TextNormalizer
     from realtime.speech.lang import needs_rules
 
     t0 = time.perf_counter()

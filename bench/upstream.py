@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-import realtime.runtime.compat  # noqa: F401
-from realtime.runtime.frontend import Prompt
-from realtime.runtime.shapes import EOS_CODE
-from realtime.runtime.weights import ModelAssets
+import realtime.engine.compat  # noqa: F401
+from realtime.engine.model.shapes import EOS_CODE
+from realtime.engine.model.weights import ModelAssets
+from realtime.engine.text.frontend import Prompt
 
 
 @dataclass

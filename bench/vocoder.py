@@ -36,7 +36,7 @@ import time
 import numpy as np
 import torch
 
-import realtime.runtime.compat  # noqa: F401 - before ChatTTS and vocos: torchaudio's stand-in
+import realtime.engine.compat  # noqa: F401 - before ChatTTS and vocos: torchaudio's stand-in
 
 # isort: split
 from ChatTTS.config import Config
@@ -46,7 +46,7 @@ from vocos.feature_extractors import MelSpectrogramFeatures
 from vocos.heads import ISTFTHead
 from vocos.models import VocosBackbone
 
-from realtime.runtime.vocoder import SAMPLES_PER_STEP, StreamingVocoder
+from realtime.engine.vocoder.stream import SAMPLES_PER_STEP, StreamingVocoder
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from realtime.runtime.cpu import omp_env
+from realtime.engine.cpu import omp_env
 from realtime.server.config import ConfigError, load_config
 from realtime.server.lifecycle import EXIT_STARTUP_FAILED, run
 from realtime.server.logs import setup_logging
@@ -22,7 +22,7 @@ log = logging.getLogger("realtime")
 
 def main(argv: Sequence[str] | None = None) -> int:
     # First, before anything loads torch: libgomp reads its wait policy once,
-    # at load (realtime/runtime/cpu/omp_env.py).
+    # at load (realtime/engine/cpu/omp_env.py).
     omp_env.apply_defaults()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["normalize"]:

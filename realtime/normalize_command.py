@@ -54,7 +54,7 @@ def main(argv: Sequence[str]) -> int:
         text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     else:
         text = args.text
-    from realtime.runtime.spoken import TextNormalizer  # imports torch: seconds
+    from realtime.engine.text.spoken import TextNormalizer  # imports torch: seconds
 
     spoken, unspoken = spoken_lines(TextNormalizer(), text, None if args.lang == "auto" else args.lang)
     out = sys.stdout.buffer

@@ -71,7 +71,7 @@ from protocol import (
 from protocol.pcm import BYTES_PER_SAMPLE
 from protocol.stream import ClientConnection as WireConnection
 from protocol.stream import Kind, StreamViolation
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.app import Server
 from realtime.server.config import ServerConfig
 

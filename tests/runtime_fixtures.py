@@ -20,10 +20,10 @@ import pytest
 import torch
 
 from bench.driver import Driver  # noqa: F401 - re-exported for the test modules
-from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest
-from realtime.runtime.build import build_runner
-from realtime.runtime.shapes import TINY
-from realtime.runtime.weights import ModelAssets, random_assets
+from realtime.engine.api import RuntimeOptions, SamplingParams, SegmentRequest
+from realtime.engine.build import build_runner
+from realtime.engine.model.shapes import TINY
+from realtime.engine.model.weights import ModelAssets, random_assets
 from realtime.server.voices.samples import runtime_voice
 
 GREEDY = dict(temperature=1e-5, min_new_tokens=8, max_new_tokens=48)
@@ -100,7 +100,7 @@ def fidelity_runner(**options):
 def meta_runner(max_slots: int = 4):
     """A ``ModelRunner`` on the ``meta`` device in bf16 (shapes, devices and
     dtypes without values: what CUDA would run, minus the numbers)."""
-    from realtime.runtime.runner import ModelRunner
+    from realtime.engine.runner import ModelRunner
 
     opts = RuntimeOptions(weights="tiny-random", device="meta", max_slots=max_slots,
                           batch_sizes=(1, 2, 4), kv_buckets=(64,), cuda_graphs=False)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench import hotpath
 from bench.vocoder import random_models
-from realtime.runtime.audio_stage import PUSH_EVERY
-from realtime.runtime.vocoder import StreamingVocoder
+from realtime.engine.vocoder.stage import PUSH_EVERY
+from realtime.engine.vocoder.stream import StreamingVocoder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

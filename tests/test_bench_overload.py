@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench import overload
 from bench.overload import Record, headline, summarize
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 
 def rec(first_ms=None, outcome="done", audio_s=1.0, gaps=(), refused_after_ms=None, hint=None):

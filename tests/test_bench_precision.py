@@ -8,7 +8,7 @@ from runtime_fixtures import tiny_assets
 
 from bench import int8 as bench_int8
 from bench import kernels
-from realtime.runtime.cpu import int8 as cpu_int8
+from realtime.engine.cpu import int8 as cpu_int8
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench import roofline
-from realtime.runtime.shapes import FULL, TINY
+from realtime.engine.model.shapes import FULL, TINY
 from tests.runtime_fixtures import tiny_assets
 
 

@@ -4,7 +4,7 @@ burst against a real server."""
 from __future__ import annotations
 
 from bench.turns import Turn, burst, headline, summarize
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 
 def turn(admitted=True, sentence_at=0.5, first_ms=None, gaps=(), outcome="done", hint=None):

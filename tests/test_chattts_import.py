@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import sys
-import realtime.runtime.compat  # registers the bare packages
+import realtime.engine.compat  # registers the bare packages
 from ChatTTS.model.embed import Embed
 from ChatTTS.model.dvae import DVAE
 from ChatTTS.config import Config

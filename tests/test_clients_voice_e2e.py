@@ -21,7 +21,7 @@ from clients.probe import main as probe_main
 from examples.livekit_example import speak_turn
 from examples.pipecat_example import run_pipeline
 from protocol import Segment
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 IDLE = 0.4  # the server's idle timeout in these tests
 

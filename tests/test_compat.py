@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-import realtime.runtime.compat as compat
+import realtime.engine.compat as compat
 
 
 def test_chattts_and_vocos_import_with_the_stand_in():

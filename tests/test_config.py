@@ -72,6 +72,26 @@ def test_runtime_options_carry_the_model_settings():
         "random", 32, (256, 512), 4, "cpu")
 
 
+def test_every_engine_setting_of_the_config_reaches_the_engine_and_defaults_alike():
+    """A field both configs name is copied by name: a value set on the server
+    arrives unchanged, and an unset one is the engine's own default."""
+    from dataclasses import fields, replace
+
+    from realtime.engine.api import RuntimeOptions
+
+    own = {"voices", "cache_dir", "auto_shapes"}  # resolved or defaulted by the server
+    shared = [f.name for f in fields(RuntimeOptions)
+              if f.name in {g.name for g in fields(ServerConfig)} and f.name not in own]
+    assert {"weights", "precision", "cpu_engine", "max_slots", "eos_read"} <= set(shared)
+    engine = RuntimeOptions()
+    for name in shared:
+        assert getattr(ServerConfig(), name) == getattr(engine, name), name
+        value = getattr(engine, name)
+        changed = (not value if isinstance(value, bool) else value + 1 if isinstance(value, int)
+                   else value + (99,) if isinstance(value, tuple) else f"{value}-x")
+        assert getattr(replace(ServerConfig(), **{name: changed}).runtime_options(), name) == changed
+
+
 def test_every_flag_is_documented_with_its_environment_variable():
     from pathlib import Path
 
@@ -126,10 +146,6 @@ def test_vocoder_flags_reach_the_runtime():
 
 
 def test_the_eos_read_flag_reaches_the_runtime():
-    from realtime.runtime import eos_read
-    from realtime.server.config import EOS_READS
-
-    assert EOS_READS == eos_read.EOS_READS
     _, cfg = load_config(["--eos-read", "blocking"], environ={})
     assert cfg.runtime_options().eos_read == "blocking" and ServerConfig().eos_read == "auto"
     with pytest.raises(ConfigError, match="--eos-read must be one of auto, deferred, blocking"):

@@ -1,4 +1,4 @@
-"""``--cpu-engine`` (realtime/runtime/cpu/engine.py): which engine runs the CPU decoder.
+"""``--cpu-engine`` (realtime/engine/cpu/engine.py): which engine runs the CPU decoder.
 
 Pairs that cannot run are one-line start-up errors; ``auto`` times both
 engines by whole steps once, keeps the verdict per machine and builds only
@@ -14,10 +14,10 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.build import build_runner
-from realtime.runtime.cpu import engine
-from realtime.runtime.ort.model import OrtGPT
+from realtime.engine.api import RuntimeOptions
+from realtime.engine.build import build_runner
+from realtime.engine.cpu import engine
+from realtime.engine.ort.model import OrtGPT
 
 BIG = 10 * engine.TINY_BYTES
 

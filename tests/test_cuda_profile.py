@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from realtime.runtime.cuda_profile import MAX_ROWS, MAX_SLOTS, cuda_profile, slot_bytes
-from realtime.runtime.shapes import FULL, TINY
+from realtime.engine.cuda.profile import MAX_ROWS, MAX_SLOTS, cuda_profile, slot_bytes
+from realtime.engine.model.shapes import FULL, TINY
 from realtime.server.config import load_config
 
 GIB = 2**30
@@ -59,9 +59,9 @@ def test_the_configuration_leaves_to_the_hardware_only_the_shapes_not_given():
 def test_build_applies_the_profile_to_the_shapes_left_to_it(monkeypatch, caplog):
     import torch
 
-    from realtime.runtime import build
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.weights import random_assets
+    from realtime.engine import build
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.model.weights import random_assets
 
     class Props:
         total_memory = H200
@@ -70,7 +70,7 @@ def test_build_applies_the_profile_to_the_shapes_left_to_it(monkeypatch, caplog)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "NVIDIA H200")
     assets = random_assets(TINY, seed=0)
     options = RuntimeOptions(max_slots=32, auto_shapes=("batch_sizes", "kv_buckets"))
-    with caplog.at_level("INFO", logger="realtime.runtime.build"):
+    with caplog.at_level("INFO", logger="realtime.engine.build"):
         chosen = build._with_cuda_profile(options, torch.device("cuda"), assets, torch.bfloat16)
     assert chosen.max_slots == 32  # given: kept
     assert max(chosen.batch_sizes) == 256 and chosen.kv_buckets == (256, 512, 1024, 2048)

@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Cancelled, Done, Error, Started, decode_server
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 LONG = "This sentence keeps the model busy for a while. " * 3
 
@@ -162,7 +162,7 @@ async def test_a_lost_device_fails_every_job_and_stops_serving(server_factory, w
     t = (await client.collect(["after"]))["after"]
     assert isinstance(t.terminal, Error) and t.terminal.code == "shutting_down"
     # A submission that raced the failure is refused by the worker, not left hanging.
-    from realtime.runtime.api import SegmentRequest
+    from realtime.engine.api import SegmentRequest
     from realtime.server.work.handoff import SegmentWork, Submission
     from scheduler import Lane
 

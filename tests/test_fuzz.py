@@ -35,7 +35,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import is_valid_id
 from protocol.stream import ClientConnection, Kind, StreamViolation
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.config import ServerConfig
 from realtime.server.embedded import ServerThread
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 from runtime_fixtures import tiny_runner
 
-from realtime.runtime import sdpa
-from realtime.runtime.api import DeviceFailure
+from realtime.engine.api import DeviceFailure
+from realtime.engine.cuda import sdpa
 from tools import gpu_audio, gpu_check, gpu_sections, gpu_streams
 from tools.gpu_busy import BusySampler
 
@@ -162,8 +162,8 @@ def test_pin_attention_turns_cudnn_attention_off():
 
 
 def test_attention_section_times_both_paths_and_they_agree():
-    from realtime.runtime import live_attention
-    from realtime.runtime.shapes import TINY
+    from realtime.engine.cuda import live_attention
+    from realtime.engine.model.shapes import TINY
     from tools.gpu_attention import attention_section
 
     entry = attention_section(TINY, "cpu", torch.float32, 8, ((2, 128), (4, 256)), repeats=1)

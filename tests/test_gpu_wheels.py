@@ -25,7 +25,7 @@ MACHINE = ("torch", "filelock", "typing_extensions", "sympy", "mpmath", "network
 # What the GPU machine must import: the server (every module it may load
 # lazily too), the check and its load driver, the model's stack.
 IMPORTS = """
-import pkgutil, importlib, importlib.util, realtime, realtime.runtime.compat as compat
+import pkgutil, importlib, importlib.util, realtime, realtime.engine.compat as compat
 compat.check_install()
 for m in pkgutil.walk_packages(realtime.__path__, "realtime."):
     # The Triton kernels need torch's triton (the GPU machine has it; CPUs may not).

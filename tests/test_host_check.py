@@ -1,4 +1,4 @@
-"""Start-up checks of the machine (realtime/runtime/host_check.py), with the
+"""Start-up checks of the machine (realtime/engine/host_check.py), with the
 machine's facts faked: each check logs its line, refuses in one line with the
 numbers and the fix, or shrinks the slots it was free to choose."""
 
@@ -10,8 +10,8 @@ import logging
 import pytest
 import torch
 
-from realtime.runtime import host_check
-from realtime.runtime.host_check import GIB, HostFacts, Needs, StartupRefused, findings, parse_cpulist
+from realtime.engine import host_check
+from realtime.engine.host_check import GIB, HostFacts, Needs, StartupRefused, findings, parse_cpulist
 from tests.runtime_fixtures import tiny_runner
 
 H200 = HostFacts(device="cuda", cuda_runtime="13.0", cuda_driver=13000, gpu_name="NVIDIA H200",
@@ -95,7 +95,7 @@ def test_the_allocator_settings_are_logged_and_expandable_segments_flagged():
 
 
 def test_check_logs_every_line_and_raises_the_first_refusal(caplog):
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.host_check"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.host_check"):
         host_check.check(H200, NEEDS)
     assert sum("start-up check:" in r.message for r in caplog.records) == 5
     with pytest.raises(StartupRefused, match="upgrade the NVIDIA driver"):
@@ -110,7 +110,7 @@ def test_parse_cpulist():
 def test_this_machine_is_read_and_the_runner_logs_its_checks(caplog):
     facts = host_check.gather(torch.device("cpu"))
     assert facts.allowed_cpus and (facts.host_available_bytes or 0) > 0
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.host_check"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.host_check"):
         tiny_runner(max_slots=4, batch_sizes=(1, 2), kv_buckets=(128,))
     lines = [r.message for r in caplog.records if r.message.startswith("start-up check:")]
     assert any("host memory" in line for line in lines) and any("CPUs:" in line for line in lines)

@@ -10,7 +10,7 @@ import time
 
 from raw_http import raw_post
 
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 BOUND_S = 0.6
 SPEECH = json.dumps({"model": "tts-1", "voice": "alice", "input": "Hello there.",

@@ -15,8 +15,8 @@ from conftest import async_http_get
 from protocol import Done, Segment, Speak
 from protocol.frames import unpack_frame
 from realtime.audio.formats import framer_for
-from realtime.runtime.api import RequestError
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.api import RequestError
+from realtime.engine.tone import ToneRunner
 from realtime.server.app import Server
 from realtime.server.config import ServerConfig
 from realtime.server.stream.intake import (

@@ -11,9 +11,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # conftest sets it first: triton
 import pytest
 import torch
 
-from realtime.runtime import live_attention as la
-from realtime.runtime.model import KVCache, StaticGPT
-from realtime.runtime.shapes import TINY
+from realtime.engine.cuda import live_attention as la
+from realtime.engine.model.gpt import KVCache, StaticGPT
+from realtime.engine.model.shapes import TINY
 
 needs_triton = pytest.mark.skipif(la.available("cpu") is not None, reason=str(la.available("cpu")))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from livekit.plugins import openai as lk_openai
 
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 TEXT = "Hello there. This is LiveKit speaking through the OpenAI plugin."
 

@@ -17,7 +17,7 @@ from clients.errors import UtteranceCancelled
 from clients.livekit_tts import ChatTTSRealtimeTTS
 from examples.livekit_example import speak_turn
 from examples.llm_script import REPLY
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 NO_RETRY = APIConnectOptions(max_retry=0)
 

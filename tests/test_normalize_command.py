@@ -14,7 +14,7 @@ from realtime.normalize_command import spoken_lines
 
 @pytest.fixture(scope="module")
 def normalizer():
-    from realtime.runtime.spoken import TextNormalizer
+    from realtime.engine.text.spoken import TextNormalizer
 
     return TextNormalizer()
 

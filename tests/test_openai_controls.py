@@ -13,9 +13,9 @@ import pytest
 
 from protocol import Params, RefineLevels
 from protocol.pcm import decode_samples
-from realtime.runtime.api import NamedVoice, SeedVoice
-from realtime.runtime.frontend import Speakers
-from realtime.runtime.voice_table import DEFAULT_VOICES, OPENAI_VOICE_NAMES
+from realtime.engine.api import NamedVoice, SeedVoice
+from realtime.engine.text.frontend import Speakers
+from realtime.engine.text.voice_table import DEFAULT_VOICES, OPENAI_VOICE_NAMES
 from realtime.server.http.api_error import ApiError
 from realtime.server.openai.instructions import refine_from_instructions, speed_from_instructions
 from realtime.server.openai.request import parse_request

@@ -19,7 +19,7 @@ from raw_http import raw_post
 
 from protocol.pcm import decode_samples
 from realtime.audio.encoders import available_formats
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 TEXT = "Hello there. This is the speech endpoint speaking."
 

@@ -1,4 +1,4 @@
-"""The ONNX Runtime decoder (realtime/runtime/ort/) against our torch decoder and upstream.
+"""The ONNX Runtime decoder (realtime/engine/ort/) against our torch decoder and upstream.
 
 Tiny fidelity weights (``runtime_fixtures.fidelity_assets``). The fp32 graph
 must give the torch decoder's hidden states within float tolerance (prefill,
@@ -24,9 +24,9 @@ from runtime_fixtures import (
     upstream_reference,
 )
 
-from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.model import StaticGPT
-from realtime.runtime.ort.model import OrtGPT
+from realtime.engine.cpu.plan import GemmPolicy
+from realtime.engine.model.gpt import StaticGPT
+from realtime.engine.ort.model import OrtGPT
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,4 +1,4 @@
-"""The backbone graph (realtime/runtime/ort/graph.py) and its prepared-cache entry.
+"""The backbone graph (realtime/engine/ort/graph.py) and its prepared-cache entry.
 
 The quantized blocks dequantize to within half a step of the weights; the
 graph has the fused operators it is meant to have; a checkpoint's graph is
@@ -16,10 +16,10 @@ import pytest
 import torch
 from runtime_fixtures import fidelity_assets, tiny_assets
 
-from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.ort import graph, graph_entry
-from realtime.runtime.ort.model import OrtGPT
-from realtime.runtime.weights import load_checkpoint, write_checkpoint
+from realtime.engine.cpu.plan import GemmPolicy
+from realtime.engine.model.weights import load_checkpoint, write_checkpoint
+from realtime.engine.ort import graph, graph_entry
+from realtime.engine.ort.model import OrtGPT
 
 
 @pytest.mark.parametrize("bits", [4, 8])

@@ -1,4 +1,4 @@
-"""The slot -> K/V row map of the ONNX Runtime decoder (realtime/runtime/ort/rows.py).
+"""The slot -> K/V row map of the ONNX Runtime decoder (realtime/engine/ort/rows.py).
 
 Pure bookkeeping: a batch must land in one block of adjacent rows, moving
 as little as it can, and no live slot may ever lose a position it wrote.
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from realtime.runtime.ort.rows import Move, SlotRows
+from realtime.engine.ort.rows import Move, SlotRows
 
 
 def test_a_batch_already_in_one_block_moves_nothing_in_any_order():

@@ -1,4 +1,4 @@
-"""The vocoder's convolutions on ONNX Runtime (realtime/runtime/ort/vocoder.py).
+"""The vocoder's convolutions on ONNX Runtime (realtime/engine/ort/vocoder.py).
 
 fp32: a stream's audio equals the torch vocoder's within float rounding,
 windows packed or alone; int8: within the SNR docs/runtime.md states. A
@@ -13,9 +13,9 @@ import torch
 from runtime_fixtures import tiny_assets, tiny_runner
 
 from bench.int8 import snr_db
-from realtime.runtime.ort.vocoder import OrtVocoderBody
-from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_batch import render_packed
+from realtime.engine.ort.vocoder import OrtVocoderBody
+from realtime.engine.vocoder.batch import render_packed
+from realtime.engine.vocoder.stream import StreamingVocoder
 
 STEPS = 90
 

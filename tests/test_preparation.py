@@ -15,7 +15,7 @@ import threading
 from conftest import wait_until
 from test_worker import Sink, _submission, _worker
 
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.work.handoff import UpdateKind
 from realtime.server.work.preparation import Preparation, Prepared
 

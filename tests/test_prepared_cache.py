@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from realtime.runtime import prepared_cache as pc
-from realtime.runtime.prepared_cache import CacheKey, PreparedCache, checkpoint_id
+from realtime.engine.model import prepared_cache as pc
+from realtime.engine.model.prepared_cache import CacheKey, PreparedCache, checkpoint_id
 
 TENSORS = {"w": torch.arange(12, dtype=torch.float32).view(3, 4),
            "q": torch.tensor([-3, 0, 7], dtype=torch.int8),

@@ -13,14 +13,14 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, assert_distinct, fidelity_assets, request, tiny_assets
 
-from realtime.runtime import prepared_cache, prepared_weights
-from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.build import build_runner
-from realtime.runtime.checkpoint_io import LazyTensors
-from realtime.runtime.cpu.gemm import PlainMatrix
-from realtime.runtime.model import StaticGPT
-from realtime.runtime.prepared_weights import WeightsEntry
-from realtime.runtime.weights import load_checkpoint, write_checkpoint
+from realtime.engine.api import RuntimeOptions
+from realtime.engine.build import build_runner
+from realtime.engine.cpu.gemm import PlainMatrix
+from realtime.engine.model import prepared_cache, prepared_weights
+from realtime.engine.model.checkpoint_io import LazyTensors
+from realtime.engine.model.gpt import StaticGPT
+from realtime.engine.model.prepared_weights import WeightsEntry
+from realtime.engine.model.weights import load_checkpoint, write_checkpoint
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 CPU = torch.device("cpu")
@@ -206,7 +206,7 @@ def test_only_a_cpu_fp32_start_from_a_checkpoint_keeps_an_entry(checkpoint, tmp_
 def test_every_form_packs_the_same_from_the_mapped_views():
     # The matrices reach the packers as views of [K, N] tensors, not as
     # contiguous [N, K] ones: every form this machine can make must not mind.
-    from realtime.runtime.cpu.forms import PACKERS
+    from realtime.engine.cpu.forms import PACKERS
 
     gen = torch.Generator().manual_seed(0)
     weight = torch.randn(96, 64, generator=gen) * 0.1

@@ -14,18 +14,18 @@ import torch
 from runtime_fixtures import assert_distinct, fidelity_assets, tiny_assets
 from test_prepared_weights import _codes
 
-from realtime.runtime import prepared_forms
-from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.build import build_runner
-from realtime.runtime.cpu import bf16 as cpu_bf16
-from realtime.runtime.cpu import forms as cpu_forms
-from realtime.runtime.cpu import int8 as cpu_int8
-from realtime.runtime.cpu.form_state import cacheable
-from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.model import StaticGPT
-from realtime.runtime.prepared_cache import CacheKey, PreparedCache
-from realtime.runtime.prepared_weights import WeightsEntry
-from realtime.runtime.weights import load_checkpoint, write_checkpoint
+from realtime.engine.api import RuntimeOptions
+from realtime.engine.build import build_runner
+from realtime.engine.cpu import bf16 as cpu_bf16
+from realtime.engine.cpu import forms as cpu_forms
+from realtime.engine.cpu import int8 as cpu_int8
+from realtime.engine.cpu.form_state import cacheable
+from realtime.engine.cpu.plan import GemmPolicy
+from realtime.engine.model import prepared_forms
+from realtime.engine.model.gpt import StaticGPT
+from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
+from realtime.engine.model.prepared_weights import WeightsEntry
+from realtime.engine.model.weights import load_checkpoint, write_checkpoint
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 CPU = torch.device("cpu")

@@ -19,8 +19,8 @@ from test_voice_upload import TINY
 from protocol import Speak
 from protocol.params import Params
 from realtime.audio.formats import framer_for
-from realtime.runtime.api import SeedVoice, VoiceSample
-from realtime.runtime.encoder import SampleEncoder, decode_codes
+from realtime.engine.api import SeedVoice, VoiceSample
+from realtime.engine.vocoder.encoder import SampleEncoder, decode_codes
 from realtime.server.stream.utterance import ServerUtterance
 from realtime.server.voices.samples import SampleVoices
 from realtime.server.work.handoff import UpdateKind, WorkerUpdate

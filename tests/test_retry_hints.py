@@ -10,7 +10,7 @@ import math
 from raw_http import raw_post
 
 from protocol import Error, Started
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.retry import UNKNOWN_END_S
 
 TOKEN = "retry-hint-token-0123456789"

@@ -15,11 +15,11 @@ import torch
 from runtime_fixtures import tiny_runner
 from test_runtime_int8 import against_fp32, decodes_and_streams
 
-from realtime.runtime.build import pick_dtype
-from realtime.runtime.cpu import bf16 as cpu_bf16
-from realtime.runtime.cpu import forms, isa
-from realtime.runtime.cpu import plan as gemm_plan
-from realtime.runtime.cpu.plan import policy_for
+from realtime.engine.build import pick_dtype
+from realtime.engine.cpu import bf16 as cpu_bf16
+from realtime.engine.cpu import forms, isa
+from realtime.engine.cpu import plan as gemm_plan
+from realtime.engine.cpu.plan import policy_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 CPU = torch.device("cpu")
@@ -68,7 +68,7 @@ def test_under_the_avx2_emulation_no_amx_or_bf16_candidate_is_offered(monkeypatc
 
 
 def _options(precision: str):
-    from realtime.runtime.api import RuntimeOptions
+    from realtime.engine.api import RuntimeOptions
 
     return RuntimeOptions(precision=precision)
 

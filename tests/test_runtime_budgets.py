@@ -20,7 +20,7 @@ import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, request, strict_graph_runner, tiny_runner
 
 from bench.device_counts import DEVICE, DeviceCounter, kv_bytes_per_step
-from realtime.runtime.shapes import FULL
+from realtime.engine.model.shapes import FULL
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 log = logging.getLogger(__name__)

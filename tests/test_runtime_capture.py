@@ -27,8 +27,8 @@ from runtime_fixtures import (
 )
 
 from bench.strict_graphs import CaptureGuard, CaptureViolation, StrictCapture
-from realtime.runtime.graphs import GraphCache
-from realtime.runtime.sampling import RowParams, sample
+from realtime.engine.cuda.graphs import GraphCache
+from realtime.engine.sampling import RowParams, sample
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

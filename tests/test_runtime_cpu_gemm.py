@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from realtime.runtime.cpu import gemm as cpu_gemm
-from realtime.runtime.cpu.gemm import FP32_BACKENDS, PACKERS, Matrix, MklPacked, backend_available
+from realtime.engine.cpu import gemm as cpu_gemm
+from realtime.engine.cpu.gemm import FP32_BACKENDS, PACKERS, Matrix, MklPacked, backend_available
 
 CPU = torch.device("cpu")
 

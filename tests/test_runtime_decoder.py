@@ -29,7 +29,7 @@ from runtime_fixtures import (
     upstream_reference,
 )
 
-from realtime.runtime.cpu.gemm import FP32_BACKENDS, backend_available
+from realtime.engine.cpu.gemm import FP32_BACKENDS, backend_available
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -77,9 +77,9 @@ def test_runner_uses_the_backend_it_was_given(runner):
 
 @pytest.mark.parametrize("gemm", GEMMS)
 def test_model_prefill_and_decode_match_plain_mm(gemm):
-    from realtime.runtime.cpu.plan import GemmPolicy
-    from realtime.runtime.model import KVCache, StaticGPT
-    from realtime.runtime.shapes import TINY
+    from realtime.engine.cpu.plan import GemmPolicy
+    from realtime.engine.model.gpt import KVCache, StaticGPT
+    from realtime.engine.model.shapes import TINY
 
     assets = tiny_assets()
     models = [StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(g))

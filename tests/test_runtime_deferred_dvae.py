@@ -14,19 +14,19 @@ import torch
 from runtime_fixtures import tiny_assets
 from safetensors.torch import save_file
 
-from realtime.runtime import weights as W
-from realtime.runtime.encoder import DeferredDvae, SampleEncoder
+from realtime.engine.model import weights as W
+from realtime.engine.vocoder.encoder import DeferredDvae, SampleEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import sys
-from realtime.runtime.weights import load_checkpoint
+from realtime.engine.model.weights import load_checkpoint
 assets = load_checkpoint(sys.argv[1])
 print("AFTER LOAD", [m for m in ("vector_quantize_pytorch", "einx", "torch._dynamo", "transformers")
                      if m in sys.modules])
 import numpy as np
-from realtime.runtime.encoder import SampleEncoder
+from realtime.engine.vocoder.encoder import SampleEncoder
 codes = SampleEncoder(assets.dvae).codes(np.zeros(24000, np.float32))
 print("AFTER ENCODE", "vector_quantize_pytorch" in sys.modules, tuple(codes.shape)[0],
       type(assets.dvae.vq_layer.quantizer).__module__)

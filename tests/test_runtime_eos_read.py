@@ -1,4 +1,4 @@
-"""EOS flags read one step later (realtime/runtime/eos_read.py), on the CPU.
+"""EOS flags read one step later (realtime/engine/eos_read.py), on the CPU.
 
 The deferred read is CUDA's default; here the same code runs on the CPU
 (``eos_read="deferred"``) beside the blocking read, on the same jobs: the
@@ -17,7 +17,7 @@ import pytest
 import torch
 from runtime_fixtures import TEXTS, Driver, fidelity_runner, request, strict_graph_runner, tiny_runner
 
-from realtime.runtime.eos_read import deferred_for
+from realtime.engine.eos_read import deferred_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -209,7 +209,7 @@ def test_refine_passes_beside_deferred_audio_jobs():
     # ended passes as two executes in one step: each reads the other's flags.
     from test_runtime_refine import ASH, AUDIO, PROMPTS, refine_request
 
-    from realtime.runtime.api import SegmentRequest
+    from realtime.engine.api import SegmentRequest
 
     runs = {}
     for mode in ("blocking", "deferred"):

@@ -8,7 +8,7 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.api import (
+from realtime.engine.api import (
     EmbeddingVoice,
     NamedVoice,
     RequestError,
@@ -16,8 +16,8 @@ from realtime.runtime.api import (
     SeedVoice,
     VoiceError,
 )
-from realtime.runtime.frontend import Speakers, TextFrontEnd, validate_params
-from realtime.runtime.shapes import FULL
+from realtime.engine.model.shapes import FULL
+from realtime.engine.text.frontend import Speakers, TextFrontEnd, validate_params
 from realtime.server.voices.file import read_voices_file
 
 

@@ -5,9 +5,9 @@ import logging
 import pytest
 import torch
 
-from realtime.runtime.cpu import plan as gemm_plan
-from realtime.runtime.cpu.gemm import PACKERS, PlainMatrix, backend_available
-from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, pick, prepare_matrices, table
+from realtime.engine.cpu import plan as gemm_plan
+from realtime.engine.cpu.gemm import PACKERS, PlainMatrix, backend_available
+from realtime.engine.cpu.plan import PREFILL, GemmPolicy, pick, prepare_matrices, table
 
 CPU = torch.device("cpu")
 AUTO = GemmPolicy("auto", min_measured_bytes=0)  # the test matrices are small
@@ -117,7 +117,7 @@ def test_a_backend_that_fails_to_pack_is_dropped(monkeypatch, caplog):
     monkeypatch.setitem(PACKERS, "onednn", refuse)
     monkeypatch.setattr(gemm_plan, "candidates", lambda *_: ("mm", "onednn"))
     _fake_timer(monkeypatch, dict.fromkeys((1, 2, 4, 8, PREFILL), "onednn"))
-    with caplog.at_level(logging.WARNING, logger="realtime.runtime.cpu.plan"):
+    with caplog.at_level(logging.WARNING, logger="realtime.engine.cpu.plan"):
         mats, choices = prepare_matrices(_weights(), AUTO, CPU, torch.float32)
     assert all(m.backend_for(r) == "mm" for m in mats for r in (1, 8, 64))
     assert "no packed sgemm" in next(iter(choices.values())).dropped["onednn"]
@@ -143,7 +143,7 @@ def test_a_late_packing_failure_falls_back_for_that_matrix(monkeypatch, caplog):
     monkeypatch.setitem(PACKERS, "onednn", flaky)
     monkeypatch.setattr(gemm_plan, "candidates", lambda *_: ("mm", "onednn"))
     weights = _weights(n_layers=4, shapes=((48, 32),))
-    with caplog.at_level(logging.WARNING, logger="realtime.runtime.cpu.plan"):
+    with caplog.at_level(logging.WARNING, logger="realtime.engine.cpu.plan"):
         mats, _ = prepare_matrices(weights, GemmPolicy("onednn"), CPU, torch.float32)
     assert [m.backend_for(1) for m in mats] == ["onednn", "onednn", "mm", "onednn"]
     assert "failed to pack matrix 2" in caplog.text
@@ -191,14 +191,17 @@ def test_the_table_shows_every_shape_and_row_class_with_the_choice(monkeypatch):
 
 
 def test_policy_from_runtime_options():
-    from realtime.runtime.api import RuntimeOptions
+    from realtime.engine.api import RuntimeOptions
 
     p = gemm_plan.policy_for(RuntimeOptions(batch_sizes=(1, 4, 16), max_slots=8, cpu_gemm="mkl"))
     assert (p.mode, p.batch_sizes, p.pack_rows) == ("mkl", (1, 4), 4)
     assert gemm_plan.policy_for(RuntimeOptions(precision="int8")).mode == "int8"
 
 
-def test_config_offers_the_same_modes():
+def test_every_cpu_gemm_the_config_offers_is_a_mode_the_plan_forces():
+    from realtime.engine.api import RuntimeOptions
     from realtime.server.config import CPU_GEMMS
 
-    assert CPU_GEMMS == gemm_plan.GEMM_MODES
+    assert CPU_GEMMS[0] == "auto"
+    for mode in CPU_GEMMS[1:]:
+        assert gemm_plan.policy_for(RuntimeOptions(cpu_gemm=mode)).mode == mode

@@ -15,7 +15,7 @@ from runtime_fixtures import GREEDY, TEXTS, Driver, request, strict_graph_runner
 
 from bench import strict_graphs
 from bench.strict_graphs import StrictCapture
-from realtime.runtime.api import RuntimeOptions
+from realtime.engine.api import RuntimeOptions
 from tools import gpu_check, gpu_sections, step_counts
 
 
@@ -70,7 +70,7 @@ def test_graph_memory_is_what_private_pools_hold(monkeypatch):
 
 
 def test_kv_bytes_follow_the_shapes():
-    from realtime.runtime.shapes import FULL
+    from realtime.engine.model.shapes import FULL
     # The figure: batch 64 over a 2048 bucket in bf16 reads 7.5 GiB
     # once (the gather path moved about three times that).
     assert step_counts.kv_bytes(FULL, 2, 64, 2048)["read_mib"] == 64 * 2048 * 2 * 20 * 768 * 2 / 2**20
@@ -138,7 +138,7 @@ def test_failed_capture_falls_back_to_eager(one_torch_thread):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_graphs_match_eager_codes():
-    from realtime.runtime.build import build_runner
+    from realtime.engine.build import build_runner
     codes = {}
     for use_graphs in (False, True):
         opts = RuntimeOptions(weights="tiny-random", device="cuda", precision="fp32",
@@ -156,7 +156,7 @@ def test_cuda_graphs_match_eager_codes():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_runner_buffers_live_on_cuda():
-    from realtime.runtime.build import build_runner
+    from realtime.engine.build import build_runner
     opts = RuntimeOptions(weights="tiny-random", device="cuda", precision="auto",
                           max_slots=2, batch_sizes=(1,), kv_buckets=(64,))
     runner = build_runner(opts, assets=tiny_assets())

@@ -11,8 +11,8 @@ import pytest
 import torch
 from runtime_fixtures import TEXTS, Driver, request, tiny_assets, tiny_runner
 
-from realtime.runtime.build import pick_dtype
-from realtime.runtime.cpu import int8 as cpu_int8
+from realtime.engine.build import pick_dtype
+from realtime.engine.cpu import int8 as cpu_int8
 
 pytestmark = [pytest.mark.usefixtures("one_torch_thread"),
               pytest.mark.skipif(cpu_int8.available() is not None,
@@ -68,8 +68,8 @@ def test_int8_matmul_is_exact_on_values_int8_represents():
 def _hidden_and_logits(model, cache_len: int = 40, steps: int = 16):
     """Hidden states and logits of a prefill then ``steps`` teacher-forced
     decode steps of fixed inputs: [steps + 1, D], [steps + 1, Q, V]."""
-    from realtime.runtime.model import KVCache
-    from realtime.runtime.shapes import TINY
+    from realtime.engine.model.gpt import KVCache
+    from realtime.engine.model.shapes import TINY
 
     gen = torch.Generator().manual_seed(5)
     prompt = torch.randn(1, 10, TINY.hidden, generator=gen)
@@ -86,9 +86,9 @@ def _hidden_and_logits(model, cache_len: int = 40, steps: int = 16):
 
 def against_fp32(mode: str):
     """(fp32 hidden, fp32 logits, hidden, logits) of tiny models in ``mm`` and ``mode``."""
-    from realtime.runtime.cpu.plan import GemmPolicy
-    from realtime.runtime.model import StaticGPT
-    from realtime.runtime.shapes import TINY
+    from realtime.engine.cpu.plan import GemmPolicy
+    from realtime.engine.model.gpt import StaticGPT
+    from realtime.engine.model.shapes import TINY
 
     assets = tiny_assets()
     fp32, other = (StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(m))
@@ -140,7 +140,7 @@ def test_int8_says_so_loudly(caplog):
 def test_without_vnni_weights_go_to_7_bits_and_products_stay_exact():
     # fbgemm limited to AVX2 has no VNNI and adds product pairs in int16:
     # 8-bit weights would saturate there, 7-bit ones keep 8-bit inputs exact.
-    code = ("from realtime.runtime.cpu import int8 as cpu_int8; import torch; "
+    code = ("from realtime.engine.cpu import int8 as cpu_int8; import torch; "
             "print(*cpu_int8.int8_format()); "
             "print(float(cpu_int8.Int8Packed(torch.ones(8, 64))(torch.ones(1, 64))[0, 0]))")
     env = dict(os.environ, FBGEMM_ENABLE_INSTRUCTIONS="AVX2")

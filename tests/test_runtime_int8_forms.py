@@ -7,10 +7,10 @@ import test_runtime_plan_trial as trial_helpers
 import torch
 from test_runtime_plan_trial import _per_shape, _weights, _whole_step_clock
 
-from realtime.runtime.cpu import forms, plan_trial
-from realtime.runtime.cpu import int8 as cpu_int8
-from realtime.runtime.cpu import plan as gemm_plan
-from realtime.runtime.cpu.plan import PREFILL, GemmPolicy, prepare_matrices
+from realtime.engine.cpu import forms, plan_trial
+from realtime.engine.cpu import int8 as cpu_int8
+from realtime.engine.cpu import plan as gemm_plan
+from realtime.engine.cpu.plan import PREFILL, GemmPolicy, prepare_matrices
 
 pytestmark = pytest.mark.skipif(cpu_int8.available() is not None,
                                 reason=f"int8 unavailable: {cpu_int8.available()}")
@@ -98,7 +98,7 @@ def test_a_cached_choice_is_never_shared_between_models(monkeypatch):
 
 
 def test_the_trial_leaves_choices_it_holds_no_forms_of_alone(monkeypatch, tmp_path):
-    from realtime.runtime.cpu.plan import ShapeChoice
+    from realtime.engine.cpu.plan import ShapeChoice
 
     monkeypatch.setattr(plan_trial, "candidates", lambda *_: ("int8", "int8_woq"))
     monkeypatch.setattr(gemm_plan, "candidates", lambda *_: ("int8", "int8_woq"))

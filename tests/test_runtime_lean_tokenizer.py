@@ -11,8 +11,8 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.lean_tokenizer import LeanTokenizer, load_full_tokenizer
-from realtime.runtime.tokenizer import load_tokenizer, save_tokenizer
+from realtime.engine.text.lean_tokenizer import LeanTokenizer, load_full_tokenizer
+from realtime.engine.text.tokenizer import load_tokenizer, save_tokenizer
 
 TEXTS = ["[Stts][spk_emb][speed_5]hello world, this is a test.[uv_break][Ptts]",
          "Hello THERE!  Ünïcödé accents, tabs\tand\nnewlines; (brackets) 'quotes' \"double\"",

@@ -10,10 +10,10 @@ import pytest
 import torch
 from runtime_fixtures import fidelity_assets
 
-from realtime.runtime.cpu.gemm import PlainMatrix, backend_available
-from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.model import KVCache, StaticGPT
-from realtime.runtime.shapes import TINY
+from realtime.engine.cpu.gemm import PlainMatrix, backend_available
+from realtime.engine.cpu.plan import GemmPolicy
+from realtime.engine.model.gpt import KVCache, StaticGPT
+from realtime.engine.model.shapes import TINY
 
 
 def _matrices(m: StaticGPT):

@@ -10,12 +10,12 @@ import os
 import pytest
 import torch
 
-from realtime.runtime.cpu import plan as gemm_plan
-from realtime.runtime.cpu import plan_cache, plan_trial
-from realtime.runtime.cpu.gemm import backend_available
-from realtime.runtime.cpu.plan import PREFILL, GemmPolicy
-from realtime.runtime.cpu.step_verdict import MIXED, decide, prefer_held, time_plans
-from realtime.runtime.prepared_cache import PreparedCache
+from realtime.engine.cpu import plan as gemm_plan
+from realtime.engine.cpu import plan_cache, plan_trial
+from realtime.engine.cpu.gemm import backend_available
+from realtime.engine.cpu.plan import PREFILL, GemmPolicy
+from realtime.engine.cpu.step_verdict import MIXED, decide, prefer_held, time_plans
+from realtime.engine.model.prepared_cache import PreparedCache
 
 CPU = torch.device("cpu")
 needs_all = pytest.mark.skipif(not all(backend_available(b, CPU, torch.float32) for b in ("mkl", "onednn")),
@@ -212,7 +212,7 @@ def test_the_settled_plan_is_cached_per_machine_and_reused(monkeypatch, tmp_path
     monkeypatch.setattr(gemm_plan, "_CACHE", {})
     monkeypatch.setattr(gemm_plan, "_time_pass", no_measuring)
     monkeypatch.setattr(plan_trial, "time_plans", no_measuring)
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.plan_trial"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.cpu.plan_trial"):
         begun, lines = _run_trial(tmp_path)
     assert begun.cached and lines == [] and "from this machine's cache" in caplog.text
     assert {m.backend_for(1) for m in begun.prepared.matrices} == {"mm"}
@@ -250,7 +250,7 @@ def test_a_guessed_plan_is_kept_and_measured_again_only_with_time_to_spare(monke
     # A start as loaded (or not quiet enough) uses the guess: nothing measured.
     monkeypatch.setattr(gemm_plan, "_CACHE", {})
     monkeypatch.setattr(os, "getloadavg", lambda: (4.5, 6.0, 5.0))
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.plan_cache"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.cpu.plan_cache"):
         begun, lines = _run_trial(tmp_path)
     assert begun.cached and lines == [] and not calls and "guessed at load 8.0" in caplog.text
     # A start with time to spare (half the load or less) measures it again and
@@ -298,8 +298,8 @@ def test_an_unwritable_cache_dir_is_logged_not_raised(tmp_path, caplog):
 
 
 def test_the_policy_keeps_the_plan_where_the_options_say():
-    from realtime.runtime.api import RuntimeOptions
-    from realtime.runtime.cpu.plan import policy_for
+    from realtime.engine.api import RuntimeOptions
+    from realtime.engine.cpu.plan import policy_for
 
     assert policy_for(RuntimeOptions(cache_dir="/some/where")).cache_dir == "/some/where"
     assert policy_for(RuntimeOptions()).cache_dir is None  # off, as the prepared cache's None
@@ -311,8 +311,8 @@ def test_a_model_settles_its_plan_by_real_whole_steps(tmp_path):
     # row class gets a verdict, only used forms remain, numerics stay fp32's.
     from runtime_fixtures import tiny_assets
 
-    from realtime.runtime.model import KVCache, StaticGPT
-    from realtime.runtime.shapes import TINY
+    from realtime.engine.model.gpt import KVCache, StaticGPT
+    from realtime.engine.model.shapes import TINY
 
     assets = tiny_assets()
     policy = GemmPolicy("auto", batch_sizes=(1, 4), min_measured_bytes=0, budget_s=1.0,
@@ -348,7 +348,7 @@ def test_a_cached_plan_can_leave_its_packing_for_later(monkeypatch, tmp_path, ca
     planned = [(m.backend_for(1), m.backend_for(64)) for m in settled.prepared.matrices]
     assert ("onednn", "onednn") in planned
     lazy = GemmPolicy(**{**POLICY.__dict__, "cache_dir": str(tmp_path), "defer_packing": True})
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.plan_trial"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.cpu.plan_trial"):
         begun = plan_trial.begin(_weights(), lazy, CPU, torch.float32)
     assert begun.cached and "packed in idle time" in caplog.text
     matrices = begun.prepared.matrices

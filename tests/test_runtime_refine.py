@@ -1,4 +1,4 @@
-"""The refine-text pass (realtime/runtime/refine.py) against upstream ChatTTS.
+"""The refine-text pass (realtime/engine/refine.py) against upstream ChatTTS.
 
 On the fidelity assets (their text head scaled like the code heads, so the
 prompt decides the tokens), greedy refine tokens (temperature 1e-5 on both
@@ -24,9 +24,9 @@ from runtime_fixtures import (
     fidelity_runner,
 )
 
-from realtime.runtime.api import REFINE_SAMPLING, NamedVoice, RefineRequest, SamplingParams, SegmentRequest
-from realtime.runtime.refine import RefineWork
-from realtime.runtime.sampling import PENALTY_WINDOW, RowParams, process_logits
+from realtime.engine.api import REFINE_SAMPLING, NamedVoice, RefineRequest, SamplingParams, SegmentRequest
+from realtime.engine.refine import RefineWork
+from realtime.engine.sampling import PENALTY_WINDOW, RowParams, process_logits
 from scheduler import StepOutput
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -9,12 +9,12 @@ import pytest
 import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_runner
 
-from realtime.runtime import runner as runner_module
-from realtime.runtime import vocoder_batch
-from realtime.runtime.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
-from realtime.runtime.audio_stage import PUSH_EVERY
-from realtime.runtime.held import HeldJob, JobSpec
-from realtime.runtime.vocoder import audio_samples
+from realtime.engine import runner as runner_module
+from realtime.engine.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
+from realtime.engine.held import HeldJob, JobSpec
+from realtime.engine.vocoder import batch as vocoder_batch
+from realtime.engine.vocoder.stage import PUSH_EVERY
+from realtime.engine.vocoder.stream import audio_samples
 from realtime.server.voices.file import read_voices_file
 from scheduler.plan import Lane, StepPlan
 

@@ -29,9 +29,9 @@ from runtime_fixtures import (
     request,
 )
 
-from realtime.runtime.cpu.gemm import backend_available
-from realtime.runtime.cpu.vocoder_gemm import PackedLinear
-from realtime.runtime.vocoder import audio_samples
+from realtime.engine.cpu.gemm import backend_available
+from realtime.engine.cpu.vocoder_gemm import PackedLinear
+from realtime.engine.vocoder.stream import audio_samples
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

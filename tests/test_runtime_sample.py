@@ -18,8 +18,8 @@ import torch
 from runtime_fixtures import GREEDY, TEXTS, Driver, assert_distinct, fidelity_assets, fidelity_runner, request
 
 from bench.upstream import upstream_chat, upstream_infer_codes
-from realtime.runtime.api import NamedVoice, VoiceError, VoiceSample
-from realtime.runtime.encoder import SampleEncoder, decode_codes, encode_codes
+from realtime.engine.api import NamedVoice, VoiceError, VoiceSample
+from realtime.engine.vocoder.encoder import SampleEncoder, decode_codes, encode_codes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

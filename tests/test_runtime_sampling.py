@@ -9,9 +9,10 @@ import math
 import pytest
 import torch
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
-from realtime.runtime.api import SamplingParams
-from realtime.runtime.sampling import (
+import realtime.engine.compat  # noqa: F401  (before ChatTTS)
+from realtime.engine.api import SamplingParams
+from realtime.engine.model.shapes import EOS_CODE
+from realtime.engine.sampling import (
     MIN_KEEP,
     PENALTY_WINDOW,
     RowParams,
@@ -21,7 +22,6 @@ from realtime.runtime.sampling import (
     sample,
     unit_interval,
 )
-from realtime.runtime.shapes import EOS_CODE
 
 V = 626
 Q = 4

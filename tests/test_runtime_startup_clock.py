@@ -6,14 +6,14 @@ import logging
 import time
 
 from bench.coldstart import _median_phases, phases_ms
-from realtime.runtime.startup_clock import LINE_PREFIX, StartupClock, process_age_s
+from realtime.engine.startup_clock import LINE_PREFIX, StartupClock, process_age_s
 
 
 def test_each_mark_is_the_time_since_the_previous_one(caplog):
     clock = StartupClock()
     clock.mark("first")  # since the process started: whatever it is
     time.sleep(0.05)
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.startup_clock"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.startup_clock"):
         ms = clock.mark("sleep")
     assert 45 <= ms < 5000
     assert [p for p, _ in clock.phases()] == ["first", "sleep"]
@@ -30,7 +30,7 @@ def test_the_first_phase_counts_from_the_process_start():
 
 def test_the_bench_reads_the_phases_from_a_server_log(tmp_path, caplog):
     clock = StartupClock()
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.startup_clock"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.startup_clock"):
         clock.mark("runtime imports")
         clock.mark("weights loaded")
     log = tmp_path / "server.log"

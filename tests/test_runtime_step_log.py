@@ -8,9 +8,9 @@ import pytest
 from runtime_fixtures import TEXTS, Driver, request, tiny_runner
 
 from bench.driver import CodeRecorder
-from realtime.runtime import step_log
-from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.build import build_runner
+from realtime.engine import step_log
+from realtime.engine.api import RuntimeOptions
+from realtime.engine.build import build_runner
 from scheduler.plan import Lane, StepPlan
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from realtime.runtime.cpu.stream_advice import describe, log_advice, streams
-from realtime.runtime.shapes import FULL, TINY
+from realtime.engine.cpu.stream_advice import describe, log_advice, streams
+from realtime.engine.model.shapes import FULL, TINY
 
 # Whole steps (s) per (batch, bucket): int8 keeps 4 rows within 21.3 ms at the
 # longest bucket; fp32 not even one.
@@ -39,7 +39,7 @@ def _runner(precision: str):
 
 def test_each_start_keeps_its_figure_for_the_next_one(tmp_path, caplog):
     root = str(tmp_path)
-    with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.stream_advice"):
+    with caplog.at_level(logging.INFO, logger="realtime.engine.cpu.stream_advice"):
         first = log_advice(_runner("auto"), FP32, root)
     assert "serves ? real-time streams in int8, 0 in fp32" in first
     assert "start once with --precision int8" in first and "cpu streams:" in caplog.text

@@ -6,7 +6,7 @@ import pytest
 from runtime_fixtures import tiny_runner
 
 from bench.stream_rtf import RUNNER_OPTIONS, StreamServer
-from realtime.runtime.step_log import replay
+from realtime.engine.step_log import replay
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from realtime.runtime.cpu import info as cpu_info
-from realtime.runtime.cpu import omp_env
-from realtime.runtime.cpu import threads as cpu_threads
+from realtime.engine.cpu import info as cpu_info
+from realtime.engine.cpu import omp_env
+from realtime.engine.cpu import threads as cpu_threads
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_threads_requested_or_torch_count_capped_to_usable_cpus(monkeypatch, cap
         torch.set_num_threads(1)  # what a host process (or a test fixture) chose stays
         assert cpu_threads.configure_threads(0) == 1 and torch.get_num_threads() == 1
         torch.set_num_threads(8)  # more than the CPUs: capped
-        with caplog.at_level(logging.INFO, logger="realtime.runtime.cpu.threads"):
+        with caplog.at_level(logging.INFO, logger="realtime.engine.cpu.threads"):
             assert cpu_threads.configure_threads(0) == 3
         assert torch.get_num_threads() == 3 and "capped to 3 usable CPUs" in caplog.text
         assert cpu_threads.configure_threads(2) == 2 and torch.get_num_threads() == 2
@@ -129,7 +129,7 @@ def test_cpu_line_names_kernel_level_and_limits(monkeypatch):
 
 def test_importing_the_runtime_applies_nothing_the_entry_point_does(monkeypatch):
     env = {k: v for k, v in os.environ.items() if k not in (omp_env.WAIT_POLICY, omp_env.SPIN_COUNT)}
-    code = ("import os, realtime.runtime, realtime.server.app; "
+    code = ("import os, realtime.engine, realtime.server.app; "
             "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1]).stdout

@@ -25,9 +25,9 @@ import pytest
 import torch
 from runtime_fixtures import tiny_runner
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
-from realtime.runtime.vocoder import (
+from realtime.engine.vocoder.stream import (
     CPU_CHUNK_GROWTH,
     SAMPLES_PER_STEP,
     StreamingVocoder,
@@ -324,9 +324,9 @@ def test_render_counts_calls_and_steps(models, hidden):
 
 
 def test_each_window_is_logged_at_debug_level(models, hidden, caplog):
-    caplog.set_level("DEBUG", logger="realtime.runtime.vocoder")
+    caplog.set_level("DEBUG", logger="realtime.engine.vocoder.stream")
     stream(StreamingVocoder(*models, lookahead_steps=2, min_chunk_steps=4), hidden[:12], [12])
-    messages = [r.getMessage() for r in caplog.records if r.name == "realtime.runtime.vocoder"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "realtime.engine.vocoder.stream"]
     assert messages == ["vocoded from step 0 to 10 over a 12-step window",
                         "vocoded from step 10 to end over a 12-step window"]
 

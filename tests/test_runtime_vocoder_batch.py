@@ -1,4 +1,4 @@
-"""The packed vocoder call and its per-step bound (realtime/runtime/vocoder_batch.py).
+"""The packed vocoder call and its per-step bound (realtime/engine/vocoder/batch.py).
 
 Measured (tiny random models of the real depth, seed 0): a packed window
 differs from the same window rendered alone by at most 1.1e-7 of a peak near
@@ -14,12 +14,11 @@ import pytest
 import torch
 from runtime_fixtures import TEXTS, Driver, request, tiny_runner
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
-from realtime.runtime import vocoder_batch
-from realtime.runtime.api import DeviceFailure
-from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_batch import (
+from realtime.engine.api import DeviceFailure
+from realtime.engine.vocoder import batch as vocoder_batch
+from realtime.engine.vocoder.batch import (
     Due,
     gap_steps,
     masked_istft,
@@ -27,6 +26,7 @@ from realtime.runtime.vocoder_batch import (
     take_within,
     vocode_step,
 )
+from realtime.engine.vocoder.stream import StreamingVocoder
 
 PACKED_ATOL = 1e-6
 LENGTHS = (1, 2, 5, 60, 123, 7, 60)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench import vocoder as bench
-from realtime.runtime.vocoder import receptive_radius_steps
+from realtime.engine.vocoder.stream import receptive_radius_steps
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

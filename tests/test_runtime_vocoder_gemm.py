@@ -16,13 +16,13 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime.cpu import vocoder_gemm
-from realtime.runtime.cpu.gemm import backend_available, plain
-from realtime.runtime.cpu.plan import GemmPolicy
-from realtime.runtime.cpu.vocoder_gemm import PackedLinear, bf16_layers, pack_linears
-from realtime.runtime.shapes import TINY
-from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_precision import BF16Linear
+from realtime.engine.cpu import vocoder_gemm
+from realtime.engine.cpu.gemm import backend_available, plain
+from realtime.engine.cpu.plan import GemmPolicy
+from realtime.engine.cpu.vocoder_gemm import PackedLinear, bf16_layers, pack_linears
+from realtime.engine.model.shapes import TINY
+from realtime.engine.vocoder.precision import BF16Linear
+from realtime.engine.vocoder.stream import StreamingVocoder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -147,8 +147,8 @@ def test_the_vocoder_plan_is_measured_once_per_machine(tmp_path, monkeypatch, ca
     thread count) misses, and a torn entry is a miss that is measured again."""
     import logging
 
-    from realtime.runtime.cpu import plan as gemm_plan
-    from realtime.runtime.cpu import plan_cache
+    from realtime.engine.cpu import plan as gemm_plan
+    from realtime.engine.cpu import plan_cache
 
     policy = GemmPolicy("auto", min_measured_bytes=0, cache_dir=str(tmp_path))
     monkeypatch.setattr(gemm_plan, "_CACHE", {})

@@ -9,8 +9,8 @@ import pytest
 import torch
 from runtime_fixtures import tiny_assets
 
-from realtime.runtime import weights as W
-from realtime.runtime.shapes import FULL, TINY
+from realtime.engine.model import weights as W
+from realtime.engine.model.shapes import FULL, TINY
 
 
 def test_tiny_random_is_seeded():

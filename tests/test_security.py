@@ -18,7 +18,7 @@ from conftest import async_http_get
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from protocol import Done, Error, ErrorCode, Started
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server import app as rt_server
 from realtime.server.http import auth
 from realtime.server.http.auth import principal_of, token_allowed

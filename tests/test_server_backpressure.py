@@ -10,7 +10,7 @@ from conftest import wait_until
 
 from protocol import Done, Error, ErrorCode, Speak
 from realtime.audio.formats import framer_for
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.stream.utterance import ServerUtterance
 from realtime.server.work.handoff import UpdateKind, WorkerUpdate
 

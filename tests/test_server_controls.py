@@ -9,8 +9,8 @@ import threading
 import time
 
 from protocol import Done, Error, Params, Speak, decode_client
-from realtime.runtime.api import SeedVoice, SegmentRequest
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.api import SeedVoice, SegmentRequest
+from realtime.engine.tone import ToneRunner
 from realtime.server.stream.segment_request import segment_request
 from realtime.server.stream.utterance import ServerUtterance
 from realtime.speech.script import estimate_tokens

@@ -9,7 +9,7 @@ import time
 from test_server_overload import LONG, http_json
 
 from protocol import Error, Started
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 BASE_S, PER_ROW_S = 0.006, 0.002  # 8 ms at batch 1, 14 at 4, 22 at 8: like 2 cores
 

@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Cancelled, Error, Started
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 
 async def test_a_client_that_never_reads_is_closed_with_1008(server_factory, ws_connect):

@@ -9,7 +9,7 @@ from conftest import wait_until
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Done, Error
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 EMBEDDING = "\u4e00" * 20  # syntactically an encoded speaker; the runner cannot decode it
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import async_http_get
 from websockets.exceptions import InvalidStatus
 
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.app import Server
 from realtime.server.config import ServerConfig
 

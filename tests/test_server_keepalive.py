@@ -9,7 +9,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from protocol import Error, Pong
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.config import ServerConfig
 
 IDLE = 0.4

@@ -1,5 +1,5 @@
 """End to end with the vocoder overlapped (``--vocoder-overlap on``) on the CPU:
-the delayed audio path (realtime/runtime/vocoder_overlap.py) behind the real
+the delayed audio path (realtime/engine/vocoder/overlap.py) behind the real
 server. The audio is the synchronous server's, of the same length and
 within float rounding (the runner-level tests are bit for bit: here the
 servers' timing may pack windows differently, which moves a sample by a

@@ -12,7 +12,7 @@ from conftest import wait_until
 from websockets.asyncio.client import connect
 
 from protocol import Error, Started
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.config import ServerConfig
 from realtime.server.retry import active_retry_s, to_ms
 from realtime.server.work.policy import scheduler_policy

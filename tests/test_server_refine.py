@@ -11,7 +11,7 @@ import pytest
 from clients import RealtimeClient
 from clients.say import parse_args, refine_arg, run
 from protocol import Done, Error, RefineLevels, Segment
-from realtime.runtime.api import RefineRequest
+from realtime.engine.api import RefineRequest
 from realtime.server.stream.segment_request import refine_request
 
 TEXT = "Hello world."

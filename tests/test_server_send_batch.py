@@ -10,7 +10,7 @@ import socket
 from conftest import wait_until
 
 from protocol import Done, Error
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 from realtime.server.stream.outbox import Outbox
 from realtime.server.stream.send_batch import StreamConnection
 

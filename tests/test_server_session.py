@@ -10,7 +10,7 @@ import pytest
 
 from protocol import FLAG_SEGMENT_END, FLAG_UTTERANCE_END, Cancelled, Done, Started
 from protocol.pcm import decode_samples
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 THREE = "Hello there. How are you today? I am fine, thanks."
 

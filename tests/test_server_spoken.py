@@ -39,7 +39,7 @@ async def test_list_items_are_read_with_their_markers(tiny_server, ws_connect):
     assert first.startswith("one") and first.endswith("Open the app.")
     assert second.startswith("two") and second.endswith("Tap start.")
     # the same path as `python -m realtime normalize`
-    from realtime.runtime.spoken import TextNormalizer
+    from realtime.engine.text.spoken import TextNormalizer
 
     readings, _ = read_sentences(TextNormalizer(), split_sentences(text), None)
     assert [r.spoken.text for r in readings] == [s.spoken for s in t.segments]

@@ -12,7 +12,7 @@ from word_checks import check_words_precede_their_audio
 
 from protocol import Cancelled, Done, Error, Segment, Started
 from protocol.stream import Kind
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.tone import ToneRunner
 
 TEXT = "It costs twenty dollars, today. And then some more words follow here!"
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from realtime.runtime.api import RequestError
-from realtime.runtime.spoken import TextNormalizer
+from realtime.engine.api import RequestError
+from realtime.engine.text.spoken import TextNormalizer
 from realtime.speech.normalize import MAX_CHARS
 
 BUDGET_MS_PER_100_CHARS = 10 * 0.5

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mutation_budget import examples
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS)
+from realtime.engine.text.spoken import TextNormalizer
 from realtime.normalize_command import spoken_lines
-from realtime.runtime.spoken import TextNormalizer
 from realtime.server.stream.intake import read_sentences
 from realtime.speech.sentences import DEFAULT_MAX_CHARS, split_sentences
 

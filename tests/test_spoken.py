@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runtime_fixtures import tiny_assets
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS)
-from realtime.runtime.api import RequestError, SeedVoice
-from realtime.runtime.frontend import Speakers, TextFrontEnd
-from realtime.runtime.spoken import Spoken, TextNormalizer
+import realtime.engine.compat  # noqa: F401  (before ChatTTS)
+from realtime.engine.api import RequestError, SeedVoice
+from realtime.engine.text.frontend import Speakers, TextFrontEnd
+from realtime.engine.text.spoken import Spoken, TextNormalizer
 from realtime.speech.lang import needs_rules
 
 # No digits, symbols, abbreviations, word-joining hyphens or contractions that
@@ -188,6 +188,6 @@ _ALPHABET = ("abcXYZ 019.,!?;:'\"-()<>$%&@#~^_/\\|{}" "，。！？；：（）�
                      max_size=8).map("".join),
        lang=st.sampled_from(["en", "zh"]))
 def test_fast_cleanup_is_exactly_upstreams_normalizer(normalizer, upstream, text, lang):
-    from realtime.runtime.spoken import clean
+    from realtime.engine.text.spoken import clean
     text = clean(text)
     assert normalizer.cleanup(text, lang) == upstream(text, lang=lang)

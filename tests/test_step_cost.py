@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from runtime_fixtures import tiny_runner
 
-from realtime.runtime import step_cost
+from realtime.engine import step_cost
 from scheduler import CostModel
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -38,7 +38,7 @@ def test_interpolation_is_linear_between_the_measured_batches_and_flat_beyond():
 
 def test_a_cache_too_short_for_the_jobs_leaves_the_decode_timings(caplog):
     runner = tiny_runner(max_slots=2, batch_sizes=(1,), kv_buckets=(16,))
-    with caplog.at_level("WARNING", logger="realtime.runtime.step_cost"):
+    with caplog.at_level("WARNING", logger="realtime.engine.step_cost"):
         table = step_cost.with_step_overhead(runner, {(1, 16): 0.004})
     assert table == {(1, 16): 0.004} and "too long" in caplog.text
     assert not runner.jobs

@@ -1,4 +1,4 @@
-"""Audio one step later (realtime/runtime/vocoder_overlap.py), on the CPU.
+"""Audio one step later (realtime/engine/vocoder/overlap.py), on the CPU.
 
 The delayed path runs here exactly as on CUDA, with the stream and the event
 stood in. The same jobs run with the overlap off and on: every step's audio
@@ -16,8 +16,8 @@ import pytest
 import torch
 from runtime_fixtures import TEXTS, Driver, request, tiny_runner
 
-from realtime.runtime.vocoder import audio_samples
-from realtime.runtime.vocoder_overlap import HostBuffer, overlap_for
+from realtime.engine.vocoder.overlap import HostBuffer, overlap_for
+from realtime.engine.vocoder.stream import audio_samples
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -175,8 +175,8 @@ def test_on_cuda_the_call_waits_for_the_model_stream_and_is_collected_after_its_
     lane waits for the model stream, the packed call and its copy back are
     issued on it, an event follows; nothing waits until the next step's
     collect, which synchronizes on that event before completing a stream."""
-    from realtime.runtime import vocoder_overlap
-    from realtime.runtime.vocoder_batch import Due
+    from realtime.engine.vocoder import overlap as vocoder_overlap
+    from realtime.engine.vocoder.batch import Due
 
     log: list = []
     fake = _FakeCuda(log)

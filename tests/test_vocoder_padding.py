@@ -7,18 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
-from realtime.runtime import vocoder_batch
-from realtime.runtime.cuda_profile import BUCKETS
-from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_batch import (
+from realtime.engine.cuda.profile import BUCKETS
+from realtime.engine.vocoder import batch as vocoder_batch
+from realtime.engine.vocoder.batch import (
     PACKED_STEPS,
     STEPS_PER_CALL,
     padded_steps,
     render_packed,
 )
-from realtime.runtime.vocoder_overlap import AudioDelivery
+from realtime.engine.vocoder.overlap import AudioDelivery
+from realtime.engine.vocoder.stream import StreamingVocoder
 
 PACKED_ATOL = 1e-6  # as tests/test_runtime_vocoder_batch.py: float rounding only
 

@@ -1,4 +1,4 @@
-"""The vocoder's block linears in bf16 or TF32 (realtime/runtime/vocoder_precision.py).
+"""The vocoder's block linears in bf16 or TF32 (realtime/engine/vocoder/precision.py).
 
 bf16 runs on the CPU too, so its error against fp32 is measured here (tiny
 random models of the real depth, windows of 5-300 steps): SNR 46.0-47.5 dB
@@ -18,17 +18,17 @@ import pytest
 import torch
 from runtime_fixtures import tiny_runner
 
-import realtime.runtime.compat  # noqa: F401  (before ChatTTS / vocos)
+import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
-from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_batch import render_packed
-from realtime.runtime.vocoder_precision import (
+from realtime.engine.vocoder.batch import render_packed
+from realtime.engine.vocoder.precision import (
     BF16Linear,
     TF32Linear,
     block_linears,
     vocoder_precision_for,
     with_precision,
 )
+from realtime.engine.vocoder.stream import StreamingVocoder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -17,7 +17,7 @@ from conftest import async_http_get
 from raw_http import raw_post
 
 from protocol.voices import sample_of
-from realtime.runtime.encoder import decode_codes
+from realtime.engine.vocoder.encoder import decode_codes
 
 TINY = dict(weights="tiny-random", device="cpu", batch_sizes=(1, 2), kv_buckets=(256, 512),
             max_slots=4, admission="queue-only")

@@ -14,8 +14,8 @@ from conftest import async_http_get, http_get
 from runtime_fixtures import tiny_assets, tiny_runner
 
 from protocol.pcm import decode_samples
-from realtime.runtime.prepared_cache import PreparedCache
-from realtime.runtime.warm_start import table_key
+from realtime.engine.model.prepared_cache import PreparedCache
+from realtime.engine.warm_start import table_key
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SHAPES = dict(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(128, 256))
@@ -101,7 +101,7 @@ def test_a_bad_cached_table_is_measured_again(tmp_path, caplog):
     cache = PreparedCache(tmp_path / "cache")
     cache.store_json(cold.warmup_rest.key, [[1, 128, 0.01]])  # whole, but not these shapes
     again = _runner(tmp_path)
-    with caplog.at_level("WARNING", logger="realtime.runtime.warm_start"):
+    with caplog.at_level("WARNING", logger="realtime.engine.warm_start"):
         assert set(again.warmup_first()) == {(1, 128), (1, 256)}
     assert "do not fit" in caplog.text
 
@@ -165,7 +165,7 @@ class _HeldRest:
 
 
 async def test_readyz_counts_the_warm_up_left_and_work_is_served(server_factory, ws_connect):
-    from realtime.runtime.tone import ToneRunner
+    from realtime.engine.tone import ToneRunner
 
     rest = _HeldRest(3)
 

@@ -8,8 +8,8 @@ import time
 import numpy as np
 from conftest import wait_until
 
-from realtime.runtime.api import NamedVoice, SeedVoice, SegmentRequest
-from realtime.runtime.tone import ToneRunner
+from realtime.engine.api import NamedVoice, SeedVoice, SegmentRequest
+from realtime.engine.tone import ToneRunner
 from realtime.server.voices.samples import runtime_voice
 from realtime.server.work.handoff import SegmentWork, Submission, UpdateKind
 from realtime.server.work.worker import ModelWorker
@@ -252,8 +252,8 @@ def test_a_segment_that_fills_the_kv_cache():
     # ``done`` with that much audio), and nothing is left held.
     from runtime_fixtures import tiny_runner
 
-    from realtime.runtime.api import SamplingParams
-    from realtime.runtime.vocoder import audio_samples
+    from realtime.engine.api import SamplingParams
+    from realtime.engine.vocoder.stream import audio_samples
 
     runner = tiny_runner(max_slots=2, batch_sizes=(1, 2), kv_buckets=(64,))
     worker = _direct_worker(runner)

@@ -1,6 +1,6 @@
 """The GPU check's attention section: the model's decode attention (SDPA over
 the bucket, gathered or in place, with the pinned backend) against the
-live-length kernels (``realtime.runtime.live_attention``), timed on the same
+live-length kernels (``realtime.engine.cuda.live_attention``), timed on the same
 one-layer cache.
 
 Per (batch, KV length) in ``shapes`` the rows take distinct slots of a cache
@@ -23,8 +23,8 @@ import time
 
 import torch
 
-from realtime.runtime.model import KVCache, StaticGPT
-from realtime.runtime.shapes import ModelShape
+from realtime.engine.model.gpt import KVCache, StaticGPT
+from realtime.engine.model.shapes import ModelShape
 
 
 def _timed(fn, device: str, repeats: int) -> tuple[torch.Tensor, float]:
@@ -43,7 +43,7 @@ def _timed(fn, device: str, repeats: int) -> tuple[torch.Tensor, float]:
 
 def attention_section(shape: ModelShape, device: str, dtype: torch.dtype, slots: int,
                       shapes, repeats: int) -> dict:
-    from realtime.runtime import live_attention as la
+    from realtime.engine.cuda import live_attention as la
     why = la.available(device)  # on the CPU: Triton's interpreter (TRITON_INTERPRET=1)
     one_layer = dataclasses.replace(shape, layers=1)
     max_len = max(kv for _, kv in shapes)
@@ -60,7 +60,7 @@ def attention_section(shape: ModelShape, device: str, dtype: torch.dtype, slots:
 
 def _one_shape(cache: KVCache, shape: ModelShape, batch: int, kv_len: int, gen: torch.Generator,
                repeats: int, live: bool) -> dict:
-    from realtime.runtime import live_attention as la
+    from realtime.engine.cuda import live_attention as la
     device = cache.k[0].device.type
     dtype = cache.k[0].dtype
     ids = torch.randperm(cache.slots, generator=gen)[:batch].to(device)

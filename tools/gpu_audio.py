@@ -4,7 +4,7 @@ the vocoder's linears in TF32 or bf16 against fp32.
 ``overlap(runner, ...)``: per stream count N, N distinct streaming jobs in
 one decode batch at ``kv_len`` positions run with the runner's audio
 delivered at once (``off``) and one step later on the vocoder's own stream
-(``on``, ``realtime/runtime/vocoder_overlap.py``), in alternating rounds on
+(``on``, ``realtime/engine/vocoder/overlap.py``), in alternating rounds on
 the same jobs. Steps are timed back to back as serving runs them (no device
 synchronization inside the window: each step's EOS read waits for the model
 stream, and with the overlap the vocoder's work runs beside the next
@@ -14,7 +14,7 @@ synchronous audio of at least ``SAME_AUDIO_SNR_DB`` (``audio_snr_db_min``;
 ``audio_identical`` says whether it was bit for bit): the same windows, one
 step apart, but kernels on another stream or in another packing may sum in
 another order, while a wrong or shifted window scores near 0 dB. A third mode, ``deferred``,
-adds the EOS flags read one step later (``realtime/runtime/eos_read.py``,
+adds the EOS flags read one step later (``realtime/engine/eos_read.py``,
 CUDA's serving default) to the overlap: its p50/p99 and
 ``deferred_p99_gain_ms`` (against ``on``, whose EOS read blocks) say what
 launching step k+1 while step k's flags cross is worth, and its audio must
@@ -24,7 +24,7 @@ the runner left empty.
 
 ``vocoder_precision(assets, device, ...)``: the same hidden-state windows
 through the vocoder with its block linears in each precision the device
-offers (``realtime/runtime/vocoder_precision.py``: fp32, tf32 on CUDA only,
+offers (``realtime/engine/vocoder/precision.py``: fp32, tf32 on CUDA only,
 bf16), padded as serving pads them: per precision the SNR of each window
 against fp32 (min and median) and the time of one packed call of
 ``STEPS_PER_CALL`` hidden steps (median of ``repeats``). The windows are
@@ -42,9 +42,9 @@ import time
 import numpy as np
 import torch
 
-from realtime.runtime.vocoder import StreamingVocoder
-from realtime.runtime.vocoder_batch import PACKED_STEPS, STEPS_PER_CALL, gap_steps, render_packed
-from realtime.runtime.vocoder_precision import vocoder_precision_for, with_precision
+from realtime.engine.vocoder.batch import PACKED_STEPS, STEPS_PER_CALL, gap_steps, render_packed
+from realtime.engine.vocoder.precision import vocoder_precision_for, with_precision
+from realtime.engine.vocoder.stream import StreamingVocoder
 from tools.gpu_sections import CheckError, add_jobs, finish_all, left_in, step, sync
 from tools.gpu_streams import BucketDriver
 

@@ -28,7 +28,7 @@ sections not to run, e.g. on a second run after a fix) runs, in this order:
    vs at once; the audio must agree: ``tools/gpu_audio.py``), each of which
    resets the runner and must leave it empty;
 5. ``attention``: the model's decode attention (SDPA over the bucket) vs the
-   live-length kernels (``realtime.runtime.live_attention``), timed and
+   live-length kernels (``realtime.engine.cuda.live_attention``), timed and
    compared on one layer's cache (``tools/gpu_attention.py``);
 6. ``vocoder_precision`` (the vocoder's linears in TF32 and bf16: SNR
    against fp32 and packed-call time, ``tools/gpu_audio.py``), ``fidelity``
@@ -73,8 +73,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from realtime.runtime.shapes import FULL, TINY
-from realtime.runtime.weights import random_assets
+from realtime.engine.model.shapes import FULL, TINY
+from realtime.engine.model.weights import random_assets
 from tools import gpu_audio, gpu_streams, step_counts
 from tools import gpu_sections as sections
 from tools.gpu_attention import attention_section
@@ -126,7 +126,7 @@ class Sizes:
     precision_repeats: int = 10
 
 
-# On the GPU the server's shapes are the hardware profile's (realtime.runtime.cuda_profile:
+# On the GPU the server's shapes are the hardware profile's (realtime.engine.cuda.profile:
 # 512 slots, batches to 256 on an H200); the background lane gets more than its rows.
 GPU_SERVER = ServerPlan(server_args("cuda", tiny=False), interactive=(1, 16, 64), rounds=(8, 3, 2),
                         background=384, settle_s=3.0, round_timeout_s=10.0, start_timeout_s=150.0,
@@ -150,7 +150,7 @@ CPU_SMOKE = Sizes(server=CPU_SERVER, fidelity_steps=12, graph_batches=(2,), grap
 
 def _device_lost(exc: BaseException) -> bool:
     """A CUDA error after which the context is unusable (not out of memory)."""
-    from realtime.runtime.api import DeviceFailure
+    from realtime.engine.api import DeviceFailure
     return isinstance(exc, DeviceFailure) or (
         isinstance(exc, torch.AcceleratorError) and not isinstance(exc, torch.OutOfMemoryError))
 

@@ -173,7 +173,7 @@ logged "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', tor
 
 step=packages
 # What must import: the model's stack, the server and the check's load driver.
-IMPORTS="import realtime.runtime.compat as c; c.check_install(); import realtime.server.app, uvloop, tools.gpu_server"
+IMPORTS="import realtime.engine.compat as c; c.check_install(); import realtime.server.app, uvloop, tools.gpu_server"
 mkdir -p "$SITE"
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 if compgen -G "$WHEELS/*.whl" >/dev/null; then

@@ -3,7 +3,7 @@ kernels actually run.
 
 ``environment(device)`` names torch, Python, CUDA and cuDNN versions, the
 device and its memory, TF32 and the SDPA backends enabled after the
-runtime's pin (``realtime.runtime.sdpa``); ``attention_kernels(device)``
+runtime's pin (``realtime.engine.cuda.sdpa``); ``attention_kernels(device)``
 runs the model's two attention calls once each under the profiler (the
 masked decode over a strided cache view, the causal prefill) and lists the
 GPU kernels they launched, so the report says which backend ran, not only
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from realtime.runtime.sdpa import backends, pin_attention
+from realtime.engine.cuda.sdpa import backends, pin_attention
 
 
 def environment(device: str) -> dict:

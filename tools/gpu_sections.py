@@ -18,12 +18,12 @@ import time
 
 import torch
 
-import realtime.runtime.compat  # noqa: F401
+import realtime.engine.compat  # noqa: F401
 from bench import strict_graphs
 from bench.device_counts import DEVICE
 from bench.driver import Driver
-from realtime.runtime.api import SAMPLE_RATE, RuntimeOptions, SamplingParams, SegmentRequest
-from realtime.runtime.build import build_runner
+from realtime.engine.api import SAMPLE_RATE, RuntimeOptions, SamplingParams, SegmentRequest
+from realtime.engine.build import build_runner
 from scheduler import Lane, StepPlan
 
 TEXT = "The quick brown fox jumps over the lazy dog, then runs into the forest."

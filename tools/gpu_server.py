@@ -55,7 +55,7 @@ INTERACTIVE_TEXTS = (
 )
 PER_CONNECTION = 8  # the server's default --max-active
 GRACE_S = 0.5  # after the round's last first audio: late refusals and frames
-# The graph cache's log lines (realtime/runtime/graphs.py).
+# The graph cache's log lines (realtime/engine/cuda/graphs.py).
 _CAPTURED = re.compile(r"CUDA graphs: (\d+) decode \+ (\d+) prefill shapes")
 _CAPTURE_FAILED = re.compile(r"CUDA graphs: (.*capture failed.*)")
 BACKGROUND = {"lane": "background", "chunking": "sentence", "deadline_ms": 3_600_000}

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from clients.playback import simulate_playback
-from realtime.runtime.api import SAMPLE_RATE
+from realtime.engine.api import SAMPLE_RATE
 from scheduler import StepPlan
 from tools.gpu_sections import (
     CheckError,
@@ -112,7 +112,7 @@ def slots_that_fit(shape, kv_len: int, dtype_bytes: int, want: int, device: str,
     vocoder, graph pools, activations) holds; ``want`` on the CPU."""
     if device != "cuda":
         return want
-    from realtime.runtime.cuda_profile import slot_bytes
+    from realtime.engine.cuda.profile import slot_bytes
     free, _ = torch.cuda.mem_get_info()
     return max(1, min(want, int(free * fraction - reserve) // slot_bytes(shape, kv_len, dtype_bytes)))
 

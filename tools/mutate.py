@@ -41,20 +41,20 @@ WORK = ROOT / ".mutate"
 
 # target -> (files to mutate, fast tests that cover them)
 TARGETS: dict[str, tuple[list[str], list[str]]] = {
-    "sampling": (["realtime/runtime/sampling.py"], ["tests/test_runtime_sampling.py"]),
-    "vocoder": (["realtime/runtime/vocoder.py"], ["tests/test_runtime_vocoder.py"]),
-    "runner": (["realtime/runtime/runner.py"],
+    "sampling": (["realtime/engine/sampling.py"], ["tests/test_runtime_sampling.py"]),
+    "vocoder": (["realtime/engine/vocoder/stream.py"], ["tests/test_runtime_vocoder.py"]),
+    "runner": (["realtime/engine/runner.py"],
                ["tests/test_runtime_runner.py", "tests/test_runtime_decoder.py",
                 "tests/test_runtime_runner_audio.py", "tests/test_runtime_capture.py",
                 "tests/test_runtime_budgets.py"]),
-    "model": (["realtime/runtime/model.py"],
+    "model": (["realtime/engine/model/gpt.py"],
               ["tests/test_runtime_model.py", "tests/test_runtime_decoder.py",
                "tests/test_runtime_capture.py", "tests/test_runtime_runner.py"]),
-    "graphs": (["realtime/runtime/graphs.py"],
+    "graphs": (["realtime/engine/cuda/graphs.py"],
                ["tests/test_runtime_capture.py", "tests/test_runtime_gpu.py"]),
     "worker": (["realtime/server/work/worker.py"], ["tests/test_worker.py"]),
     # The ONNX Runtime CPU engine: its graph, row map, KV binding, model and the engine choice.
-    "ort": (["realtime/runtime/ort/*", "realtime/runtime/cpu/engine.py"],
+    "ort": (["realtime/engine/ort/*", "realtime/engine/cpu/engine.py"],
             ["tests/test_ort_rows.py", "tests/test_ort_decoder.py", "tests/test_ort_graph.py",
              "tests/test_cpu_engine.py"]),
     "utterance": (["realtime/server/stream/utterance.py"],

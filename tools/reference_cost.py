@@ -13,11 +13,11 @@ import time
 import numpy as np
 import torch
 
-from realtime.runtime.api import RuntimeOptions, SamplingParams, SegmentRequest, VoiceSample
-from realtime.runtime.build import build_runner
-from realtime.runtime.encoder import SampleEncoder
-from realtime.runtime.shapes import FULL, TINY
-from realtime.runtime.weights import random_assets
+from realtime.engine.api import RuntimeOptions, SamplingParams, SegmentRequest, VoiceSample
+from realtime.engine.build import build_runner
+from realtime.engine.model.shapes import FULL, TINY
+from realtime.engine.model.weights import random_assets
+from realtime.engine.vocoder.encoder import SampleEncoder
 
 TEXT = "Here is the second sentence of a longer answer, spoken in the same voice."
 FIRST = "This is the first sentence, the one the others follow."

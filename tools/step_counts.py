@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from bench.device_counts import DeviceCounter
-from realtime.runtime.api import SAMPLE_RATE
+from realtime.engine.api import SAMPLE_RATE
 from tools.gpu_sections import CheckError, Driver, PlanDriver, add_jobs, step, sync
 
 KERNEL_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
@@ -136,7 +136,7 @@ def hot_path(runner, batch: int, warm: int, measured: int) -> dict:
 
 
 def _deferred(runner) -> int:
-    """1 when the runner reads EOS flags one step later (realtime/runtime/eos_read.py)."""
+    """1 when the runner reads EOS flags one step later (realtime/engine/eos_read.py)."""
     eos = getattr(runner, "eos", None)
     return int(bool(eos is not None and eos.deferred))
 

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wetext", type=Path, help="a WeTextProcessing checkout")
     parser.add_argument("--show", action="store_true", help="print every disagreement")
     args = parser.parse_args(argv)
-    from realtime.runtime.spoken import TextNormalizer  # imports ChatTTS: seconds
+    from realtime.engine.text.spoken import TextNormalizer  # imports ChatTTS: seconds
 
     normalizer = TextNormalizer()
 

@@ -35,8 +35,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from protocol import Hello, Limits, ModelInfo, Offer
 from realtime.audio.formats import offered_formats
 from realtime.audio.framer import SUPPORTED_RATES
-from realtime.runtime import startup_clock
-from realtime.runtime.api import SAMPLE_RATE, Runner, WeightsKind
+from realtime.engine import startup_clock
+from realtime.engine.api import SAMPLE_RATE, Runner, WeightsKind
 from realtime.server.accounting import Accounting
 from realtime.server.config import ServerConfig
 from realtime.server.http.front import HttpFront
@@ -75,7 +75,7 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
     """How to build the configured runner (called on the model thread)."""
     if config.weights == WeightsKind.TONE.value:
         def build_tone() -> Runner:
-            from realtime.runtime.tone import ToneRunner
+            from realtime.engine.tone import ToneRunner
 
             return ToneRunner(step_seconds=config.tone_step_ms / 1000.0,
                               codes_per_step=config.tone_codes_per_step,
@@ -85,7 +85,7 @@ def runner_factory(config: ServerConfig) -> Callable[[], Runner]:
         return build_tone
 
     def build_model() -> Runner:
-        from realtime.runtime import build_runner
+        from realtime.engine import build_runner
 
         return build_runner(config.runtime_options())
     return build_model
@@ -98,7 +98,7 @@ def reader_factory(config: ServerConfig) -> Callable[[], SentenceReader]:
         return PlainReader
 
     def build_normalizer() -> SentenceReader:
-        from realtime.runtime.spoken import TextNormalizer
+        from realtime.engine.text.spoken import TextNormalizer
 
         return TextNormalizer()
     return build_normalizer

@@ -18,24 +18,29 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from realtime.runtime.api import RuntimeOptions
-from realtime.runtime.prepared_cache import default_cache_dir
+from realtime.engine.api import (
+    CPU_ENGINES,
+    CPU_GEMMS,
+    EOS_READS,
+    PRECISIONS,
+    VOCODER_OVERLAPS,
+    VOCODER_PRECISIONS,
+    RuntimeOptions,
+)
+from realtime.engine.model.prepared_cache import default_cache_dir
 from realtime.server.voices.file import read_voices_file
-from scheduler import ADMISSION_MODES, DEFAULT_BATCH_SIZES, DEFAULT_KV_BUCKETS
+from scheduler import ADMISSION_MODES
 
 ENV_PREFIX = "CHATTTS_RT_"
 SHAPE_FIELDS = ("batch_sizes", "kv_buckets", "max_slots")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8", "int4")
-CPU_ENGINES = ("auto", "ort", "torch")  # realtime.runtime.cpu.engine.ENGINES (no torch here)
-CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # realtime.runtime.cpu.plan.GEMM_MODES (no torch here)
-VOCODER_OVERLAPS = ("auto", "on", "off")  # realtime.runtime.vocoder_overlap.OVERLAP_MODES
-VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "int8")  # realtime.runtime.vocoder_precision
-EOS_READS = ("auto", "deferred", "blocking")  # realtime.runtime.eos_read.EOS_READS
 
 WEIGHT_CHOICES_HELP = (
     "auto | random | tiny-random | tone | PATH (checkpoint directory). "
     "'tone' runs no model at all: a synthetic tone runner for load tests and benches."
 )
+
+
+_ENGINE = RuntimeOptions()
 
 
 class ConfigError(ValueError):
@@ -46,23 +51,24 @@ class ConfigError(ValueError):
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8765
-    weights: str = "auto"
-    model_dir: str | None = None
-    require_weights: bool = False
-    device: str = "auto"
-    precision: str = "auto"
-    cpu_gemm: str = "auto"
-    cpu_engine: str = "auto"
-    cpu_threads: int = 0
-    record_steps: str | None = None
-    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
-    kv_buckets: tuple[int, ...] = DEFAULT_KV_BUCKETS
-    max_slots: int = 16
+    # The engine's settings, under RuntimeOptions' names and defaults (runtime_options).
+    weights: str = _ENGINE.weights
+    model_dir: str | None = _ENGINE.model_dir
+    require_weights: bool = _ENGINE.require_weights
+    device: str = _ENGINE.device
+    precision: str = _ENGINE.precision
+    cpu_gemm: str = _ENGINE.cpu_gemm
+    cpu_engine: str = _ENGINE.cpu_engine
+    cpu_threads: int = _ENGINE.cpu_threads
+    record_steps: str | None = _ENGINE.record_steps
+    batch_sizes: tuple[int, ...] = _ENGINE.batch_sizes
+    kv_buckets: tuple[int, ...] = _ENGINE.kv_buckets
+    max_slots: int = _ENGINE.max_slots
+    lookahead_steps: int = _ENGINE.lookahead_steps
+    vocoder_overlap: str = _ENGINE.vocoder_overlap
+    vocoder_precision: str = _ENGINE.vocoder_precision
+    eos_read: str = _ENGINE.eos_read
     interactive_batch_size: int = 1
-    lookahead_steps: int = 8
-    vocoder_overlap: str = "auto"
-    vocoder_precision: str = "auto"
-    eos_read: str = "auto"
     voices_file: str | None = None
     auth_tokens: tuple[str, ...] = field(default=(), repr=False)
     allowed_origins: tuple[str, ...] = ()
@@ -108,29 +114,14 @@ class ServerConfig:
         return bool(self.auth_tokens)
 
     def runtime_options(self) -> RuntimeOptions:
-        """The part of the config the model runtime needs (the voices file
-        read and resolved: ValueError when it is unreadable or bad)."""
-        return RuntimeOptions(
-            weights=self.weights,
-            model_dir=self.model_dir,
-            require_weights=self.require_weights,
-            device=self.device,
-            precision=self.precision,
-            cpu_gemm=self.cpu_gemm,
-            cpu_engine=self.cpu_engine,
-            cpu_threads=self.cpu_threads,
-            record_steps=self.record_steps,
-            batch_sizes=self.batch_sizes,
-            kv_buckets=self.kv_buckets,
-            max_slots=self.max_slots,
-            lookahead_steps=self.lookahead_steps,
-            vocoder_overlap=self.vocoder_overlap,
-            vocoder_precision=self.vocoder_precision,
-            eos_read=self.eos_read,
-            voices=read_voices_file(self.voices_file) if self.voices_file else (),
-            auto_shapes=self.auto_shapes,
-            cache_dir=self.cache_dir or None,
-        )
+        """The part of the config the engine needs: each ``RuntimeOptions``
+        field this config has, by name; the voices file read and resolved
+        (ValueError when it is unreadable or bad)."""
+        mine = {f.name for f in fields(self)}
+        shared = {f.name: getattr(self, f.name) for f in fields(RuntimeOptions) if f.name in mine}
+        shared["voices"] = read_voices_file(self.voices_file) if self.voices_file else ()
+        shared["cache_dir"] = self.cache_dir or None
+        return RuntimeOptions(**shared)
 
     def summary(self) -> dict[str, object]:
         """Everything worth logging at start-up; tokens reduced to a count."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from realtime.runtime.api import Runner
+from realtime.engine.api import Runner
 from realtime.server.app import Server
 from realtime.server.config import ServerConfig
 from realtime.server.lifecycle import run

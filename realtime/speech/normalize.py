@@ -1,5 +1,5 @@
 """A sentence's pieces as it should be read: our rules for English and
-Chinese, before upstream's character clean-up (realtime/runtime/spoken.py).
+Chinese, before upstream's character clean-up (realtime/engine/text/spoken.py).
 
 ``pieces(sentence, lang)`` returns ``(original, spoken)`` pairs covering
 the sentence in order; an untouched span is ``(s, s)``. The caller decides

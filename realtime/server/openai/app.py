@@ -30,7 +30,7 @@ import orjson
 from prometheus_client import Counter
 
 from realtime.audio.encoders import available_formats
-from realtime.runtime.api import SAMPLES_PER_STEP
+from realtime.engine.api import SAMPLES_PER_STEP
 from realtime.server.accounting import Accounting
 from realtime.server.config import ServerConfig
 from realtime.server.http.api_error import INVALID_API_KEY, ApiError

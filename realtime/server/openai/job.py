@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 
 from protocol import Cancelled, Done, Error, ErrorCode, Speak, Started
 from realtime.audio.formats import AudioOut, response_stream
-from realtime.runtime.api import SAMPLE_RATE
+from realtime.engine.api import SAMPLE_RATE
 from realtime.server.accounting import Accounting
 from realtime.server.http.api_error import ApiError
 from realtime.server.openai.request import SpeechRequest

@@ -7,7 +7,7 @@
   ``tts-1``, ``gpt-4o-mini-tts`` and ``chattts`` all mean ChatTTS;
 - ``input`` (required string, not blank, at most ``max_text_chars``);
 - ``voice`` (required): a name from ``/v1/voices`` (OpenAI's own names, alloy
-  to cedar, are among them: ``realtime/runtime/voice_table.py``), ``seed:<n>``
+  to cedar, are among them: ``realtime/engine/text/voice_table.py``), ``seed:<n>``
   or an encoded ChatTTS speaker, as a string or OpenAI's ``{"id": ...}``
   object; another name is ``unsupported``;
 - ``response_format``: ``mp3`` (OpenAI's default), ``opus`` (Ogg), ``aac``

@@ -18,7 +18,7 @@ Readers:
   (the CLI's ``normalize`` command and tests without a loop).
 
 ``PlainReader`` reads text as written (the tone runner's server: no model
-reads it); the model's reader is ``realtime.runtime.spoken.TextNormalizer``.
+reads it); the model's reader is ``realtime.engine.text.spoken.TextNormalizer``.
 A reader that raises for a sentence makes it unspoken, never an exception
 on the loop or the model thread. A sentence of sound tags alone
 (``[laugh]``) is given to the model as it is: it makes the sound.
@@ -40,7 +40,7 @@ from typing import Protocol
 
 import numpy as np
 
-from realtime.runtime.api import RequestError, SegmentRequest
+from realtime.engine.api import RequestError, SegmentRequest
 from realtime.speech.script import has_words
 from realtime.speech.sentences import SentenceSplitter
 
@@ -52,7 +52,7 @@ _SOUND_TAGS = re.compile(r"(?:\s*\[(?:laugh|uv_break|v_break|lbreak|break_\d|lau
 
 
 class SpokenText(Protocol):
-    """A sentence as read (``realtime.runtime.spoken.Spoken``, which imports
+    """A sentence as read (``realtime.engine.text.spoken.Spoken``, which imports
     torch with upstream's normalizer: the server imports it only to read)."""
 
     @property

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from realtime.runtime.api import SegmentRequest, VoiceSample
+from realtime.engine.api import SegmentRequest, VoiceSample
 from realtime.server.voices.samples import SampleVoices
 from realtime.server.work.handoff import SegmentWork
 

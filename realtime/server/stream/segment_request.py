@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from protocol import Params, RefineLevels, Speak
 from protocol.params import Refine
-from realtime.runtime.api import RefineRequest, SamplingParams, SegmentRequest
+from realtime.engine.api import RefineRequest, SamplingParams, SegmentRequest
 from realtime.server.voices.samples import SampleVoices, resolve
 from realtime.speech.speed import DEFAULT_LEVEL
 

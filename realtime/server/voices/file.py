@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from protocol.voices import is_embedding, seed_of
-from realtime.runtime.api import EmbeddingVoice, SeedVoice
+from realtime.engine.api import EmbeddingVoice, SeedVoice
 
 
 def read_voices_file(path: str) -> tuple[tuple[str, SeedVoice | EmbeddingVoice], ...]:

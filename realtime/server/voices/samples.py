@@ -33,12 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
 from protocol.voices import is_embedding, sample_of, seed_of
-from realtime.runtime.api import EmbeddingVoice, NamedVoice, SeedVoice, Voice, VoiceSample
+from realtime.engine.api import EmbeddingVoice, NamedVoice, SeedVoice, Voice, VoiceSample
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from realtime.runtime.encoder import SampleEncoder
+    from realtime.engine.vocoder.encoder import SampleEncoder
 
 log = logging.getLogger(__name__)
 

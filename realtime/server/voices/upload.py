@@ -39,7 +39,7 @@ import orjson
 
 from protocol import ErrorCode
 from protocol.voices import TRANSCRIPT_MAX_CHARS, sample_voice
-from realtime.runtime.api import SAMPLE_RATE
+from realtime.engine.api import SAMPLE_RATE
 from realtime.server.config import ServerConfig
 from realtime.server.http.api_error import ApiError
 from realtime.server.http.exchange import json, refusal

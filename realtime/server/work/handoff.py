@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from protocol import ErrorCode
-from realtime.runtime.api import SegmentRequest
+from realtime.engine.api import SegmentRequest
 from scheduler import Lane
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from realtime.runtime.api import Runner
+from realtime.engine.api import Runner
 from realtime.server.config import ServerConfig
 
 

@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass
 
 from protocol import ErrorCode
-from realtime.runtime.api import PreparedJob, RequestError, Runner
+from realtime.engine.api import PreparedJob, RequestError, Runner
 from realtime.server.work.handoff import CancelJobs, Submission, UpdateSink
 from realtime.server.work.inbox import Inbox
 

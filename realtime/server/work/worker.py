@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from protocol import ErrorCode
-from realtime.runtime.api import DeviceFailure, Runner
+from realtime.engine.api import DeviceFailure, Runner
 from realtime.server.loop_lag import LoopLag
 from realtime.server.metrics import Metrics
 from realtime.server.retry import to_ms

@@ -1,0 +1,349 @@
+"""Our GPT forward over ChatTTS's weights, with a static per-slot KV cache.
+
+The same Llama decoder upstream runs through transformers, written for
+serving: weight matrices prepared once as GEMM operands (``cpu.plan``: on
+CPU fp32 the fastest of plain ``torch.mm``, MKL-packed and oneDNN-packed
+per matrix shape and row count, measured at start-up; int8 with
+``--precision int8``; plain ``torch.mm`` elsewhere), fused QKV and gate/up
+projections, RMSNorm and RoPE as
+transformers computes them, and a ``KVCache`` of ``max_slots`` slots
+allocated once: one tensor per layer holding its K and V, written in place
+at each slot's own position. Attention reads only up to the step's KV length (a
+bucket), masked per row by that row's position, so stale entries beyond a
+slot's length are never seen and a freed slot needs no clearing.
+
+Decode rows whose slots form one ascending run read the cache through a view;
+otherwise the rows' slots are gathered, or (``in_place``, for CUDA graphs
+of batches large enough that it moves fewer bytes, see
+``KVCache.reads_in_place``) every slot attends in place: the rows' queries
+are scattered into a per-slot query tensor, attention runs over the whole
+cache as it lies (a strided view, no copy) masked by each slot's position,
+and the rows' outputs are picked back out. Each K/V byte is then read once
+instead of gathered (read, written) and read again. Inside a graph shapes
+and code paths must not change, so a graph uses one of the last two for all
+its replays. An extra scratch slot absorbs the writes of padding rows.
+
+Shapes: D hidden, H heads, Dh head dim, Q codebooks, V audio ids, S slots.
+Thread: the model thread; no method reads a device value back to the host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from realtime.engine.cpu import plan_trial
+from realtime.engine.cpu.gemm import Matrix, matmul
+from realtime.engine.cpu.plan import PREFILL, GemmPolicy, prepare_matrices, summary, table
+from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
+from realtime.engine.model.prepared_forms import FormEntries
+from realtime.engine.model.prepared_weights import WeightsEntry, decoder_matrices
+from realtime.engine.model.shapes import ModelShape
+
+log = logging.getLogger(__name__)
+
+TRIAL_KV_LEN = 128  # the attention length of the whole steps a GEMM plan is judged by
+
+
+def reads_in_place(slots: int, batch: int) -> bool:
+    """Attending over all ``slots`` + 1 (scratch) slots in place reads S + 1
+    slots' K/V once; gathering ``batch`` rows reads, writes and reads again
+    B slots' worth. True when in place moves no more bytes."""
+    return slots + 1 <= 3 * batch
+
+
+class KVCache:
+    """Keys and values of every slot: per layer ``[S + 1, H, max_len, Dh]``.
+
+    A layer's K and V are the two halves of one ``[2, S + 1, H, max_len, Dh]``
+    tensor, so a decode step writes both with one indexed copy into
+    ``rows[layer]`` (the same memory as ``[2 * (S + 1) * H * max_len, Dh]``).
+    Slot ``S`` (``scratch``) receives the writes of padding rows.
+    """
+
+    def __init__(self, shape: ModelShape, slots: int, max_len: int, dtype, device):
+        size = (2, slots + 1, shape.kv_heads, max_len, shape.head_dim)
+        kv = [_zeros(size, dtype, device) for _ in range(shape.layers)]
+        self.k = [t[0] for t in kv]
+        self.v = [t[1] for t in kv]
+        self.rows = [t.view(-1, shape.head_dim) for t in kv]
+        self.slots, self.max_len, self.scratch = slots, max_len, slots
+        self.heads = shape.kv_heads
+        self.nbytes = sum(t.numel() * t.element_size() for t in kv)
+
+    def reads_in_place(self, batch: int) -> bool:
+        """Whether a decode graph of ``batch`` rows attends over every slot in
+        place (reads all S + 1 slots once) rather than gathering its rows
+        (reads, writes and reads again B slots): the one that moves fewer
+        bytes."""
+        return reads_in_place(self.slots, batch)
+
+    def decode_rows(self, slots: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """Row indices into ``rows[layer]`` of (K or V, slot, head, pos): [B, 2, H]."""
+        kind = torch.arange(2, device=slots.device).view(1, 2, 1) * (self.slots + 1)
+        head = torch.arange(self.heads, device=slots.device).view(1, 1, -1)
+        return ((kind + slots.view(-1, 1, 1)) * self.heads + head) * self.max_len + pos.view(-1, 1, 1)
+
+
+def _zeros(size: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.zeros``; on the CPU from calloc'd memory (numpy's zeros), whose
+    pages the kernel zeroes when first touched: ``torch.zeros`` writes every
+    byte at once, seconds for a full-size cache of 4 GiB at start-up."""
+    np_dtype = {torch.float32: np.float32, torch.float16: np.float16}.get(dtype)
+    if torch.device(device).type != "cpu" or np_dtype is None:
+        return torch.zeros(size, dtype=dtype, device=device)
+    return torch.from_numpy(np.zeros(size, dtype=np_dtype))
+
+
+@dataclass
+class _Layer:
+    ln1: torch.Tensor  # [D]
+    w_qkv: Matrix  # [D, 3 * H * Dh], multiplied with ``cpu.gemm.matmul``
+    w_o: Matrix  # [H * Dh, D]
+    ln2: torch.Tensor  # [D]
+    w_gate_up: Matrix  # [D, 2 * I]
+    w_down: Matrix  # [I, D]
+
+
+class StaticGPT(GptEnds):
+    """ChatTTS's GPT + embeddings + folded heads on one device and dtype.
+
+    ``gemm`` says how the weight matrices are prepared (``cpu.plan``; default:
+    measured per shape and row count on CPU fp32, plain ``torch.mm`` elsewhere).
+    With ``gemm.mode == "int8"`` the decoder's matrices are int8 and the
+    heads (logits) stay fp32, chosen as ``auto`` does.
+    """
+
+    def __init__(self, shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], embed: torch.nn.Module,
+                 device: torch.device, dtype: torch.dtype, gemm: GemmPolicy | None = None,
+                 prepared: WeightsEntry | None = None):
+        if shape.kv_heads != shape.heads:
+            raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
+        self.shape, self.device, self.dtype = shape, device, dtype
+        gemm = gemm or GemmPolicy()
+
+        def w(name):
+            return gpt_state[name].to(device=device, dtype=dtype)
+
+        norms = [(w(f"layers.{i}.input_layernorm.weight"), w(f"layers.{i}.post_attention_layernorm.weight"))
+                 for i in range(shape.layers)]
+        self.emb_text, self.emb_code = embeddings(embed, device, dtype)
+        with torch.no_grad():  # per layer qkv, o, gate_up, down [N, K]; the heads [Q*V, D]
+            weights = decoder_matrices(shape, gpt_state, lambda: head_weights(embed), device, dtype, prepared)
+        heads = weights.pop()  # logits stay fp32
+        started = time.perf_counter()
+        # The heads join the decoder's matrices (one plan, judged by whole
+        # steps) unless those are int8 or bf16: the heads then take what auto picks.
+        joint = gemm.mode not in ("int8", "bf16") and dtype == torch.float32
+        forms = FormEntries.of(prepared, gemm.mode)  # int8's and bf16's forms kept per machine
+        begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype, forms)
+        matrices, self.gemm_choices = list(begun.prepared.matrices), begun.prepared.choices
+        del weights
+        if joint:
+            self.heads = matrices.pop()
+        else:
+            (self.heads,), head_choice = prepare_matrices(
+                [heads], dataclasses.replace(gemm, mode="auto"), device, torch.float32)
+            self.gemm_choices.update(head_choice)
+        self.layers = []
+        for i, (ln1, ln2) in enumerate(norms):
+            qkv, o, gate_up, down = matrices[4 * i:4 * i + 4]
+            self.layers.append(_Layer(ln1=ln1, w_qkv=qkv, w_o=o, ln2=ln2, w_gate_up=gate_up,
+                                      w_down=down))
+        self.norm = w("norm.weight")
+        self.gemm = gemm
+        self.cos, self.sin = self._rope_tables(shape, device, dtype)
+        self.plan_verdicts = plan_trial.settle(begun, self._trial_step)
+        if forms is not None:  # the settled plan's forms, for the next start
+            forms.store(matrices)
+        # A cached plan's packed forms, one matrix per piece (``finish_packing``).
+        self.deferred_packing: list[Callable[[], None]] = list(begun.deferred)
+        self.matrices = matrices + [self.heads]
+        self.weight_nbytes = sum(m.nbytes for m in self.matrices)
+        if self.gemm_choices:
+            log.info("cpu gemm (%s, %d threads; prepared in %.1f s), ms per matrix, * = used:\n%s",
+                     gemm.mode, torch.get_num_threads(), time.perf_counter() - started,
+                     table(self.gemm_choices, gemm))
+        log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
+                 self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
+                 summary(self.matrices, max(gemm.batch_sizes)))
+
+    def new_cache(self, slots: int, max_len: int, max_batch: int) -> KVCache:
+        """The K/V cache this model decodes over (``max_batch``: unused here)."""
+        return KVCache(self.shape, slots, max_len, self.dtype, self.device)
+
+    def finish_packing(self) -> None:
+        """Run every deferred packing piece now (a full warm-up's first step)."""
+        while self.deferred_packing:
+            self.deferred_packing.pop(0)()
+
+    def _trial_step(self, rows: int) -> Callable[[], None]:
+        """One decode step of ``rows`` rows (``PREFILL``: a prefill of the
+        policy's prefill rows) on scratch state, logits included: what
+        ``cpu.plan_trial`` times each candidate plan by."""
+        d = self.shape.hidden
+        gen = torch.Generator().manual_seed(0)
+        if rows == PREFILL:
+            length = min(self.gemm.prefill_rows, self.shape.max_positions)
+            cache = KVCache(self.shape, 1, length, self.dtype, self.device)
+            x = torch.randn(1, length, d, generator=gen).to(self.device, self.dtype) * 0.1
+            slots = torch.zeros(1, dtype=torch.int64, device=self.device)
+
+            @torch.no_grad()
+            def prefill() -> None:
+                self.logits(self.prefill(x, slots, cache)[:, -1])
+            return prefill
+        kv_len = min(TRIAL_KV_LEN, self.shape.max_positions)
+        cache = KVCache(self.shape, rows, kv_len, self.dtype, self.device)
+        x = torch.randn(rows, d, generator=gen).to(self.device, self.dtype) * 0.1
+        slots = torch.arange(rows, device=self.device)
+        pos = torch.full((rows,), kv_len - 1, device=self.device)
+
+        @torch.no_grad()
+        def decode() -> None:
+            self.logits(self.decode(x, slots, pos, cache, kv_len, first_slot=0))
+        return decode
+
+    def backends(self, rows: int) -> dict[str, int]:
+        """How many weight matrices run on each backend at ``rows`` rows."""
+        return summary(self.matrices, rows)
+
+    @staticmethod
+    def _rope_tables(shape: ModelShape, device, dtype):
+        # As transformers' LlamaRotaryEmbedding: fp32 frequencies, cat(f, f).
+        hd = shape.head_dim
+        inv_freq = 1.0 / (shape.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+        pos = torch.arange(shape.max_positions, dtype=torch.float32)
+        freqs = torch.outer(pos, inv_freq)
+        emb = torch.cat([freqs, freqs], dim=-1)  # [P, Dh]
+        return emb.cos().to(device, dtype), emb.sin().to(device, dtype)
+
+    # --- blocks -----------------------------------------------------------------------
+
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        # transformers' order of operations (x * x is pow(2)'s own kernel),
+        # with the temporaries updated in place: after each weight matrix has
+        # streamed through the caches, every extra kernel costs tens of microseconds.
+        xf = x.float()
+        scale = (xf * xf).mean(-1, keepdim=True).add_(self.shape.rms_eps).rsqrt_()
+        y = xf * scale
+        return (y if y.dtype == x.dtype else y.to(x.dtype)).mul_(weight)
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    def _mlp(self, layer: _Layer, x2d: torch.Tensor) -> torch.Tensor:
+        gate_up = matmul(x2d, layer.w_gate_up)  # a fresh tensor: updated in place
+        i = gate_up.shape[-1] // 2
+        gate = F.silu(gate_up[..., :i], inplace=True)
+        return matmul(gate.mul_(gate_up[..., i:]), layer.w_down)
+
+    def _final(self, x: torch.Tensor) -> torch.Tensor:
+        return self._rms(x, self.norm).float()
+
+    # --- prefill and decode -----------------------------------------------------------
+
+    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P].
+
+        Writes K/V for positions [0, L) of each slot; returns fp32 hidden [P, L, D].
+        Padding rows produce garbage that the caller ignores.
+        """
+        p, length, d = x.shape
+        h, hd = self.shape.heads, self.shape.head_dim
+        cos, sin = self.cos[:length], self.sin[:length]  # [L, Dh]
+        for i, layer in enumerate(self.layers):
+            y = self._rms(x, layer.ln1).view(p * length, d)
+            qkv = matmul(y, layer.w_qkv).view(p, length, 3, h, hd).permute(2, 0, 3, 1, 4)
+            q, k, v = self._rotate(qkv[0], cos, sin), self._rotate(qkv[1], cos, sin), qkv[2]
+            cache.k[i][:, :, :length].index_copy_(0, slots, k)
+            cache.v[i][:, :, :length].index_copy_(0, slots, v.contiguous())
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [P, H, L, Dh]
+            a = a.transpose(1, 2).reshape(p * length, d)
+            x = x + matmul(a, layer.w_o).view(p, length, d)
+            y = self._rms(x, layer.ln2).view(p * length, d)
+            x = x + self._mlp(layer, y).view(p, length, d)
+        return self._final(x)
+
+    def decode(self, x: torch.Tensor, slots: torch.Tensor, pos: torch.Tensor, cache: KVCache,
+               kv_len: int, first_slot: int | None = None, in_place: bool = False) -> torch.Tensor:
+        """One position per row: ``x`` [B, D] at ``pos`` [B] of ``slots`` [B].
+
+        Attends over cache positions [0, kv_len) masked to <= pos. With
+        ``first_slot`` set, the rows are slots first_slot .. first_slot+B-1 and
+        the cache is read through a view instead of a gather; with
+        ``in_place``, every slot attends over the cache as it lies (real rows
+        must name distinct slots; padding rows share the scratch slot).
+        Returns fp32 hidden [B, D] (a new tensor).
+        """
+        b, d = x.shape
+        h, hd = self.shape.heads, self.shape.head_dim
+        half = hd // 2
+        # Per step, shared by all layers: RoPE factors, K/V rows, the mask.
+        cos = self.cos[pos].view(b, 1, 1, hd)
+        sin = self.sin[pos].view(b, 1, 1, hd)
+        sin[..., :half].neg_()  # rotate_half's sign folded in (a fresh gather)
+        sin_lo, sin_hi = sin[..., :half], sin[..., half:]
+        kv_rows = cache.decode_rows(slots, pos)  # [B, 2, H]
+        mask = self._mask(slots, pos, cache, kv_len, in_place)
+        rotated = torch.empty(b, 2, h, hd, dtype=x.dtype, device=x.device)
+        rot_lo, rot_hi = rotated[..., :half], rotated[..., half:]
+        x = x.clone()  # the residual stream, updated in place
+        for i, layer in enumerate(self.layers):
+            qkv = matmul(self._rms(x, layer.ln1), layer.w_qkv).view(b, 3, h, hd)
+            # RoPE on q and k together, in place: qk * cos + rotate_half(qk) * sin.
+            qk = qkv[:, :2]
+            torch.mul(qk[..., half:], sin_lo, out=rot_lo)
+            torch.mul(qk[..., :half], sin_hi, out=rot_hi)
+            qk.mul_(cos).add_(rotated)
+            cache.rows[i].index_put_((kv_rows,), qkv[:, 1:])  # K and V at (slot, pos)
+            kc, vc = cache.k[i], cache.v[i]
+            if in_place:
+                a = self._attend_in_place(qkv[:, 0], slots, kc, vc, mask, kv_len)
+                x.add_(matmul(a, layer.w_o))
+                x.add_(self._mlp(layer, self._rms(x, layer.ln2)))
+                continue
+            if first_slot is not None:
+                keys = kc[first_slot:first_slot + b, :, :kv_len]
+                values = vc[first_slot:first_slot + b, :, :kv_len]
+            else:
+                keys = kc[:, :, :kv_len].index_select(0, slots)
+                values = vc[:, :, :kv_len].index_select(0, slots)
+            a = F.scaled_dot_product_attention(qkv[:, 0].unsqueeze(2), keys, values, attn_mask=mask)
+            x.add_(matmul(a.reshape(b, d), layer.w_o))
+            x.add_(self._mlp(layer, self._rms(x, layer.ln2)))
+        return self._final(x)
+
+    @staticmethod
+    def _mask(slots: torch.Tensor, pos: torch.Tensor, cache: KVCache, kv_len: int,
+              in_place: bool) -> torch.Tensor:
+        """The additive attention mask (SDPA would convert a boolean one per
+        layer): [B, 1, 1, kv_len] per row, or [S + 1, 1, 1, kv_len] per slot
+        in place, where slots outside the batch see position 0 only (no
+        all-masked row, no NaN; their outputs are never read)."""
+        if in_place:
+            pos = torch.zeros(cache.slots + 1, dtype=pos.dtype, device=pos.device).index_copy_(0, slots, pos)
+        rows = pos.shape[0]
+        keep = torch.arange(kv_len, device=pos.device).unsqueeze(0) <= pos.unsqueeze(1)
+        mask = torch.zeros(rows, 1, 1, kv_len, dtype=cache.k[0].dtype, device=pos.device)
+        return mask.masked_fill_(~keep.view(rows, 1, 1, kv_len), -float("inf"))
+
+    @staticmethod
+    def _attend_in_place(q: torch.Tensor, slots: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+                         mask: torch.Tensor, kv_len: int) -> torch.Tensor:
+        """Attention of queries ``q`` [B, H, Dh] of ``slots`` over the cache as
+        it lies: [B, H * Dh]."""
+        b, h, hd = q.shape
+        per_slot = q.new_zeros(kc.shape[0], h, 1, hd).index_copy_(0, slots, q.unsqueeze(2))
+        a = F.scaled_dot_product_attention(per_slot, kc[:, :, :kv_len], vc[:, :, :kv_len], attn_mask=mask)
+        return a.index_select(0, slots).reshape(b, h * hd)

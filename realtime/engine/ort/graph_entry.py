@@ -1,0 +1,79 @@
+"""The backbone graph of a checkpoint and form, built once per machine.
+
+``backbone_dir(assets, form, cache_dir, scratch)`` returns a directory holding
+the backbone graph (``graph.write_backbone``) of ``assets``' GPT in ``form``:
+
+- a checkpoint with a cache directory: the prepared cache's entry (kind
+  ``ort-backbone``), keyed by the checkpoint's content id, the model shape,
+  the form, the exporter's version and the onnx and onnxruntime versions
+  (and, as every key, torch and the CPU); built and stored on a miss, its
+  files' sums checked on a hit (a torn or edited entry is removed and built
+  again);
+- random weights (drawn anew at every start) or no cache: built into
+  ``scratch``, a temporary directory the caller removes once the session
+  holds the graph.
+
+The build's time is a phase of the start-up timeline (``ort backbone <form>
+graph built``; the session's, ``ort backbone``).
+Nothing is downloaded: the graph is written from the weights in memory.
+
+Thread: build time (the model thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from realtime.engine import startup_clock
+from realtime.engine.api import WeightsKind
+from realtime.engine.model.prepared_cache import CacheKey, PreparedCache, checkpoint_id
+from realtime.engine.ort.graph import EXPORT_VERSION, write_backbone
+
+log = logging.getLogger(__name__)
+
+KIND = "ort-backbone"
+
+
+def versions() -> dict[str, str]:
+    """What a stored graph was made with besides the weights and form (onnx's
+    version from its metadata: importing it takes 1.3 s, which a warm start
+    spares)."""
+    from importlib.metadata import version
+
+    return {"export": str(EXPORT_VERSION), "onnx": version("onnx"), "onnxruntime": version("onnxruntime")}
+
+
+def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str) -> str:
+    """A directory with the backbone graph of ``assets`` (``weights.ModelAssets``)
+    in ``form``; see the module docstring."""
+    cache = PreparedCache(cache_dir)
+    started = time.perf_counter()
+
+    def build(directory: str) -> None:
+        write_backbone(assets.shape, assets.gpt_state, form, directory)
+
+    if not cache.enabled or assets.kind is not WeightsKind.CHECKPOINT:
+        build(scratch)
+        _log_built(form, started, "not kept: " + ("no cache directory" if not cache.enabled
+                                                  else f"{assets.kind.value} weights"))
+        return scratch
+    key = CacheKey.of(KIND, model=checkpoint_id(assets.source, cache), shape=str(assets.shape),
+                      form=form, **versions())
+    found = cache.load_dir(key)
+    if found is not None:
+        log.info("ort backbone %s from the prepared cache (%s) in %.2f s", form, key.name,
+                 time.perf_counter() - started)
+        return found
+    stored = cache.store_dir(key, build)
+    if stored is None:  # the cache cannot be written: build where it can
+        build(scratch)
+        stored = scratch
+    _log_built(form, started, f"stored as {key.name}" if stored != scratch else "not kept")
+    return stored
+
+
+def _log_built(form: str, started: float, where: str) -> None:
+    log.info("ort backbone %s built from the weights in %.1f s (%s)", form,
+             time.perf_counter() - started, where)
+    startup_clock.mark(f"ort backbone {form} graph built")

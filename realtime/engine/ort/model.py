@@ -1,0 +1,123 @@
+"""``OrtGPT``: ChatTTS's GPT with its backbone on ONNX Runtime (the CPU engine ``ort``).
+
+The same contract as the torch decoder (``model.StaticGPT``) for the runner,
+its device step and the refine pass: ``prefill(x, slots, cache)`` and
+``decode(x, slots, pos, cache, kv_len)`` over the scheduler's slots, hidden
+states in fp32; ``cache`` is this model's ``kv.OrtKV`` (``new_cache``). The
+backbone (the 20 Llama layers and the final norm) runs as one ONNX graph
+(``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4 and
+int8) in ``form``; the ends (embeddings, code heads, hence sampling) stay the
+torch ones, computed as upstream computes them (``gpt_ends``).
+
+A step places its rows (``OrtKV.place``: a window of adjacent K/V rows,
+moved only when the batch changed), runs them in row order and gives the
+hidden states back in the caller's order. Rows attend to their own lengths
+(a prefill's prompts right-padded, as the torch decoder pads them; a
+decode's rows each at its own position), so rows of different lengths share
+a batch.
+
+Thread: the model thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from realtime.engine import startup_clock
+from realtime.engine.cpu.plan import GemmPolicy, prepare_matrices, summary
+from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
+from realtime.engine.ort.backbone import OrtBackbone
+from realtime.engine.ort.graph_entry import backbone_dir
+from realtime.engine.ort.kv import OrtKV
+
+log = logging.getLogger(__name__)
+
+
+class OrtGPT(GptEnds):
+    """The GPT of ``assets`` (``weights.ModelAssets``) with its backbone in
+    ``form`` (``graph.FORMS``) on ``threads`` ONNX Runtime threads."""
+
+    def __init__(self, assets, form: str, threads: int, spin: bool, gemm: GemmPolicy,
+                 cache_dir: str | None):
+        shape = assets.shape
+        if shape.kv_heads != shape.heads:
+            raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
+        self.shape, self.device, self.dtype, self.form = shape, torch.device("cpu"), torch.float32, form
+        self.emb_text, self.emb_code = embeddings(assets.embed, self.device, self.dtype)
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="ort-backbone-") as scratch:
+            path = backbone_dir(assets, form, cache_dir, scratch)
+            self.backbone = OrtBackbone(path, threads, spin)  # holds the graph: scratch may go
+            graph_bytes = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
+        heads = head_weights(assets.embed).t().contiguous().t()  # [N, K], a view of [K, N]
+        (self.heads,), self.gemm_choices = prepare_matrices(
+            [heads], dataclasses.replace(gemm, mode="auto"), self.device, torch.float32)
+        self.matrices = [self.heads]
+        self.weight_nbytes = graph_bytes + self.heads.nbytes
+        self.plan_verdicts: list[str] = []
+        self.deferred_packing: list = []
+        startup_clock.mark("ort backbone")
+        log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s); "
+                 "heads at 1 row %s", form, graph_bytes / 2**20, time.perf_counter() - started, threads,
+                 "on" if spin else "off", summary(self.matrices, 1))
+
+    def finish_packing(self) -> None:
+        """Nothing deferred: the session prepacked its weights when it opened."""
+
+    def backends(self, rows: int) -> dict[str, int]:
+        """Matrices per backend at ``rows`` rows: the backbone's 80 on ``ort-<form>``."""
+        counts = summary(self.matrices, rows)
+        counts[f"ort-{self.form}"] = 4 * self.shape.layers
+        return counts
+
+    def new_cache(self, slots: int, max_len: int, max_batch: int) -> OrtKV:
+        return OrtKV(self.shape, slots, max_len, max_batch)
+
+    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: OrtKV) -> torch.Tensor:
+        """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P];
+        fp32 hidden [P, L, D] (padding positions: garbage, as the torch decoder's)."""
+        p, length, _ = x.shape
+        placed = cache.place(slots.tolist(), [0] * p)
+        order = placed.order
+        mask = np.ones((p, length), dtype=np.int64)
+        hidden = self.backbone.run(_rows(x, order), mask, cache, placed.base)
+        cache.written(placed, [length] * p)
+        return _unordered(hidden, order)
+
+    def decode(self, x: torch.Tensor, slots: torch.Tensor, pos: torch.Tensor, cache: OrtKV,
+               kv_len: int, first_slot: int | None = None, in_place: bool = False) -> torch.Tensor:
+        """One position per row: ``x`` [B, D] at ``pos`` [B] of ``slots`` [B];
+        attends over positions [0, pos] of each row (``kv_len``, ``first_slot``
+        and ``in_place`` are the torch decoder's read strategies: unused).
+        Returns fp32 hidden [B, D]."""
+        positions = pos.tolist()
+        placed = cache.place(slots.tolist(), positions)
+        order = placed.order
+        ordered = np.array([positions[i] for i in order], dtype=np.int64)
+        mask = (np.arange(max(positions) + 1) <= ordered[:, None]).astype(np.int64)
+        hidden = self.backbone.run(_rows(x, order).unsqueeze(1), mask, cache, placed.base)
+        cache.written(placed, [n + 1 for n in positions])
+        return _unordered(hidden[:, 0], order)
+
+
+def _rows(x: torch.Tensor, order: list[int]) -> torch.Tensor:
+    """``x``'s rows in ``order``, contiguous fp32 (no copy when already so)."""
+    if order != list(range(len(order))):
+        x = x[torch.tensor(order)]
+    return x.to(torch.float32).contiguous()
+
+
+def _unordered(hidden: torch.Tensor, order: list[int]) -> torch.Tensor:
+    """Rows computed in ``order`` back in the caller's order."""
+    if order == list(range(len(order))):
+        return hidden
+    out = torch.empty_like(hidden)
+    out[torch.tensor(order)] = hidden
+    return out

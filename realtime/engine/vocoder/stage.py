@@ -1,0 +1,97 @@
+"""The runner's audio stage: hidden states in, audio chunks out, per step.
+
+Streaming jobs push new hidden states into their ``VocoderStream`` every
+``PUSH_EVERY`` codes (and at their end); what is due across all jobs runs as
+one bounded Decoder + Vocos call (``vocoder_batch.vocode_step``, at most
+``steps_per_call`` hidden steps). A one-shot job renders once, at its end. A
+job done decoding whose audio must wait stays in ``awaiting`` (oldest
+first) until the step that delivers its last audio; the runner keeps its
+slot meanwhile, since its hidden states live there. With ``delayed``
+(``vocoder_overlap``: CUDA's default) the call runs on a stream of its own
+and its audio is handed out by the next step's ``render``, before anything
+new is asked of the streams.
+
+Thread: the model thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from realtime.engine.held import HeldJob
+from realtime.engine.step_failure import is_device_lost
+from realtime.engine.vocoder.batch import Due, Vocoded
+from realtime.engine.vocoder.overlap import AudioDelivery
+from realtime.engine.vocoder.stream import StreamingVocoder, Window
+from scheduler import JobId, StepOutput
+
+PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
+
+
+class AudioStage:
+    """Renders the audio of the runner's jobs from ``hidden`` [slots, T, D],
+    the runner's per-slot hidden states. ``vocoder`` None: a runner that
+    never renders (shape checks on the meta device)."""
+
+    def __init__(self, vocoder: StreamingVocoder | None, hidden: torch.Tensor, steps_per_call: int,
+                 delayed: bool = False):
+        self.vocoder = vocoder
+        self.hidden = hidden
+        self.steps_per_call = steps_per_call
+        self.awaiting: dict[JobId, HeldJob] = {}
+        self.delivery = AudioDelivery(vocoder, hidden.device, delayed, is_device_lost)  # type: ignore[arg-type]
+
+    def render(self, jobs: list[HeldJob], out: StepOutput, held: Callable[[JobId], bool]) -> list[JobId]:
+        """Vocode what is due after this step of ``jobs`` into ``out``;
+        returns the jobs whose last audio went out, or that failed. ``held``:
+        whether the runner still holds a job (audio in flight for one it
+        released is dropped). Raises ``DeviceFailure`` for a lost device."""
+        ended = self._take(self.delivery.collect(held), out)
+        for job in jobs:
+            self._feed(job)
+            if job.done:
+                self.awaiting[job.id] = job
+        running = [j for j in jobs if j.spec.streaming and not j.done]
+        due = [self._due(j) for j in running + list(self.awaiting.values())]
+        self.delivery.launch(due, self.steps_per_call)
+        if not self.delivery.delayed:
+            ended += self._take(self.delivery.collect(held), out)
+        return ended
+
+    def reset(self) -> None:
+        """Forget every job (what is in flight too)."""
+        self.delivery.drop()
+        self.awaiting.clear()
+
+    def _take(self, done: Vocoded, out: StepOutput) -> list[JobId]:
+        out.audio.update(done.audio)
+        out.failed.update(done.failed)
+        for job_id in [*done.failed, *done.ended]:
+            self.awaiting.pop(job_id, None)
+        return [*done.ended, *done.failed]
+
+    def _vocoder(self) -> StreamingVocoder:
+        if self.vocoder is None:
+            raise RuntimeError("this runner has no vocoder")
+        return self.vocoder
+
+    def _feed(self, job: HeldJob) -> None:
+        """Push a streaming job's new hidden states into its stream, every
+        ``PUSH_EVERY`` codes and at its end."""
+        if not job.spec.streaming:
+            return
+        if job.stream is None:
+            job.stream = self._vocoder().start()
+        if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
+            job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
+            job.pushed = job.n_codes
+
+    def _due(self, job: HeldJob) -> Due:
+        if job.stream is not None:
+            return Due(job.id, job.stream.windows(final=job.done), job.stream, job.done)
+        # A finished one-shot job's hidden states stay in its slot until it is reported finished.
+        windows = [Window(self.hidden[job.slot, :job.n_codes], 0, 0, None)] if job.n_codes else []
+        return Due(job.id, windows, None, True)
+
