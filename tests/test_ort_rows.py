@@ -83,8 +83,11 @@ def test_no_live_slot_ever_loses_a_position(steps):
         batch = sorted(batch)[:batch_max - min(padding, batch_max - 1)]
         keys = [*batch, *[None] * padding]
         keep = [held.get(s, 0) for s in batch] + [0] * padding
+        slot_at = {r: s for s, r in rows.row_of.items()}  # before the placement
         placed = rows.place(keys, keep)
         assert sorted(placed.rows) == list(range(placed.base, placed.base + len(keys)))
+        for m in placed.moves:  # a move copies just the positions its slot wrote
+            assert m.length == held.get(slot_at[m.src], 0), (m, slot_at)
         _apply(buf, placed.moves)
         for s, r in zip(keys, placed.rows):
             if s is None:
