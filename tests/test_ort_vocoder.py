@@ -7,6 +7,8 @@ runner on the ort engine renders through it; the torch engine does not.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -59,3 +61,11 @@ def test_the_engine_decides_where_the_vocoder_runs():
     assert tiny_runner().vocoder.body is None  # the torch engine
     with pytest.raises(ValueError, match="ort engine only"):
         tiny_runner(vocoder_precision="int8")
+
+
+def test_the_int8_build_keeps_onnxruntimes_root_logger_lines_out_of_the_log(caplog):
+    """onnxruntime.quantization logs 40+ lines a build on the root logger."""
+    caplog.set_level(logging.INFO)
+    OrtVocoderBody(tiny_assets(), "int8", 1, False, None)
+    assert [r for r in caplog.records if r.name == "root"] == []
+    assert any(r.name == "realtime.engine.ort.vocoder" for r in caplog.records)  # ours still pass

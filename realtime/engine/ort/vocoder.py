@@ -83,8 +83,23 @@ def export(decoder: torch.nn.Module, vocos: Any, hidden: int, form: str, path: s
 
         # Without VNNI the u8 x s8 kernels add pairs in int16: 7-bit weights
         # (reduce_range) keep them exact there; per output channel scales.
-        quantize_dynamic(raw, path, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-                         per_channel=True, reduce_range=True)
+        root, quiet = logging.getLogger(), _RootRecordsDropped()
+        root.addFilter(quiet)
+        try:
+            quantize_dynamic(raw, path, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+                             per_channel=True, reduce_range=True)
+        finally:
+            root.removeFilter(quiet)
+
+
+class _RootRecordsDropped(logging.Filter):
+    """onnxruntime.quantization logs on the root logger: a line per tensor it
+    leaves alone and advice to pre-process, 40+ lines a build that tell whoever
+    runs the server nothing. Records of named loggers (ours) reach the root's
+    handlers without passing the root logger's filters, so only those go."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != "root"
 
 
 class OrtVocoderBody:
