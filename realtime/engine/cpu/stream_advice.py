@@ -1,4 +1,4 @@
-"""The start-up advice on a CPU: how many real-time streams each precision serves.
+"""The start-up advice on a CPU: how many real-time streams this set-up serves.
 
 After the warm-up has timed whole steps (``step_cost.with_step_overhead``:
 decode, sampling, the streaming vocoder's share, the host's bookkeeping; what
@@ -10,12 +10,13 @@ each get a code per step. It is the figure the interactive admission
 (``scheduler.capacity``) reaches on such a table before its headroom and the
 background lane's share are taken off.
 
-Only the running precision is timed at a start. ``log_advice`` keeps each
-precision's figure in the prepared cache (kind ``cpu-streams``, keyed by the
-machine, threads, model shape, batch sizes and buckets) and reports the other
-precision from the last start that ran it on this machine, or says how to learn it:
+A set-up is the engine that runs the decoder and its precision (``ort int4``,
+``torch fp32``, ...: ``SETUPS``). Only the running one is timed at a start.
+``log_advice`` keeps each set-up's figure in the prepared cache (kind
+``cpu-streams``, keyed by the machine, threads, model shape, batch sizes and
+buckets) and reports the others from earlier starts on this machine:
 
-    cpu streams: this CPU serves 3 real-time streams in int8, 1 in fp32 (...)
+    cpu streams: this CPU serves 1 real-time stream on ort int4 (...); earlier starts here: ort int8 0 (...)
 
 Thread: the model thread (inside the runner's warm-up).
 """
@@ -32,10 +33,12 @@ from scheduler.jobs import CODES_PER_SECOND
 log = logging.getLogger(__name__)
 
 KIND = "cpu-streams"
-PRECISIONS = ("int8", "fp32")
+SETUPS = ("ort int4", "ort int8", "ort fp32", "torch int8", "torch fp32", "torch bf16")
+
+Figure = tuple[int, dict[int, float]]  # (real-time streams, whole-step ms per batch size)
 
 
-def streams(table: Mapping[tuple[int, int], float]) -> tuple[int, dict[int, float]]:
+def streams(table: Mapping[tuple[int, int], float]) -> Figure:
     """(real-time streams, whole-step ms per batch size at the longest bucket)
     from a warm-up table {(batch, bucket): seconds}."""
     if not table:
@@ -46,9 +49,16 @@ def streams(table: Mapping[tuple[int, int], float]) -> tuple[int, dict[int, floa
     return max((b for b, ms in step_ms.items() if ms <= budget_ms), default=0), step_ms
 
 
-def _key(runner, precision: str) -> CacheKey:
+def setup_of(runner) -> str:
+    """The set-up a CPU runner runs: its decoder's engine and its precision
+    (``auto`` is resolved by the build; left as ``auto``, torch runs fp32)."""
+    precision = runner.options.precision
+    return f"{runner.model.engine} {'fp32' if precision == 'auto' else precision}"
+
+
+def _key(runner, setup: str) -> CacheKey:
     shape = runner.shape
-    return CacheKey.of(KIND, precision=precision, threads=_threads(),
+    return CacheKey.of(KIND, setup=setup, threads=_threads(),
                        model=[shape.layers, shape.hidden, shape.intermediate],
                        batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets))
 
@@ -59,49 +69,40 @@ def _threads() -> int:
     return torch.get_num_threads()
 
 
-def precision_of(options) -> str:
-    """The CPU precision a start runs: ``auto`` is fp32 there."""
-    return "fp32" if options.precision in ("auto", "fp32") else options.precision
+def _steps(figure: Figure) -> str:
+    return ", ".join(f"{ms:.1f} ms at batch {b}" for b, ms in figure[1].items())
 
 
-def describe(figures: Mapping[str, tuple[int, dict[int, float]] | None], running: str) -> str:
-    """The advice line from each precision's figure (None: not measured here)."""
-    counts = []
-    for p in PRECISIONS:
-        figure = figures.get(p)
-        counts.append("?" if figure is None else str(figure[0]))
-    notes = []
-    for p in PRECISIONS:
-        figure = figures.get(p)
-        if figure is None:
-            flag = "--precision int8" if p == "int8" else "the default precision"
-            notes.append(f"{p}: not measured on this machine yet (start once with {flag} to know)")
-            continue
-        steps = ", ".join(f"{ms:.1f} ms at batch {b}" for b, ms in figure[1].items())
-        when = "this start" if p == running else "an earlier start"
-        notes.append(f"{p}: {when}, whole steps {steps}")
-    head = f"this CPU serves {counts[0]} real-time streams in int8, {counts[1]} in fp32"
-    return (f"{head} (a stream needs a code every {1e3 / CODES_PER_SECOND:.1f} ms; "
-            + "; ".join(notes) + ")")
+def describe(running: str, figure: Figure, earlier: Mapping[str, Figure]) -> str:
+    """The advice line: the running set-up's figure, then those of earlier starts."""
+    count = figure[0]
+    line = (f"this CPU serves {count} real-time stream{'' if count == 1 else 's'} on {running} "
+            f"(a stream needs a code every {1e3 / CODES_PER_SECOND:.1f} ms; whole steps "
+            f"{_steps(figure)})")
+    if not earlier:
+        return line + ("; no other set-up measured on this machine yet"
+                       " (python -m bench cpu-streams compares them)")
+    return line + "; earlier starts here: " + ", ".join(
+        f"{setup} {fig[0]} ({_steps(fig)})" for setup, fig in earlier.items())
 
 
 def log_advice(runner, table: Mapping[tuple[int, int], float], cache_dir: str | None) -> str:
     """Log (and return) the advice line for a CPU runner's warm-up ``table``;
-    store this precision's figure, read the other's."""
-    running = precision_of(runner.options)
-    figures: dict[str, tuple[int, dict[int, float]] | None] = {running: streams(table)}
+    store this set-up's figure, read the others'."""
+    running = setup_of(runner)
+    figure = streams(table)
     cache = PreparedCache(cache_dir)
-    count, step_ms = figures[running]  # type: ignore[misc]
-    cache.store_json(_key(runner, running), {"streams": count,
-                                             "step_ms": {str(b): ms for b, ms in step_ms.items()}})
-    for p in PRECISIONS:
-        if p == running:
+    cache.store_json(_key(runner, running), {"streams": figure[0],
+                                             "step_ms": {str(b): ms for b, ms in figure[1].items()}})
+    earlier: dict[str, Figure] = {}
+    for setup in SETUPS:
+        if setup == running:
             continue
-        doc: Any = cache.load_json(_key(runner, p))
+        doc: Any = cache.load_json(_key(runner, setup))
         try:
-            figures[p] = (int(doc["streams"]), {int(b): float(ms) for b, ms in doc["step_ms"].items()})
+            earlier[setup] = (int(doc["streams"]), {int(b): float(ms) for b, ms in doc["step_ms"].items()})
         except (TypeError, KeyError, ValueError, AttributeError):
-            figures[p] = None
-    line = describe(figures, running)
+            continue  # never run here (or an entry of another shape)
+    line = describe(running, figure, earlier)
     log.info("cpu streams: %s", line)
     return line

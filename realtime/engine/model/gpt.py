@@ -121,6 +121,8 @@ class StaticGPT(GptEnds):
     heads (logits) stay fp32, chosen as ``auto`` does.
     """
 
+    engine = "torch"
+
     def __init__(self, shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], embed: torch.nn.Module,
                  device: torch.device, dtype: torch.dtype, gemm: GemmPolicy | None = None,
                  prepared: WeightsEntry | None = None):

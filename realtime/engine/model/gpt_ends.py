@@ -44,6 +44,7 @@ class GptEnds:
     """Embeddings and heads; subclasses set ``shape``, ``device``, ``dtype``,
     ``emb_text``, ``emb_code`` and ``heads``."""
 
+    engine: str  # what runs the backbone: "torch" (ours) or "ort" (ONNX Runtime)
     shape: ModelShape
     device: torch.device
     dtype: torch.dtype
@@ -83,6 +84,7 @@ class GptModel(Protocol):
     (``model.StaticGPT``, ``ort.model.OrtGPT``); ``cache`` is the decoder's
     own (``new_cache``)."""
 
+    engine: str  # what runs the backbone: "torch" (ours) or "ort" (ONNX Runtime)
     shape: ModelShape
     device: torch.device
     dtype: torch.dtype

@@ -44,6 +44,8 @@ class OrtGPT(GptEnds):
     """The GPT of ``assets`` (``weights.ModelAssets``) with its backbone in
     ``form`` (``graph.FORMS``) on ``threads`` ONNX Runtime threads."""
 
+    engine = "ort"
+
     def __init__(self, assets, form: str, threads: int, spin: bool, gemm: GemmPolicy,
                  cache_dir: str | None):
         shape = assets.shape
