@@ -41,23 +41,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol
 
 from protocol.words import WordsJson, numbers, words_body
+from realtime.audio.formats import AudioOut
 from realtime.audio.framer import SOURCE_RATE
 from realtime.speech.timing import PRIOR_UNIT_MS, WordPlan, WordTrack, plan_words
 
 log = logging.getLogger(__name__)
-
-
-class _Framer(Protocol):  # what the timer reads of the utterance's framer (PCM or Opus)
-    @property
-    def sample_rate(self) -> int: ...
-    @property
-    def samples_sent(self) -> int: ...
-    @property
-    def segment_samples(self) -> int: ...
-    def ms(self, samples: int) -> float: ...
 
 
 class WordTimer:
@@ -65,7 +55,7 @@ class WordTimer:
     and ``ended`` return a ``words`` message's members after ``segment``
     (``UtteranceSender.words_text``), or None when no message is due."""
 
-    def __init__(self, framer: _Framer, streaming: bool) -> None:
+    def __init__(self, framer: AudioOut, streaming: bool) -> None:
         self.framer = framer
         self._rate = framer.sample_rate  # framer.ms(n) is n * 1000 / it
         self.streaming = streaming
