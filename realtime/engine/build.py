@@ -25,9 +25,9 @@ import torch
 
 import realtime.engine.compat  # noqa: F401
 from realtime.engine import startup_clock
-from realtime.engine.api import RuntimeOptions
+from realtime.engine.api import CPU_GEMMS, RuntimeOptions
 from realtime.engine.cpu import engine as cpu_engine
-from realtime.engine.cpu.plan import GEMM_MODES, policy_for
+from realtime.engine.cpu.plan import policy_for
 from realtime.engine.cpu.threads import configure_threads
 from realtime.engine.cuda.graphs import Capture, CudaCapture
 from realtime.engine.model.weights import ModelAssets, resolve_assets
@@ -81,8 +81,8 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     startup_clock.mark("runtime imports")
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
-    if options.cpu_gemm not in GEMM_MODES:
-        raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(GEMM_MODES)})")
+    if options.cpu_gemm not in CPU_GEMMS:
+        raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(CPU_GEMMS)})")
     device = pick_device(options.device)
     asked = options.precision
     if device.type == "cpu":

@@ -38,7 +38,6 @@ from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
 
 log = logging.getLogger(__name__)
 
-ENGINES = CPU_ENGINES
 DEFAULT_PRECISION = "int8"  # --precision auto on a CPU: int8, int4 where int8 is too slow
 INT8_STEP_BUDGET_MS = 12.0  # int8's whole batch-1 step at most this: a stream keeps real time
 PRECISION_KIND = "cpu-precision"
@@ -78,8 +77,8 @@ def cpu_precision(precision: str) -> str:
 def static_choice(engine: str, precision: str, backbone_bytes: int) -> tuple[str | None, str]:
     """(engine, why) when no timing is needed, else (None, why not). Raises
     ``ValueError`` (a one-line start-up error) for a pair that cannot run."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown cpu engine {engine!r} ({', '.join(ENGINES)})")
+    if engine not in CPU_ENGINES:
+        raise ValueError(f"unknown cpu engine {engine!r} ({', '.join(CPU_ENGINES)})")
     missing = ort_missing()
     if engine == "ort" or precision == "int4":
         if precision not in ORT_PRECISIONS:

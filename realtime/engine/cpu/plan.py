@@ -57,7 +57,6 @@ __all__ = ["FAMILIES", "PACKERS", "candidates", "family_of"]  # re-exported: cpu
 
 log = logging.getLogger(__name__)
 
-GEMM_MODES = CPU_GEMMS
 WORKING_SET = 32 * 2**20  # bytes of distinct weights per timed pass (about an L3: streamed)
 ROUNDS = 3
 FALLBACK_ORDER = ("onednn", "mm")  # measured fastest on AMD and Intel alike, else plain
@@ -325,7 +324,7 @@ def prepare(weights: Sequence[torch.Tensor], policy: GemmPolicy, device: torch.d
     ``fixed``: the backend per (shape, row class) decided before (a cached
     plan): the shapes it names are not measured; ``forms``: kept forms."""
     if policy.mode not in (*FAMILIES, *PACKERS):
-        raise ValueError(f"unknown cpu gemm mode {policy.mode!r} ({', '.join(GEMM_MODES)})")
+        raise ValueError(f"unknown cpu gemm mode {policy.mode!r} ({', '.join(CPU_GEMMS)})")
     family = family_of(policy.mode)
     if family == "int8" and device.type != "cpu":
         raise ValueError("int8 linears run on the CPU only")

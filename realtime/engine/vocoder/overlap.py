@@ -58,7 +58,6 @@ from realtime.engine.vocoder.stream import StreamingVocoder
 
 log = logging.getLogger(__name__)
 
-OVERLAP_MODES = VOCODER_OVERLAPS
 
 
 @contextlib.contextmanager
@@ -74,8 +73,8 @@ def _device_failure():
 def overlap_for(mode: str, device: torch.device) -> bool:
     """Whether audio is delivered one step later: ``auto`` on CUDA only (on
     the CPU the vocoder shares the cores with the decode: nothing overlaps)."""
-    if mode not in OVERLAP_MODES:
-        raise ValueError(f"unknown vocoder overlap {mode!r} ({', '.join(OVERLAP_MODES)})")
+    if mode not in VOCODER_OVERLAPS:
+        raise ValueError(f"unknown vocoder overlap {mode!r} ({', '.join(VOCODER_OVERLAPS)})")
     return device.type == "cuda" if mode == "auto" else mode == "on"
 
 
