@@ -10,10 +10,9 @@ from realtime.engine.cpu import omp_env
 # name -> (module, what it measures)
 BENCHES: dict[str, tuple[str, str]] = {
     "runtime": ("bench.runtime", "model runtime vs upstream ChatTTS (decode steps, first audio)"),
-    "int8": ("bench.int8", "int4, int8 (ort, torch) and bf16 vs fp32: first differing step, KL, audio SNR"),
+    "int8": ("bench.int8", "int4 and int8 (ONNX Runtime) vs fp32: first differing step, KL, audio SNR"),
     "precision": ("bench.int8", "the same as int8 (the reduced precisions vs fp32)"),
     "roofline": ("bench.roofline", "the memory floor of a CPU decode step per precision (bandwidth, rtf)"),
-    "kernels": ("bench.kernels", "the decoder's matrix kernels per form (fp32, int8, bf16): us per call"),
     "cpu-streams": ("bench.cpu_streams",
                     "concurrent real-time streams on the CPU through the real server, int8 and fp32"),
     "engines": ("bench.engines", "the CPU decoder's whole step per engine and form (torch, ONNX Runtime)"),

@@ -2,7 +2,7 @@
 
 Per set-up (``--setup``, repeatable: ``<engine>-<precision>[-<vocoder
 precision>]`` of realtime/engine/cpu/engine.py, e.g. ``ort-int8``,
-``torch-int8``, ``ort-int4-int8``, ``torch-fp32``; default ``SETUPS``, side
+``ort-int4-int8``, ``torch-fp32``; default ``SETUPS``, side
 by side in one run)
 one ``python -m realtime serve`` on 127.0.0.1 with full-size random weights
 on the CPU (``--cpu-threads``, 2 by default: ``bench.stream_rtf.StreamServer``),
@@ -52,7 +52,7 @@ from bench.stream_rtf import SEED, TEXT, StreamServer
 log = logging.getLogger(__name__)
 
 MAX_STREAMS = 6  # the sweep's bound: past two cores' reach even in int4
-SETUPS = ("ort-int8", "torch-int8", "ort-int4", "torch-fp32")
+SETUPS = ("ort-int8", "ort-int4", "torch-fp32")
 QUICK_MAX_STREAMS = 3
 LEVEL_TIMEOUT_S = 240.0  # one count's bound (a stalled server must not hang the bench)
 # The bench offers more text than a person would: no per-connection rate limits.

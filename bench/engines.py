@@ -1,8 +1,7 @@
 """The CPU decoder's whole decode step, engine by engine and form by form.
 
 Full-size random weights, ``--threads`` threads, one process: our torch
-decoder (``torch-fp32``: the measured GEMM plan; ``torch-int8``: its int8
-forms, fbgemm here) and ONNX Runtime's (``ort-int4``, ``ort-int8``,
+decoder (``torch-fp32``: upstream's codes) and ONNX Runtime's (``ort-int4``, ``ort-int8``,
 ``ort-fp32``), all built from the same weights (``cpu.engine.decoder_on``).
 A step is ``cpu.engine.whole_step``: the decoder and the logits of ``b``
 rows at position ``kv - 1`` (no sampling or vocoder: ``bench step-split``
@@ -25,7 +24,7 @@ import time
 
 import torch
 
-SETUPS = ("torch-fp32", "torch-int8", "ort-int4", "ort-int8", "ort-fp32")
+SETUPS = ("torch-fp32", "ort-int4", "ort-int8", "ort-fp32")
 
 
 def measure(setups: tuple[str, ...], batches: tuple[int, ...], kvs: tuple[int, ...], rounds: int,

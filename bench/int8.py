@@ -4,12 +4,11 @@ greedy step, per-step logit KL, hidden-state error, audio SNR.
 Set-ups (``--precision``, repeatable): ``int4`` and ``int8`` (ONNX Runtime,
 the CPU engine for them), ``ort-fp32`` (ONNX Runtime's fp32 graph: rounding
 only), ``vocoder-int8`` (that fp32 decoder with ONNX Runtime's int8 vocoder:
-the vocoder's share alone), ``torch-int8`` (our decoder's fbgemm int8) and
-``bf16`` (our decoder, only where the CPU has AMX or AVX-512-BF16); default:
-all of them this CPU runs. For full-size random weights (one seed) and tiny-random weights (three
+the vocoder's share alone); default: all of them where onnxruntime is
+installed. For full-size random weights (one seed) and tiny-random weights (three
 seeds), three prompts each (``--tiny-only`` skips the full size), each prompt
 runs through models built from the same assets: fp32 on our torch decoder
-(``cpu_gemm`` auto: upstream's codes) and each set-up. Then, per set-up:
+(upstream's codes) and each set-up. Then, per set-up:
 
 - greedy: each model decodes ``--steps`` codes by argmax of its own raw logits
   (no temperature, penalty or top-p, EOS ignored, so the stream never ends
@@ -23,9 +22,8 @@ runs through models built from the same assets: fp32 on our torch decoder
 - audio: those teacher-forced hidden states rendered by the set-up's own
   vocoder against fp32's hidden states through fp32's vocoder: SNR in dB
   (``audio_snr_db``), and fp32's hidden states through the set-up's vocoder
-  (``vocoder_snr_db``: its share);
-- for scale, the same greedy comparison between two fp32 backends (``mm``
-  against the one ``auto`` picks): how soon fp32 rounding alone diverges.
+  (``vocoder_snr_db``: its share). ``ort-fp32`` gives the scale: how soon
+  fp32 rounding alone diverges.
 
 Prints a table and, last, one JSON line (``cpu``, ``precisions``, and per
 set-up ``full`` and ``tiny``). Random weights are not trained ones: a
@@ -106,19 +104,14 @@ def snr_db(ref, other) -> float:
 
 # set-up -> (cpu engine, precision, vocoder precision)
 SETUPS = {"int4": ("ort", "int4", "fp32"), "int8": ("ort", "int8", "fp32"),
-          "ort-fp32": ("ort", "fp32", "fp32"), "vocoder-int8": ("ort", "fp32", "int8"),
-          "torch-int8": ("torch", "int8", "auto"), "bf16": ("torch", "bf16", "auto")}
+          "ort-fp32": ("ort", "fp32", "fp32"), "vocoder-int8": ("ort", "fp32", "int8")}
 
 
 def available_precisions() -> tuple[str, ...]:
-    """The set-ups this CPU runs (bf16 only with AMX or AVX-512-BF16)."""
-    from realtime.engine.cpu import bf16 as cpu_bf16
+    """The set-ups this machine runs: all of them with onnxruntime, else none."""
     from realtime.engine.cpu import engine
-    from realtime.engine.cpu import int8 as cpu_int8
 
-    missing = {"ort": engine.ort_missing(), "torch-int8": cpu_int8.available(), "bf16": cpu_bf16.available()}
-    return tuple(name for name, (e, _, _) in SETUPS.items()
-                 if missing.get(name, missing["ort"] if e == "ort" else None) is None)
+    return () if engine.ort_missing() else tuple(SETUPS)
 
 
 def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
@@ -130,7 +123,6 @@ def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
 
     opts = dict(weights="random", device="cpu", max_slots=1, kv_buckets=(512,), cpu_engine="torch")
     fp32 = build_runner(RuntimeOptions(**opts, precision="fp32"), assets=assets)
-    plain = build_runner(RuntimeOptions(**opts, precision="fp32", cpu_gemm="mm"), assets=assets)
     others = {p: build_runner(RuntimeOptions(**{**opts, "cpu_engine": SETUPS[p][0]}, precision=SETUPS[p][1],
                                              vocoder_precision=SETUPS[p][2]), assets=assets)
               for p in precisions}
@@ -138,11 +130,9 @@ def compare(assets, steps: int, precisions: tuple[str, ...] = ("int8",),
     for text in texts:
         x = _prompt(fp32, text)
         ref = trace(fp32.model, x, steps)
-        codes_mm, _, _ = trace(plain.model, x, steps)
         audio32 = fp32.vocoder.render(ref[2])
         for p, runner in others.items():
             row = _compare_one(ref, runner.model, x, steps)
-            row["fp32_backends_first_differing_step"] = _first_difference(ref[0], codes_mm)
             # Audio of the same (fp32's) codes: the precision's hidden states
             # through its own vocoder, and fp32's through it (its vocoder alone).
             row["audio_snr_db"] = snr_db(audio32, runner.vocoder.render(row.pop("_hidden")))
@@ -198,8 +188,7 @@ def _pool(runs: list[dict]) -> dict:
     """Several runs (seeds x prompts): first differing steps listed, other
     figures as medians of the runs' figures (maxima: the largest; SNRs: the
     smallest too)."""
-    firsts = ("first_differing_step", "fp32_backends_first_differing_step")
-    out = {"runs": len(runs), **{k: [r[k] for r in runs] for k in firsts}}
+    out = {"runs": len(runs), "first_differing_step": [r["first_differing_step"] for r in runs]}
     for key in runs[0]:
         if key not in out and key != "steps":
             pool = max if key.endswith("_max") else statistics.median
@@ -227,8 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     for p, name in ((p, n) for p in precisions for n in ("full", "tiny")):
         if name in result[p]:
             r = result[p][name]
-            print(f"{p} {name}: first differing greedy step {r['first_differing_step']} of {r['steps']} "
-                  f"(fp32 mm vs auto: {r['fp32_backends_first_differing_step']}); "
+            print(f"{p} {name}: first differing greedy step {r['first_differing_step']} of {r['steps']}; "
                   f"KL t=1 median {r['kl_t1_median']:.2e} max {r['kl_t1_max']:.2e}; "
                   f"KL t=0.3 median {r['kl_t03_median']:.2e} max {r['kl_t03_max']:.2e}; "
                   f"top code differs {r['top_code_differs']:.2%}; hidden rel err median "

@@ -2,9 +2,10 @@
 
 Full-size random weights (the real architecture), side by side in one process:
 - decode steps per second at batch 1 and 8 through ``ModelRunner.execute``
-  (sampling and the per-step host read included) for every fp32 GEMM backend
-  this machine offers (``mm``, ``mkl``, ``onednn``, each forced), the one
-  ``auto`` picks (the ``ours_*``/``decode_speedup_*`` keys) and int8, against
+  (sampling and the per-step host read included) in fp32 on the engine that
+  serves it (ONNX Runtime where installed: the ``ours_*``/``decode_speedup_*``
+  keys), on our torch decoder (``torch_*``: upstream's codes exactly) and in
+  int8 (ONNX Runtime's), against
   upstream ``GPT.generate`` (its per-step cost: the time difference between
   two generation lengths, so its prefill cancels out). Rounds alternate
   between all of them; medians are reported;
@@ -18,21 +19,15 @@ Full-size random weights (the real architecture), side by side in one process:
   from ``bench.vocoder.measure`` (ours vs upstream's stream scheme);
 - the refine pass's cost to first audio, on vs off (``bench.refine``);
 - the CPU (model name, ISA flags, kernel limits from the environment), the
-  weight memory per backend and peak resident memory.
+  weight memory per set-up and peak resident memory.
 
 Prints a table and, as the last line, one JSON object with (among others)
-``cpu``, ``cpu_gemm``, ``decode_speedup_bs1``, ``decode_speedup_bs8``,
-``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``rtf_stream_fp32``,
-``rtf_stream_int8``, ``first_audio_ratio``, ``vocoder_ratio``,
-``refine_added_ms``, ``refine_ms_per_token``, ``gemm_plan_verdicts``
-(``auto``'s whole-step verdict per batch size), ``int8_gemm`` and
-``int8_plan_verdicts`` (which int8 forms won: fbgemm, oneDNN, weight-only),
-where the CPU runs bf16 natively ``bf16_step_ms_bs1``/``_bs8``,
-``bf16_speedup_bs1``/``_bs8`` (over upstream), ``bf16_vs_fp32_bs1``/``_bs8``
-and ``int8_vs_fp32_bs1``/``_bs8`` (over ``auto``, same rounds), ``bf16_gemm``,
-``bf16_plan_verdicts``; and ``peak_rss_mb``. ``auto``
-settles its plan afresh (no cache: runtime options without ``cache_dir``).
-``--quick`` takes a few minutes; ``--no-server`` skips the end-to-end part. To
+``cpu``, ``decode_speedup_bs1``, ``decode_speedup_bs8``,
+``int8_step_ms_bs1``, ``int8_speedup_bs1``, ``int8_vs_fp32_bs1``/``_bs8``
+(over fp32, same rounds), ``rtf_stream_fp32``, ``rtf_stream_int8``,
+``first_audio_ratio``, ``vocoder_ratio``, ``refine_added_ms``,
+``refine_ms_per_token`` and ``peak_rss_mb``. ``--quick`` takes a few
+minutes; ``--no-server`` skips the end-to-end part. To
 see an AVX2-only machine on an AVX-512 one, run it under
 ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
 FBGEMM_ENABLE_INSTRUCTIONS=AVX2`` (the server subprocess inherits them).
@@ -86,29 +81,21 @@ def _upstream_runs_s(upstream, prompt, batch: int, short: int, long: int) -> tup
 
 
 def _runners(assets, threads: int) -> dict:
-    """name -> runner: each available fp32 backend forced, ``auto``, ``int8``,
-    and ``bf16`` where this CPU runs it natively (AMX or AVX-512-BF16)."""
+    """name -> runner: ``auto`` (fp32 on ONNX Runtime, where installed, else
+    torch), ``torch`` (our torch decoder, fp32) and ``int8`` (ONNX Runtime's)."""
     from bench.stream_rtf import RUNNER_OPTIONS
     from realtime.engine.api import RuntimeOptions
     from realtime.engine.build import build_runner
-    from realtime.engine.cpu import bf16 as cpu_bf16
-    from realtime.engine.cpu import int8 as cpu_int8
-    from realtime.engine.cpu.plan import candidates
+    from realtime.engine.cpu.engine import ort_missing
 
     # The server of the end-to-end part runs with the same slots and KV length,
-    # so that auto's and int8's runners can replay its steps.
+    # so that the runners can replay its steps.
     base = dict(weights="random", device="cpu", cpu_threads=threads, **RUNNER_OPTIONS)
-    # auto first: its whole-step trial holds every backend's copy of the
-    # weights for a while, best before the forced runners hold theirs. fp32
-    # is our torch decoder's (against upstream); int8 the best int8 engine's
-    # (cpu.engine: ONNX Runtime where it measures faster).
-    fp32 = dict(precision="fp32", cpu_engine="torch")
-    modes: dict[str, dict] = {"auto": fp32}
-    modes.update({b: dict(fp32, cpu_gemm=b) for b in candidates(torch.device("cpu"), torch.float32)})
-    if cpu_int8.available() is None:
-        modes["int8"] = dict(precision="int8")
-    if cpu_bf16.available() is None:
-        modes["bf16"] = dict(precision="bf16", cpu_engine="torch")
+    torch_fp32 = dict(precision="fp32", cpu_engine="torch")
+    modes: dict[str, dict] = {"auto": torch_fp32}
+    if ort_missing() is None:  # ONNX Runtime's fp32 measured faster than torch's (docs/runtime.md)
+        modes = {"auto": dict(precision="fp32", cpu_engine="ort"), "torch": torch_fp32,
+                 "int8": dict(precision="int8")}
     runners = {}
     for name, extra in modes.items():
         runners[name] = build_runner(RuntimeOptions(**base, **extra), assets=assets)
@@ -153,20 +140,10 @@ def _decode_rounds(runners: dict, upstream, prompt, quick: bool, threads: int = 
             result[f"{key}_step_ms_bs{batch}"] = round(ms, 2)
             speedup = "decode_speedup" if name == "auto" else f"{key}_speedup"
             result[f"{speedup}_bs{batch}"] = round(up_ms / ms, 3)
-        for name in ("int8", "bf16"):  # the reduced precisions against fp32's auto, same rounds
-            if name in runners:
-                result[f"{name}_vs_fp32_bs{batch}"] = round(
-                    result[f"ours_step_ms_bs{batch}"] / result[f"{name}_step_ms_bs{batch}"], 3)
+        if "int8" in runners:  # against fp32, same rounds
+            result[f"int8_vs_fp32_bs{batch}"] = round(
+                result[f"ours_step_ms_bs{batch}"] / result[f"int8_step_ms_bs{batch}"], 3)
     return result
-
-
-def _gemm_summary(runner) -> str:
-    """What ``auto`` picked, e.g. ``bs1: onednn 80, mm 1; bs8: onednn 81``."""
-    parts = []
-    for rows in (1, 8):
-        counts = runner.model.backends(rows)
-        parts.append(f"bs{rows}: " + ", ".join(f"{b} {n}" for b, n in sorted(counts.items())))
-    return "; ".join(parts)
 
 
 def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
@@ -180,7 +157,7 @@ def _stream(result: dict, runners: dict, threads: int, rounds: int) -> None:
             result[f"rtf_stream_{precision}"] = None
             continue
         runs, refs = [], []
-        engine = ("--cpu-engine", "torch") if precision == "fp32" else ()
+        engine = ("--cpu-engine", runners[name].model.engine)
         with StreamServer(precision, threads, extra_args=engine) as server:
             for _ in range(rounds):
                 runs.append(server.speak())
@@ -218,19 +195,13 @@ def measure(quick: bool, threads: int = 2, server: bool = True) -> dict:
     upstream = UpstreamGPT(assets)
     prompt = auto.prepare(SegmentRequest(PROMPT_TEXT)).work.prompt
     result = {"cpu": describe(), "threads": threads, "omp": omp_env.describe(),
-              "prompt_tokens": prompt.length, "cpu_gemm": _gemm_summary(auto),
-              "gemm_plan_verdicts": auto.model.plan_verdicts}
-    for name in ("int8", "bf16"):  # which of the precision's forms won, and by how much
-        if name in runners:
-            result[f"{name}_gemm"] = _gemm_summary(runners[name])
-            result[f"{name}_plan_verdicts"] = runners[name].model.plan_verdicts
+              "prompt_tokens": prompt.length}
     result.update(_decode_rounds(runners, upstream, prompt, quick, threads))
     for name, runner in runners.items():
         result[f"weights_mb_{name}"] = round(runner.model.weight_nbytes / 2**20, 1)
     from bench.refine import measure as refine_measure
     result.update(refine_measure(auto, rounds=3 if quick else 5))
     del upstream
-    runners = {k: v for k, v in runners.items() if k in ("auto", "int8")}  # free the rest
     if server:
         _stream(result, runners, threads, rounds=2 if quick else 3)
     del runners, auto
@@ -254,13 +225,11 @@ def _num(x) -> str:
 
 
 def _table(r: dict) -> str:
-    lines = [f"cpu: {r['cpu']}", f"auto picked: {r['cpu_gemm']}",
-             *(f"  {v}" for v in r.get("gemm_plan_verdicts", [])),
+    lines = [f"cpu: {r['cpu']}",
              f"{'measure':<38}{'ours':>12}{'upstream':>12}{'ratio':>10}"]
     for b in (1, 8):
         up = r[f"upstream_step_ms_bs{b}"]
-        for key, label in (("ours", "auto"), ("mm", "mm"), ("mkl", "mkl"), ("onednn", "onednn"),
-                           ("int8", "int8"), ("bf16", "bf16")):
+        for key, label in (("ours", "fp32"), ("torch", "fp32 torch"), ("int8", "int8")):
             ms = r.get(f"{key}_step_ms_bs{b}")
             if ms is not None:
                 lines.append(f"{f'decode step ms, batch {b}, {label}':<38}{ms:>12}{up:>12}"

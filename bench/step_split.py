@@ -34,7 +34,7 @@ import torch
 from bench.stream_rtf import TEXT
 
 CODES = 300  # 6.4 s of audio per stream: past the growing chunks into the steady ones
-SETUPS = ("ort-int8", "torch-int8", "ort-int4", "ort-fp32", "torch-fp32")
+SETUPS = ("ort-int8", "ort-int4", "ort-fp32", "torch-fp32")
 
 
 def _stream_steps(runner, streams: int, codes: int) -> dict[str, float]:

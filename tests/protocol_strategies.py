@@ -48,7 +48,7 @@ def voices(offer: p.Offer | None) -> st.SearchStrategy[str | None]:
         u32.map(lambda n: f"seed:{n}"),
         st.integers(0, 7).map(speaker_embedding),
         st.builds(lambda n, t: f"sample:{speaker_embedding(n, 64)}:{t}", st.integers(0, 3),
-                  st.text(st.characters(min_codepoint=32, exclude_characters="\x7f"),
+                  st.text(st.characters(min_codepoint=32, exclude_characters="\x7f", codec="utf-8"),
                           min_size=1, max_size=8)),
     ]
     if offer is not None and offer.voices:

@@ -105,20 +105,19 @@ def test_every_flag_is_documented_with_its_environment_variable():
 
 
 def test_cpu_fallback_flags_reach_the_runtime():
-    _, cfg = load_config(["--cpu-gemm", "onednn", "--cpu-threads", "1", "--precision", "int8",
-                          "--device", "cpu"], environ={})
+    _, cfg = load_config(["--cpu-threads", "1", "--precision", "int8", "--device", "cpu"], environ={})
     opts = cfg.runtime_options()
-    assert (opts.cpu_gemm, opts.cpu_threads, opts.precision) == ("onednn", 1, "int8")
-    _, cfg = load_config([], environ={"CHATTTS_RT_CPU_GEMM": "mkl", "CHATTTS_RT_CPU_THREADS": "3"})
-    assert (cfg.cpu_gemm, cfg.cpu_threads) == ("mkl", 3)
-    assert (ServerConfig().cpu_gemm, ServerConfig().cpu_threads) == ("auto", 0)
+    assert (opts.cpu_threads, opts.precision) == (1, "int8")
+    _, cfg = load_config([], environ={"CHATTTS_RT_CPU_THREADS": "3"})
+    assert cfg.cpu_threads == 3
+    assert ServerConfig().cpu_threads == 0
     _, cfg = load_config(["--cpu-engine", "ort", "--precision", "int4"], environ={})
     assert (cfg.runtime_options().cpu_engine, cfg.runtime_options().precision) == ("ort", "int4")
     assert ServerConfig().runtime_options().cpu_engine == "auto"
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--cpu-gemm", "fastest"], "--cpu-gemm"),
+    (["--precision", "bf16", "--device", "cpu"], "CUDA mode"),
     (["--precision", "int2"], "--precision"),
     (["--precision", "int8", "--device", "cuda"], "CPU mode"),
     (["--precision", "int4", "--device", "cuda"], "CPU mode"),

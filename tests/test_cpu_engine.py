@@ -24,7 +24,8 @@ BIG = 10 * engine.TINY_BYTES
 
 @pytest.mark.parametrize("choice, precision, message", [
     ("torch", "int4", "ort engine only"),
-    ("ort", "bf16", "torch engine only"),
+    ("torch", "int8", "ort engine only"),
+    ("ort", "fp16", "torch engine only"),
     ("turbo", "int8", "unknown cpu engine"),
 ])
 def test_pairs_that_cannot_run_are_refused(choice, precision, message):
@@ -34,19 +35,23 @@ def test_pairs_that_cannot_run_are_refused(choice, precision, message):
 
 def test_static_choices():
     assert engine.static_choice("auto", "int4", BIG)[0] == "ort"
-    assert engine.static_choice("auto", "bf16", BIG)[0] == "torch"
+    assert engine.static_choice("auto", "fp16", BIG)[0] == "torch"
     assert engine.static_choice("torch", "fp32", BIG)[0] == "torch"
-    assert engine.static_choice("auto", "int8", BIG) == (None, "auto: timed")
-    assert engine.static_choice("auto", "int8", 1024)[0] == "ort"  # tiny: not timed
+    assert engine.static_choice("auto", "int8", BIG) == ("ort", "int8 runs on ort only")
+    assert engine.static_choice("auto", "fp32", BIG) == (None, "auto: timed")
+    assert engine.static_choice("auto", "fp32", 1024)[0] == "ort"  # tiny: not timed
     assert engine.cpu_precision("auto") == engine.DEFAULT_PRECISION == "int8"
 
 
-def test_without_onnxruntime_auto_runs_torch_and_ort_is_refused(monkeypatch):
+def test_without_onnxruntime_auto_runs_torch_fp32_and_the_int_forms_are_refused(monkeypatch):
     monkeypatch.setattr(engine, "ort_missing", lambda: "onnxruntime is not installed")
-    chosen, why = engine.static_choice("auto", "int8", BIG)
+    chosen, why = engine.static_choice("auto", "fp32", BIG)
     assert chosen == "torch" and "onnxruntime is not installed" in why
-    with pytest.raises(ValueError, match="onnxruntime is not installed"):
-        engine.static_choice("ort", "int8", BIG)
+    for choice, precision in (("ort", "int8"), ("auto", "int8"), ("auto", "int4"), ("ort", "fp32")):
+        with pytest.raises(ValueError, match="onnxruntime is not installed"):
+            engine.static_choice(choice, precision, BIG)
+    options = RuntimeOptions(weights="tiny-random", device="cpu")
+    assert engine.auto_precision(options, tiny_assets()) == ("fp32", {})
 
 
 class _Slow:
@@ -75,7 +80,7 @@ def test_measure_picks_the_faster_by_whole_steps():
 def test_auto_times_once_then_builds_only_the_cached_winner(monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(engine, "TINY_BYTES", 0)  # time the tiny model as if it were large
     monkeypatch.setattr(engine, "measure", lambda models, rows: ("ort", {"torch": 9.0, "ort": 3.0}))
-    options = RuntimeOptions(weights="tiny-random", device="cpu", precision="int8", max_slots=4,
+    options = RuntimeOptions(weights="tiny-random", device="cpu", precision="fp32", max_slots=4,
                              cpu_threads=2, batch_sizes=(1, 2, 4), kv_buckets=(64,), cache_dir=str(tmp_path))
     with caplog.at_level(logging.INFO):
         first = build_runner(options, assets=tiny_assets())
@@ -85,7 +90,7 @@ def test_auto_times_once_then_builds_only_the_cached_winner(monkeypatch, tmp_pat
     with caplog.at_level(logging.INFO):
         second = build_runner(options, assets=tiny_assets())
     assert isinstance(second.model, OrtGPT) and "measured earlier on this machine" in caplog.text
-    assert "PRECISION INT8" in caplog.text
+    assert "cpu runtime: precision fp32 (--precision fp32)" in caplog.text
 
 
 def test_torch_engine_keeps_the_torch_decoder():

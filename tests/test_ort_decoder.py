@@ -24,7 +24,6 @@ from runtime_fixtures import (
     upstream_reference,
 )
 
-from realtime.engine.cpu.plan import GemmPolicy
 from realtime.engine.model.gpt import StaticGPT
 from realtime.engine.ort.model import OrtGPT
 
@@ -41,12 +40,12 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 @pytest.fixture(scope="module")
 def torch_model():
     a = fidelity_assets()
-    return StaticGPT(a.shape, a.gpt_state, a.embed, CPU, torch.float32, GemmPolicy("mm"))
+    return StaticGPT(a.shape, a.gpt_state, a.embed, CPU, torch.float32)
 
 
 @pytest.fixture(scope="module", params=["fp32", "int8", "int4"])
 def ort_model(request):
-    return OrtGPT(fidelity_assets(), request.param, 1, False, GemmPolicy("mm"), None)
+    return OrtGPT(fidelity_assets(), request.param, 1, False, None)
 
 
 def test_prefill_and_decodes_match_the_torch_decoder(torch_model, ort_model):
@@ -74,7 +73,7 @@ def test_prefill_and_decodes_match_the_torch_decoder(torch_model, ort_model):
 
 
 def test_a_padding_row_changes_no_other_row(torch_model):
-    model = OrtGPT(fidelity_assets(), "fp32", 1, False, GemmPolicy("mm"), None)
+    model = OrtGPT(fidelity_assets(), "fp32", 1, False, None)
     cache = model.new_cache(3, 32, 4)
     gen = torch.Generator().manual_seed(3)
     prompt = torch.randn(1, 6, torch_model.shape.hidden, generator=gen)

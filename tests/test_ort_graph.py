@@ -16,7 +16,6 @@ import pytest
 import torch
 from runtime_fixtures import fidelity_assets, tiny_assets
 
-from realtime.engine.cpu.plan import GemmPolicy
 from realtime.engine.model.weights import load_checkpoint, write_checkpoint
 from realtime.engine.ort import graph, graph_entry
 from realtime.engine.ort.model import OrtGPT
@@ -75,11 +74,11 @@ def test_a_checkpoints_graph_is_built_once_then_loaded(checkpoint, tmp_path, cap
     cache = str(tmp_path / "cache")
     assets = load_checkpoint(checkpoint)
     with caplog.at_level(logging.INFO, logger=graph_entry.__name__):
-        cold = OrtGPT(assets, "int8", 1, False, GemmPolicy("mm"), cache)
+        cold = OrtGPT(assets, "int8", 1, False, cache)
         assert _built(caplog) == "built"
-        warm = OrtGPT(assets, "int8", 1, False, GemmPolicy("mm"), cache)
+        warm = OrtGPT(assets, "int8", 1, False, cache)
         assert _built(caplog) == "cached"
-        OrtGPT(assets, "int4", 1, False, GemmPolicy("mm"), cache)  # another form: another entry
+        OrtGPT(assets, "int4", 1, False, cache)  # another form: another entry
         assert _built(caplog) == "built"
     torch.testing.assert_close(_hidden(warm), _hidden(cold), rtol=0, atol=0)
     entries = [n for n in os.listdir(cache) if n.startswith(graph_entry.KIND)]
@@ -89,13 +88,13 @@ def test_a_checkpoints_graph_is_built_once_then_loaded(checkpoint, tmp_path, cap
 def test_a_damaged_entry_is_rebuilt(checkpoint, tmp_path, caplog):
     cache = str(tmp_path / "cache")
     assets = load_checkpoint(checkpoint)
-    first = _hidden(OrtGPT(assets, "fp32", 1, False, GemmPolicy("mm"), cache))
+    first = _hidden(OrtGPT(assets, "fp32", 1, False, cache))
     entry = next(os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(graph_entry.KIND))
     with open(os.path.join(entry, graph.DATA_FILE), "r+b") as f:  # flip bytes in the weights
         f.seek(4096)
         f.write(b"\x7f" * 64)
     with caplog.at_level(logging.INFO):
-        again = _hidden(OrtGPT(assets, "fp32", 1, False, GemmPolicy("mm"), cache))
+        again = _hidden(OrtGPT(assets, "fp32", 1, False, cache))
     assert "rebuilding it" in caplog.text and "built from the weights" in caplog.text
     torch.testing.assert_close(again, first, rtol=0, atol=0)
 
@@ -103,6 +102,6 @@ def test_a_damaged_entry_is_rebuilt(checkpoint, tmp_path, caplog):
 def test_random_weights_are_never_kept(tmp_path, caplog):
     cache = str(tmp_path / "cache")
     with caplog.at_level(logging.INFO, logger=graph_entry.__name__):
-        OrtGPT(tiny_assets(), "int8", 1, False, GemmPolicy("mm"), cache)
+        OrtGPT(tiny_assets(), "int8", 1, False, cache)
     assert "not kept: tiny-random weights" in caplog.text
     assert not os.path.exists(cache) or not os.listdir(cache)

@@ -25,24 +25,18 @@ from runtime_fixtures import (
     assert_distinct,
     fidelity_runner,
     request,
-    tiny_assets,
     upstream_reference,
 )
-
-from realtime.engine.cpu.gemm import FP32_BACKENDS, backend_available
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 HIDDEN_ATOL = 1e-4
 CPU = torch.device("cpu")
-GEMMS = [pytest.param(b, marks=pytest.mark.skipif(
-    not backend_available(b, CPU, torch.float32), reason=f"this torch cannot run the {b} backend"))
-    for b in FP32_BACKENDS]
 
 
-@pytest.fixture(scope="module", params=GEMMS)
-def runner(request):
-    return fidelity_runner(cpu_gemm=request.param)
+@pytest.fixture(scope="module")
+def runner():
+    return fidelity_runner()
 
 
 @pytest.fixture(scope="module")
@@ -67,36 +61,6 @@ def assert_job_matches(d: Driver, job: int, ref) -> None:
     assert d.tokens[job] == len(ref.codes)
     diff = (d.hidden[job] - ref.hidden).abs().max().item()
     assert diff <= HIDDEN_ATOL, (job, diff)
-
-
-def test_runner_uses_the_backend_it_was_given(runner):
-    forced = runner.options.cpu_gemm
-    assert set(runner.model.backends(2)) == {forced}
-    assert set(runner.model.backends(1)) == {forced}
-
-
-@pytest.mark.parametrize("gemm", GEMMS)
-def test_model_prefill_and_decode_match_plain_mm(gemm):
-    from realtime.engine.cpu.plan import GemmPolicy
-    from realtime.engine.model.gpt import KVCache, StaticGPT
-    from realtime.engine.model.shapes import TINY
-
-    assets = tiny_assets()
-    models = [StaticGPT(TINY, assets.gpt_state, assets.embed, CPU, torch.float32, GemmPolicy(g))
-              for g in (gemm, "mm")]
-    b = 4
-    gen = torch.Generator().manual_seed(2)
-    prompt = torch.randn(2, 12, TINY.hidden, generator=gen)
-    x = torch.randn(b, TINY.hidden, generator=gen)
-    slots, pos = torch.arange(b), torch.tensor([12, 15, 13, 14])
-    outs = []
-    for model in models:
-        cache = KVCache(TINY, b, 32, torch.float32, CPU)
-        pre = model.prefill(prompt, torch.tensor([0, 1]), cache)
-        dec = model.decode(x, slots, pos, cache, 16, first_slot=0)
-        outs.append((pre, dec, model.logits(dec), cache.k[0].clone()))
-    for ours, plain in zip(*outs):
-        torch.testing.assert_close(ours, plain, rtol=1e-5, atol=1e-5)
 
 
 def test_references_differ_in_length_and_codes(references):

@@ -10,8 +10,6 @@ import pytest
 import torch
 from runtime_fixtures import fidelity_assets
 
-from realtime.engine.cpu.gemm import PlainMatrix, backend_available
-from realtime.engine.cpu.plan import GemmPolicy
 from realtime.engine.model.gpt import KVCache, StaticGPT
 from realtime.engine.model.shapes import TINY
 
@@ -20,18 +18,12 @@ def _matrices(m: StaticGPT):
     return [x for layer in m.layers for x in (layer.w_qkv, layer.w_o, layer.w_gate_up, layer.w_down)]
 
 
-def _forms(m: StaticGPT):
-    return [f for x in (*_matrices(m), m.heads) for f in x.forms]
-
-
 def test_every_tensor_is_on_the_models_device_in_its_dtype():
     a = fidelity_assets()
     m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("meta"), torch.bfloat16)
-    # Off the CPU every matrix is a plain (torch.mm) one.
-    assert all(isinstance(f, PlainMatrix) for f in _forms(m))
-    bf16 = [m.emb_text, m.emb_code, m.norm, m.cos, m.sin, *(f.w_t for x in _matrices(m) for f in x.forms),
+    bf16 = [m.emb_text, m.emb_code, m.norm, m.cos, m.sin, *(x.w_t for x in _matrices(m)),
             *(t for layer in m.layers for t in (layer.ln1, layer.ln2))]
-    heads = m.heads.forms[0].w_t
+    heads = m.heads.w_t
     assert all(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in bf16 + [heads])
     assert all(t.dtype == torch.bfloat16 for t in bf16)
     assert heads.dtype == torch.float32  # logits are always fp32
@@ -42,17 +34,14 @@ def test_every_tensor_is_on_the_models_device_in_its_dtype():
     assert m.layers[0].w_gate_up.shape == (d, 2 * a.shape.intermediate)
 
 
-@pytest.mark.parametrize("mode", [
-    pytest.param(b, marks=pytest.mark.skipif(not backend_available(b, torch.device("cpu"), torch.float32),
-                                             reason=f"this torch cannot run the {b} backend"))
-    for b in ("mm", "onednn")])
-def test_a_forced_backend_prepares_every_decoder_matrix_in_its_form(mode):
+def test_every_matrix_is_one_fp32_copy_taken_from_the_prepared_layout():
     a = fidelity_assets()
-    m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32, GemmPolicy(mode))
-    assert {f.backend for x in _matrices(m) for f in x.forms} == {mode}
-    assert m.backends(1) == m.backends(8) == {mode: len(_matrices(m)) + 1}  # + the heads
+    m = StaticGPT(a.shape, a.gpt_state, a.embed, torch.device("cpu"), torch.float32)
     fp32_bytes = sum(x.shape[0] * x.shape[1] * 4 for x in (*_matrices(m), m.heads))
-    assert m.weight_nbytes == fp32_bytes  # one copy each, not one per row count
+    assert m.weight_nbytes == fp32_bytes
+    assert all(x.w_t.is_contiguous() for x in (*_matrices(m), m.heads))
+    q = a.gpt_state["layers.0.self_attn.q_proj.weight"]
+    torch.testing.assert_close(m.layers[0].w_qkv.w_t[:, :q.shape[0]], q.t(), rtol=0, atol=0)
 
 
 def test_kv_cache_size():

@@ -74,8 +74,8 @@ def test_warm_start_takes_the_table_from_the_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("change", [dict(kv_buckets=(128, 512)), dict(batch_sizes=(1, 2)),
-                                    dict(max_slots=2), dict(cpu_gemm="mm"), dict(lookahead_steps=4)])
-def test_another_shape_or_backend_measures_again(tmp_path, monkeypatch, change):
+                                    dict(max_slots=2), dict(cpu_engine="ort"), dict(lookahead_steps=4)])
+def test_another_shape_or_engine_measures_again(tmp_path, monkeypatch, change):
     cold = _runner(tmp_path)
     cold.warmup_first()
     _finish(cold)
@@ -204,24 +204,3 @@ def test_the_piece_in_progress_still_counts_as_left(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "_time_decode", lambda b, k, *a: seen.append(rest.left) or real(b, k, *a))
     _finish(runner)
     assert seen == [4, 3, 2, 1]  # a server stopped mid-piece has not stored a half table
-
-
-def test_a_cached_plans_packing_waits_for_idle_time_and_comes_first(tmp_path):
-    """Deferred packing pieces (cpu.plan_trial) are not run before ready;
-    ``left`` counts them, idle steps run them first, one per step; a full
-    warm-up runs them all before timing anything."""
-    runner = _runner(tmp_path)
-    done: list[int] = []
-    runner.model.deferred_packing = [lambda i=i: done.append(i) for i in range(3)]
-    runner.warmup_first()
-    rest = runner.warmup_rest
-    assert done == [] and rest.left == 3 + 4  # the packing, then batches 2 and 4 at 2 buckets
-    assert rest.step() == {} and done == [0]
-    rest.step()
-    rest.step()
-    assert done == [0, 1, 2] and runner.model.deferred_packing == [] and rest.left == 4
-    _finish(runner)
-    full = _runner(tmp_path)
-    full.model.deferred_packing = [lambda: done.append(9)]
-    full.warmup()
-    assert done[-1] == 9 and full.model.deferred_packing == []

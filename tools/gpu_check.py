@@ -243,7 +243,8 @@ def run(device: str, tiny: bool, budget_s: float = 420.0, out_path: str | None =
         save()
         return _done(report, save)
     assets = built[0]
-    mixed = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if device == "cuda" else "bf16"
+    # On the CPU (the rehearsal) the section runs fp32 against itself: bf16 is a GPU precision.
+    mixed = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if device == "cuda" else "fp32"
     # 4. The serving runner and what runs on it.
     served = section("serving", lambda: sections.serving(assets, device, s.serving_batches, s.serving_kv))
     if served is None:

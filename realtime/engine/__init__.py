@@ -4,9 +4,9 @@
 is ``realtime.engine.api``. ``WeightsError`` is raised for missing or
 corrupt checkpoints (a one-line start-up error). Flat here: the runner and
 its step (decode, sampling, refine, the warm start). Below: ``model/`` (the
-checkpoint, its weights and prepared forms, the torch decoder), ``vocoder/``
+checkpoint, its prepared weights, the torch decoder), ``vocoder/``
 (streaming Decoder + Vocos), ``text/`` (text to ChatTTS tokens), ``cpu/``
-(GEMM plans, int8, threads, the CPU engine's choice), ``ort/`` (the decoder
+(threads, the CPU engine's choice), ``ort/`` (the decoder
 and vocoder on ONNX Runtime), ``cuda/`` (graphs, attention kernels).
 
 May import ``realtime.speech`` (the floor below) and ``scheduler`` (the step

@@ -178,7 +178,6 @@ class PreparedJob:
 # engine's modules check them, the server's config (no torch there) too.
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8", "int4")
 CPU_ENGINES = ("auto", "ort", "torch")
-CPU_GEMMS = ("auto", "mm", "mkl", "onednn")  # auto: measured per matrix
 VOCODER_OVERLAPS = ("auto", "on", "off")
 VOCODER_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "int8")
 EOS_READS = ("auto", "deferred", "blocking")
@@ -212,8 +211,9 @@ class RuntimeOptions:
     ``cache_dir``: where start-up work measured or prepared once per machine
     is kept (``prepared_cache``); None keeps nothing.
     ``cpu_engine``: what runs the decoder on a CPU: ``ort`` (ONNX Runtime),
-    ``torch`` (our decoder) or ``auto`` (measured: ``cpu.engine``); on a CPU
-    ``precision`` ``auto`` is int8 and ``int4`` is ONNX Runtime's only.
+    ``torch`` (our decoder, fp32 only) or ``auto`` (measured: ``cpu.engine``);
+    on a CPU ``precision`` ``auto`` is int8 or int4, both ONNX Runtime's only,
+    and ``bf16`` is refused.
     """
 
     weights: str = "auto"
@@ -229,7 +229,6 @@ class RuntimeOptions:
     lookahead_steps: int = 8
     voices: tuple[tuple[str, SeedVoice | EmbeddingVoice], ...] = ()
     seed: int = 0
-    cpu_gemm: str = "auto"
     cpu_engine: str = "auto"
     cpu_threads: int = 0
     record_steps: str | None = None

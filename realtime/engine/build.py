@@ -1,11 +1,10 @@
 """``build_runner``: from ``RuntimeOptions`` to a ready ``ModelRunner``.
 
 Chooses the device (``auto``: CUDA when available) and the precision
-(``auto``: bf16 on GPUs that support it, else fp16, and fp32 on the CPU;
-``int8``: CPU only, opt-in, never chosen by ``auto``; logits and sampling are
-always fp32), on the CPU the thread count (``cpu_threads``) and, through
-``cpu.plan``, the GEMM backend per matrix shape (the vocoder's linears too,
-``vocoder_gemm``); loads or builds the weights
+(``auto``: bf16 on GPUs that support it, else fp16; on a CPU int8 or int4
+on ONNX Runtime, ``cpu.engine``; logits and sampling are always fp32), on
+the CPU the thread count (``cpu_threads``) and the engine (``cpu.engine``:
+ONNX Runtime, or torch's fp32 reference); loads or builds the weights
 (``weights.resolve_assets``), builds the streaming vocoder, then the runner
 over them; on CUDA with ``cuda_graphs`` the runner captures CUDA graphs
 (``graphs.CudaCapture``) into its own cache in ``warmup``. The order is
@@ -25,9 +24,8 @@ import torch
 
 import realtime.engine.compat  # noqa: F401
 from realtime.engine import startup_clock
-from realtime.engine.api import CPU_GEMMS, RuntimeOptions
+from realtime.engine.api import RuntimeOptions
 from realtime.engine.cpu import engine as cpu_engine
-from realtime.engine.cpu.plan import policy_for
 from realtime.engine.cpu.threads import configure_threads
 from realtime.engine.cuda.graphs import Capture, CudaCapture
 from realtime.engine.model.weights import ModelAssets, resolve_assets
@@ -53,11 +51,12 @@ def pick_device(name: str) -> torch.device:
 
 
 def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
-    """The activation dtype; ``int8`` keeps fp32 activations (its weights are
-    int8) and is refused off the CPU; ``bf16`` on a CPU keeps them fp32 too
-    (only its matrices are bf16: ``cpu.bf16``)."""
+    """The activation dtype; ``int8`` and ``int4`` keep fp32 activations
+    (their weights are int) and are refused off the CPU; ``bf16`` is refused
+    on it (its bf16 forms lost to ONNX Runtime's int8: docs/runtime.md, "Retired")."""
     if precision == "bf16" and device.type == "cpu":
-        return torch.float32
+        raise ValueError("precision bf16 is a GPU mode; on a CPU use auto, int8, int4 (ONNX Runtime) "
+                         "or fp32")
     if precision == "auto":
         if device.type != "cuda":
             return torch.float32
@@ -81,8 +80,6 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     startup_clock.mark("runtime imports")
     if options.max_slots < 1 or not options.batch_sizes or not options.kv_buckets:
         raise ValueError("max_slots, batch_sizes and kv_buckets must be non-empty/positive")
-    if options.cpu_gemm not in CPU_GEMMS:
-        raise ValueError(f"unknown cpu gemm {options.cpu_gemm!r} ({', '.join(CPU_GEMMS)})")
     device = pick_device(options.device)
     asked = options.precision
     if device.type == "cpu":
@@ -134,17 +131,12 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
 
 def _vocoder(options: RuntimeOptions, assets: ModelAssets, device: torch.device, precision: str, body):
     """The streaming vocoder: with ``body`` (``ort.vocoder``) its convolutions
-    there; else torch's modules in ``precision``, on the CPU with the measured
-    GEMM backend for their linears."""
+    there; else torch's modules in ``precision``."""
     from realtime.engine.vocoder.stream import CPU_CHUNK_GROWTH, StreamingVocoder
     decoder = assets.decoder.to(device).eval()
     vocos = assets.vocos.to(device).eval()
     if body is None:
         decoder, vocos = with_precision(decoder, vocos, precision)
-    if device.type == "cpu" and body is None:
-        from realtime.engine.cpu.vocoder_gemm import pack_linears
-        (decoder, vocos), _ = pack_linears([decoder, vocos], policy_for(options))
-        startup_clock.mark("vocoder gemm")
     # A CPU's model is not twice real time: its chunks grow slower (vocoder.py).
     growth = CPU_CHUNK_GROWTH if device.type == "cpu" else 2.0
     vocoder = StreamingVocoder(decoder, vocos, lookahead_steps=options.lookahead_steps,
@@ -195,7 +187,7 @@ def _checked_machine(options: RuntimeOptions, device: torch.device, assets: Mode
 
 def _log_cpu_choice(options: RuntimeOptions, asked: str) -> None:
     """Say what the CPU runs and why, and what a reduced precision costs
-    (the engine and its GEMM table follow from the model)."""
+    (the engine follows from the model)."""
     precision = options.precision
     how = "the default on a CPU: --precision auto" if asked == "auto" else f"--precision {precision}"
     if precision in ("int8", "int4"):
@@ -204,17 +196,4 @@ def _log_cpu_choice(options: RuntimeOptions, asked: str) -> None:
                     "precision). For upstream's exact codes: --precision fp32 --cpu-engine torch.",
                     precision.upper(), how, precision, cpu_engine.QUALITY[precision])
         return
-    if precision == "bf16":
-        from realtime.engine.cpu import bf16 as cpu_bf16
-        reason = cpu_bf16.available()
-        if reason is None:
-            log.warning("PRECISION BF16: the decoder's matrices are bf16 (oneDNN's %s kernels, "
-                        "fp32 accumulation); activations, K/V, norms, logits and sampling stay "
-                        "fp32; codes and audio differ from fp32 after some steps (divergence "
-                        "figures: docs/runtime.md)", "AMX" if cpu_bf16.isa.amx_bf16() else "AVX-512-BF16")
-        else:
-            log.warning("precision bf16 asked, but %s: running fp32 instead", reason)
-        return
-    gemm = ("measured per matrix shape and batch size" if options.cpu_gemm == "auto"
-            else f"forced to {options.cpu_gemm}")
-    log.info("cpu runtime: precision fp32 (%s); torch's gemm %s", how, gemm)
+    log.info("cpu runtime: precision fp32 (%s)", how)

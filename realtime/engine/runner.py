@@ -56,7 +56,6 @@ from realtime.engine.api import (
     RuntimeOptions,
     SegmentRequest,
 )
-from realtime.engine.cpu.plan import policy_for
 from realtime.engine.cuda.graphs import Capture, GraphCache, GraphShapes
 from realtime.engine.eos_read import EosReader, count_codes, deferred_for
 from realtime.engine.held import HeldJob, JobSpec
@@ -122,9 +121,9 @@ class ModelRunner:
         self.prompt_buckets = tuple(sorted(options.prompt_buckets))
         self.shape = assets.shape
         self.model: GptModel = model or StaticGPT(
-            assets.shape, assets.gpt_state, assets.embed, device, dtype, policy_for(options),
+            assets.shape, assets.gpt_state, assets.embed, device, dtype,
             WeightsEntry.of(assets, options.cache_dir, device, dtype))
-        startup_clock.mark("decoder matrices (gemm plan, packing)")
+        startup_clock.mark("decoder matrices")
         self.max_len = min(max(self.kv_buckets), assets.shape.max_positions)
         self.cache = self.model.new_cache(self.max_slots, self.max_len, max(self.batch_sizes))
         slots = self.max_slots + 1
@@ -171,7 +170,6 @@ class ModelRunner:
 
     @torch.no_grad()
     def warmup(self) -> dict[tuple[int, int], float]:
-        self.model.finish_packing()  # a cached plan's packed forms (cpu.plan_trial)
         self.front.warmup()
         if self.graphs is not None:
             self.graphs.capture_all(GraphShapes.offered(self.batch_sizes, self.kv_buckets,

@@ -23,13 +23,6 @@ streaming vocoder window. So ``StagedWarmup``:
   (the batch-1 whole-step overhead added flat to the larger batches, as
   ``step_cost.interpolate`` extends it) is stored for the next start.
 
-Before those pieces come the packing pieces of a cached GEMM plan
-(``cpu.plan_trial``: the model is built with plain ``mm`` forms, what the
-first requests run on, and each piece packs one matrix's MKL or oneDNN forms
-and puts them in place: tens of milliseconds each, 2 s in all for the
-full-size decoder on a quiet 2-core Xeon, which a warm start no longer waits
-for before ``/readyz``).
-
 ``left`` is how many pieces remain (``/readyz``'s ``warming``).
 
 Thread: the model thread.
@@ -62,15 +55,12 @@ def model_id(assets, cache: PreparedCache) -> str:
 
 
 def table_key(runner, cache: PreparedCache) -> CacheKey:
-    """The cost table's key: the model, how it runs (precision, GEMM mode,
-    threads) and the shapes timed. Not the backends a measured plan chose:
-    a plan measured again on a loaded machine may differ by a matrix or two,
-    and the cost model's moving average corrects a seed that is a little
-    off, while a miss costs the whole measurement."""
+    """The cost table's key: the model, how it runs (engine, precision,
+    threads) and the shapes timed."""
     o = runner.options
     return CacheKey.of(
         "step-costs", model=model_id(runner.assets, cache), dtype=str(runner.dtype),
-        precision=o.precision, cpu_gemm=o.cpu_gemm, threads=torch.get_num_threads(),
+        engine=runner.model.engine, precision=o.precision, threads=torch.get_num_threads(),
         batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
         max_slots=runner.max_slots, lookahead=o.lookahead_steps,
         vocoder=[o.vocoder_precision, o.vocoder_overlap])
@@ -103,11 +93,10 @@ class StagedWarmup:
         smallest, larger = batches[0], batches[1:]
         self.key = table_key(r, self.cache) if self.cache.enabled else None
         cached = self._cached()
-        packing: list[Callable[[], Table]] = [self._pack_one] * len(r.model.deferred_packing)
         if cached is not None:
             _decode(r, smallest, r.kv_buckets[0])
             self.table = cached
-            self._pieces = packing + [self._warm_only(b) for b in larger]
+            self._pieces = [self._warm_only(b) for b in larger]
             self.deferred = len(self._pieces)
             startup_clock.mark("warm-up: first requests' path")
             log.info("warm-up: step costs of %d shapes from the cache; first requests' path "
@@ -117,7 +106,7 @@ class StagedWarmup:
         decode = {(smallest, k): _decode(r, smallest, k) for k in r.kv_buckets}
         self.table = with_step_overhead(r, decode)
         self._overhead = max(0.0, max(self.table[k] - decode[k] for k in decode))
-        self._pieces = packing + [self._timed(b, k) for b in larger for k in r.kv_buckets]
+        self._pieces = [self._timed(b, k) for b in larger for k in r.kv_buckets]
         self.deferred = len(self._pieces)
         startup_clock.mark("warm-up: batch 1 measured")
         log.info("warm-up: batch %d measured in %.2f s (%s); %d shapes left for idle time",
@@ -144,15 +133,6 @@ class StagedWarmup:
                 self._store()
             self._advise()
         return measured
-
-    def _pack_one(self) -> Table:
-        """One deferred packing piece of the model's cached GEMM plan."""
-        pending = self.runner.model.deferred_packing
-        if pending:
-            pending.pop(0)()
-            if not pending:
-                log.info("warm-up: the cached gemm plan's packed forms are in place")
-        return {}
 
     def _timed(self, batch: int, bucket: int) -> Callable[[], Table]:
         return lambda: {(batch, bucket): _decode(self.runner, batch, bucket) + self._overhead}

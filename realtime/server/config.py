@@ -20,7 +20,6 @@ from typing import Any
 
 from realtime.engine.api import (
     CPU_ENGINES,
-    CPU_GEMMS,
     EOS_READS,
     PRECISIONS,
     VOCODER_OVERLAPS,
@@ -57,7 +56,6 @@ class ServerConfig:
     require_weights: bool = _ENGINE.require_weights
     device: str = _ENGINE.device
     precision: str = _ENGINE.precision
-    cpu_gemm: str = _ENGINE.cpu_gemm
     cpu_engine: str = _ENGINE.cpu_engine
     cpu_threads: int = _ENGINE.cpu_threads
     record_steps: str | None = _ENGINE.record_steps
@@ -190,14 +188,12 @@ _OPTIONS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("--require-weights", "require_weights", bool, "refuse to start without real weights"),
     ("--device", "device", str, "auto | cpu | cuda"),
     ("--precision", "precision", str,
-     "auto | fp32 | bf16 | fp16 | int8 | int4 (auto: bf16/fp16 on CUDA, int8 on a CPU; int8 and "
-     "int4: CPU only, the decoder's matrices in int8/int4; bf16 on a CPU: decoder matrices in bf16 "
-     "where it has AMX or AVX-512-BF16, else fp32)"),
+     "auto | fp32 | bf16 | fp16 | int8 | int4 (auto: bf16/fp16 on CUDA, int8 or int4 on a CPU, "
+     "measured; int8 and int4: CPU only, the decoder's matrices in int8/int4 on ONNX Runtime; "
+     "bf16: CUDA only)"),
     ("--cpu-engine", "cpu_engine", str,
      "auto | ort | torch: what runs the decoder on a CPU (ort: ONNX Runtime, int4/int8/fp32; "
      "torch: our decoder, fp32 codes identical to upstream's; auto: measured once per machine)"),
-    ("--cpu-gemm", "cpu_gemm", str,
-     "auto | mm | mkl | onednn: CPU fp32 matrix backend (auto: measured at start-up)"),
     ("--cpu-threads", "cpu_threads", _non_negative_int,
      "torch intra-op threads on CPU (0: torch's count, at most the usable CPUs)"),
     ("--record-steps", "record_steps", str,
@@ -351,10 +347,10 @@ def validate(config: ServerConfig) -> None:
     if config.precision in ("int8", "int4") and config.device == "cuda":
         raise ConfigError(f"--precision {config.precision} is a CPU mode; with --device cuda use auto, "
                           "bf16 or fp16")
+    if config.precision == "bf16" and config.device == "cpu":
+        raise ConfigError("--precision bf16 is a CUDA mode; with --device cpu use auto, int8, int4 or fp32")
     if config.cpu_engine not in CPU_ENGINES:
         raise ConfigError(f"--cpu-engine must be one of {', '.join(CPU_ENGINES)}, not {config.cpu_engine!r}")
-    if config.cpu_gemm not in CPU_GEMMS:
-        raise ConfigError(f"--cpu-gemm must be one of {', '.join(CPU_GEMMS)}, not {config.cpu_gemm!r}")
     for flag, value, choices in (("--vocoder-overlap", config.vocoder_overlap, VOCODER_OVERLAPS),
                                  ("--vocoder-precision", config.vocoder_precision, VOCODER_PRECISIONS),
                                  ("--eos-read", config.eos_read, EOS_READS)):

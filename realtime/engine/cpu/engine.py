@@ -1,16 +1,18 @@
 """Which engine runs the CPU decoder: ONNX Runtime or our torch decoder.
 
 ``--cpu-engine``: ``ort`` (the backbone as one ONNX graph, ``ort.model.OrtGPT``:
-int4, int8 and fp32), ``torch`` (``model.StaticGPT`` with the measured GEMM
-plan: fp32, int8 by fbgemm, bf16 where native) or ``auto``, the default:
-int4 is ONNX Runtime's only and bf16 torch's; for int8 and fp32 both are
-built once and timed by whole steps (decode and logits, batch 1 and the
-largest batch size, rounds alternating, medians), the faster serves and the
-verdict is kept in the prepared cache per machine (kind ``cpu-engine``:
+int4, int8 and fp32), ``torch`` (``model.StaticGPT``: fp32, upstream's codes
+exactly) or ``auto``, the default: int4 and int8 run on ONNX Runtime only
+(torch's own int8 and bf16 forms lost to it and were retired: docs/runtime.md,
+"Retired"); for fp32 both are built once and timed by whole steps (decode and
+logits, batch 1 and the largest batch size, rounds alternating, medians), the
+faster serves and the verdict is kept in the prepared cache per machine (kind
+``cpu-engine``:
 precision, shape, threads, batch, the onnxruntime version, besides every
 key's torch and CPU), so later starts build one engine only. Tiny models
 (tests) are not timed: ``ort``, where it is installed. Where onnxruntime or
-onnx cannot be imported, ``auto`` runs torch and says why.
+onnx cannot be imported, ``auto`` runs torch's fp32 and says why; int8 and
+int4 are then refused.
 
 ``--precision auto`` on a CPU is int8 where one stream keeps real time in
 int8 here (its whole step measured once per machine: ``auto_precision``),
@@ -42,7 +44,7 @@ DEFAULT_PRECISION = "int8"  # --precision auto on a CPU: int8, int4 where int8 i
 INT8_STEP_BUDGET_MS = 12.0  # int8's whole batch-1 step at most this: a stream keeps real time
 PRECISION_KIND = "cpu-precision"
 ORT_PRECISIONS = ("int4", "int8", "fp32")
-TORCH_PRECISIONS = ("int8", "fp32", "bf16")
+INT_PRECISIONS = ("int4", "int8")
 # What each reduced precision costs against fp32 (``python -m bench precision``,
 # full-size random weights, AMD EPYC Zen 3, docs/runtime.md): the start-up log states it.
 QUALITY = {
@@ -80,14 +82,14 @@ def static_choice(engine: str, precision: str, backbone_bytes: int) -> tuple[str
     if engine not in CPU_ENGINES:
         raise ValueError(f"unknown cpu engine {engine!r} ({', '.join(CPU_ENGINES)})")
     missing = ort_missing()
-    if engine == "ort" or precision == "int4":
+    if engine == "ort" or precision in INT_PRECISIONS:
         if precision not in ORT_PRECISIONS:
             raise ValueError(f"precision {precision} runs on the torch engine only (--cpu-engine torch)")
         if engine == "torch":
-            raise ValueError("precision int4 runs on the ort engine only (--cpu-engine ort or auto)")
+            raise ValueError(f"precision {precision} runs on the ort engine only (--cpu-engine ort or auto)")
         if missing:
             raise ValueError(f"the ort engine is unavailable: {missing}")
-        return "ort", "--cpu-engine ort" if engine == "ort" else "int4 runs on ort only"
+        return "ort", "--cpu-engine ort" if engine == "ort" else f"{precision} runs on ort only"
     if engine == "torch" or precision not in ORT_PRECISIONS:
         return "torch", "--cpu-engine torch" if engine == "torch" else f"{precision} runs on torch only"
     if missing:
@@ -181,9 +183,12 @@ def auto_precision(options, assets) -> tuple[str, dict]:
     """``--precision auto`` on a CPU: int8 where ONNX Runtime's int8 whole
     decode step at batch 1 takes at most ``INT8_STEP_BUDGET_MS`` (one stream
     then keeps real time with its sampling, vocoder and serving), else int4;
-    int8 untimed for tiny models or without onnxruntime. Kept per machine
+    int8 untimed for tiny models; fp32 without onnxruntime. Kept per machine
     (kind ``cpu-precision``). Returns (precision, the models built on the way)."""
-    if ort_missing() or _backbone_bytes(assets.shape) < TINY_BYTES:
+    if missing := ort_missing():
+        log.warning("precision auto: fp32 on torch, the int forms need the ort engine (%s)", missing)
+        return "fp32", {}
+    if _backbone_bytes(assets.shape) < TINY_BYTES:
         return DEFAULT_PRECISION, {}
     import dataclasses
 
@@ -212,21 +217,16 @@ def _backbone_bytes(shape) -> int:
 def decoder_on(engine: str, options, assets):
     """The decoder of ``options`` on ``engine`` (``ort`` or ``torch``)."""
     from realtime.engine.cpu.omp_env import spinning
-    from realtime.engine.cpu.plan import policy_for
 
     if engine == "ort":
         from realtime.engine.ort.model import OrtGPT
 
-        return OrtGPT(assets, options.precision, torch.get_num_threads(), spinning(),
-                      policy_for(options), options.cache_dir)
-    from realtime.engine.cpu import int8 as cpu_int8
+        return OrtGPT(assets, options.precision, torch.get_num_threads(), spinning(), options.cache_dir)
     from realtime.engine.model.gpt import StaticGPT
     from realtime.engine.model.prepared_weights import WeightsEntry
 
-    if options.precision == "int8" and (reason := cpu_int8.available()) is not None:
-        raise ValueError(f"precision int8 is unavailable on the torch engine: {reason}")
     cpu = torch.device("cpu")
-    return StaticGPT(assets.shape, assets.gpt_state, assets.embed, cpu, torch.float32, policy_for(options),
+    return StaticGPT(assets.shape, assets.gpt_state, assets.embed, cpu, torch.float32,
                      WeightsEntry.of(assets, options.cache_dir, cpu, torch.float32))
 
 

@@ -1,11 +1,8 @@
 """Our GPT forward over ChatTTS's weights, with a static per-slot KV cache.
 
 The same Llama decoder upstream runs through transformers, written for
-serving: weight matrices prepared once as GEMM operands (``cpu.plan``: on
-CPU fp32 the fastest of plain ``torch.mm``, MKL-packed and oneDNN-packed
-per matrix shape and row count, measured at start-up; int8 with
-``--precision int8``; plain ``torch.mm`` elsewhere), fused QKV and gate/up
-projections, RMSNorm and RoPE as
+serving: weight matrices transposed once for ``torch.mm``
+(``model.matrix``), fused QKV and gate/up projections, RMSNorm and RoPE as
 transformers computes them, and a ``KVCache`` of ``max_slots`` slots
 allocated once: one tensor per layer holding its K and V, written in place
 at each slot's own position. Attention reads only up to the step's KV length (a
@@ -29,27 +26,20 @@ Thread: the model thread; no method reads a device value back to the host.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from realtime.engine.cpu import plan_trial
-from realtime.engine.cpu.gemm import Matrix, matmul
-from realtime.engine.cpu.plan import PREFILL, GemmPolicy, prepare_matrices, summary, table
 from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
-from realtime.engine.model.prepared_forms import FormEntries
+from realtime.engine.model.matrix import Matrix, matmul
 from realtime.engine.model.prepared_weights import WeightsEntry, decoder_matrices
 from realtime.engine.model.shapes import ModelShape
 
 log = logging.getLogger(__name__)
-
-TRIAL_KV_LEN = 128  # the attention length of the whole steps a GEMM plan is judged by
 
 
 def reads_in_place(slots: int, batch: int) -> bool:
@@ -105,7 +95,7 @@ def _zeros(size: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
 @dataclass
 class _Layer:
     ln1: torch.Tensor  # [D]
-    w_qkv: Matrix  # [D, 3 * H * Dh], multiplied with ``cpu.gemm.matmul``
+    w_qkv: Matrix  # [D, 3 * H * Dh], multiplied with ``matrix.matmul``
     w_o: Matrix  # [H * Dh, D]
     ln2: torch.Tensor  # [D]
     w_gate_up: Matrix  # [D, 2 * I]
@@ -113,109 +103,37 @@ class _Layer:
 
 
 class StaticGPT(GptEnds):
-    """ChatTTS's GPT + embeddings + folded heads on one device and dtype.
-
-    ``gemm`` says how the weight matrices are prepared (``cpu.plan``; default:
-    measured per shape and row count on CPU fp32, plain ``torch.mm`` elsewhere).
-    With ``gemm.mode == "int8"`` the decoder's matrices are int8 and the
-    heads (logits) stay fp32, chosen as ``auto`` does.
-    """
+    """ChatTTS's GPT + embeddings + folded heads on one device and dtype;
+    the heads (logits) always fp32."""
 
     engine = "torch"
 
     def __init__(self, shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], embed: torch.nn.Module,
-                 device: torch.device, dtype: torch.dtype, gemm: GemmPolicy | None = None,
-                 prepared: WeightsEntry | None = None):
+                 device: torch.device, dtype: torch.dtype, prepared: WeightsEntry | None = None):
         if shape.kv_heads != shape.heads:
             raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
         self.shape, self.device, self.dtype = shape, device, dtype
-        gemm = gemm or GemmPolicy()
 
         def w(name):
             return gpt_state[name].to(device=device, dtype=dtype)
 
-        norms = [(w(f"layers.{i}.input_layernorm.weight"), w(f"layers.{i}.post_attention_layernorm.weight"))
-                 for i in range(shape.layers)]
         self.emb_text, self.emb_code = embeddings(embed, device, dtype)
         with torch.no_grad():  # per layer qkv, o, gate_up, down [N, K]; the heads [Q*V, D]
-            weights = decoder_matrices(shape, gpt_state, lambda: head_weights(embed), device, dtype, prepared)
-        heads = weights.pop()  # logits stay fp32
-        started = time.perf_counter()
-        # The heads join the decoder's matrices (one plan, judged by whole
-        # steps) unless those are int8 or bf16: the heads then take what auto picks.
-        joint = gemm.mode not in ("int8", "bf16") and dtype == torch.float32
-        forms = FormEntries.of(prepared, gemm.mode)  # int8's and bf16's forms kept per machine
-        begun = plan_trial.begin(weights + [heads] if joint else weights, gemm, device, dtype, forms)
-        matrices, self.gemm_choices = list(begun.prepared.matrices), begun.prepared.choices
-        del weights
-        if joint:
-            self.heads = matrices.pop()
-        else:
-            (self.heads,), head_choice = prepare_matrices(
-                [heads], dataclasses.replace(gemm, mode="auto"), device, torch.float32)
-            self.gemm_choices.update(head_choice)
-        self.layers = []
-        for i, (ln1, ln2) in enumerate(norms):
-            qkv, o, gate_up, down = matrices[4 * i:4 * i + 4]
-            self.layers.append(_Layer(ln1=ln1, w_qkv=qkv, w_o=o, ln2=ln2, w_gate_up=gate_up,
-                                      w_down=down))
+            matrices = [Matrix(m) for m in decoder_matrices(
+                shape, gpt_state, lambda: head_weights(embed), device, dtype, prepared)]
+        self.matrices, self.heads = matrices, matrices[-1]
+        self.layers = [_Layer(ln1=w(f"layers.{i}.input_layernorm.weight"), w_qkv=matrices[4 * i],
+                              w_o=matrices[4 * i + 1], ln2=w(f"layers.{i}.post_attention_layernorm.weight"),
+                              w_gate_up=matrices[4 * i + 2], w_down=matrices[4 * i + 3])
+                       for i in range(shape.layers)]
         self.norm = w("norm.weight")
-        self.gemm = gemm
         self.cos, self.sin = self._rope_tables(shape, device, dtype)
-        self.plan_verdicts = plan_trial.settle(begun, self._trial_step)
-        if forms is not None:  # the settled plan's forms, for the next start
-            forms.store(matrices)
-        # A cached plan's packed forms, one matrix per piece (``finish_packing``).
-        self.deferred_packing: list[Callable[[], None]] = list(begun.deferred)
-        self.matrices = matrices + [self.heads]
-        self.weight_nbytes = sum(m.nbytes for m in self.matrices)
-        if self.gemm_choices:
-            log.info("cpu gemm (%s, %d threads; prepared in %.1f s), ms per matrix, * = used:\n%s",
-                     gemm.mode, torch.get_num_threads(), time.perf_counter() - started,
-                     table(self.gemm_choices, gemm))
-        log.info("weight matrices: %.1f MiB; backends at 1 row %s, at %d rows %s",
-                 self.weight_nbytes / 2**20, summary(self.matrices, 1), max(gemm.batch_sizes),
-                 summary(self.matrices, max(gemm.batch_sizes)))
+        self.weight_nbytes = sum(m.nbytes for m in matrices)
+        log.info("weight matrices: %.1f MiB (%s, torch.mm)", self.weight_nbytes / 2**20, dtype)
 
     def new_cache(self, slots: int, max_len: int, max_batch: int) -> KVCache:
         """The K/V cache this model decodes over (``max_batch``: unused here)."""
         return KVCache(self.shape, slots, max_len, self.dtype, self.device)
-
-    def finish_packing(self) -> None:
-        """Run every deferred packing piece now (a full warm-up's first step)."""
-        while self.deferred_packing:
-            self.deferred_packing.pop(0)()
-
-    def _trial_step(self, rows: int) -> Callable[[], None]:
-        """One decode step of ``rows`` rows (``PREFILL``: a prefill of the
-        policy's prefill rows) on scratch state, logits included: what
-        ``cpu.plan_trial`` times each candidate plan by."""
-        d = self.shape.hidden
-        gen = torch.Generator().manual_seed(0)
-        if rows == PREFILL:
-            length = min(self.gemm.prefill_rows, self.shape.max_positions)
-            cache = KVCache(self.shape, 1, length, self.dtype, self.device)
-            x = torch.randn(1, length, d, generator=gen).to(self.device, self.dtype) * 0.1
-            slots = torch.zeros(1, dtype=torch.int64, device=self.device)
-
-            @torch.no_grad()
-            def prefill() -> None:
-                self.logits(self.prefill(x, slots, cache)[:, -1])
-            return prefill
-        kv_len = min(TRIAL_KV_LEN, self.shape.max_positions)
-        cache = KVCache(self.shape, rows, kv_len, self.dtype, self.device)
-        x = torch.randn(rows, d, generator=gen).to(self.device, self.dtype) * 0.1
-        slots = torch.arange(rows, device=self.device)
-        pos = torch.full((rows,), kv_len - 1, device=self.device)
-
-        @torch.no_grad()
-        def decode() -> None:
-            self.logits(self.decode(x, slots, pos, cache, kv_len, first_slot=0))
-        return decode
-
-    def backends(self, rows: int) -> dict[str, int]:
-        """How many weight matrices run on each backend at ``rows`` rows."""
-        return summary(self.matrices, rows)
 
     @staticmethod
     def _rope_tables(shape: ModelShape, device, dtype):

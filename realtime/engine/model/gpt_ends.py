@@ -3,7 +3,7 @@
 ``GptEnds`` is what the torch decoder (``model.StaticGPT``) and the ONNX
 Runtime one (``ort.model.OrtGPT``) share: the text and code embeddings
 (``emb_text`` [T, D], ``emb_code`` [Q, V, D]) and the folded code heads
-(``heads``, a ``cpu.gemm.Matrix`` [D, Q * V]), in fp32 on the model's device,
+(``heads``, a ``model.matrix.Matrix`` [D, Q * V]), in fp32 on the model's device,
 computed exactly as upstream computes them whatever the backbone runs on.
 
 Thread: the model thread.
@@ -11,13 +11,12 @@ Thread: the model thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
 
-from realtime.engine.cpu.gemm import Matrix, matmul
+from realtime.engine.model.matrix import Matrix, matmul
 from realtime.engine.model.shapes import ModelShape
 
 
@@ -89,8 +88,6 @@ class GptModel(Protocol):
     device: torch.device
     dtype: torch.dtype
     emb_text: torch.Tensor
-    deferred_packing: list[Callable[[], None]]
-    plan_verdicts: list[str]
     weight_nbytes: int
 
     def new_cache(self, slots: int, max_len: int, max_batch: int) -> Any: ...
@@ -107,6 +104,3 @@ class GptModel(Protocol):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
 
-    def finish_packing(self) -> None: ...
-
-    def backends(self, rows: int) -> dict[str, int]: ...

@@ -1,8 +1,8 @@
 """A per-machine cache of what start-up prepares, so a restart pays it once.
 
 ``PreparedCache(root)`` is a directory of entries, each named by a ``CacheKey``:
-a kind (``"weights"``, ``"gemm-plan"``) and the parts it was prepared from (a
-checkpoint's content id, precision, backend choice, ...). Every key also
+a kind (``"weights"``, ``"ort-backbone"``) and the parts it was prepared from (a
+checkpoint's content id, precision, form, ...). Every key also
 carries ``machine_parts()``: the torch version, the CPU (``cpu.info``: model,
 ISA flags, ISA limits in the environment, CPU count), so a cache directory
 shared by several machines or kept across an upgrade never serves what was
@@ -15,9 +15,7 @@ Three entry forms:
   plan, a content hash);
 - ``load_tensors(key)`` / ``store_tensors(key, tensors)``: named CPU tensors
   (``torch.save``'s format), memory-mapped on load (processes on one host
-  share the pages through the page cache). Only plain strided tensors
-  serialize: MKL's and oneDNN's packed weights are opaque handles, so their
-  plain source is cached and they are packed again at start-up;
+  share the pages through the page cache);
 - ``load_dir(key)`` / ``store_dir(key, fill)``: a directory of files (an
   ONNX graph and its weights), with a manifest of their sizes and xxh3-64;
   written in a temporary directory and renamed into place.
@@ -64,9 +62,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when an entry's layout changes: old entries then miss
 KEEP_PER_KIND = 4  # older entries of one kind are removed past this many
-KEEP = {"weights": 2,  # kinds whose entries are large (the decoder's 760 MB): fewer kept
-        # one entry per (shape, state form): the decoder's 4 shapes times a few forms
-        "int8-forms": 12, "bf16-forms": 8}
+KEEP = {"weights": 2}  # kinds whose entries are large (the decoder's 760 MB): fewer kept
 _HASH_CHUNK = 8 * 2**20
 MANIFEST = "manifest.json"  # a directory entry's key and file sums
 

@@ -1,11 +1,10 @@
-"""The decoder's matrices as every GEMM form starts from them, kept per machine.
+"""The decoder's matrices as ``torch.mm`` takes them, kept per machine.
 
 ``decoder_matrices`` gives the model's weight matrices in its order (per
 layer the fused QKV, O, the fused gate/up, down; then the code heads with
 their weight norm folded), each [N, K] as a view ``.t()`` of a contiguous
-[K, N] tensor: the layout ``cpu.gemm.PlainMatrix`` multiplies with, which it
-then takes without a copy, and the one every packer (MKL, oneDNN, int8,
-bf16) copies from. Built from the checkpoint that is two passes over the
+[K, N] tensor: the layout ``matrix.Matrix`` multiplies with, which it
+then takes without a copy. Built from the checkpoint that is two passes over the
 decoder's 760 MB (the concatenations, then the transposes): about a second
 of a warm start on a quiet 2-core Xeon.
 
@@ -15,15 +14,13 @@ this model build, memory-mapped (file pages shared by the processes of one
 host; read when first touched, by the warm-up's decode); on a miss they are
 built, stored and used. The entry's key: the checkpoint's content id
 (``prepared_cache.checkpoint_id``), the shape, the dtype, what is stored
-(``FORM``: the fp32 [K, N] source, the same for every fp32 backend and for the
-GEMM plan's choices, so a plan measured again keeps it), and the machine
+(``FORM``: the fp32 [K, N] layout), and the machine
 parts every key has (torch, CPU). Random weights are drawn in memory at every
 start: never cached (their id would not say what a test did to them).
 
 Nothing is folded into the matrices: RMSNorm's weights stay a separate
 multiply, as transformers computes it, so fp32 codes stay identical to
-upstream's. The packed opaque forms (MKL's, oneDNN's) are never cached: they
-pack from these tensors at start-up or in idle time (``cpu.plan_trial``).
+upstream's.
 
 Thread: build time (the model thread).
 """

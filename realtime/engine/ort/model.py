@@ -21,7 +21,6 @@ Thread: the model thread.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import tempfile
@@ -31,8 +30,8 @@ import numpy as np
 import torch
 
 from realtime.engine import startup_clock
-from realtime.engine.cpu.plan import GemmPolicy, prepare_matrices, summary
 from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
+from realtime.engine.model.matrix import Matrix
 from realtime.engine.ort.backbone import OrtBackbone
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
@@ -46,8 +45,7 @@ class OrtGPT(GptEnds):
 
     engine = "ort"
 
-    def __init__(self, assets, form: str, threads: int, spin: bool, gemm: GemmPolicy,
-                 cache_dir: str | None):
+    def __init__(self, assets, form: str, threads: int, spin: bool, cache_dir: str | None):
         shape = assets.shape
         if shape.kv_heads != shape.heads:
             raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
@@ -58,26 +56,11 @@ class OrtGPT(GptEnds):
             path = backbone_dir(assets, form, cache_dir, scratch)
             self.backbone = OrtBackbone(path, threads, spin)  # holds the graph: scratch may go
             graph_bytes = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
-        heads = head_weights(assets.embed).t().contiguous().t()  # [N, K], a view of [K, N]
-        (self.heads,), self.gemm_choices = prepare_matrices(
-            [heads], dataclasses.replace(gemm, mode="auto"), self.device, torch.float32)
-        self.matrices = [self.heads]
+        self.heads = Matrix(head_weights(assets.embed))
         self.weight_nbytes = graph_bytes + self.heads.nbytes
-        self.plan_verdicts: list[str] = []
-        self.deferred_packing: list = []
         startup_clock.mark("ort backbone")
-        log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s); "
-                 "heads at 1 row %s", form, graph_bytes / 2**20, time.perf_counter() - started, threads,
-                 "on" if spin else "off", summary(self.matrices, 1))
-
-    def finish_packing(self) -> None:
-        """Nothing deferred: the session prepacked its weights when it opened."""
-
-    def backends(self, rows: int) -> dict[str, int]:
-        """Matrices per backend at ``rows`` rows: the backbone's 80 on ``ort-<form>``."""
-        counts = summary(self.matrices, rows)
-        counts[f"ort-{self.form}"] = 4 * self.shape.layers
-        return counts
+        log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s)",
+                 form, graph_bytes / 2**20, time.perf_counter() - started, threads, "on" if spin else "off")
 
     def new_cache(self, slots: int, max_len: int, max_batch: int) -> OrtKV:
         return OrtKV(self.shape, slots, max_len, max_batch)
