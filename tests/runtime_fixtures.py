@@ -76,7 +76,7 @@ def tiny_runner(seed: int = 0, assets: ModelAssets | None = None, capture=None, 
     # The torch decoder (the GPU's, and fp32's codes identical to upstream's) unless a
     # test asks for another: the ONNX Runtime engine has its own tests (test_ort_*.py).
     options.setdefault("cpu_engine", "torch")
-    if options["device"] == "cpu":
+    if options["device"].split(":")[0] == "cpu":
         options.setdefault("precision", "fp32")
     opts = RuntimeOptions(weights="tiny-random", **options)
     return build_runner(opts, assets=assets or tiny_assets(seed), capture=capture)

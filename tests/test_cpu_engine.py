@@ -7,6 +7,7 @@ the winner afterwards; without onnxruntime ``auto`` falls back to torch.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -123,3 +124,15 @@ def test_an_fp32_decoder_keeps_an_fp32_vocoder():
                              max_slots=2, batch_sizes=(1,), kv_buckets=(64,))
     runner = build_runner(options, assets=tiny_assets())
     assert runner.vocoder.body.form == "fp32"
+
+
+def test_a_captured_cpu_runner_runs_torch_in_fp32():
+    from bench.strict_graphs import StrictCapture
+
+    options = RuntimeOptions(weights="tiny-random", device="cpu", max_slots=2, batch_sizes=(1,),
+                             kv_buckets=(64,))
+    runner = build_runner(options, assets=tiny_assets(), capture=StrictCapture())
+    assert not isinstance(runner.model, OrtGPT) and runner.options.precision == "fp32"
+    with pytest.raises(ValueError, match="graphs do not capture"):
+        build_runner(dataclasses.replace(options, precision="int8"), assets=tiny_assets(),
+                     capture=StrictCapture())

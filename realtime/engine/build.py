@@ -113,7 +113,11 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
         vocoder_precision = cpu_engine.vocoder_precision(options, model, vocoder_precision)
         body = cpu_engine.vocoder_body(options, assets, model, vocoder_precision)
         cpu_engine.leave_cores_to_ort(model)
-    elif device.type == "cpu":
+    elif device.type == "cpu":  # a capture runs our torch step, which is fp32 on a CPU
+        if options.precision in cpu_engine.INT_PRECISIONS:
+            if asked != "auto":
+                raise ValueError(f"precision {asked} runs on the ort engine, which graphs do not capture")
+            options = dataclasses.replace(options, precision="fp32")
         _log_cpu_choice(options, asked)
     vocoder = _vocoder(options, assets, device, vocoder_precision, body)
     if capture is None and device.type == "cuda" and options.cuda_graphs:
