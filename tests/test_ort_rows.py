@@ -105,3 +105,20 @@ def test_no_live_slot_ever_loses_a_position(steps):
             held.pop(s, None)
         for s, n in held.items():
             assert buf[rows.row_of[s]][:n] == [s * 100 + i for i in range(n)], (s, rows.row_of)
+
+
+def test_touch_writes_the_rows_the_latest_step_bound_and_no_others():
+    from realtime.engine.model.shapes import TINY
+    from realtime.engine.ort.kv import OrtKV
+
+    kv = OrtKV(TINY, slots=3, max_len=16, max_batch=2)
+    kv.touch(8)  # nothing bound yet: nothing to write
+    for buf in (*kv.k, *kv.v):
+        buf.fill(1.0)
+    placed = kv.place([kv.scratch, kv.scratch], [0, 0])
+    kv.touch(8)
+    rows = set(placed.rows)
+    for buf in (*kv.k, *kv.v):
+        for r in range(buf.shape[0]):
+            assert (buf[r, :, :8] == 0).all() == (r in rows), r
+            assert (buf[r, :, 8:] == 1).all()

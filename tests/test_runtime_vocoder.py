@@ -243,6 +243,17 @@ def test_cost_is_linear_in_length(models, hidden):
     assert long_calls <= 800 // 64 + 10
 
 
+@pytest.mark.parametrize("growth, lookahead", [(2.0, 8), (1.5, 8), (1.5, 0), (3.0, 2)])
+def test_a_segments_window_steps_are_what_its_stream_renders(models, hidden, growth, lookahead):
+    # The cost model prices a streamed segment by this count (step_cost):
+    # a schedule that drifted from the stream's would misprice every stream.
+    for steps in (1, 5, 12, 13, 50, 141, 300):
+        vocoder = StreamingVocoder(*models, chunk_growth=growth, lookahead_steps=lookahead)
+        stream(vocoder, hidden[:steps], [1])
+        assert vocoder.steps_rendered == vocoder.segment_window_steps(steps), (steps, growth, lookahead)
+    assert StreamingVocoder(*models).segment_window_steps(0) == 0
+
+
 def test_finish_on_empty_stream(models):
     s = StreamingVocoder(*models).start()
     out = s.finish()

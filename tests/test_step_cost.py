@@ -44,23 +44,29 @@ def test_a_cache_too_short_for_the_jobs_leaves_the_decode_timings(caplog):
     assert not runner.jobs
 
 
-def test_on_a_cpu_every_row_pays_a_streams_steady_vocoder_cost(monkeypatch):
-    # The whole steps measured say nothing is added; a stream's steady vocoder
-    # window still costs every row of a step its share.
+def test_on_a_cpu_every_row_pays_a_streams_vocoder_cost(monkeypatch):
+    # The whole steps measured say nothing is added; a stream's vocoder
+    # windows still cost every row of a step its share.
     runner = tiny_runner(max_slots=4, batch_sizes=(1, 2, 4), kv_buckets=(128, 256))
     monkeypatch.setattr(step_cost, "_overhead", lambda runner, batch, table: 0.0)
-    monkeypatch.setattr(step_cost, "steady_vocoder_s", lambda runner: 0.003)
+    monkeypatch.setattr(step_cost, "vocoder_s_per_code", lambda runner: 0.003)
     table = step_cost.with_step_overhead(runner, {(b, 128): 0.010 for b in (1, 2, 4)})
     assert table == {(1, 128): pytest.approx(0.013), (2, 128): pytest.approx(0.016),
                      (4, 128): pytest.approx(0.022)}
 
 
-def test_the_steady_vocoder_cost_is_a_largest_window_over_its_chunk(monkeypatch):
+def test_the_vocoder_cost_prices_a_sentences_windows_at_a_largest_windows_rate(monkeypatch):
     runner = tiny_runner(max_slots=2, batch_sizes=(1,), kv_buckets=(128,))
     vocoder = runner.vocoder
     rendered: list[int] = []
+    clock = iter(range(100))
+    monkeypatch.setattr(step_cost.time, "perf_counter", lambda: float(next(clock)))  # each render: 1 s
     monkeypatch.setattr(vocoder, "render", lambda hidden: rendered.append(hidden.shape[0]))
     calls = vocoder.calls
-    assert step_cost.steady_vocoder_s(runner) > 0
     window = vocoder.left_context_steps + vocoder.max_chunk_steps + vocoder.lookahead_steps
+    per_code = step_cost.vocoder_s_per_code(runner)
     assert rendered == [window, window] and vocoder.calls == calls
+    codes = step_cost.SEGMENT_CODES
+    assert per_code == pytest.approx(vocoder.segment_window_steps(codes) / codes / window)
+    # A sentence re-renders more context per code than the steady chunks alone.
+    assert per_code > 1 / vocoder.max_chunk_steps

@@ -204,3 +204,19 @@ def test_the_piece_in_progress_still_counts_as_left(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "_time_decode", lambda b, k, *a: seen.append(rest.left) or real(b, k, *a))
     _finish(runner)
     assert seen == [4, 3, 2, 1]  # a server stopped mid-piece has not stored a half table
+
+
+@pytest.mark.parametrize("engine", ["ort", "torch"])
+def test_a_timed_step_attends_over_its_whole_bucket_of_written_pages(engine, monkeypatch):
+    # ONNX Runtime reads only the positions a row holds: rows timed at
+    # position 0 would leave a bucket's K/V reads out of the cost model.
+    runner = tiny_runner(assets=tiny_assets(), cpu_engine=engine, **SHAPES)
+    seen, touched = [], []
+    decode, touch = runner.model.decode, runner.cache.touch
+    monkeypatch.setattr(runner.model, "decode", lambda x, slots, pos, *a, **k: seen.append(
+        (len(seen), pos.tolist())) or decode(x, slots, pos, *a, **k))
+    monkeypatch.setattr(runner.cache, "touch", lambda n: touched.append((len(seen), n)) or touch(n))
+    assert runner._time_decode(2, 128) > 0
+    assert seen == [(0, [127, 127]), (1, [127, 127]), (2, [127, 127])]
+    assert touched == [(1, 128)]  # after the untimed first step, before the timed ones
+    assert runner.step.state.position[runner.cache.scratch] == 0

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 WARM = 16  # a stream's first audio: a push every 4 codes plus the vocoder's lookahead
 MEASURED = 8  # two push intervals
 TEXT = "Warm up the whole step."
+SEGMENT_CODES = 141  # a streamed sentence of about 3 s, what a chunk schedule is costed on
 
 Table = dict[tuple[int, int], float]
 
@@ -60,18 +61,21 @@ def with_step_overhead(runner, timings: Mapping[tuple[int, int], float]) -> Tabl
         return table
     finally:
         runner.reset()
-    per_code = steady_vocoder_s(runner) if runner.device == "cpu" else 0.0
+    per_code = vocoder_s_per_code(runner) if runner.device == "cpu" else 0.0
     log.info("step costs: a whole step adds %s (vocoder, host) to the warm-up's decode timings; "
-             "a stream's steady vocoder %.2f ms a code",
+             "a stream's vocoder %.2f ms a code",
              ", ".join(f"{ms * 1e3:.1f} ms at batch {b}" for b, ms in overhead.items()), per_code * 1e3)
     return {(b, k): t + max(interpolate(overhead, b), b * per_code) for (b, k), t in table.items()}
 
 
 @torch.inference_mode()
-def steady_vocoder_s(runner) -> float:
-    """Seconds of vocoder work per code of one stream whose chunks reached
-    their largest size: the best of two renders of such a window (random
-    hidden states) over its chunk; 0 without a vocoder."""
+def vocoder_s_per_code(runner) -> float:
+    """Seconds of vocoder work per code of a streamed segment of
+    ``SEGMENT_CODES``: the best of two renders of a largest window (random
+    hidden states) per step it ran over, times the steps such a segment's
+    windows run over per code (``segment_window_steps``: its early chunks are
+    small, so it re-renders more left context than the steady chunks alone);
+    0 without a vocoder."""
     vocoder = runner.vocoder
     if vocoder is None:
         return 0.0
@@ -84,7 +88,7 @@ def steady_vocoder_s(runner) -> float:
         vocoder.render(hidden)
         best = min(best, time.perf_counter() - start)
     vocoder.calls, vocoder.steps_rendered = counters  # timing, not serving
-    return best / vocoder.max_chunk_steps
+    return best / steps * vocoder.segment_window_steps(SEGMENT_CODES) / SEGMENT_CODES
 
 
 def interpolate(points: Mapping[int, float], batch: int) -> float:

@@ -68,6 +68,13 @@ class KVCache:
         self.heads = shape.kv_heads
         self.nbytes = sum(t.numel() * t.element_size() for t in kv)
 
+    def touch(self, length: int) -> None:
+        """Write the scratch slot's first ``length`` positions (the rows a
+        timing step reads), so timing reads memory that is there: a calloc'd
+        page never written reads as the kernel's one shared zero page, from cache."""
+        for t in (*self.k, *self.v):
+            t[self.scratch, :, :length].zero_()
+
     def reads_in_place(self, batch: int) -> bool:
         """Whether a decode graph of ``batch`` rows attends over every slot in
         place (reads all S + 1 slots once) rather than gathering its rows

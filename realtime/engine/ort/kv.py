@@ -43,6 +43,7 @@ class OrtKV:
         self.nbytes = 2 * shape.layers * rows * self.row_bytes
         self.map = SlotRows(rows)
         self.moved_positions = 0  # all moves so far (benches, tests)
+        self.last: Placement | None = None  # the latest step's rows
 
     @property
     def live(self) -> Callable[[], set[int]] | None:
@@ -65,7 +66,18 @@ class OrtKV:
             self.moved_positions += n
         if placed.moves:
             log.debug("kv rows moved for batch %s: %s", list(slots), placed.moves)
+        self.last = placed
         return placed
+
+    def touch(self, length: int) -> None:
+        """Write the first ``length`` positions of the rows the latest step
+        bound (a timing step's padding rows), so the next timing reads memory
+        that is there: a calloc'd page never written reads as the kernel's one
+        shared zero page, from cache, and a step's K/V reads (a quarter of an
+        int4 step's bytes at 250 positions) would go untimed."""
+        if self.last is not None:
+            for buf in (*self.k, *self.v):
+                buf[list(self.last.rows), :, :length] = 0.0
 
     def written(self, placement: Placement, lengths: Sequence[int]) -> None:
         """The batch's rows now hold ``lengths`` positions each."""
