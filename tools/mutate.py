@@ -47,7 +47,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                ["tests/test_runtime_runner.py", "tests/test_runtime_decoder.py",
                 "tests/test_runtime_runner_audio.py", "tests/test_runtime_capture.py",
                 "tests/test_runtime_budgets.py"]),
-    "model": (["realtime/engine/model/gpt.py"],
+    "model": (["realtime/engine/model/gpt.py", "realtime/engine/model/matrix.py"],
               ["tests/test_runtime_model.py", "tests/test_runtime_decoder.py",
                "tests/test_runtime_capture.py", "tests/test_runtime_runner.py"]),
     "graphs": (["realtime/engine/cuda/graphs.py"],

@@ -2,8 +2,8 @@
 
 ``Matrix(weight)`` keeps ``weight`` [N, K] as a contiguous [K, N] tensor (no
 copy when it already is one: ``prepared_weights`` hands out such views) and
-multiplies with ``torch.mm`` (``torch.addmm`` with a bias): the BLAS product
-``nn.Linear`` runs, on any device and dtype. On a CPU, torch's decoder
+multiplies with ``torch.mm``, the BLAS product ``nn.Linear`` runs, on any
+device and dtype. On a CPU, torch's decoder
 (``--cpu-engine torch``) is the fp32 reference whose codes match upstream's;
 the fast CPU forms are ONNX Runtime's (``ort``), which beat our own GEMM plans,
 int8 and bf16 forms on every CPU measured, so those were retired
@@ -27,8 +27,8 @@ class Matrix:
         self.shape = tuple(self.w_t.shape)  # (K, N): in, out
         self.nbytes = self.w_t.numel() * self.w_t.element_size()
 
-    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        return torch.mm(x, self.w_t) if bias is None else torch.addmm(bias, x, self.w_t)
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mm(x, self.w_t)
 
 
 def matmul(x: torch.Tensor, w: Matrix) -> torch.Tensor:
