@@ -95,11 +95,11 @@ def scenario(request):
     d, streaming = _scenario(runner)
     assert sorted(d.finished) == [1, 2, 3, 4, 5, 6]
     assert_distinct({j: d.codes[j] for j in d.finished})
-    return d, streaming, ONE_SHOT_ATOL
+    return d, streaming
 
 
 def test_greedy_jobs_record_upstreams_hidden_states(scenario, references):
-    d, _, _ = scenario
+    d, _ = scenario
     for job, text in ((1, TEXTS[0]), (2, TEXTS[1]), (5, TEXTS[3])):
         ref = references[text]
         assert torch.equal(d.codes[job], ref.codes), job
@@ -107,7 +107,7 @@ def test_greedy_jobs_record_upstreams_hidden_states(scenario, references):
 
 
 def test_one_shot_audio_equals_upstream_decode(scenario):
-    d, streaming, atol = scenario
+    d, streaming = scenario
     one_shot = [j for j in d.finished if not streaming[j]]
     assert len(one_shot) == 3
     for job in one_shot:
@@ -116,11 +116,11 @@ def test_one_shot_audio_equals_upstream_decode(scenario):
         ref = upstream_wav(d.hidden[job])
         assert ours.dtype == np.float32 and ours.shape == ref.shape == (audio_samples(d.tokens[job]),)
         assert np.abs(ref).max() > 1e-3
-        np.testing.assert_allclose(ours, ref, atol=atol, rtol=0, err_msg=str(job))
+        np.testing.assert_allclose(ours, ref, atol=ONE_SHOT_ATOL, rtol=0, err_msg=str(job))
 
 
 def test_streamed_audio_meets_snr_and_seam_bounds(scenario):
-    d, streaming, _ = scenario
+    d, streaming = scenario
     streamed = [j for j in d.finished if streaming[j]]
     assert len(streamed) == 3
     for job in streamed:

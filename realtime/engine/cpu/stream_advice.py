@@ -27,13 +27,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from realtime.engine.cpu.engine import ORT_PRECISIONS
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
 from scheduler.jobs import CODES_PER_SECOND
 
 log = logging.getLogger(__name__)
 
 KIND = "cpu-streams"
-SETUPS = ("ort int4", "ort int8", "ort fp32", "torch int8", "torch fp32", "torch bf16")
+# What a CPU can run (cpu.engine): ONNX Runtime's forms, and torch's fp32 reference.
+SETUPS = (*(f"ort {p}" for p in ORT_PRECISIONS), "torch fp32")
 
 Figure = tuple[int, dict[int, float]]  # (real-time streams, whole-step ms per batch size)
 
