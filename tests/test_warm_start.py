@@ -14,6 +14,7 @@ from conftest import async_http_get, http_get
 from runtime_fixtures import tiny_assets, tiny_runner
 
 from protocol.pcm import decode_samples
+from realtime.engine import warm_start
 from realtime.engine.model.prepared_cache import PreparedCache
 from realtime.engine.warm_start import table_key
 
@@ -84,6 +85,21 @@ def test_another_shape_or_engine_measures_again(tmp_path, monkeypatch, change):
     other.warmup_first()
     assert calls and other.warmup_rest.left != 2 or calls != [(1, 128)]
     assert other.warmup_rest.key != cold.warmup_rest.key
+
+
+def test_a_table_timed_another_way_is_measured_again(tmp_path, monkeypatch):
+    # A table timed by an earlier method (rows at position 0 over untouched
+    # pages, say) read far below what a served step costs; kept, it made
+    # capacity admission take streams the machine could not serve.
+    cold = _runner(tmp_path)
+    cold.warmup_first()
+    _finish(cold)
+    monkeypatch.setattr(warm_start, "TIMING", warm_start.TIMING + 1)
+    later = _runner(tmp_path)
+    calls = _count_decodes(monkeypatch, later)
+    later.warmup_first()
+    assert set(calls) == {(1, 128), (1, 256)} and later.warmup_rest.left == 4  # timed afresh
+    assert later.warmup_rest.key != cold.warmup_rest.key
 
 
 def test_without_a_cache_it_stages_and_stores_nothing(tmp_path):

@@ -37,6 +37,11 @@ WARM = 16  # a stream's first audio: a push every 4 codes plus the vocoder's loo
 MEASURED = 8  # two push intervals
 TEXT = "Warm up the whole step."
 SEGMENT_CODES = 141  # a streamed sentence of about 3 s, what a chunk schedule is costed on
+# How the warm-up times a step (``ModelRunner._time_decode`` and this module),
+# in the key of every table kept per machine: a table timed another way is
+# measured again, never served. 2: rows at the bucket's last position over
+# K/V pages written, whole steps, a sentence's vocoder.
+TIMING = 2
 
 Table = dict[tuple[int, int], float]
 

@@ -39,7 +39,7 @@ import torch
 from realtime.engine import startup_clock
 from realtime.engine.api import WeightsKind
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache, checkpoint_id
-from realtime.engine.step_cost import with_step_overhead
+from realtime.engine.step_cost import TIMING, with_step_overhead
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,14 @@ def model_id(assets, cache: PreparedCache) -> str:
 
 def table_key(runner, cache: PreparedCache) -> CacheKey:
     """The cost table's key: the model, how it runs (engine, precision,
-    threads) and the shapes timed."""
+    threads), the shapes timed and how they were timed."""
     o = runner.options
     return CacheKey.of(
         "step-costs", model=model_id(runner.assets, cache), dtype=str(runner.dtype),
         engine=runner.model.engine, precision=o.precision, threads=torch.get_num_threads(),
         batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
         max_slots=runner.max_slots, lookahead=o.lookahead_steps,
-        vocoder=[o.vocoder_precision, o.vocoder_overlap])
+        vocoder=[o.vocoder_precision, o.vocoder_overlap], timing=TIMING)
 
 
 def _decode(runner, batch: int, bucket: int) -> float:

@@ -29,6 +29,7 @@ from typing import Any
 
 from realtime.engine.cpu.engine import ORT_PRECISIONS
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
+from realtime.engine.step_cost import TIMING
 from scheduler.jobs import CODES_PER_SECOND
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,8 @@ def _key(runner, setup: str) -> CacheKey:
     shape = runner.shape
     return CacheKey.of(KIND, setup=setup, threads=_threads(),
                        model=[shape.layers, shape.hidden, shape.intermediate],
-                       batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets))
+                       batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
+                       timing=TIMING)
 
 
 def _threads() -> int:
