@@ -84,8 +84,13 @@ class Driver:
         self.text_tokens: dict[int, int] = {}  # jobs in their refine pass
         self.refined: dict[int, str] = {}  # the refined text of each job that had a pass
         self.finished: list[int] = []
+        self.follows: dict[int, int] = {}  # job -> the job whose audio it plays after
 
-    def add(self, job_id: int, req: SegmentRequest) -> None:
+    def add(self, job_id: int, req: SegmentRequest, follows: int | None = None) -> None:
+        """Queue a job for the next step; ``follows``: the job whose audio its
+        own plays after (``StepPlan.follows``)."""
+        if follows is not None:
+            self.follows[job_id] = follows
         prepared = self.runner.prepare(req)
         self.work[job_id] = prepared.work
         self.prompt_len[job_id] = prepared.prompt_len
@@ -107,7 +112,8 @@ class Driver:
             batch_size=cfg.padded_batch(len(dec)) if dec else 1,
             kv_bucket=cfg.bucket(max(self.prompt_len[j] + self._progress(j) + 1 for j in dec)) if dec else 0,
             prefill_batch=cfg.padded_batch(len(pre)) if pre else 0,
-            prompt_bucket=cfg.prompt_bucket(max(self.prompt_len[j] for j in pre)) if pre else 0)
+            prompt_bucket=cfg.prompt_bucket(max(self.prompt_len[j] for j in pre)) if pre else 0,
+            follows=tuple(self.follows.get(j) for j in pre) if any(j in self.follows for j in pre) else ())
 
     def _progress(self, job_id: int) -> int:
         """Positions past the prompt: text tokens in a refine pass, else codes."""

@@ -21,7 +21,8 @@ At every step boundary ``schedule(now)`` returns one ``StepPlan``:
 
 The plan carries every choice: the KV slot of each job (the scheduler owns
 the slots, ``scheduler.book``), the padded batch and the KV and prompt
-buckets. Admission (``scheduler.admission``) refuses ``overloaded`` with a
+buckets, and the job whose audio each new segment's plays after
+(``scheduler.playout.follows``). Admission (``scheduler.admission``) refuses ``overloaded`` with a
 retry hint when the interactive lane has no capacity for one more real-time
 stream (``scheduler.capacity``; streams accepted before their first sentence
 hold their place, ``scheduler.reservations``) or a queue is full and, for
@@ -41,7 +42,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable, Iterable, Sequence
 
-from scheduler import batching, invariants, ranking
+from scheduler import batching, invariants, playout, ranking
 from scheduler.admission import Admission
 from scheduler.book import JobBook
 from scheduler.capacity import InteractiveCapacity, Saturation
@@ -371,6 +372,7 @@ class Scheduler:
             kv_bucket=cfg.bucket(max(j.kv_len for j in decode)) if decode else 0,
             prefill_batch=cfg.padded_batch(len(prefill)) if prefill else 0,
             prompt_bucket=cfg.prompt_bucket(max(j.prompt_len for j in prefill)) if prefill else 0,
+            follows=tuple(playout.follows(self.book.utterance(j.utterance), j.index) for j in prefill),
         )
         self.counters["steps"] += 1
         if jobs:

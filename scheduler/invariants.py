@@ -145,6 +145,8 @@ def check_plan(sched: Checked, plan: StepPlan) -> None:
         job = sched.job(job_id)
         if job is not None and job.prompt_len > plan.prompt_bucket:
             raise AssertionError(f"prompt of {job_id} longer than the prompt bucket")
+    if len(plan.follows) != len(plan.prefill):
+        raise AssertionError(f"follows {plan.follows} does not name one job per prefill job")
     for job_id in plan.decode:
         job = sched.job(job_id)
         # The largest bucket is the cache: a job there ends at its capacity.

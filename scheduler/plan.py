@@ -50,6 +50,11 @@ class StepPlan:
     the decode attention covers (>= every decode job's next position + 1),
     ``prefill_batch`` rows and ``prompt_bucket`` positions for the prefill
     (>= every prefill prompt; 0 when nothing is prefilled).
+
+    ``follows`` names, per prefill job, the job of its utterance's segment
+    before it (``playout.follows``; None for a first segment), whose audio
+    its own plays after: the runner's vocoder may render larger chunks while
+    the listener still holds audio.
     """
 
     lane: Lane
@@ -62,6 +67,7 @@ class StepPlan:
     kv_bucket: int = 0
     prefill_batch: int = 0
     prompt_bucket: int = 0
+    follows: tuple[JobId | None, ...] = ()
 
     @property
     def jobs(self) -> tuple[JobId, ...]:

@@ -5,6 +5,9 @@ start sounding by its first-audio deadline; segment k must start sounding
 when segment k-1's audio would end, so the listener hears no gap. A segment
 that is already running must produce its next code before the audio it has
 produced so far runs out. Audio lengths come from codes: 46.875 per second.
+The runner, which sees the audio go out, plays a segment after the one it
+``follows``: while the listener holds enough of it, a new segment's audio may
+be rendered in larger, cheaper pieces.
 
 Thread: pure functions, model thread.
 """
@@ -15,7 +18,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from scheduler.jobs import CODES_PER_SECOND, Job, JobState
-from scheduler.plan import Lane
+from scheduler.plan import JobId, Lane
 
 
 @dataclass
@@ -80,3 +83,16 @@ def playback(utterance: ScheduledUtterance, index: int, first_audio_s: float) ->
     if result is None:
         raise KeyError(index)
     return result
+
+
+
+def follows(utterance: ScheduledUtterance | None, index: int) -> JobId | None:
+    """The job whose audio segment ``index``'s plays after: the nearest
+    earlier segment not cancelled (None for the first one)."""
+    if utterance is None:
+        return None
+    for k in sorted((k for k in utterance.segments if k < index), reverse=True):
+        job = utterance.segments[k]
+        if job.state is not JobState.CANCELLED:
+            return job.id
+    return None

@@ -13,6 +13,7 @@ from realtime.engine import runner as runner_module
 from realtime.engine.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
 from realtime.engine.held import HeldJob, JobSpec
 from realtime.engine.vocoder import batch as vocoder_batch
+from realtime.engine.vocoder import stage as stage_module
 from realtime.engine.vocoder.stage import PUSH_EVERY
 from realtime.engine.vocoder.stream import audio_samples
 from realtime.server.voices.file import read_voices_file
@@ -365,6 +366,72 @@ def test_streaming_jobs_push_every_few_codes(runner):
     assert pushed == [(n, n - n % PUSH_EVERY) for n in range(1, 11)]
     d.run()
     assert d.tokens[1] == 11
+
+
+class FrozenClock:
+    """The vocoder's clock, standing still: a model infinitely faster than real time."""
+
+    now = 50.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_job_that_follows_another_renders_larger_chunks_while_its_listener_holds_audio():
+    # Sentence 2 plays after sentence 1's audio (StepPlan.follows): with the
+    # listener 2 s ahead, its chunks wait and grow, so the vocoder
+    # renders fewer steps; the codes are the same and the audio has the
+    # same length. A job that follows nothing chunks as before.
+    runner = tiny_runner(max_slots=4)
+    runner.vocoder.clock = FrozenClock()
+    codes = 141
+    rendered, audio = {}, {}
+    for follows in (False, True):
+        d = Driver(runner)
+        d.add(1, request(TEXTS[0], seed=1, min_new_tokens=100, max_new_tokens=100, streaming=True))
+        d.run()
+        before = runner.vocoder.steps_rendered
+        d.add(2, request(TEXTS[1], seed=2, min_new_tokens=codes, max_new_tokens=codes, streaming=True),
+              follows=1 if follows else None)
+        d.run()
+        rendered[follows] = runner.vocoder.steps_rendered - before
+        audio[follows] = d.audio[2]
+        assert d.tokens[2] == codes
+        runner.reset()
+    # Pushed 4 codes at a time: 2.6 steps rendered a code, held 1.4.
+    assert rendered[False] == 371
+    assert rendered[True] == (128 + 8) + (51 + codes - 128) == 200
+    assert [len(c) // SAMPLES_PER_STEP for c in audio[True] if len(c)][0] == 128
+    held, free = np.concatenate(audio[True]), np.concatenate(audio[False])
+    assert len(held) == len(free) == audio_samples(codes)
+    assert float(10 * np.log10(np.sum(free ** 2) / np.sum((held - free) ** 2))) > 45
+
+
+def test_a_follower_reads_its_predecessors_audio_while_it_runs_and_after_it_ended(runner, monkeypatch):
+    runner.vocoder.clock = FrozenClock()
+    try:
+        d = Driver(runner)
+        d.add(1, request(TEXTS[0], seed=1, min_new_tokens=40, max_new_tokens=40, streaming=True))
+        for _ in range(30):
+            d.step()
+        d.add(2, request(TEXTS[1], seed=2, min_new_tokens=20, max_new_tokens=20, streaming=True), follows=1)
+        d.step()
+        first, second = runner.jobs[1], runner.jobs[2]
+        d.step()  # job 2 has a stream now; job 1's audio so far is what it follows
+        assert second.stream.listener.play_end() == first.stream.listener.play_end()
+        d.run()
+        end = runner.audio.ends[1]
+        assert end == pytest.approx(FrozenClock.now + audio_samples(40) / 24000)
+        assert runner.audio.ends[2] == pytest.approx(end + audio_samples(20) / 24000)
+        # Bounded: past KEPT_ENDS the oldest end goes first.
+        monkeypatch.setattr(stage_module, "KEPT_ENDS", 2)
+        d.add(3, request(TEXTS[0], seed=3, min_new_tokens=8, max_new_tokens=8, streaming=True), follows=2)
+        d.run()
+        assert list(runner.audio.ends) == [2, 3]
+        runner.reset()
+        assert not runner.audio.ends
+    finally:
+        runner.vocoder.clock = time.monotonic
 
 
 def test_serving_runners_run_real_rows_only():

@@ -27,6 +27,7 @@ from runtime_fixtures import tiny_runner
 
 import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
+from realtime.engine.vocoder.listener import HOLD_LEAD_S
 from realtime.engine.vocoder.stream import (
     CPU_CHUNK_GROWTH,
     SAMPLES_PER_STEP,
@@ -310,6 +311,105 @@ def test_a_slower_growth_takes_more_smaller_chunks_to_the_same_audio(models, hid
     assert snr_db(reference, np.concatenate(outs)) > SNR_BOUND_DB
     with pytest.raises(ValueError, match="chunk_growth must be > 1"):
         StreamingVocoder(*models, chunk_growth=1.0)
+
+
+class FakeClock:
+    """Seconds that move only when a test says so."""
+
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def held_stream(vocoder: StreamingVocoder, hidden: torch.Tensor, clock: FakeClock, lead: float,
+                seconds_per_step: float) -> list[np.ndarray]:
+    """One step a push, ``seconds_per_step`` on the clock each; the stream's
+    listener holds ``lead`` seconds of earlier audio at the start."""
+    end = clock.now + lead
+    s = vocoder.start(after=lambda: end)
+    outs = []
+    for i in range(hidden.shape[0]):
+        clock.now += seconds_per_step
+        outs.append(s.push(hidden[i:i + 1]))
+    outs.append(s.finish())
+    return outs
+
+
+def test_a_stream_with_a_listeners_lead_holds_its_chunks_to_the_largest(models, hidden, reference):
+    # A model 3x real time after a sentence whose audio plays 2 s more: every
+    # chunk waits to twice the largest a chunk grows to, so fewer windows
+    # re-render their left context.
+    clock = FakeClock()
+    vocoder = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH, clock=clock)
+    outs = held_stream(vocoder, hidden, clock, lead=2.0, seconds_per_step=1 / 46.875 / 3)
+    sizes = [len(o) // SAMPLES_PER_STEP for o in outs[:-1] if len(o)]
+    assert sizes == [128, 128]
+    audio = np.concatenate(outs)
+    assert len(audio) == len(reference) and snr_db(reference, audio) > SNR_BOUND_DB
+    free = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH)
+    stream(free, hidden, [1])
+    assert vocoder.steps_rendered < 0.7 * free.steps_rendered
+    assert vocoder.steps_rendered == (128 + 8) + (51 + 128 + 8) + (51 + 300 - 256)
+
+
+def test_a_held_chunk_goes_once_the_listeners_lead_runs_low(models, hidden):
+    # A model exactly real time: the lead of 1.5 s falls by a step's audio
+    # each step, so the chunk due at 4 steps waits until the lead is under
+    # HOLD_LEAD_S (from step 24 on: 1.5 - 24 / 46.875 < 1), then goes at once
+    # with every step since (16: 8 stay as lookahead). The listener then
+    # holds more than HOLD_LEAD_S again, and the next chunk waits as long.
+    clock = FakeClock()
+    vocoder = StreamingVocoder(*models, clock=clock)
+    end = clock.now + 1.5
+    s = vocoder.start(after=lambda: end)
+    step_s = 1 / 46.875
+    emitted = []
+    for i in range(60):
+        clock.now += step_s
+        out = s.push(hidden[i:i + 1])
+        if len(out):
+            emitted.append((i + 1, len(out) // SAMPLES_PER_STEP))
+    assert emitted == [(24, 16), (40, 16), (56, 16)]
+    assert s.listener.lead() == pytest.approx(1.5 + 48 * step_s - 60 * step_s)
+    assert s.listener.lead() >= HOLD_LEAD_S  # and the fourth chunk waits
+
+
+def test_the_lead_is_a_jitter_free_players(models, hidden):
+    clock = FakeClock()
+    vocoder = StreamingVocoder(*models, lookahead_steps=2, min_chunk_steps=4, clock=clock)
+    step_s = SAMPLES_PER_STEP / 24000
+    s = vocoder.start()
+    assert s.listener.lead() == -np.inf and s.listener.play_end() is None  # the listener waits for it
+    s.push(hidden[:6])  # the first chunk: 4 steps of audio out now
+    assert s.listener.lead() == pytest.approx(4 * step_s)
+    clock.now += 1.0  # the listener played it and waited
+    s.push(hidden[6:18])  # 12 more steps out after a gap: they play from now
+    assert s.listener.lead() == pytest.approx(12 * step_s)
+    # The next segment plays after this one's audio, as far as it is out.
+    follower = vocoder.start(after=s.listener.play_end)
+    assert follower.listener.lead() == pytest.approx(12 * step_s)
+    clock.now += 0.1
+    s.push(hidden[18:40])  # the earlier segment's new audio comes first
+    assert follower.listener.lead() == pytest.approx(12 * step_s - 0.1 + 22 * step_s)
+    follower.push(hidden[40:46])  # the follower's first chunk queues behind it
+    assert follower.listener.lead() == pytest.approx(12 * step_s - 0.1 + 26 * step_s)
+    clock.now += 5.0
+    follower.listener.heard(0)  # an empty chunk plays nothing: the gap stays
+    assert follower.listener.lead() == pytest.approx(12 * step_s - 5.1 + 26 * step_s)
+    unknown = vocoder.start(after=lambda: None)  # an earlier segment with no audio yet
+    assert unknown.listener.lead() == -np.inf
+    unknown.push(hidden[:6])
+    assert unknown.listener.lead() == pytest.approx(4 * step_s)
+
+
+def test_a_stream_without_a_lead_never_holds(models, hidden):
+    # Its chunks are a function of its steps alone, however fast the model.
+    clock = FakeClock()
+    vocoder = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH, clock=clock)
+    stream(vocoder, hidden[:141], [1])
+    assert vocoder.steps_rendered == vocoder.segment_window_steps(141)
 
 
 def test_the_cpu_runtime_builds_its_vocoder_with_the_cpu_growth():

@@ -169,6 +169,24 @@ def test_next_interactive_segment_is_due_when_the_previous_audio_ends():
     assert starts[second.id] > first.first_code_at + 0.5
 
 
+def test_each_new_segment_names_the_one_whose_audio_it_follows():
+    # The runner plays a segment's audio after the one before it (the
+    # vocoder holds chunks while the listener has enough): the plan says
+    # which job that is, riding along or not; a first segment follows none.
+    for cost in (CPU, CostModel.default_gpu()):
+        h = Harness(cost=cost, config=QUEUE_ONLY)
+        jobs = h.utterance("u", I, 3, length=30)
+        other = h.utterance("v", I, 1, length=30)
+        h.sched.admit(jobs, 0.0)
+        h.sched.admit(other, 0.0)
+        followed = {}
+        for plan in h.run():
+            assert len(plan.follows) == len(plan.prefill)
+            followed.update(zip(plan.prefill, plan.follows))
+        assert followed == {jobs[0].id: None, jobs[1].id: jobs[0].id, jobs[2].id: jobs[1].id,
+                            other[0].id: None}
+
+
 def test_queue_only_bound_refuses_overloaded_and_queues_nothing():
     h = Harness(config=SchedulerConfig(max_queue_background=3, admission="queue-only"))
     assert h.sched.admit(h.utterance("a", B, 3, deadline=1e6), 0.0) is None

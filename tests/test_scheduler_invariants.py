@@ -187,6 +187,12 @@ def test_a_plan_naming_a_job_not_running_or_on_another_slot():
     assert plan_problem(h) == "job 3 runs in a batch over its cap 2"
 
 
+def test_a_plan_that_does_not_say_what_each_prefill_follows():
+    h, (b0, b1, _) = running()
+    assert h.sched.last_plan.follows == (b0.id,)  # book's second segment plays after its first
+    assert plan_problem(h, follows=()) == "follows () does not name one job per prefill job"
+
+
 def test_a_plan_over_its_buckets():
     h, (_, b1, t0) = running()
     assert plan_problem(h, prompt_bucket=b1.prompt_len - 1) == (

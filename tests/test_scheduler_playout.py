@@ -4,7 +4,7 @@ import pytest
 
 from scheduler import Job, JobState, Lane
 from scheduler.estimate import finish_times, first_late
-from scheduler.playout import ScheduledUtterance, playback
+from scheduler.playout import ScheduledUtterance, follows, playback
 
 
 def seg(index, est=94, deadline=None, arrival=0.0, job_id=None):
@@ -34,6 +34,19 @@ def test_a_segment_arriving_after_the_audio_went_quiet_is_due_promptly():
     a.first_code_at, a.tokens, a.state = 0.2, 47, JobState.FINISHED
     utt = ScheduledUtterance("u", Lane.INTERACTIVE, 1, 0.0, {0: a, 1: b})
     assert playback(utt, 1, 0.3).first_audio_due == pytest.approx(10.3)
+
+
+def test_a_segment_follows_the_nearest_earlier_one_not_cancelled():
+    a, b, c = seg(0), seg(1), seg(2)
+    utt = ScheduledUtterance("u", Lane.INTERACTIVE, 1, 0.0, {0: a, 1: b, 2: c})
+    assert follows(utt, 0) is None
+    assert follows(utt, 2) == b.id
+    a.state = JobState.FINISHED  # running, ended or failed: its audio plays first
+    assert follows(utt, 1) == a.id
+    b.state = JobState.CANCELLED  # plays nothing
+    assert follows(utt, 2) == a.id
+    a.state = JobState.CANCELLED
+    assert follows(utt, 2) is None
 
 
 def bg(job_id, tokens, deadline=None):

@@ -45,6 +45,7 @@ class HeldJob:
     stream: VocoderStream | None = None
     done: bool = False
     in_flight: int = 0  # codes drawn whose EOS flags are not read yet (eos_read.py)
+    follows: JobId | None = None  # the job whose audio this one's plays after (StepPlan.follows)
 
     @property
     def drawn(self) -> int:

@@ -136,13 +136,13 @@ class ModelRunner:
         self.voices = self.front.speakers.names
         self.sample_encoder = SampleEncoder(assets.dvae) if assets.dvae is not None else None
         self.vocoder, self.first_audio_steps = vocoder, 1 if vocoder is None else vocoder.first_audio_steps
+        self.jobs: dict[JobId, HeldJob] = {}
         self.audio = AudioStage(vocoder, self.hidden,
                                 STEPS_PER_CALL_CPU if device.type == "cpu" else STEPS_PER_CALL,
-                                overlap_for(options.vocoder_overlap, device))
+                                overlap_for(options.vocoder_overlap, device), self.jobs)
         self.eos = EosReader(device, deferred_for(options.eos_read, device))
         self.graphs = None if capture is None else GraphCache(
             cast(StaticGPT, self.model), self.cache, self.step, capture)
-        self.jobs: dict[JobId, HeldJob] = {}
         self._decode_slots = _BatchSlots()
         self._state_stale = False  # a failed step may have advanced the device state
         self.pad_batches = self.graphs is not None
@@ -257,14 +257,14 @@ class ModelRunner:
         breaks the contract fails its job instead of corrupting a slot."""
         pre, dec = [], []
         taken = {j.slot for j in self.jobs.values()}
-        for job_id, slot, spec in zip(plan.prefill, plan.prefill_slots, plan.work):
+        for i, (job_id, slot, spec) in enumerate(zip(plan.prefill, plan.prefill_slots, plan.work)):
             if job_id in self.jobs or slot in taken or not 0 <= slot < self.max_slots \
                     or not isinstance(spec, JobSpec):
                 out.failed[job_id] = f"prefill into slot {slot} breaks the runner's contract"
                 continue
             taken.add(slot)
-            job = self.jobs[job_id] = HeldJob(job_id, spec, slot)
-            pre.append(job)
+            follows = plan.follows[i] if i < len(plan.follows) else None
+            pre.append(self.jobs.setdefault(job_id, HeldJob(job_id, spec, slot, follows=follows)))
         for job_id, slot in zip(plan.decode, plan.decode_slots):
             held = self.jobs.get(job_id)
             if held is None or held.slot != slot:

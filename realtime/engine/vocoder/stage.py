@@ -3,7 +3,11 @@
 Streaming jobs push new hidden states into their ``VocoderStream`` every
 ``PUSH_EVERY`` codes (and at their end); what is due across all jobs runs as
 one bounded Decoder + Vocos call (``vocoder_batch.vocode_step``, at most
-``steps_per_call`` hidden steps). A one-shot job renders once, at its end. A
+``steps_per_call`` hidden steps). A job that follows another
+(``StepPlan.follows``) plays after that job's audio: its stream reads when
+that audio runs out at the listener (from the other job's stream while it is
+held, else from ``ends``), so its chunks wait and grow while the listener
+holds enough (``vocoder.listener``). A one-shot job renders once, at its end. A
 job done decoding whose audio must wait stays in ``awaiting`` (oldest
 first) until the step that delivers its last audio; the runner keeps its
 slot meanwhile, since its hidden states live there. With ``delayed``
@@ -16,7 +20,8 @@ Thread: the model thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -28,6 +33,9 @@ from realtime.engine.vocoder.stream import StreamingVocoder, Window
 from scheduler import JobId, StepOutput
 
 PUSH_EVERY = 4  # codes between pushes into a streaming job's vocoder
+# Ended streaming jobs whose listener's playback end is kept for a job that
+# follows one of them (its next sentence comes within a few jobs).
+KEPT_ENDS = 256
 
 
 class AudioStage:
@@ -36,11 +44,14 @@ class AudioStage:
     never renders (shape checks on the meta device)."""
 
     def __init__(self, vocoder: StreamingVocoder | None, hidden: torch.Tensor, steps_per_call: int,
-                 delayed: bool = False):
+                 delayed: bool = False, jobs: Mapping[JobId, HeldJob] | None = None):
         self.vocoder = vocoder
         self.hidden = hidden
         self.steps_per_call = steps_per_call
+        self.jobs: Mapping[JobId, HeldJob] = {} if jobs is None else jobs  # the runner's held jobs
         self.awaiting: dict[JobId, HeldJob] = {}
+        # Ended streaming jobs: when their listener's audio runs out (the vocoder's clock).
+        self.ends: OrderedDict[JobId, float] = OrderedDict()
         self.delivery = AudioDelivery(vocoder, hidden.device, delayed, is_device_lost)  # type: ignore[arg-type]
 
     def render(self, jobs: list[HeldJob], out: StepOutput, held: Callable[[JobId], bool]) -> list[JobId]:
@@ -64,10 +75,18 @@ class AudioStage:
         """Forget every job (what is in flight too)."""
         self.delivery.drop()
         self.awaiting.clear()
+        self.ends.clear()
 
     def _take(self, done: Vocoded, out: StepOutput) -> list[JobId]:
         out.audio.update(done.audio)
         out.failed.update(done.failed)
+        for job_id in done.ended:
+            stream = self.awaiting[job_id].stream if job_id in self.awaiting else None
+            end = stream.listener.play_end() if stream is not None else None
+            if end is not None:
+                self.ends[job_id] = end
+                if len(self.ends) > KEPT_ENDS:
+                    self.ends.popitem(last=False)
         for job_id in [*done.failed, *done.ended]:
             self.awaiting.pop(job_id, None)
         return [*done.ended, *done.failed]
@@ -83,10 +102,22 @@ class AudioStage:
         if not job.spec.streaming:
             return
         if job.stream is None:
-            job.stream = self._vocoder().start()
+            job.stream = self._vocoder().start(None if job.follows is None else self._end_of(job.follows))
         if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
             job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
             job.pushed = job.n_codes
+
+    def _end_of(self, job_id: JobId) -> Callable[[], float | None]:
+        """When the audio of ``job_id`` runs out at its listener, as known
+        now: from its stream while it is held (growing as it renders), from
+        ``ends`` once it ended; None if unknown (it rendered nothing yet, or
+        ended too long ago)."""
+        def end() -> float | None:
+            job = self.jobs.get(job_id)
+            if job is not None:
+                return job.stream.listener.play_end() if job.stream is not None else None
+            return self.ends.get(job_id)
+        return end
 
     def _due(self, job: HeldJob) -> Due:
         if job.stream is not None:

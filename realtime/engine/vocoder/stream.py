@@ -53,6 +53,9 @@ GPU is and a CPU is not (int8 on two cores: 1.2-1.7x), hence
 ``CPU_CHUNK_GROWTH`` (about a third more windows, and vocoder steps, in a
 segment's first second; the seams are the same crossfades).
 
+A segment whose audio plays after another's waits for larger chunks while
+its listener holds enough audio (``vocoder.listener``).
+
 Fidelity with the defaults (tiny random models of the real depth, 300 steps,
 tests/test_runtime_vocoder.py): SNR against one-shot 58 dB (lookahead 4:
 34 dB, 16: 117 dB); across every seam the step between adjacent samples
@@ -65,6 +68,8 @@ from __future__ import annotations
 
 import logging
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,6 +77,7 @@ import numpy as np
 import torch
 
 from realtime.engine.api import SAMPLES_PER_STEP
+from realtime.engine.vocoder.listener import Listener
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +144,7 @@ class StreamingVocoder:
     ``crossfade_samples``: overlap between consecutive chunks;
     ``min_chunk_steps`` / ``max_chunk_steps``: first and largest chunk;
     ``chunk_growth``: each chunk's size over the one before (at least one
-    step more, up to the largest).
+    step more, up to the largest); ``clock``: seconds, for listeners' leads.
 
     ``calls`` and ``steps_rendered`` count model calls and the steps they ran
     over (for cost accounting).
@@ -146,7 +152,8 @@ class StreamingVocoder:
 
     def __init__(self, decoder, vocos, lookahead_steps: int = 8,
                  left_context_steps: int = 51, crossfade_samples: int = 256,
-                 min_chunk_steps: int = 4, max_chunk_steps: int = 64, chunk_growth: float = 2.0):
+                 min_chunk_steps: int = 4, max_chunk_steps: int = 64, chunk_growth: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic):
         if lookahead_steps < 0 or left_context_steps < 0 or crossfade_samples < 0:
             raise ValueError("lookahead, left context and crossfade must be >= 0")
         if not chunk_growth > 1.0:
@@ -161,6 +168,7 @@ class StreamingVocoder:
         self.min_chunk_steps = min_chunk_steps
         self.max_chunk_steps = max_chunk_steps
         self.chunk_growth = chunk_growth
+        self.clock = clock
         # Decode steps from a stream's first code to its first audio (the scheduler's).
         self.first_audio_steps = min_chunk_steps + lookahead_steps
         self.calls = 0
@@ -176,9 +184,11 @@ class StreamingVocoder:
         first = next(vocos.parameters())
         self._voc_device, self._voc_dtype = first.device, first.dtype
 
-    def start(self) -> VocoderStream:
-        """A new, empty stream for one segment."""
-        return VocoderStream(self)
+    def start(self, after: Callable[[], float | None] | None = None) -> VocoderStream:
+        """A new, empty stream for one segment. ``after``: its audio plays
+        after another's, which runs out at the listener at ``after()`` (the
+        ``clock``'s time, as known when called; None: not known yet)."""
+        return VocoderStream(self, after)
 
     def next_chunk(self, chunk: int) -> int:
         """The chunk after one of ``chunk`` steps."""
@@ -282,8 +292,9 @@ class VocoderStream:
     gives exactly the windows, and so the audio, that ``push``/``finish`` give.
     """
 
-    def __init__(self, vocoder: StreamingVocoder):
+    def __init__(self, vocoder: StreamingVocoder, after: Callable[[], float | None] | None = None):
         self._vocoder = vocoder
+        self.listener = Listener(vocoder.clock, after)
         self._parts: list[torch.Tensor] = []  # hidden states of steps [_base, _steps)
         self._base = 0
         self._steps = 0
@@ -304,9 +315,7 @@ class VocoderStream:
 
     def finish(self) -> np.ndarray:
         """Everything not emitted yet; the stream is closed afterwards."""
-        if self._finished:
-            return np.zeros(0, dtype=np.float32)
-        if self._steps == 0:
+        if self._finished or self._steps == 0:
             self.close()
             return np.zeros(0, dtype=np.float32)
         return self._render_and_complete([self._window(self._final_steps, None)])
@@ -330,7 +339,9 @@ class VocoderStream:
         # Final audio must stay inside the one-shot length (which ends half a
         # step early), so at least one step of lookahead is always kept.
         end = self._steps - max(self._vocoder.lookahead_steps, 1)
-        if not self._finished and end - start >= self._next_chunk:
+        due = end - start >= self._next_chunk and not self.listener.holds(
+            end - start, self._vocoder.max_chunk_steps)
+        if not self._finished and due:
             out.append(self._window(start, end))
             start = end
         if final and not self._finished and self._steps:
@@ -363,6 +374,7 @@ class VocoderStream:
             self._parts = []
             self._finished = True
         self.emitted_samples += len(out)
+        self.listener.heard(len(out))
         return out
 
     def close(self) -> None:
@@ -371,9 +383,7 @@ class VocoderStream:
 
     def _render_and_complete(self, windows: list[Window]) -> np.ndarray:
         outs = [self.complete(w, self._vocoder.render(w.hidden)) for w in windows]
-        if not outs:
-            return np.zeros(0, dtype=np.float32)
-        return np.concatenate(outs) if len(outs) > 1 else outs[0]
+        return np.concatenate(outs) if outs else np.zeros(0, dtype=np.float32)
 
     def _window(self, start_step: int, end_step: int | None) -> Window:
         """The window rendering steps ``[start_step, end_step)`` (``None``: to
