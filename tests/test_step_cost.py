@@ -59,14 +59,14 @@ def test_the_vocoder_cost_prices_a_sentences_windows_at_a_largest_windows_rate(m
     runner = tiny_runner(max_slots=2, batch_sizes=(1,), kv_buckets=(128,))
     vocoder = runner.vocoder
     rendered: list[int] = []
-    clock = iter(range(100))
-    monkeypatch.setattr(step_cost.time, "perf_counter", lambda: float(next(clock)))  # each render: 1 s
+    clock = iter([0.0, 5.0, 5.0, 6.0, 6.0, 8.0])  # renders of 5, 1 and 2 s: the median is 2
+    monkeypatch.setattr(step_cost.time, "perf_counter", lambda: next(clock))
     monkeypatch.setattr(vocoder, "render", lambda hidden: rendered.append(hidden.shape[0]))
     calls = vocoder.calls
     window = vocoder.left_context_steps + vocoder.max_chunk_steps + vocoder.lookahead_steps
     per_code = step_cost.vocoder_s_per_code(runner)
-    assert rendered == [window, window] and vocoder.calls == calls
+    assert rendered == [window] * 3 and vocoder.calls == calls
     codes = step_cost.SEGMENT_CODES
-    assert per_code == pytest.approx(vocoder.segment_window_steps(codes) / codes / window)
+    assert per_code == pytest.approx(2.0 * vocoder.segment_window_steps(codes) / codes / window)
     # A sentence re-renders more context per code than the steady chunks alone.
     assert per_code > 1 / vocoder.max_chunk_steps

@@ -377,12 +377,12 @@ class ModelRunner:
 
     # --- timing -----------------------------------------------------------------------
 
-    def _time_decode(self, batch: int, kv_len: int, repeats: int = 2) -> float:
-        """Seconds per decode step (sampling included) at (batch, kv_len): rows
-        in the scratch slot at the bucket's last position, reading K/V pages a
-        first, untimed step bound and ``touch`` wrote (docs/runtime.md)."""
+    def _time_decode(self, batch: int, kv_len: int, repeats: int = 3) -> float:
+        """Median seconds per decode step (sampling included) at (batch, kv_len) of
+        ``repeats``: rows in the scratch slot at the bucket's last position, reading
+        K/V pages a first, untimed step bound and ``touch`` wrote (docs/runtime.md)."""
         slots = torch.full((batch,), self.cache.scratch, device=self.torch_device)
-        best = float("inf")
+        seconds = []
         for i in range(repeats + 1):
             self.step.state.position[self.cache.scratch] = kv_len - 1
             self._sync()
@@ -392,8 +392,8 @@ class ModelRunner:
             if i == 0:
                 self.cache.touch(kv_len)
             else:
-                best = min(best, time.perf_counter() - t)
-        return best
+                seconds.append(time.perf_counter() - t)
+        return sorted(seconds)[len(seconds) // 2]
 
     def _sync(self) -> None:
         if self.torch_device.type == "cuda":

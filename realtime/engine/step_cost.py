@@ -39,9 +39,11 @@ TEXT = "Warm up the whole step."
 SEGMENT_CODES = 141  # a streamed sentence of about 3 s, what a chunk schedule is costed on
 # How the warm-up times a step (``ModelRunner._time_decode`` and this module),
 # in the key of every table kept per machine: a table timed another way is
-# measured again, never served. 2: rows at the bucket's last position over
-# K/V pages written, whole steps, a sentence's vocoder.
-TIMING = 2
+# measured again, never served. 3: rows at the bucket's last position over
+# K/V pages written, whole steps, a sentence's vocoder, each the median of 3
+# (the best of 2 read 10-17% under the median on a machine whose speed moves,
+# and admission took streams on it).
+TIMING = 3
 
 Table = dict[tuple[int, int], float]
 
@@ -76,7 +78,7 @@ def with_step_overhead(runner, timings: Mapping[tuple[int, int], float]) -> Tabl
 @torch.inference_mode()
 def vocoder_s_per_code(runner) -> float:
     """Seconds of vocoder work per code of a streamed segment of
-    ``SEGMENT_CODES``: the best of two renders of a largest window (random
+    ``SEGMENT_CODES``: the median of three renders of a largest window (random
     hidden states) per step it ran over, times the steps such a segment's
     windows run over per code (``segment_window_steps``: its early chunks are
     small, so it re-renders more left context than the steady chunks alone);
@@ -87,13 +89,13 @@ def vocoder_s_per_code(runner) -> float:
     steps = vocoder.left_context_steps + vocoder.max_chunk_steps + vocoder.lookahead_steps
     hidden = torch.randn(steps, runner.hidden.shape[-1], generator=torch.Generator().manual_seed(0))
     counters = vocoder.calls, vocoder.steps_rendered
-    best = float("inf")
-    for _ in range(2):
+    seconds = []
+    for _ in range(3):
         start = time.perf_counter()
         vocoder.render(hidden)
-        best = min(best, time.perf_counter() - start)
+        seconds.append(time.perf_counter() - start)
     vocoder.calls, vocoder.steps_rendered = counters  # timing, not serving
-    return best / steps * vocoder.segment_window_steps(SEGMENT_CODES) / SEGMENT_CODES
+    return statistics.median(seconds) / steps * vocoder.segment_window_steps(SEGMENT_CODES) / SEGMENT_CODES
 
 
 def interpolate(points: Mapping[int, float], batch: int) -> float:
