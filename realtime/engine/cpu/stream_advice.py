@@ -5,16 +5,18 @@ decode, sampling, the streaming vocoder's share, the host's bookkeeping; what
 the scheduler's cost model and admission start from), ``streams`` turns that
 table into the number of streams kept in real time: the largest batch size B
 whose whole step at the longest KV bucket takes at most one code's worth of
-audio (1 / ``CODES_PER_SECOND`` = 21.3 ms), since B streams batched together
-each get a code per step. It is the figure the interactive admission
-(``scheduler.capacity``) reaches on such a table before its headroom and the
-background lane's share are taken off.
+audio less admission's headroom (``SchedulerConfig.realtime_step_s``: 16.4 ms
+with the default 30%), since B streams batched together each get a code per
+step. It is the figure the interactive admission (``scheduler.capacity``)
+reaches on such a table before the background lane's share is taken off: the
+most streams a start will admit, not more.
 
 A set-up is the engine that runs the decoder and its precision (``ort int4``,
 ``torch fp32``, ...: ``SETUPS``). Only the running one is timed at a start.
 ``log_advice`` keeps each set-up's figure in the prepared cache (kind
-``cpu-streams``, keyed by the machine, threads, model shape, batch sizes and
-buckets) and reports the others from earlier starts on this machine:
+``cpu-streams``, keyed by the machine, threads, model shape, batch sizes,
+buckets, how steps were timed and the budget a step is held to) and reports
+the others from earlier starts on this machine:
 
     cpu streams: this CPU serves 1 real-time stream on ort int4 (...); earlier starts here: ort int8 0 (...)
 
@@ -30,7 +32,7 @@ from typing import Any
 from realtime.engine.cpu.engine import ORT_PRECISIONS
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
 from realtime.engine.step_cost import TIMING
-from scheduler.jobs import CODES_PER_SECOND
+from scheduler.config import SchedulerConfig
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ def streams(table: Mapping[tuple[int, int], float]) -> Figure:
         return 0, {}
     bucket = max(k for _, k in table)
     step_ms = {b: s * 1e3 for (b, k), s in sorted(table.items()) if k == bucket}
-    budget_ms = 1e3 / CODES_PER_SECOND
+    budget_ms = 1e3 * SchedulerConfig().realtime_step_s
     return max((b for b, ms in step_ms.items() if ms <= budget_ms), default=0), step_ms
 
 
@@ -64,7 +66,7 @@ def _key(runner, setup: str) -> CacheKey:
     return CacheKey.of(KIND, setup=setup, threads=_threads(),
                        model=[shape.layers, shape.hidden, shape.intermediate],
                        batch_sizes=list(runner.batch_sizes), kv_buckets=list(runner.kv_buckets),
-                       timing=TIMING)
+                       timing=TIMING, budget_ms=round(1e3 * SchedulerConfig().realtime_step_s, 2))
 
 
 def _threads() -> int:
@@ -81,7 +83,8 @@ def describe(running: str, figure: Figure, earlier: Mapping[str, Figure]) -> str
     """The advice line: the running set-up's figure, then those of earlier starts."""
     count = figure[0]
     line = (f"this CPU serves {count} real-time stream{'' if count == 1 else 's'} on {running} "
-            f"(a stream needs a code every {1e3 / CODES_PER_SECOND:.1f} ms; whole steps "
+            f"(a stream needs a code every {1e3 * SchedulerConfig().realtime_step_s:.1f} ms, "
+            f"real time with admission's headroom; whole steps "
             f"{_steps(figure)})")
     if not earlier:
         return line + ("; no other set-up measured on this machine yet"
