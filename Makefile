@@ -21,12 +21,17 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/runtime.txt requirements/dev.txt requirements/no-deps.txt
+# tools/gpu_wheels.txt pins what the GPU machine is given; installing under it
+# as constraints keeps the tests on exactly those versions, whatever PyPI
+# released since (tests/test_gpu_wheels.py).
+PINS := tools/gpu_wheels.txt
+
+$(STAMP): pyproject.toml requirements/runtime.txt requirements/dev.txt requirements/no-deps.txt $(PINS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PIP) install -q -r requirements/runtime.txt -r requirements/dev.txt
-	$(PIP) install -q --no-deps -r requirements/no-deps.txt
+	$(PIP) install -q -c $(PINS) -r requirements/runtime.txt -r requirements/dev.txt
+	$(PIP) install -q --no-deps -c $(PINS) -r requirements/no-deps.txt
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	$(PY) -c "import realtime.engine.compat as c; c.check_install()"
 	touch $@
