@@ -12,6 +12,9 @@ not depend on its batch mates.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 from runtime_fixtures import (
@@ -113,3 +116,31 @@ def test_int8_codes_do_not_depend_on_batch_mates():
         mates.add(i, request(text, **{**sampled, "seed": 5 if i == 2 else i}))
     mates.run()
     assert torch.equal(mates.codes[2], alone.codes[0])
+
+
+def test_the_cache_a_session_writes_into_lives_until_another_is_bound(torch_model):
+    # The session keeps its K/V bindings between steps. Were a bound cache
+    # freed, a new one could take its address (Python reuses ids) and be taken
+    # for it: the graph would write into freed memory (a segfault seen once in
+    # the suite). So the bound cache lives until another is bound, and a new
+    # cache gives what a fresh model gives.
+    model = OrtGPT(fidelity_assets(), "fp32", 1, False, None)
+    gen = torch.Generator().manual_seed(5)
+    prompt = torch.randn(1, 6, torch_model.shape.hidden, generator=gen)
+    x = torch.randn(1, torch_model.shape.hidden, generator=gen)
+    first = model.new_cache(2, 32, 2)
+    model.prefill(prompt * 3, torch.tensor([0]), first)
+    bound = weakref.ref(first)
+    del first
+    gc.collect()
+    assert bound() is not None
+    second = model.new_cache(2, 32, 2)
+    model.prefill(prompt, torch.tensor([0]), second)
+    got = model.decode(x, torch.tensor([0]), torch.tensor([6]), second, 7)
+    gc.collect()
+    assert bound() is None  # rebound to the second: the first is free now
+    fresh = OrtGPT(fidelity_assets(), "fp32", 1, False, None)
+    cache = fresh.new_cache(2, 32, 2)
+    fresh.prefill(prompt, torch.tensor([0]), cache)
+    want = fresh.decode(x, torch.tensor([0]), torch.tensor([6]), cache, 7)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)

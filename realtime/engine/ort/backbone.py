@@ -8,7 +8,10 @@ steps: ``cpu.omp_env``). ``run`` binds the step's embeddings, mask and
 output where they lie (torch tensors and numpy buffers, no copies) and the
 K/V window of ``kv.OrtKV`` as both past and present: the graph writes each
 row's K/V in place. The K/V bindings are kept while the window (base row,
-rows) stays the same.
+rows, the same ``OrtKV``) stays the same, and the window holds its ``OrtKV``:
+the session writes into those buffers, so they live until another is bound
+(keyed by ``id()`` alone, a cache freed and a new one at the same address
+were taken for one another, and the graph wrote into freed memory).
 
 Raises ``BackboneError`` with a one-line reason when the graph cannot be
 opened (the start-up error says to rebuild it).
@@ -65,7 +68,7 @@ class OrtBackbone:
                                 f"{type(exc).__name__}: {exc}") from exc
         self.threads, self.spin = threads, spin
         self._binding = self.session.io_binding()
-        self._window: tuple[int, int, int] = (-1, -1, -1)  # (base, rows, kv buffers' id)
+        self._window: tuple[int, int, OrtKV | None] = (-1, -1, None)  # (base, rows, K/V bound)
 
     def run(self, x: torch.Tensor, mask: np.ndarray, kv: OrtKV, base: int) -> torch.Tensor:
         """``x`` [B, T, D] fp32 (contiguous; batch rows in K/V row order from
@@ -76,12 +79,12 @@ class OrtBackbone:
         io.bind_input("inputs_embeds", "cpu", 0, np.float32, [b, t, d], x.data_ptr())
         io.bind_input("attention_mask", "cpu", 0, np.int64, list(mask.shape), mask.ctypes.data)
         io.bind_output("hidden_states", "cpu", 0, np.float32, [b, t, d], out.data_ptr())
-        if self._window != (base, b, id(kv)):
+        if self._window[:2] != (base, b) or self._window[2] is not kv:
             shape = [b, kv.heads, kv.max_len, kv.head_dim]
             for name, address in kv.pointers(base):
                 io.bind_input(name, "cpu", 0, np.float32, shape, address)
                 io.bind_output(name.replace("past_key_values", "present"), "cpu", 0, np.float32, shape,
                                address)
-            self._window = (base, b, id(kv))
+            self._window = (base, b, kv)
         self.session.run_with_iobinding(io)
         return out
