@@ -363,3 +363,22 @@ async def ws_connect():
             await asyncio.wait_for(client.ws.close(), 2)
         except (TimeoutError, OSError):
             pass
+
+
+@pytest.fixture(scope="session")
+def tiny_vocoder_models():
+    """A tiny random ChatTTS Decoder and Vocos of the real depth (bench.vocoder)."""
+    import torch
+
+    from bench.vocoder import random_models
+    torch.manual_seed(0)
+    return random_models(tiny=True, seed=0)
+
+
+@pytest.fixture(scope="session")
+def vocoder_hidden(tiny_vocoder_models):
+    """300 steps of unit-normal hidden states for those models."""
+    import torch
+
+    from bench.vocoder import hidden_dim
+    return torch.randn(300, hidden_dim(tiny_vocoder_models[0]), generator=torch.Generator().manual_seed(1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -405,6 +406,29 @@ def test_a_job_that_follows_another_renders_larger_chunks_while_its_listener_hol
     held, free = np.concatenate(audio[True]), np.concatenate(audio[False])
     assert len(held) == len(free) == audio_samples(codes)
     assert float(10 * np.log10(np.sum(free ** 2) / np.sum((held - free) ** 2))) > 45
+
+
+def test_a_jobs_listener_holds_only_the_whole_frames_its_client_gets(runner):
+    # frame_s reaches the job's stream: with 0.5 s frames the listener holds
+    # nothing until 24 codes are out; at the segment's end, everything.
+    runner.vocoder.clock = FrozenClock()
+    try:
+        d = Driver(runner)
+        for job, frame_s in ((1, 0.5), (2, 0.0)):
+            req = dataclasses.replace(request(TEXTS[0], seed=1, min_new_tokens=40, max_new_tokens=40,
+                                              streaming=True), frame_s=frame_s)
+            d.add(job, req)
+        for _ in range(30):
+            d.step()
+        framed, free = runner.jobs[1].stream, runner.jobs[2].stream
+        assert 0 < framed.emitted_samples < 24000 // 2 and framed.emitted_samples == free.emitted_samples
+        assert framed.listener.play_end() is None
+        assert free.listener.play_end() == pytest.approx(FrozenClock.now + free.emitted_samples / 24000)
+        d.run()
+        assert runner.audio.ends[1] == runner.audio.ends[2] == pytest.approx(
+            FrozenClock.now + audio_samples(40) / 24000)
+    finally:
+        runner.reset()
 
 
 def test_a_follower_reads_its_predecessors_audio_while_it_runs_and_after_it_ended(runner, monkeypatch):

@@ -47,15 +47,13 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def models():
-    torch.manual_seed(0)
-    return random_models(tiny=True, seed=0)
+def models(tiny_vocoder_models):  # conftest.py's, by its short name here
+    return tiny_vocoder_models
 
 
 @pytest.fixture(scope="module")
-def hidden(models):
-    gen = torch.Generator().manual_seed(1)
-    return torch.randn(300, hidden_dim(models[0]), generator=gen)
+def hidden(vocoder_hidden):
+    return vocoder_hidden
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,11 @@ async def test_speed_and_reference_reach_every_segment_request(server_factory, w
     t = await client.speak_and_collect("plain", "Defaults apply here.")
     assert isinstance(t.terminal, Done)
     assert [(r.speed, r.reference) for r in runner.requests] == [(5, "none")]
+    # The client's frames reach the runtime: what the listener holds counts whole frames.
+    assert runner.requests[0].frame_s == 0.1
+    runner.requests.clear()
+    t = await client.speak_and_collect("framed", "Quarter-second frames.", frame_ms=250)
+    assert isinstance(t.terminal, Done) and [r.frame_s for r in runner.requests] == [0.25]
 
 
 async def test_refine_is_refused_as_unsupported_before_started(server_factory, ws_connect):
@@ -71,6 +76,9 @@ def test_segment_request_defaults_and_overrides():
         (0, "none", SeedVoice(3), True)
     assert request.params.top_k == 7 and request.params.min_new_tokens == 1
     assert segment_request(Speak("u", "x")).speed == 5
+    # Opus frames are whole 20 ms packets: 30 ms asked is 40 ms sent.
+    assert segment_request(Speak("u", "x", format="opus", frame_ms=30)).frame_s == 0.04
+    assert segment_request(Speak("u", "x", format="pcm_f32le", frame_ms=30)).frame_s == 0.03
 
 
 def test_slower_speech_is_planned_as_more_codes():

@@ -19,7 +19,8 @@ def test_the_seed_adds_the_whole_steps_overhead_to_every_shape(monkeypatch):
     monkeypatch.setattr(runner, "_time_decode", lambda batch, kv_len: DECODE_ONLY)
     calls = []
     real = runner.vocoder.start
-    monkeypatch.setattr(runner.vocoder, "start", lambda after=None: calls.append(1) or real(after))
+    monkeypatch.setattr(runner.vocoder, "start",
+                        lambda after=None, frame_s=0.0: calls.append(1) or real(after, frame_s))
     table = runner.warmup()
     assert set(table) == {(b, k) for b in (1, 2, 4) for k in (128, 256)}
     # Every entry is a real step's cost now, far above the stub's.

@@ -15,11 +15,12 @@ Thread: event loop.
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 import numpy as np
 
-from protocol import FORMATS, OPUS_FORMAT
+from protocol import FORMATS, OPUS_FORMAT, OPUS_PACKET_MS
 from realtime.audio.encoders import EncodedStream, available_formats, encoder_for
 from realtime.audio.framer import AudioFramer
 from realtime.audio.opus import OpusFramer, available
@@ -45,6 +46,13 @@ class AudioOut(Protocol):
     def push(self, samples: np.ndarray) -> list[bytes]: ...
     def end_segment(self) -> list[bytes]: ...
     def ms(self, samples: int) -> float: ...
+
+
+def frame_seconds(fmt: str, frame_ms: int) -> float:
+    """How long the frames of ``framer_for(fmt, _, frame_ms)`` are (Opus: whole packets)."""
+    if fmt == OPUS_FORMAT:
+        return math.ceil(frame_ms / OPUS_PACKET_MS) * OPUS_PACKET_MS / 1000
+    return frame_ms / 1000
 
 
 def framer_for(fmt: str, sample_rate: int, frame_ms: int) -> AudioFramer | OpusFramer:

@@ -145,6 +145,9 @@ class SegmentRequest:
     ``prepare`` does not normalize it again; raw text (the default) is
     normalized in ``prepare``. ``refine``: run the refine-text pass first
     (``RefineRequest``); its text is what the audio prompt reads.
+    ``frame_s``: the listener gets the audio in frames of this many seconds
+    (the segment's last may be shorter; 0: as it is made), which the
+    vocoder's reckoning of what the listener holds counts.
     """
 
     text: str
@@ -157,6 +160,7 @@ class SegmentRequest:
     reference: str = "none"
     normalized: bool = False
     refine: RefineRequest | None = None
+    frame_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

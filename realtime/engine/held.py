@@ -31,6 +31,7 @@ class JobSpec:
     # floats), packed into the prefill's one upload without tensor work.
     ids: tuple[int, ...] = ()  # text ids, then any sample codes [T, Q] row by row
     speaker: tuple[float, ...] = ()
+    frame_s: float = 0.0  # SegmentRequest.frame_s
 
 
 @dataclass

@@ -63,5 +63,5 @@ class JobPreparer:
         max_new = min(request.params.max_new_tokens, self.max_len - prompt.length)
         ids = prompt.ids.tolist() + ([] if prompt.codes is None else prompt.codes.flatten().tolist())
         spec = JobSpec(prompt, request.params, seed, request.streaming, max_new,
-                       tuple(ids), tuple(prompt.speaker.tolist()))
+                       tuple(ids), tuple(prompt.speaker.tolist()), request.frame_s)
         return PreparedJob(prompt_len=prompt.length, work=spec)

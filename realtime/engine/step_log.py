@@ -80,14 +80,15 @@ def voice_from_json(data: dict | None) -> Voice | None:
 def request_to_json(request: SegmentRequest) -> dict:
     return {"text": request.text, "voice": voice_to_json(request.voice), "streaming": request.streaming,
             "params": dataclasses.asdict(request.params), "speed": request.speed,
-            "reference": request.reference}
+            "reference": request.reference, "frame_s": request.frame_s}
 
 
 def request_from_json(data: dict) -> SegmentRequest:
-    # speed and reference came later: a recording without them used the defaults.
+    # speed, reference and frame_s came later: a recording without them used the defaults.
     return SegmentRequest(text=data["text"], voice=voice_from_json(data["voice"]),
                           streaming=data["streaming"], params=SamplingParams(**data["params"]),
-                          speed=data.get("speed", 5), reference=data.get("reference", "none"))
+                          speed=data.get("speed", 5), reference=data.get("reference", "none"),
+                          frame_s=data.get("frame_s", 0.0))
 
 
 class StepRecorder:

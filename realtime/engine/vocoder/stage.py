@@ -102,7 +102,8 @@ class AudioStage:
         if not job.spec.streaming:
             return
         if job.stream is None:
-            job.stream = self._vocoder().start(None if job.follows is None else self._end_of(job.follows))
+            after = None if job.follows is None else self._end_of(job.follows)
+            job.stream = self._vocoder().start(after, job.spec.frame_s)
         if job.n_codes - job.pushed >= PUSH_EVERY or (job.done and job.n_codes > job.pushed):
             job.stream.append(self.hidden[job.slot, job.pushed:job.n_codes])
             job.pushed = job.n_codes

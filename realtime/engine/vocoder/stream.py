@@ -7,22 +7,20 @@ dilation 2) and the mel into audio with Vocos (8 ConvNeXt blocks, kernel 7,
 then an ISTFT with n_fft 1024, hop 256, centred). One GPT step is therefore
 2 mel frames and 512 samples.
 
-Length. Upstream's ISTFT is centred and ends at the last frame's centre, so
-``T`` steps give ``512 * T - 256`` samples (none for ``T == 0``);
-``audio_samples(T)`` pins that. ``one_shot`` returns exactly upstream's samples
-(upstream's non-stream path afterwards also drops every sample with
-``|x| <= 1e-5``; we never do), and a stream's concatenated output always has
-exactly the one-shot length.
+Length. Upstream's ISTFT is centred and ends at the last frame's centre, so ``T``
+steps give ``512 * T - 256`` samples (none for ``T == 0``; ``audio_samples(T)``).
+``one_shot`` returns exactly upstream's samples (upstream's non-stream path
+then drops every sample with ``|x| <= 1e-5``; we never do), and a stream's
+concatenated output always has exactly the one-shot length.
 
 Receptive field. Every layer is a stride-1 convolution, so the field follows
 from the kernels: Decoder +-75 mel frames (conv_in 2, blocks 12 x 6, out_conv
 1), Vocos +-27 (embed 3, blocks 8 x 3), ISTFT +-2: a sample depends on the
 hidden states of the steps within +-52 of its own (``receptive_radius_steps``).
-Measured on full-size random weights (Decoder layer scales drawn in
-[0.05, 0.5] instead of their 1e-6 initial value, so every block matters as in a
-trained model; ``python -m bench vocoder --field``): perturbing one
-step changes audio from 52 steps before to 52 steps after it (the exact
-support, as the formula says); the change stays above -60 dB of its peak only
+Measured on full-size random weights (Decoder layer scales in [0.05, 0.5], not
+1e-6, so every block matters as in a trained model; ``python -m bench vocoder
+--field``): perturbing one step changes audio from 52 steps before to 52 after
+it (the exact support, as the formula says); the change stays above -60 dB of its peak only
 within about +-12 steps and above -100 dB within about +-17 steps. The real
 checkpoint's profile differs, so the default left context keeps nearly the
 whole field and the crossfade covers what a short lookahead misses.
@@ -44,17 +42,13 @@ step at a time the defaults run 1,855 steps through the models where
 upstream's re-decode every 24 steps runs 19,657.
 
 Growth and real time. A listener starts playing at the first chunk. Chunk
-``k`` ends at step ``E_k``; it is emitted once ``E_k + lookahead`` steps
-exist, so with the model making ``s`` times real time's codes the next chunk
-comes in time only while ``E_{k+1} <= E_1 + s * E_k``: with growth ``g`` that
-needs ``s >= g`` until the chunks reach their largest size. Doubling asks a
-model twice as fast as real time at the start of every utterance, which a
-GPU is and a CPU is not (int8 on two cores: 1.2-1.7x), hence
-``CPU_CHUNK_GROWTH`` (about a third more windows, and vocoder steps, in a
-segment's first second; the seams are the same crossfades).
-
-A segment whose audio plays after another's waits for larger chunks while
-its listener holds enough audio (``vocoder.listener``).
+``k`` ends at step ``E_k``; with the model making ``s`` times real time's
+codes the next chunk comes in time only while ``E_{k+1} <= E_1 + s * E_k``:
+growth ``g`` needs ``s >= g`` until chunks reach their largest. A GPU is 2x
+real time, a CPU less, hence ``CPU_CHUNK_GROWTH``; slower still, a chunk goes
+out early, smaller, where waiting would run the listener dry, and one that
+follows another's audio waits and grows while the listener holds enough
+(``vocoder.listener``). The seams are the same crossfades.
 
 Fidelity with the defaults (tiny random models of the real depth, 300 steps,
 tests/test_runtime_vocoder.py): SNR against one-shot 58 dB (lookahead 4:
@@ -184,11 +178,12 @@ class StreamingVocoder:
         first = next(vocos.parameters())
         self._voc_device, self._voc_dtype = first.device, first.dtype
 
-    def start(self, after: Callable[[], float | None] | None = None) -> VocoderStream:
+    def start(self, after: Callable[[], float | None] | None = None, frame_s: float = 0.0) -> VocoderStream:
         """A new, empty stream for one segment. ``after``: its audio plays
         after another's, which runs out at the listener at ``after()`` (the
-        ``clock``'s time, as known when called; None: not known yet)."""
-        return VocoderStream(self, after)
+        ``clock``'s time, as known when called; None: not known yet);
+        ``frame_s``: the listener gets it in frames of that length."""
+        return VocoderStream(self, after, frame_s)
 
     def next_chunk(self, chunk: int) -> int:
         """The chunk after one of ``chunk`` steps."""
@@ -276,25 +271,23 @@ class Window:
 class VocoderStream:
     """The audio of one segment, emitted as its hidden states arrive.
 
-    ``push`` takes the next steps' hidden states ``[t, D]`` and returns the
-    audio that became final (float32, possibly empty); ``finish`` returns all
-    the rest. Concatenated, the outputs have exactly ``audio_samples(T)``
-    samples for ``T`` pushed steps. ``emitted_samples`` counts what was
-    returned so far. ``push`` copies ``hidden``, so the caller may reuse its
-    buffer. Pushing after ``finish`` raises ``RuntimeError``; a tensor that is
-    not 2-D raises ``ValueError``.
+    ``push`` takes the next steps' hidden states ``[t, D]`` (copied) and
+    returns the audio that became final (float32, possibly empty); ``finish``
+    all the rest: ``audio_samples(T)`` samples in all for ``T`` steps
+    (``emitted_samples`` so far). A push after ``finish`` raises
+    ``RuntimeError``; a tensor that is not 2-D, ``ValueError``.
 
     Batched use (``realtime.engine.vocoder.batch``) splits ``push`` and
     ``finish`` in two: ``append`` the steps, ask which ``windows`` are due
-    (nothing changes until they are completed, so a window left for a later
-    step is simply asked for again, grown), render them together with other
-    streams' windows, then ``complete`` each in order with its audio. That
-    gives exactly the windows, and so the audio, that ``push``/``finish`` give.
+    (nothing changes until they are completed: a window left for a later step
+    is asked for again, grown), render them with other streams' windows, then
+    ``complete`` each in order: the windows, and audio, ``push``/``finish`` give.
     """
 
-    def __init__(self, vocoder: StreamingVocoder, after: Callable[[], float | None] | None = None):
+    def __init__(self, vocoder: StreamingVocoder, after: Callable[[], float | None] | None = None,
+                 frame_s: float = 0.0):
         self._vocoder = vocoder
-        self.listener = Listener(vocoder.clock, after)
+        self.listener = Listener(vocoder.clock, after, frame_s)
         self._parts: list[torch.Tensor] = []  # hidden states of steps [_base, _steps)
         self._base = 0
         self._steps = 0
@@ -329,21 +322,27 @@ class VocoderStream:
             # A copy: callers pass views of buffers they reuse.
             self._parts.append(hidden.detach().clone())
             self._steps += hidden.shape[0]
+            self.listener.pushed(hidden.shape[0])
 
     def windows(self, final: bool) -> list[Window]:
         """The windows due now, in completion order: the next chunk if one is
         due, and with ``final`` the rest of the stream after it. Changes
-        nothing (``complete`` does)."""
+        nothing but the listener's note of the ask (``complete`` does)."""
         out: list[Window] = []
         start = self._final_steps
         # Final audio must stay inside the one-shot length (which ends half a
         # step early), so at least one step of lookahead is always kept.
         end = self._steps - max(self._vocoder.lookahead_steps, 1)
-        due = end - start >= self._next_chunk and not self.listener.holds(
-            end - start, self._vocoder.max_chunk_steps)
-        if not self._finished and due:
-            out.append(self._window(start, end))
-            start = end
+        codes, steps = end - start, self._steps - max(0, start - self._vocoder.left_context_steps)
+        if codes >= self._next_chunk:
+            due = not self.listener.holds(codes, self._vocoder.max_chunk_steps)
+        else:
+            due = codes >= self._vocoder.min_chunk_steps and self.listener.hurries(codes, steps)
+        if not self._finished:
+            self.listener.asked(steps if due else None)
+            if due:
+                out.append(self._window(start, end))
+                start = end
         if final and not self._finished and self._steps:
             out.append(self._window(start, None))
         return out
@@ -374,7 +373,7 @@ class VocoderStream:
             self._parts = []
             self._finished = True
         self.emitted_samples += len(out)
-        self.listener.heard(len(out))
+        self.listener.heard(len(out), last=end_step is None)
         return out
 
     def close(self) -> None:

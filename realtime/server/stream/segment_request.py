@@ -6,6 +6,7 @@ the utterance fills in each sentence. Fields the ``speak`` leaves out take
 the server's defaults: upstream ChatTTS's sampling, speed level 5,
 ``reference`` ``DEFAULT_REFERENCE`` and no refine pass (``lane_params``
 turns it on for the background lane under ``--refine-background``).
+``frame_s`` is how long the audio frames the client gets are.
 ``params.refine`` becomes upstream's refine prompt: ``true`` the empty one
 (upstream's ``RefineTextParams`` default: the model's own choice), levels
 ``[oral_N][laugh_N][break_N]`` in that order (a level left out is left out
@@ -20,6 +21,7 @@ from dataclasses import replace
 
 from protocol import Params, RefineLevels, Speak
 from protocol.params import Refine
+from realtime.audio.formats import frame_seconds
 from realtime.engine.api import RefineRequest, SamplingParams, SegmentRequest
 from realtime.server.voices.samples import SampleVoices, resolve
 from realtime.speech.speed import DEFAULT_LEVEL
@@ -39,7 +41,8 @@ def segment_request(speak: Speak, samples: SampleVoices | None = None) -> Segmen
                           streaming=speak.chunking == "token",
                           speed=DEFAULT_LEVEL if p.speed is None else p.speed,
                           reference=p.reference or DEFAULT_REFERENCE,
-                          refine=refine_request(p.refine))
+                          refine=refine_request(p.refine),
+                          frame_s=frame_seconds(speak.format, speak.frame_ms))
 
 
 def refine_request(refine: Refine | None) -> RefineRequest | None:
