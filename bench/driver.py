@@ -113,7 +113,7 @@ class Driver:
             kv_bucket=cfg.bucket(max(self.prompt_len[j] + self._progress(j) + 1 for j in dec)) if dec else 0,
             prefill_batch=cfg.padded_batch(len(pre)) if pre else 0,
             prompt_bucket=cfg.prompt_bucket(max(self.prompt_len[j] for j in pre)) if pre else 0,
-            follows=tuple(self.follows.get(j) for j in pre) if any(j in self.follows for j in pre) else ())
+            follows=tuple(self.follows.get(j) for j in pre))
 
     def _progress(self, job_id: int) -> int:
         """Positions past the prompt: text tokens in a refine pass, else codes."""

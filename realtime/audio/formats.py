@@ -15,7 +15,6 @@ Thread: event loop.
 
 from __future__ import annotations
 
-import math
 from typing import Protocol
 
 import numpy as np
@@ -23,7 +22,7 @@ import numpy as np
 from protocol import FORMATS, OPUS_FORMAT, OPUS_PACKET_MS
 from realtime.audio.encoders import EncodedStream, available_formats, encoder_for
 from realtime.audio.framer import AudioFramer
-from realtime.audio.opus import OpusFramer, available
+from realtime.audio.opus import OpusFramer, available, packets_per_frame
 
 __all__ = ["AudioOut", "available_formats", "framer_for", "offered_formats", "response_stream"]
 
@@ -51,7 +50,7 @@ class AudioOut(Protocol):
 def frame_seconds(fmt: str, frame_ms: int) -> float:
     """How long the frames of ``framer_for(fmt, _, frame_ms)`` are (Opus: whole packets)."""
     if fmt == OPUS_FORMAT:
-        return math.ceil(frame_ms / OPUS_PACKET_MS) * OPUS_PACKET_MS / 1000
+        return packets_per_frame(frame_ms) * OPUS_PACKET_MS / 1000
     return frame_ms / 1000
 
 

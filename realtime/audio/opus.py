@@ -102,6 +102,11 @@ class OpusEncoder:
         return self.encode(np.zeros(self.packet_samples, np.float32))
 
 
+def packets_per_frame(frame_ms: int) -> int:
+    """Opus packets in a frame of ``frame_ms`` (rounded up to whole packets)."""
+    return max(1, math.ceil(frame_ms / OPUS_PACKET_MS))
+
+
 class OpusFramer:
     """24 kHz float32 chunks in -> Opus frame payloads out (one per utterance).
 
@@ -114,7 +119,7 @@ class OpusFramer:
         self._encoder = OpusEncoder(sample_rate, bitrate)
         self._pcm = AudioFramer("pcm_f32le", sample_rate, OPUS_PACKET_MS)
         self.sample_rate = sample_rate
-        self.packets_per_frame = max(1, math.ceil(frame_ms / OPUS_PACKET_MS))
+        self.packets_per_frame = packets_per_frame(frame_ms)
         self.frame_ms = self.packets_per_frame * OPUS_PACKET_MS
         self.pre_skip = self._encoder.pre_skip
         self._packets: list[bytes] = []  # encoded, not yet in a returned payload

@@ -100,16 +100,17 @@ class Listener:
     def heard(self, samples: int, last: bool = False) -> None:
         """A chunk of ``samples`` went out now (``last``: the segment's last);
         the listener gets the whole frames of what is out."""
+        now = self._clock()
         if self._asked is not None:
             at, steps = self._asked
-            self._rendering += self._clock() - at
-            self._render = _smooth(self._render, (self._clock() - at) / steps)
+            self._rendering += now - at
+            self._render = _smooth(self._render, (now - at) / steps)
             self._asked = None
         self._held += samples
         sent = self._held if last or not self._frame else self._held - self._held % self._frame
         self._held -= sent
         if sent:
-            self._heard.append((self._clock(), sent / SAMPLE_RATE))
+            self._heard.append((now, sent / SAMPLE_RATE))
 
     def play_end(self) -> float | None:
         """When the audio out so far runs out at the listener (None before any)."""
