@@ -107,6 +107,15 @@ def meta_runner(max_slots: int = 4):
     return ModelRunner(fidelity_assets(), opts, torch.device("meta"), torch.bfloat16, vocoder=None)
 
 
+class FrozenClock:
+    """The vocoder's clock, standing still: a model infinitely faster than real time."""
+
+    now = 50.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def request(text: str, streaming: bool = False, voice: str | None = "ash", sample=None,
             **params) -> SegmentRequest:
     """A request with ``voice`` in the wire's syntax, resolved as the server does."""

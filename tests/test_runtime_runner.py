@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from runtime_fixtures import GREEDY, TEXTS, Driver, meta_runner, request, tiny_runner
+from runtime_fixtures import GREEDY, TEXTS, Driver, FrozenClock, meta_runner, request, tiny_runner
 
 from realtime.engine import runner as runner_module
 from realtime.engine.api import SAMPLES_PER_STEP, DeviceFailure, RequestError
@@ -367,15 +367,6 @@ def test_streaming_jobs_push_every_few_codes(runner):
     assert pushed == [(n, n - n % PUSH_EVERY) for n in range(1, 11)]
     d.run()
     assert d.tokens[1] == 11
-
-
-class FrozenClock:
-    """The vocoder's clock, standing still: a model infinitely faster than real time."""
-
-    now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_job_that_follows_another_renders_larger_chunks_while_its_listener_holds_audio():

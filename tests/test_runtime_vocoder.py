@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from runtime_fixtures import tiny_runner
+from runtime_fixtures import FrozenClock, tiny_runner
 
 import realtime.engine.compat  # noqa: F401  (before ChatTTS / vocos)
 from bench.vocoder import hidden_dim, random_models
@@ -46,6 +46,13 @@ FADE_END_EXCESS_BOUND = 2e-5
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
+def on_schedule(*models, **options) -> StreamingVocoder:
+    """A vocoder whose chunks follow the schedule alone: its clock stands still
+    (a model infinitely faster than real time), so no chunk hurries or waits on
+    the machine's timing (the listener's own tests: tests/test_runtime_listener.py)."""
+    return StreamingVocoder(*models, clock=FrozenClock(), **options)
+
+
 @pytest.fixture(scope="module")
 def models(tiny_vocoder_models):  # conftest.py's, by its short name here
     return tiny_vocoder_models
@@ -58,7 +65,7 @@ def hidden(vocoder_hidden):
 
 @pytest.fixture(scope="module")
 def reference(models, hidden):
-    return StreamingVocoder(*models).one_shot(hidden)
+    return on_schedule(*models).one_shot(hidden)
 
 
 def stream(vocoder: StreamingVocoder, hidden: torch.Tensor, sizes) -> list[np.ndarray]:
@@ -101,7 +108,7 @@ def test_audio_length_is_pinned():
 
 
 def test_one_shot_of_nothing_is_empty(models):
-    out = StreamingVocoder(*models).one_shot(torch.zeros(0, hidden_dim(models[0])))
+    out = on_schedule(*models).one_shot(torch.zeros(0, hidden_dim(models[0])))
     assert out.dtype == np.float32 and out.shape == (0,)
 
 
@@ -110,7 +117,7 @@ def test_perturbing_one_step_stays_inside_the_receptive_radius(models, hidden, r
     assert radius == 52
     bumped = hidden.clone()
     bumped[150] += 1.0
-    diff = np.abs(StreamingVocoder(*models).one_shot(bumped) - reference)
+    diff = np.abs(on_schedule(*models).one_shot(bumped) - reference)
     changed = np.nonzero(diff > 0)[0] // SAMPLES_PER_STEP
     assert changed.size and changed.min() >= 150 - radius and changed.max() <= 150 + radius
 
@@ -122,7 +129,7 @@ def test_perturbing_one_step_stays_inside_the_receptive_radius(models, hidden, r
 def test_full_lookahead_stream_equals_one_shot(models, hidden, reference, sizes):
     if sizes == "random":
         sizes = np.random.default_rng(5).integers(1, 30, size=50).tolist()
-    vocoder = StreamingVocoder(*models, lookahead_steps=FULL, left_context_steps=FULL)
+    vocoder = on_schedule(*models, lookahead_steps=FULL, left_context_steps=FULL)
     out = np.concatenate(stream(vocoder, hidden, sizes))
     assert out.shape == reference.shape
     np.testing.assert_allclose(out, reference, atol=FULL_ATOL, rtol=0)
@@ -131,13 +138,13 @@ def test_full_lookahead_stream_equals_one_shot(models, hidden, reference, sizes)
 @pytest.mark.parametrize("lookahead,left", [(10, FULL), (FULL, 10)])
 def test_short_context_changes_the_output(models, hidden, reference, lookahead, left):
     # The full-context tolerance is tight enough to notice a missing context.
-    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, left_context_steps=left)
+    vocoder = on_schedule(*models, lookahead_steps=lookahead, left_context_steps=left)
     out = np.concatenate(stream(vocoder, hidden, [1]))
     assert np.abs(out - reference).max() > 10 * FULL_ATOL
 
 
 def test_default_lookahead_snr_and_seams(models, hidden, reference):
-    outs = stream(StreamingVocoder(*models), hidden, [1])
+    outs = stream(on_schedule(*models), hidden, [1])
     out = np.concatenate(outs)
     assert out.shape == reference.shape
     assert snr_db(reference, out) > SNR_BOUND_DB
@@ -148,7 +155,7 @@ def test_default_lookahead_snr_and_seams(models, hidden, reference):
 
 
 def test_seams_are_continuous_where_each_crossfade_starts_and_ends(models, hidden, reference):
-    vocoder = StreamingVocoder(*models)
+    vocoder = on_schedule(*models)
     outs = stream(vocoder, hidden, [1])
     out = np.concatenate(outs)
     seams = np.cumsum([len(o) for o in outs if len(o)])[:-1]
@@ -187,14 +194,14 @@ def test_crossfade_ramps_from_the_previous_estimate_to_the_new_one():
 
 def test_shorter_lookahead_costs_fidelity(models, hidden, reference):
     # The SNR bound above is meaningful: less right context measurably hurts.
-    short = np.concatenate(stream(StreamingVocoder(*models, lookahead_steps=2), hidden, [1]))
-    default = np.concatenate(stream(StreamingVocoder(*models), hidden, [1]))
+    short = np.concatenate(stream(on_schedule(*models, lookahead_steps=2), hidden, [1]))
+    default = np.concatenate(stream(on_schedule(*models), hidden, [1]))
     assert snr_db(reference, short) < snr_db(reference, default)
 
 
 def test_crossfade_only_touches_the_samples_after_each_seam(models, hidden):
     def run(crossfade):
-        vocoder = StreamingVocoder(*models, lookahead_steps=2, crossfade_samples=crossfade)
+        vocoder = on_schedule(*models, lookahead_steps=2, crossfade_samples=crossfade)
         return stream(vocoder, hidden, [1])
 
     plain, faded = run(0), run(256)
@@ -211,7 +218,7 @@ def test_crossfade_only_touches_the_samples_after_each_seam(models, hidden):
 @pytest.mark.parametrize("steps", [1, 2, 5, 9, 13, 70])
 @pytest.mark.parametrize("lookahead,crossfade", [(0, 0), (1, 700), (8, 256), (20, 512)])
 def test_stream_length_always_equals_one_shot(models, hidden, steps, lookahead, crossfade):
-    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, crossfade_samples=crossfade,
+    vocoder = on_schedule(*models, lookahead_steps=lookahead, crossfade_samples=crossfade,
                                min_chunk_steps=1, max_chunk_steps=4)
     outs = stream(vocoder, hidden[:steps], [1, 2])
     assert all(o.dtype == np.float32 and o.ndim == 1 for o in outs)
@@ -220,7 +227,7 @@ def test_stream_length_always_equals_one_shot(models, hidden, steps, lookahead, 
 
 def test_tiny_utterance_shorter_than_lookahead(models, hidden):
     h = hidden[:3]
-    vocoder = StreamingVocoder(*models, lookahead_steps=8)
+    vocoder = on_schedule(*models, lookahead_steps=8)
     s = vocoder.start()
     assert all(len(s.push(h[i:i + 1])) == 0 for i in range(3))
     out = s.finish()
@@ -229,7 +236,7 @@ def test_tiny_utterance_shorter_than_lookahead(models, hidden):
 
 def test_cost_is_linear_in_length(models, hidden):
     def rendered(steps):
-        vocoder = StreamingVocoder(*models)
+        vocoder = on_schedule(*models)
         h = hidden.repeat(4, 1)[:steps]
         stream(vocoder, h, [1])
         return vocoder.steps_rendered, vocoder.calls
@@ -247,14 +254,14 @@ def test_a_segments_window_steps_are_what_its_stream_renders(models, hidden, gro
     # The cost model prices a streamed segment by this count (step_cost):
     # a schedule that drifted from the stream's would misprice every stream.
     for steps in (1, 5, 12, 13, 50, 141, 300):
-        vocoder = StreamingVocoder(*models, chunk_growth=growth, lookahead_steps=lookahead)
+        vocoder = on_schedule(*models, chunk_growth=growth, lookahead_steps=lookahead)
         stream(vocoder, hidden[:steps], [1])
         assert vocoder.steps_rendered == vocoder.segment_window_steps(steps), (steps, growth, lookahead)
-    assert StreamingVocoder(*models).segment_window_steps(0) == 0
+    assert on_schedule(*models).segment_window_steps(0) == 0
 
 
 def test_finish_on_empty_stream(models):
-    s = StreamingVocoder(*models).start()
+    s = on_schedule(*models).start()
     out = s.finish()
     assert out.dtype == np.float32 and out.shape == (0,)
     assert s.emitted_samples == 0
@@ -265,7 +272,7 @@ def test_finish_on_empty_stream(models):
 
 
 def test_empty_push_and_bad_shape(models):
-    s = StreamingVocoder(*models).start()
+    s = on_schedule(*models).start()
     assert s.push(torch.zeros(0, hidden_dim(models[0]))).shape == (0,)
     with pytest.raises(ValueError, match=r"hidden must be a \[steps, dim\] tensor"):
         s.push(torch.zeros(hidden_dim(models[0])))
@@ -274,27 +281,27 @@ def test_empty_push_and_bad_shape(models):
 @pytest.mark.parametrize("field", ["lookahead_steps", "left_context_steps", "crossfade_samples"])
 def test_invalid_configuration_is_refused(models, field):
     with pytest.raises(ValueError, match="lookahead, left context and crossfade must be >= 0"):
-        StreamingVocoder(*models, **{field: -1})
-    StreamingVocoder(*models, **{field: 0})  # zero is allowed
+        on_schedule(*models, **{field: -1})
+    on_schedule(*models, **{field: 0})  # zero is allowed
 
 
 def test_chunk_sizes_must_be_ordered(models):
     with pytest.raises(ValueError, match=r"need 1 <= min_chunk_steps <= max_chunk_steps"):
-        StreamingVocoder(*models, min_chunk_steps=8, max_chunk_steps=4)
+        on_schedule(*models, min_chunk_steps=8, max_chunk_steps=4)
     with pytest.raises(ValueError, match=r"need 1 <= min_chunk_steps"):
-        StreamingVocoder(*models, min_chunk_steps=0)
-    StreamingVocoder(*models, min_chunk_steps=4, max_chunk_steps=4)
+        on_schedule(*models, min_chunk_steps=0)
+    on_schedule(*models, min_chunk_steps=4, max_chunk_steps=4)
 
 
 def test_defaults_are_the_documented_ones(models):
     # The fidelity and cost figures in the module docstring are for these.
-    v = StreamingVocoder(*models)
+    v = on_schedule(*models)
     assert (v.lookahead_steps, v.left_context_steps, v.crossfade_samples) == (8, 51, 256)
     assert (v.min_chunk_steps, v.max_chunk_steps) == (4, 64)
 
 
 def test_chunks_start_small_and_double_up_to_the_largest(models, hidden):
-    vocoder = StreamingVocoder(*models, lookahead_steps=8, min_chunk_steps=4, max_chunk_steps=32)
+    vocoder = on_schedule(*models, lookahead_steps=8, min_chunk_steps=4, max_chunk_steps=32)
     sizes = [len(o) // SAMPLES_PER_STEP for o in stream(vocoder, hidden[:150], [1])[:-1] if len(o)]
     assert sizes == [4, 8, 16, 32, 32, 32]
 
@@ -302,13 +309,13 @@ def test_chunks_start_small_and_double_up_to_the_largest(models, hidden):
 def test_a_slower_growth_takes_more_smaller_chunks_to_the_same_audio(models, hidden, reference):
     # The CPU's schedule: each chunk half again the one before, so a model
     # 1.5x real time keeps up (module docstring); the seams stay the same.
-    vocoder = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH)
+    vocoder = on_schedule(*models, chunk_growth=CPU_CHUNK_GROWTH)
     outs = stream(vocoder, hidden, [1])
     sizes = [len(o) // SAMPLES_PER_STEP for o in outs[:-1] if len(o)]
     assert sizes[:8] == [4, 6, 9, 14, 21, 32, 48, 64] and set(sizes[8:]) == {64}
     assert snr_db(reference, np.concatenate(outs)) > SNR_BOUND_DB
     with pytest.raises(ValueError, match="chunk_growth must be > 1"):
-        StreamingVocoder(*models, chunk_growth=1.0)
+        on_schedule(*models, chunk_growth=1.0)
 
 
 class FakeClock:
@@ -346,7 +353,7 @@ def test_a_stream_with_a_listeners_lead_holds_its_chunks_to_the_largest(models, 
     assert sizes == [128, 128]
     audio = np.concatenate(outs)
     assert len(audio) == len(reference) and snr_db(reference, audio) > SNR_BOUND_DB
-    free = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH)
+    free = on_schedule(*models, chunk_growth=CPU_CHUNK_GROWTH)
     stream(free, hidden, [1])
     assert vocoder.steps_rendered < 0.7 * free.steps_rendered
     assert vocoder.steps_rendered == (128 + 8) + (51 + 128 + 8) + (51 + 300 - 256)
@@ -418,7 +425,7 @@ def test_the_cpu_runtime_builds_its_vocoder_with_the_cpu_growth():
 def test_audio_is_final_once_lookahead_steps_follow_it(models, hidden, lookahead):
     # One-step chunks: after each push, everything but the last
     # max(lookahead, 1) steps is out (the one-shot length ends half a step early).
-    vocoder = StreamingVocoder(*models, lookahead_steps=lookahead, min_chunk_steps=1, max_chunk_steps=1)
+    vocoder = on_schedule(*models, lookahead_steps=lookahead, min_chunk_steps=1, max_chunk_steps=1)
     s = vocoder.start()
     for k in range(1, 12):
         s.push(hidden[k - 1:k])
@@ -426,7 +433,7 @@ def test_audio_is_final_once_lookahead_steps_follow_it(models, hidden, lookahead
 
 
 def test_render_counts_calls_and_steps(models, hidden):
-    vocoder = StreamingVocoder(*models)
+    vocoder = on_schedule(*models)
     vocoder.one_shot(hidden[:30])
     vocoder.one_shot(hidden[:7])
     assert (vocoder.calls, vocoder.steps_rendered) == (2, 37)
@@ -434,7 +441,7 @@ def test_render_counts_calls_and_steps(models, hidden):
 
 def test_each_window_is_logged_at_debug_level(models, hidden, caplog):
     caplog.set_level("DEBUG", logger="realtime.engine.vocoder.stream")
-    stream(StreamingVocoder(*models, lookahead_steps=2, min_chunk_steps=4), hidden[:12], [12])
+    stream(on_schedule(*models, lookahead_steps=2, min_chunk_steps=4), hidden[:12], [12])
     messages = [r.getMessage() for r in caplog.records if r.name == "realtime.engine.vocoder.stream"]
     assert messages == ["vocoded from step 0 to 10 over a 12-step window",
                         "vocoded from step 10 to end over a 12-step window"]
@@ -459,7 +466,7 @@ def test_cuda_matches_cpu(models, hidden, reference):
 
 
 def test_push_copies_the_callers_buffer(models, hidden):
-    vocoder = StreamingVocoder(*models)
+    vocoder = on_schedule(*models)
     buffer = hidden[:5].clone()
     s = vocoder.start()
     s.push(buffer)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from runtime_fixtures import TEXTS, Driver, request, tiny_runner
+from runtime_fixtures import TEXTS, Driver, FrozenClock, request, tiny_runner
 
 from realtime.engine.vocoder.overlap import HostBuffer, overlap_for
 from realtime.engine.vocoder.stream import audio_samples
@@ -26,6 +26,7 @@ SHAPES = dict(max_slots=6, batch_sizes=(1, 2, 4, 8), kv_buckets=(128,))
 
 def _runner(overlap: str):
     runner = tiny_runner(vocoder_overlap=overlap, **SHAPES)
+    runner.vocoder.clock = FrozenClock()  # chunks on the schedule alone in both runs
     assert runner.audio.delivery.delayed == (overlap == "on")
     return runner
 
