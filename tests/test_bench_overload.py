@@ -67,9 +67,16 @@ async def test_one_short_round_against_a_real_server(server_factory):
     rate, audio_rate = await overload.closed_loop(url, 2, 0.6)
     assert rate > 0 and audio_rate > 0
     records = await overload.open_loop(url, rate=20.0, seconds=0.5, grace=10.0, seed=1)
-    assert records and all(r.outcome == "done" for r in records)
+    # 20 a second may pass what a loaded machine measured in the closed loop:
+    # the server then refuses some, fast and with a hint (seen in CI), and the
+    # summary counts them as refused.
+    done = [r for r in records if r.outcome == "done"]
+    refused = [r for r in records if r.outcome != "done"]
+    assert done and all(r.audio_s > 0 and r.first_audio is not None for r in done)
+    assert all(r.outcome == "overloaded" and r.retry_after_ms > 0 and not r.frames for r in refused)
     out = summarize(records, 0.5, audio_rate)
-    assert out["admitted"] == len(records) and out["ttfa_p50_ms"] > 0
+    assert (out["offered"], out["admitted"]) == (len(records), len(done))
+    assert sum(out["refused"].values()) == len(refused) and out["ttfa_p50_ms"] > 0
 
 
 def test_headline_takes_medians_over_repeats():
