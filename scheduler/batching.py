@@ -9,7 +9,7 @@ Thread: pure functions, model thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
@@ -79,11 +79,13 @@ def add_riders(
     candidates: Iterable[Job],
     slots: SlotBudget,
     up_to_s: float = 0.0,
+    up_to_s_of: Callable[[Job], float] | None = None,
 ) -> list[Job]:
     """Jobs from ``candidates`` (in order) that ride in an interactive step
     because the bigger batch costs at most ``rider_overhead`` more than
     ``batch`` alone (a launch-bound GPU step), or no more than ``up_to_s``
-    (interactive streams: a step that still keeps every stream in real time)."""
+    (interactive streams: a step that still keeps every stream in real time)
+    or than ``up_to_s_of(job)`` (``add_stream_riders``)."""
     kv = max(j.kv_len for j in batch)
     allowed = max(cost.step_time(config.padded_batch(len(batch)), config.bucket(kv))
                   * (1.0 + config.rider_overhead), up_to_s)
@@ -95,11 +97,37 @@ def add_riders(
         if not slots.allows(job) or not fits(config, batch + riders, job, config.max_batch):
             continue
         longest = max(kv, job.kv_len)
-        if cost.step_time(config.padded_batch(size), config.bucket(longest)) <= allowed:
+        limit = allowed if up_to_s_of is None else max(allowed, up_to_s_of(job))
+        if cost.step_time(config.padded_batch(size), config.bucket(longest)) <= limit:
             slots.take(job)
             riders.append(job)
             kv = longest
     return riders
+
+
+def add_stream_riders(config: SchedulerConfig, cost: CostModel, batch: list[Job],
+                      candidates: Iterable[Job], slots: SlotBudget) -> list[Job]:
+    """Streams (``candidates``: running jobs and first segments, in rank
+    order) that ride beside ``batch`` while the step keeps each of them in
+    real time with the headroom (``realtime_step_s``). Beside running jobs,
+    other utterances' running jobs (the first in rank of each) also ride in
+    any step cheaper than taking turns with them: each stream then gets its
+    codes sooner than in turns, so fewer run dry (a machine slower than the
+    load it admitted, or admission by queue bound alone). A new stream's
+    prefill leading the step, and an utterance's next sentence (it plays
+    later), keep the first rule."""
+    candidates = list(candidates)
+    own = {j.utterance for j in batch}
+    behind: dict[Hashable, int] = {}  # utterance -> its first running job in rank order
+    for j in candidates:
+        if j.state is JobState.ACTIVE and j.utterance not in own:
+            behind.setdefault(j.utterance, j.id)
+    turns = step_seconds(config, cost, batch, False) * (len(batch) + len(behind)) / len(batch)
+    if any(j.state is not JobState.ACTIVE for j in batch):
+        return add_riders(config, cost, batch, candidates, slots, config.realtime_step_s)
+    ids = set(behind.values())
+    return add_riders(config, cost, batch, candidates, slots, config.realtime_step_s,
+                      lambda job: turns if job.id in ids else 0.0)
 
 
 def pick_background(

@@ -309,16 +309,15 @@ class Scheduler:
 
     def _realtime_riders(self, batch: list[Job], rest: list[Job],
                          slots: batching.SlotBudget) -> list[Job]:
-        """Streams that also ride while the step keeps every stream in it in
-        real time: running jobs and first segments, in rank order (a later
+        """Streams that also ride while the step is cheap enough (``batching.
+        add_stream_riders``): running jobs and first segments, in rank order (a later
         segment is not started early on a slot a new stream may need)."""
         chosen = set(map(id, batch))
         candidates = [j for j in rest if id(j) not in chosen
                       and (j.state is JobState.ACTIVE or self._first_segment(j))]
         if not candidates:
             return []
-        return batching.add_riders(self.config, self.cost, batch, candidates, slots,
-                                   self.config.realtime_step_s)
+        return batching.add_stream_riders(self.config, self.cost, batch, candidates, slots)
 
     def _first_segment(self, job: Job) -> bool:
         """No segment of ``job``'s utterance has started yet."""

@@ -281,7 +281,10 @@ def test_without_urgency_interactive_has_strict_priority():
     for k in range(5):
         h.sched.admit(h.utterance(f"t{k}", I, 1, length=10), h.now)
     lanes = [p.lane for p in h.run()]
-    assert lanes[:50] == [I] * 50 and set(lanes[50:]) == {B}
+    # Five streams cannot keep real time here taking turns, so they share
+    # steps (batching.add_stream_riders): fewer than 50 steps, all before any B.
+    first_bg = lanes.index(B)
+    assert set(lanes[:first_bg]) == {I} and set(lanes[first_bg:]) == {B}
 
 
 def test_background_never_takes_the_interactive_reserve():

@@ -136,7 +136,10 @@ def test_background_is_urgent_only_below_its_slack():
     for k in range(5):
         h.sched.admit(h.utterance(f"t{k}", I, 1, length=10), h.now)
     lanes = [p.lane for p in h.run()]
-    assert lanes[:50] == [I] * 50
+    # Five streams cannot keep real time here taking turns, so they share
+    # steps (batching.add_stream_riders): fewer than 50 steps, all before any B.
+    first_bg = lanes.index(B)
+    assert set(lanes[:first_bg]) == {I} and set(lanes[first_bg:]) == {B}
 
 
 @pytest.mark.parametrize(("over", "urgent"), [(+1e-4, False), (-1e-4, True)])
