@@ -9,7 +9,7 @@ Thread: pure functions, model thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from scheduler.config import SchedulerConfig
 from scheduler.cost import CostModel
@@ -106,7 +106,7 @@ def add_riders(
 
 
 def add_stream_riders(config: SchedulerConfig, cost: CostModel, batch: list[Job],
-                      candidates: Iterable[Job], slots: SlotBudget) -> list[Job]:
+                      candidates: Sequence[Job], slots: SlotBudget) -> list[Job]:
     """Streams (``candidates``: running jobs and first segments, in rank
     order) that ride beside ``batch`` while the step keeps each of them in
     real time with the headroom (``realtime_step_s``). Beside running jobs,
@@ -116,18 +116,17 @@ def add_stream_riders(config: SchedulerConfig, cost: CostModel, batch: list[Job]
     load it admitted, or admission by queue bound alone). A new stream's
     prefill leading the step, and an utterance's next sentence (it plays
     later), keep the first rule."""
-    candidates = list(candidates)
-    own = {j.utterance for j in batch}
-    behind: dict[Hashable, int] = {}  # utterance -> its first running job in rank order
-    for j in candidates:
-        if j.state is JobState.ACTIVE and j.utterance not in own:
-            behind.setdefault(j.utterance, j.id)
-    turns = step_seconds(config, cost, batch, False) * (len(batch) + len(behind)) / len(batch)
     if any(j.state is not JobState.ACTIVE for j in batch):
         return add_riders(config, cost, batch, candidates, slots, config.realtime_step_s)
-    ids = set(behind.values())
+    seen = {j.utterance for j in batch}
+    behind: set[int] = set()  # ids of the first running job of each other utterance
+    for j in candidates:
+        if j.state is JobState.ACTIVE and j.utterance not in seen:
+            seen.add(j.utterance)
+            behind.add(j.id)
+    turns = step_seconds(config, cost, batch, False) * (len(batch) + len(behind)) / len(batch)
     return add_riders(config, cost, batch, candidates, slots, config.realtime_step_s,
-                      lambda job: turns if job.id in ids else 0.0)
+                      lambda job: turns if job.id in behind else 0.0)
 
 
 def pick_background(
