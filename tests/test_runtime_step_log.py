@@ -43,6 +43,8 @@ def test_the_recorder_writes_what_the_runner_did_and_stays_a_runner(tmp_path):
     assert first["plan"]["prefill"] == [1] and first["seconds"] > 0
     assert step_log.request_from_json(first["requests"][0]).text == TEXTS[0]
     assert all(r["requests"] == [] for r in records[1:])
+    # Each step's start on the monotonic clock: a step begins after the last one's work.
+    assert all(b["started"] >= a["started"] + a["seconds"] * 0.99 for a, b in zip(records, records[1:]))
     assert step_log.read(str(path), start_line=5) == records[5:]
 
 

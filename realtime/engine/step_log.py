@@ -93,8 +93,9 @@ def request_from_json(data: dict) -> SegmentRequest:
 
 class StepRecorder:
     """A ``Runner`` that writes what it is asked to do to ``path`` (JSON lines:
-    ``{"plan": {...}, "requests": [...], "seconds": s}``, one request per
-    prefilled job) and otherwise is the runner it wraps."""
+    ``{"plan": {...}, "requests": [...], "seconds": s, "started": t}``, one
+    request per prefilled job; ``started``: ``time.monotonic()`` as the step
+    began, so the gaps between steps show) and otherwise is the runner it wraps."""
 
     def __init__(self, runner, path: str):
         self._runner = runner
@@ -140,8 +141,10 @@ class StepRecorder:
 
     def execute(self, plan: StepPlan) -> StepOutput:
         requests = [self._requests.pop(id(work), None) for work in plan.work]
+        started = time.monotonic()
         out = self._runner.execute(plan)
-        self._write({"plan": plan_to_json(plan), "requests": requests, "seconds": out.seconds})
+        self._write({"plan": plan_to_json(plan), "requests": requests, "seconds": out.seconds,
+                     "started": started})
         return out
 
     def reset(self) -> None:
