@@ -38,11 +38,13 @@ class FakeClock:
 
 
 def paced(models, hidden: torch.Tensor, speed: float, render_s: float = RENDER_S,
-          frame_s: float = 0.0):
+          frame_s: float = 0.0, stalls: dict[int, float] | None = None):
     """Stream ``hidden`` from a model ``speed`` times real time, ``PUSH`` codes
     a push; each render takes ``render_s`` a window step; the player gets
     whole frames of ``frame_s`` (0: each chunk as it comes), as the stream is
-    told. Returns the chunk sizes, the player's stats and the audio."""
+    told; ``stalls``: {code index: seconds} the push ending there comes that
+    much later (another stream's prefill). Returns the chunk sizes, the
+    player's stats and the audio."""
     clock = FakeClock()
     vocoder = StreamingVocoder(*models, chunk_growth=CPU_CHUNK_GROWTH, clock=clock)
     render = vocoder.render
@@ -56,7 +58,7 @@ def paced(models, hidden: torch.Tensor, speed: float, render_s: float = RENDER_S
     frame = round(frame_s * SAMPLE_RATE)
     arrivals, sizes, outs, held = [], [], [], 0
     for i in range(0, hidden.shape[0] + PUSH, PUSH):
-        clock.now += PUSH * CODE_S / speed
+        clock.now += PUSH * CODE_S / speed + (stalls or {}).get(i, 0.0)
         out = stream.push(hidden[i:i + PUSH]) if i < hidden.shape[0] else stream.finish()
         held += len(out)
         sent = held if not frame or i >= hidden.shape[0] else held - held % frame
@@ -229,3 +231,33 @@ def test_the_pace_leaves_out_the_streams_own_renders():
     # Affordable exactly as far as a 12.5 ms pace leaves spare (15 would not).
     limit = AFFORDABLE * 4 * (CODE_S - pace) / (0.010 / 40 / 2)
     assert listener.hurries(4, int(limit) - 1) and not listener.hurries(4, int(limit) + 1)
+
+
+def test_a_stall_is_not_the_models_pace():
+    # Another stream's prefill stalls a push by 120 ms when the lead is thin:
+    # the pace stays the model's (1.3x real time), so the chunk goes early.
+    clock = FakeClock()
+    listener = Listener(clock)
+    for _ in range(4):
+        listener.pushed(4)
+        clock.now += 4 * CODE_S / 1.3
+    clock.now += 0.120
+    listener.pushed(4)
+    listener.asked(20)
+    clock.now += 20 * RENDER_S
+    listener.heard(4 * SAMPLES_PER_STEP)
+    wait = 4 * CODE_S / 1.3 + RENDER_S * (20 + 4)
+    assert listener.lead() < WAIT_MARGIN * wait and listener.hurries(4, 20)
+    # A model that really slowed down is slow by the third push so.
+    for _ in range(3):
+        clock.now += 4 * CODE_S * 1.2
+        listener.pushed(4)
+    assert not listener.hurries(4, 20)
+
+
+def test_after_another_streams_prefill_the_chunk_goes_early(tiny_vocoder_models, vocoder_hidden):
+    # 1.4x real time with a 100 ms stall at 0.35 s of audio (its lead ~0.2 s):
+    # the next chunk hurries out before the listener runs dry.
+    _, stats, _, _ = paced(tiny_vocoder_models, vocoder_hidden, speed=1.4, frame_s=0.1,
+                           stalls={28: 0.1})
+    assert stats.underruns == 0, stats

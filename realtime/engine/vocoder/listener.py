@@ -29,6 +29,11 @@ itself on them). The figures
 are the stream's own, measured on the clock: seconds a code between pushes
 less this stream's renders, and seconds a window step from a window's ask to
 its audio going out (render, packing with other streams, a step's delay).
+The pace is the median of the last ``PACE_PUSHES`` pushes': a step that stalls
+every stream (another stream's prefill: ~100 ms of int4 on two CPU cores) is
+not the model's rate, and smoothed into the pace it read as slower than real
+time just when the lead was thinnest, so nothing hurried and the listener ran
+dry (docs/runtime.md, "Early chunks after a stall").
 
 The listener gets audio in whole frames (``frame_s``, the client's
 ``frame_ms``; a segment's last frame may be shorter), so what it holds counts
@@ -41,6 +46,8 @@ Thread: the model thread (as the vocoder).
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from collections.abc import Callable
 
 from realtime.engine.api import SAMPLE_RATE, SAMPLES_PER_STEP
@@ -55,7 +62,8 @@ AFFORDABLE = 0.75
 # A chunk hurries while the lead is under this many times the wait for the next
 # push and its render (room for a step's jitter).
 WAIT_MARGIN = 1.25
-SMOOTHING = 0.5  # weight of a new measurement of the pace and the render
+SMOOTHING = 0.5  # weight of a new measurement of the render
+PACE_PUSHES = 5  # the pace: the median of this many pushes' (one stall is not a rate)
 
 
 class Listener:
@@ -73,6 +81,7 @@ class Listener:
         self._pushed_at: float | None = None
         self._push = 0  # codes in the last push
         self._pace: float | None = None  # seconds a code between pushes, less this stream's renders
+        self._paces: deque[float] = deque(maxlen=PACE_PUSHES)  # the last pushes' paces
         self._rendering = 0.0  # seconds of this stream's renders since the last push
         self._asked: tuple[float, int] | None = None  # (clock time, steps) of the window asked
         self._render: float | None = None  # seconds a window step, ask to audio out
@@ -86,7 +95,8 @@ class Listener:
         """``codes`` more codes reached the stream now."""
         now = self._clock()
         if self._pushed_at is not None and codes:
-            self._pace = _smooth(self._pace, max(0.0, now - self._pushed_at - self._rendering) / codes)
+            self._paces.append(max(0.0, now - self._pushed_at - self._rendering) / codes)
+            self._pace = statistics.median(self._paces)
         self._pushed_at, self._push, self._rendering = now, codes, 0.0
 
     def asked(self, steps: int | None) -> None:
