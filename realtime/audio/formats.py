@@ -19,10 +19,10 @@ from typing import Protocol
 
 import numpy as np
 
-from protocol import FORMATS, OPUS_FORMAT, OPUS_PACKET_MS
+from protocol import FORMATS, OPUS_FORMAT
 from realtime.audio.encoders import EncodedStream, available_formats, encoder_for
 from realtime.audio.framer import AudioFramer
-from realtime.audio.opus import OpusFramer, available, packets_per_frame
+from realtime.audio.opus import OpusFramer, available, whole_packets_ms
 
 __all__ = ["AudioOut", "available_formats", "framer_for", "offered_formats", "response_stream"]
 
@@ -50,7 +50,7 @@ class AudioOut(Protocol):
 def frame_seconds(fmt: str, frame_ms: int) -> float:
     """How long the frames of ``framer_for(fmt, _, frame_ms)`` are (Opus: whole packets)."""
     if fmt == OPUS_FORMAT:
-        return packets_per_frame(frame_ms) * OPUS_PACKET_MS / 1000
+        frame_ms = whole_packets_ms(frame_ms)
     return frame_ms / 1000
 
 

@@ -102,9 +102,9 @@ class OpusEncoder:
         return self.encode(np.zeros(self.packet_samples, np.float32))
 
 
-def packets_per_frame(frame_ms: int) -> int:
-    """Opus packets in a frame of ``frame_ms`` (rounded up to whole packets)."""
-    return max(1, math.ceil(frame_ms / OPUS_PACKET_MS))
+def whole_packets_ms(frame_ms: int) -> int:
+    """The frame an Opus stream sends for ``frame_ms``: rounded up to whole packets."""
+    return max(1, math.ceil(frame_ms / OPUS_PACKET_MS)) * OPUS_PACKET_MS
 
 
 class OpusFramer:
@@ -119,8 +119,8 @@ class OpusFramer:
         self._encoder = OpusEncoder(sample_rate, bitrate)
         self._pcm = AudioFramer("pcm_f32le", sample_rate, OPUS_PACKET_MS)
         self.sample_rate = sample_rate
-        self.packets_per_frame = packets_per_frame(frame_ms)
-        self.frame_ms = self.packets_per_frame * OPUS_PACKET_MS
+        self.frame_ms = whole_packets_ms(frame_ms)
+        self.packets_per_frame = self.frame_ms // OPUS_PACKET_MS
         self.pre_skip = self._encoder.pre_skip
         self._packets: list[bytes] = []  # encoded, not yet in a returned payload
         self._segment_open = False  # audio was pushed since the last end_segment
