@@ -52,7 +52,7 @@ def test_without_onnxruntime_auto_runs_torch_fp32_and_the_int_forms_are_refused(
         with pytest.raises(ValueError, match="onnxruntime is not installed"):
             engine.static_choice(choice, precision, BIG)
     options = RuntimeOptions(weights="tiny-random", device="cpu")
-    assert engine.auto_precision(options, tiny_assets()) == ("fp32", {})
+    assert engine.auto_precision(options, tiny_assets()) == "fp32"
 
 
 class _Slow:

@@ -75,6 +75,32 @@ def test_prefill_and_decodes_match_the_torch_decoder(torch_model, ort_model):
     assert ours.moved_positions > 0  # [0, 3] after [3, 2]: rows were moved
 
 
+@pytest.mark.parametrize("form", ["int8", "int4"])
+def test_a_prompt_runs_alone_on_the_prompt_graph(torch_model, form):
+    """The int forms' prompts run on the int8-dynamic graph, each alone: a
+    prompt batched beside a longer one gives what it gives alone, bit for
+    bit (one activation scale per call: padding would move it), within the
+    int8 tolerance of torch's fp32, and its K/V serve the decode graph."""
+    model = OrtGPT(fidelity_assets(), form, 1, False, None)
+    assert model.prompts is not None
+    d = torch_model.shape.hidden
+    gen = torch.Generator().manual_seed(4)
+    short, long_ = torch.randn(1, 5, d, generator=gen), torch.randn(1, 11, d, generator=gen)
+    alone = model.prefill(short, torch.tensor([0]), model.new_cache(3, 32, 2))
+    batch = torch.zeros(2, 11, d)
+    batch[0], batch[1, :5] = long_[0], short[0]
+    cache = model.new_cache(3, 32, 2)
+    both = model.prefill(batch, torch.tensor([2, 1]), cache, [11, 5])
+    assert torch.equal(both[1, :5], alone[0])
+    ref = torch_model.new_cache(3, 32, 2)
+    want = torch_model.prefill(batch, torch.tensor([2, 1]), ref)
+    assert _rel(both[0], want[0]) < TOLERANCE["int8"] and _rel(both[1, :5], want[1, :5]) < TOLERANCE["int8"]
+    x = torch.randn(2, d, generator=gen)
+    got = model.decode(x, torch.tensor([1, 2]), torch.tensor([5, 11]), cache, 12)
+    assert _rel(got, torch_model.decode(x, torch.tensor([1, 2]), torch.tensor([5, 11]), ref, 12)) \
+        < TOLERANCE[form]
+
+
 def test_a_padding_row_changes_no_other_row(torch_model):
     model = OrtGPT(fidelity_assets(), "fp32", 1, False, None)
     cache = model.new_cache(3, 32, 4)
@@ -116,6 +142,23 @@ def test_int8_codes_do_not_depend_on_batch_mates():
         mates.add(i, request(text, **{**sampled, "seed": 5 if i == 2 else i}))
     mates.run()
     assert torch.equal(mates.codes[2], alone.codes[0])
+    assert torch.equal(mates.hidden[2], alone.hidden[0])  # its prompt ran alone: bit for bit
+
+
+@pytest.mark.parametrize("form", ["int4"])
+def test_a_short_prompt_prefilled_beside_a_long_one_is_what_it_is_alone(form):
+    """The runner gives the prompt graph each prompt's length: run padded
+    to its long mate's, a short prompt's activations would share a scale
+    with the padding (planted, its hidden states moved by 2e-2)."""
+    sampled = dict(temperature=0.3, min_new_tokens=8, max_new_tokens=16, seed=5)
+    alone = Driver(fidelity_runner(cpu_engine="ort", precision=form))
+    alone.add(0, request("To be.", **sampled))
+    alone.run()
+    mates = Driver(fidelity_runner(cpu_engine="ort", precision=form))
+    mates.add(0, request("To be.", **sampled))
+    mates.add(1, request(" ".join([TEXTS[2]] * 4), **{**sampled, "seed": 1}))
+    mates.run()
+    assert torch.equal(mates.hidden[0], alone.hidden[0])
 
 
 def test_the_cache_a_session_writes_into_lives_until_another_is_bound(torch_model):

@@ -35,8 +35,20 @@ def test_blocks_dequantize_within_half_a_step(bits):
     assert np.abs(back).max() <= peak * (1 + 2.0 ** (1 - bits))
 
 
+def test_channels_quantize_to_7_bits_within_half_a_step():
+    w = np.random.default_rng(1).standard_normal((24, 80)).astype(np.float32)
+    w[3] = 0.0  # a channel of zeros keeps a usable scale
+    q, scale = graph.quantize_channels(w)
+    assert q.dtype == np.int8 and q.shape == (80, 24) and scale.shape == (24,)
+    assert np.abs(q.astype(np.int16)).max() == graph.PROMPT_WEIGHT_MAX == 63
+    back = (q.astype(np.float32) * scale).T
+    assert np.all(np.abs(back - w) <= scale[:, None] * 0.5 + 1e-6)
+    assert np.all(back[3] == 0) and np.all(np.isfinite(scale))
+
+
 @pytest.mark.parametrize("form, matmul", [("fp32", "MatMul"), ("int8", "MatMulNBits"),
-                                          ("int4", "MatMulNBits")])
+                                          ("int4", "MatMulNBits"),
+                                          (graph.PROMPT_FORM, "DynamicQuantizeMatMul")])
 def test_the_graph_has_the_fused_operators(tmp_path, form, matmul):
     import onnx
 
@@ -57,12 +69,17 @@ def checkpoint(tmp_path_factory):
     return write_checkpoint(fidelity_assets(), str(tmp_path_factory.mktemp("ckpt")))
 
 
-def _built(caplog) -> str:
-    text = caplog.text
+def _built(caplog) -> dict[str, str]:
+    """Per form the log names: its graph "built" or "cached"."""
+    out = {}
+    for record in caplog.records:
+        words = record.getMessage().split()
+        if words[:2] == ["ort", "backbone"] and "from the prepared cache" in record.getMessage():
+            out[words[2]] = "cached"
+        elif words[:2] == ["ort", "backbone"] and "built from the weights" in record.getMessage():
+            out[words[2]] = "built"
     caplog.clear()
-    if "from the prepared cache" in text:
-        return "cached"
-    return "built" if "built from the weights" in text else "?"
+    return out
 
 
 def _hidden(model: OrtGPT) -> torch.Tensor:
@@ -73,16 +90,17 @@ def _hidden(model: OrtGPT) -> torch.Tensor:
 def test_a_checkpoints_graph_is_built_once_then_loaded(checkpoint, tmp_path, caplog):
     cache = str(tmp_path / "cache")
     assets = load_checkpoint(checkpoint)
+    prompts = graph.PROMPT_FORM
     with caplog.at_level(logging.INFO, logger=graph_entry.__name__):
         cold = OrtGPT(assets, "int8", 1, False, cache)
-        assert _built(caplog) == "built"
+        assert _built(caplog) == {"int8": "built", prompts: "built"}
         warm = OrtGPT(assets, "int8", 1, False, cache)
-        assert _built(caplog) == "cached"
-        OrtGPT(assets, "int4", 1, False, cache)  # another form: another entry
-        assert _built(caplog) == "built"
+        assert _built(caplog) == {"int8": "cached", prompts: "cached"}
+        OrtGPT(assets, "int4", 1, False, cache)  # another form: another entry; the same prompt graph
+        assert _built(caplog) == {"int4": "built", prompts: "cached"}
     torch.testing.assert_close(_hidden(warm), _hidden(cold), rtol=0, atol=0)
     entries = [n for n in os.listdir(cache) if n.startswith(graph_entry.KIND)]
-    assert len(entries) == 2
+    assert len(entries) == 3
 
 
 def test_a_damaged_entry_is_rebuilt(checkpoint, tmp_path, caplog):

@@ -104,12 +104,10 @@ def build_runner(options: RuntimeOptions, assets: ModelAssets | None = None,
     # with a capture (tests, tools) runs torch.
     model = body = None
     if device.type == "cpu" and capture is None:
-        built: dict = {}
         if asked == "auto":
-            precision, built = cpu_engine.auto_precision(options, assets)
-            options = dataclasses.replace(options, precision=precision)
+            options = dataclasses.replace(options, precision=cpu_engine.auto_precision(options, assets))
         _log_cpu_choice(options, asked)
-        model = cpu_engine.build_decoder(options, assets, built)
+        model = cpu_engine.build_decoder(options, assets)
         vocoder_precision = cpu_engine.vocoder_precision(options, model, vocoder_precision)
         body = cpu_engine.vocoder_body(options, assets, model, vocoder_precision)
         cpu_engine.leave_cores_to_ort(model)

@@ -249,7 +249,7 @@ class RefineStage:
             ids = torch.tensor(p.work.ids, device=model.device)
             x[i, :len(ids)] = model.emb_text.index_select(0, ids)
         slots = torch.tensor([p.slot for p in passes], device=model.device)
-        hidden = model.prefill(x, slots, self.cache)
+        hidden = model.prefill(x, slots, self.cache, [len(p.work.ids) for p in passes])
         last = torch.tensor([len(p.work.ids) - 1 for p in passes], device=model.device)
         return hidden[torch.arange(n, device=model.device), last]
 

@@ -306,7 +306,7 @@ class ModelRunner:
         if self.graphs is not None:
             hidden = self.graphs.prefill(x, slots)
         if hidden is None:
-            hidden = self.model.prefill(x, slots, self.cache)
+            hidden = self.model.prefill(x, slots, self.cache, lengths + [length] * (rows - n))
         final = hidden[torch.arange(n, device=self.torch_device), last]  # [P, D]
         self.step.state.load(slots[:n], ints[rows + n:rows + n * 4].view(3, n).T,
                              floats[:n * 3].view(3, n).T)

@@ -180,11 +180,14 @@ class StaticGPT(GptEnds):
 
     # --- prefill and decode -----------------------------------------------------------
 
-    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: KVCache,
+                lengths: list[int] | None = None) -> torch.Tensor:
         """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P].
 
         Writes K/V for positions [0, L) of each slot; returns fp32 hidden [P, L, D].
-        Padding rows produce garbage that the caller ignores.
+        Padding rows produce garbage that the caller ignores. ``lengths`` (each
+        prompt's own) is for engines that run prompts alone: causal attention
+        keeps a row's padding out of its prompt here.
         """
         p, length, d = x.shape
         h, hd = self.shape.heads, self.shape.head_dim

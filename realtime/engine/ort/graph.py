@@ -28,6 +28,16 @@ block inside the kernel, the only level that was fast here, fp32 compute
 being 3x slower for int4 and 30x for int8). RMSNorm, RoPE, attention and
 the residual stream stay fp32 in every form.
 
+``PROMPT_FORM`` (``int8-dynamic``) is for prompts only (``ort.prompts``):
+``DynamicQuantizeMatMul``, 7-bit symmetric weights per output channel (the
+int16 pair sums of AVX2's integer kernels cannot saturate, as in the int8
+vocoder) and each call's activations quantized as one tensor, so MLAS's
+integer GEMM (VNNI, AMX) runs it. A 64-token prompt takes 28 ms where
+``MatMulNBits`` takes 111 (int4) on the Intel Xeon of docs/runtime.md: its
+kernels run many rows at fp32's speed. Not for decode steps: one
+activation scale for all rows would make a row's codes depend on its batch
+mates.
+
 Thread: build time (the model thread). Imports onnx on use only: the GPU
 image's server never builds a CPU graph.
 """
@@ -42,7 +52,9 @@ import torch
 
 from realtime.engine.model.shapes import ModelShape
 
-FORMS = ("int4", "int8", "fp32")
+FORMS = ("int4", "int8", "fp32")  # what decode steps run
+PROMPT_FORM = "int8-dynamic"  # what prompts run (module docstring)
+PROMPT_WEIGHT_MAX = 63  # 7-bit weights: AVX2's u8 x s8 pair sums stay within int16
 BLOCK = 32  # weights per quantization block along K (int4 and int8)
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 activations per block (the fast kernels)
 EXPORT_VERSION = 1  # bump when the graph changes: cached graphs then miss
@@ -70,6 +82,16 @@ def quantize_blocks(w: np.ndarray, bits: int, block: int = BLOCK) -> tuple[np.nd
     if bits == 4:
         q = q[..., 0::2] | (q[..., 1::2] << 4)
     return np.ascontiguousarray(q), scale.astype(np.float32).reshape(-1)
+
+
+def quantize_channels(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``w`` [N, K] fp32 -> (``DynamicQuantizeMatMul``'s B: int8 [K, N] in
+    [-PROMPT_WEIGHT_MAX, PROMPT_WEIGHT_MAX], scales fp32 [N]): symmetric, one
+    scale per output channel, no zero points."""
+    peak = np.abs(w).max(axis=1)
+    scale = np.where(peak > 0, peak / PROMPT_WEIGHT_MAX, 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / scale[:, None]), -PROMPT_WEIGHT_MAX, PROMPT_WEIGHT_MAX).astype(np.int8)
+    return np.ascontiguousarray(q.T), scale
 
 
 def dequantize_blocks(q: np.ndarray, scale: np.ndarray, bits: int, k: int) -> np.ndarray:
@@ -138,6 +160,11 @@ class _Graph:
         if self.form == "fp32":
             self.node("MatMul", [x, self.init(f"{name}.weight", weights.T)], [out])
             return out
+        if self.form == PROMPT_FORM:
+            q8, scale = quantize_channels(weights)
+            self.node("DynamicQuantizeMatMul", [x, self.init(f"{name}.q", q8),
+                                                self.init(f"{name}.scales", scale)], [out], ms=True)
+            return out
         bits = _BITS[self.form]
         q, scale = quantize_blocks(weights, bits)
         self.node("MatMulNBits", [x, self.init(f"{name}.q", q), self.init(f"{name}.scales", scale)],
@@ -157,8 +184,8 @@ def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], for
     state dict) in ``form`` into ``directory`` (``GRAPH_FILE``, ``DATA_FILE``)."""
     from onnx import TensorProto, helper, save_model
 
-    if form not in FORMS:
-        raise ValueError(f"unknown ONNX form {form!r} ({', '.join(FORMS)})")
+    if form not in FORMS + (PROMPT_FORM,):
+        raise ValueError(f"unknown ONNX form {form!r} ({', '.join(FORMS + (PROMPT_FORM,))})")
     d, h, hd = shape.hidden, shape.heads, shape.head_dim
     g = _Graph(os.path.join(directory, DATA_FILE), form)
     inputs = [helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT, ["batch", "seq", d]),

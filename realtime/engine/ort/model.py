@@ -7,7 +7,10 @@ states in fp32; ``cache`` is this model's ``kv.OrtKV`` (``new_cache``). The
 backbone (the 20 Llama layers and the final norm) runs as one ONNX graph
 (``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4 and
 int8) in ``form``; the ends (embeddings, code heads, hence sampling) stay the
-torch ones, computed as upstream computes them (``gpt_ends``).
+torch ones, computed as upstream computes them (``gpt_ends``). Prompts of
+the int forms run on the int8-dynamic graph where it measured faster
+(``prompts``), each prompt alone: a job's prompt and first code do not depend
+on the prompts prefilled beside it.
 
 A step places its rows (``OrtKV.place``: a window of adjacent K/V rows,
 moved only when the batch changed), runs them in row order and gives the
@@ -35,17 +38,20 @@ from realtime.engine.model.matrix import Matrix
 from realtime.engine.ort.backbone import OrtBackbone
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
+from realtime.engine.ort.prompts import prompt_backbone
 
 log = logging.getLogger(__name__)
 
 
 class OrtGPT(GptEnds):
     """The GPT of ``assets`` (``weights.ModelAssets``) with its backbone in
-    ``form`` (``graph.FORMS``) on ``threads`` ONNX Runtime threads."""
+    ``form`` (``graph.FORMS``) on ``threads`` ONNX Runtime threads; ``prompts``:
+    False keeps prompts on the decode graph (a model built only to be timed)."""
 
     engine = "ort"
 
-    def __init__(self, assets, form: str, threads: int, spin: bool, cache_dir: str | None):
+    def __init__(self, assets, form: str, threads: int, spin: bool, cache_dir: str | None,
+                 prompts: bool = True):
         shape = assets.shape
         if shape.kv_heads != shape.heads:
             raise ValueError("grouped-query attention is not used by ChatTTS and not supported")
@@ -61,20 +67,31 @@ class OrtGPT(GptEnds):
         startup_clock.mark("ort backbone")
         log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s)",
                  form, graph_bytes / 2**20, time.perf_counter() - started, threads, "on" if spin else "off")
+        self.prompts = (prompt_backbone(assets, form, self.backbone, threads, spin, cache_dir, graph_bytes)
+                        if prompts else None)
 
     def new_cache(self, slots: int, max_len: int, max_batch: int) -> OrtKV:
         return OrtKV(self.shape, slots, max_len, max_batch)
 
-    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: OrtKV) -> torch.Tensor:
-        """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P];
-        fp32 hidden [P, L, D] (padding positions: garbage, as the torch decoder's)."""
+    def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: OrtKV,
+                lengths: list[int] | None = None) -> torch.Tensor:
+        """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P],
+        ``lengths`` [P] each prompt's own (None: all ``L``); fp32 hidden
+        [P, L, D] (padding positions: garbage, as the torch decoder's)."""
         p, length, _ = x.shape
         placed = cache.place(slots.tolist(), [0] * p)
         order = placed.order
-        mask = np.ones((p, length), dtype=np.int64)
-        hidden = self.backbone.run(_rows(x, order), mask, cache, placed.base)
+        if self.prompts is None:
+            mask = np.ones((p, length), dtype=np.int64)
+            hidden = _unordered(self.backbone.run(_rows(x, order), mask, cache, placed.base), order)
+        else:
+            hidden = torch.zeros(p, length, self.shape.hidden, dtype=torch.float32)
+            for i, row in enumerate(placed.rows):
+                n = length if lengths is None else lengths[i]
+                hidden[i, :n] = self.prompts.run(x[i:i + 1, :n].to(torch.float32).contiguous(),
+                                                 np.ones((1, n), dtype=np.int64), cache, row)[0]
         cache.written(placed, [length] * p)
-        return _unordered(hidden, order)
+        return hidden
 
     def decode(self, x: torch.Tensor, slots: torch.Tensor, pos: torch.Tensor, cache: OrtKV,
                kv_len: int, first_slot: int | None = None, in_place: bool = False) -> torch.Tensor:

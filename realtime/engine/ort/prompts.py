@@ -1,0 +1,96 @@
+"""Which graph runs prompts: the decode graph, or the int8-dynamic one where it is faster.
+
+A prompt is many rows through each matrix; a decode step one row a stream.
+ONNX Runtime's ``MatMulNBits`` (the int4 and int8 decode graphs) runs many
+rows at about fp32's speed, while its integer GEMM behind
+``DynamicQuantizeMatMul`` (``graph.PROMPT_FORM``) uses VNNI or AMX: a
+64-token prompt in 28 ms against 111 ms (int4) on the Intel Xeon of
+docs/runtime.md. A sentence's prompt is one step that stalls every stream,
+so it is worth its own graph.
+
+``prompt_backbone(assets, form, decode, threads, spin, cache_dir)``: for an
+int decode ``form``, the prompt graph's session (``graph_entry.backbone_dir``
+keeps it per checkpoint like the decode graph) when it runs a
+``PROMPT_TOKENS``-token prompt faster than ``decode`` (the decode graph's
+session) does, rounds alternating, medians; else None. The verdict is kept
+in the prepared cache per machine (kind ``ort-prompts``), so a later start
+builds the prompt graph only where it won. Tiny models (tests) are not
+timed: the prompt graph serves. fp32 keeps its own graph for prompts.
+
+Thread: build time (the model thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from realtime.engine import startup_clock
+from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
+from realtime.engine.ort.backbone import OrtBackbone
+from realtime.engine.ort.graph import PROMPT_FORM
+from realtime.engine.ort.graph_entry import backbone_dir
+from realtime.engine.ort.kv import OrtKV
+
+log = logging.getLogger(__name__)
+
+KIND = "ort-prompts"
+INT_FORMS = ("int4", "int8")
+PROMPT_TOKENS = 48  # a sentence's prompt: ~25 tokens of ChatTTS's tokenizer, ~55 of random weights'
+ROUNDS = 3
+TINY_BYTES = 16 * 2**20  # graphs below this are not timed (the tests' tiny models)
+
+
+def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: bool,
+                    cache_dir: str | None, graph_bytes: int) -> OrtBackbone | None:
+    """The session prompts run on besides ``decode`` (None: ``decode`` runs
+    them); see the module docstring. ``graph_bytes``: the decode graph's size."""
+    if form not in INT_FORMS:
+        return None
+    import onnxruntime
+
+    cache = PreparedCache(cache_dir)
+    key = CacheKey.of(KIND, form=form, shape=str(assets.shape), threads=threads,
+                      onnxruntime=onnxruntime.__version__, tokens=PROMPT_TOKENS)
+    doc = cache.load_json(key) if graph_bytes >= TINY_BYTES else {"prompts": PROMPT_FORM}
+    if isinstance(doc, dict) and doc.get("prompts") in (form, PROMPT_FORM):
+        if doc["prompts"] == form:
+            log.info("ort prompts on the %s graph (measured earlier on this machine: %s)", form,
+                     doc.get("ms"))
+            return None
+        return _session(assets, threads, spin, cache_dir)
+    prompts = _session(assets, threads, spin, cache_dir)
+    ms = measure({form: decode, PROMPT_FORM: prompts}, assets.shape)
+    winner = min(ms, key=ms.__getitem__)
+    cache.store_json(key, {"prompts": winner, "ms": ms})
+    log.info("ort prompts on the %s graph (a %d-token prompt: %s)", winner, PROMPT_TOKENS,
+             ", ".join(f"{name} {t:.1f} ms" for name, t in ms.items()))
+    return prompts if winner == PROMPT_FORM else None
+
+
+def measure(sessions: dict[str, OrtBackbone], shape, tokens: int = PROMPT_TOKENS) -> dict[str, float]:
+    """Median ms of a ``tokens``-token prompt per session, rounds alternating."""
+    kv = OrtKV(shape, 1, tokens, 1)
+    x = torch.randn(1, tokens, shape.hidden, generator=torch.Generator().manual_seed(0))
+    mask = np.ones((1, tokens), dtype=np.int64)
+    times: dict[str, list[float]] = {name: [] for name in sessions}
+    for session in sessions.values():
+        session.run(x, mask, kv, 0)  # warm: this shape's first run
+    for round_ in range(ROUNDS):
+        for name in (list(sessions) if round_ % 2 == 0 else list(reversed(sessions))):
+            started = time.perf_counter()
+            sessions[name].run(x, mask, kv, 0)
+            times[name].append((time.perf_counter() - started) * 1e3)
+    return {name: round(statistics.median(t), 2) for name, t in times.items()}
+
+
+def _session(assets, threads: int, spin: bool, cache_dir: str | None) -> OrtBackbone:
+    with tempfile.TemporaryDirectory(prefix="ort-prompts-") as scratch:
+        session = OrtBackbone(backbone_dir(assets, PROMPT_FORM, cache_dir, scratch), threads, spin)
+    startup_clock.mark("ort prompts")
+    return session
