@@ -201,3 +201,26 @@ def test_text_pipeline_equals_upstream_processors():
         assert torch.equal(ours.isfinite(), ref.isfinite()), step
         finite = ref.isfinite()
         assert torch.allclose(ours[finite], ref[finite], rtol=1e-6, atol=1e-6), step
+
+
+def test_a_refine_prompt_beside_a_long_one_is_what_it_is_alone(monkeypatch):
+    """On ORT's int4 the refine pass's prompts run on the prompt graph, each
+    at its own length (ort/prompts.py): beside a long mate a short prompt's
+    last hidden state is bit for bit what it is alone."""
+    r = fidelity_runner(cpu_engine="ort", precision="int4", max_slots=6, batch_sizes=(1, 2, 4),
+                        kv_buckets=(256,))
+    assert r.model.prompts is not None
+    seen: list[dict[int, torch.Tensor]] = []
+    prefill = type(r.refine)._prefill
+
+    def spy(self, passes):
+        out = prefill(self, passes)
+        seen.append({len(p.work.ids): out[i].clone() for i, p in enumerate(passes)})
+        return out
+
+    monkeypatch.setattr(type(r.refine), "_prefill", spy)
+    run(r, {0: refine_request("To be.")})
+    run(r, {0: refine_request("To be."), 1: refine_request(" ".join([TEXTS[2]] * 2))})
+    (short, alone), = seen[0].items()
+    assert len(seen[1]) == 2  # one prefill of both
+    assert torch.equal(seen[1][short], alone)
