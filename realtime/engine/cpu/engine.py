@@ -155,12 +155,11 @@ def whole_step(model, rows: int, kv_len: int = KV_LEN) -> Callable[[], None]:
     return step
 
 
-def build_decoder(options, assets, prebuilt: dict | None = None):
+def build_decoder(options, assets):
     """The CPU decoder of ``options`` (``api.RuntimeOptions``, precision
     resolved) over ``assets``: on the engine ``cpu_engine`` names or, with
-    ``auto``, the one measured faster here; ``prebuilt``: models of this
-    precision already built (engine -> model)."""
-    shape, precision, prebuilt = assets.shape, options.precision, prebuilt or {}
+    ``auto``, the one measured faster here."""
+    shape, precision = assets.shape, options.precision
     chosen, why = static_choice(options.cpu_engine, precision, _backbone_bytes(shape))
     rows = tuple(sorted({1, max(b for b in options.batch_sizes if b <= 4)}))
     k = None if chosen is not None else key(precision, shape, rows)
@@ -168,7 +167,7 @@ def build_decoder(options, assets, prebuilt: dict | None = None):
         chosen = cached(options.cache_dir, k)
         why = "auto: measured earlier on this machine (prepared cache)"
     if chosen is None and k is not None:
-        models = {name: prebuilt.get(name) or decoder_on(name, options, assets) for name in ("torch", "ort")}
+        models = {name: decoder_on(name, options, assets) for name in ("torch", "ort")}
         chosen, ms = measure(models, rows)
         store(options.cache_dir, k, chosen, ms)
         log.info("cpu engine %s for %s (auto: whole steps at batch %s: %s)", chosen, precision,
@@ -176,7 +175,7 @@ def build_decoder(options, assets, prebuilt: dict | None = None):
         return models[chosen]
     assert chosen is not None
     log.info("cpu engine %s for %s (%s)", chosen, precision, why)
-    return prebuilt.get(chosen) or decoder_on(chosen, options, assets)
+    return decoder_on(chosen, options, assets)
 
 
 def auto_precision(options, assets) -> str:

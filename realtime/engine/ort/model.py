@@ -77,7 +77,8 @@ class OrtGPT(GptEnds):
                 lengths: list[int] | None = None) -> torch.Tensor:
         """Prompts from position 0: ``x`` [P, L, D] right-padded, ``slots`` [P],
         ``lengths`` [P] each prompt's own (None: all ``L``); fp32 hidden
-        [P, L, D] (padding positions: garbage, as the torch decoder's)."""
+        [P, L, D] (padding positions: garbage as the torch decoder's, or zeros
+        where each prompt runs alone on the prompt graph)."""
         p, length, _ = x.shape
         placed = cache.place(slots.tolist(), [0] * p)
         order = placed.order
