@@ -38,8 +38,10 @@ def test_the_faster_graph_serves_and_the_verdict_is_kept(decode, tmp_path, monke
     monkeypatch.setattr(prompts, "measure", measure)
     assert isinstance(_choose(decode, str(tmp_path)), OrtBackbone)
     assert timed == [{"int4", prompts.PROMPT_FORM}]
-    assert isinstance(_choose(decode, str(tmp_path)), OrtBackbone)
+    with caplog.at_level(logging.INFO):
+        assert isinstance(_choose(decode, str(tmp_path)), OrtBackbone)
     assert len(timed) == 1  # the kept verdict
+    assert f"on the {prompts.PROMPT_FORM} graph (measured earlier on this machine" in caplog.text
 
 
 def test_where_the_decode_graph_wins_the_prompt_graph_is_not_built_again(decode, tmp_path, monkeypatch,

@@ -52,18 +52,18 @@ def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: 
     them); see the module docstring. ``graph_bytes``: the decode graph's size."""
     if form not in INT_FORMS:
         return None
+    if graph_bytes < TINY_BYTES:
+        return _session(assets, threads, spin, cache_dir)
     import onnxruntime
 
     cache = PreparedCache(cache_dir)
     key = CacheKey.of(KIND, form=form, shape=str(assets.shape), threads=threads,
                       onnxruntime=onnxruntime.__version__, tokens=PROMPT_TOKENS)
-    doc = cache.load_json(key) if graph_bytes >= TINY_BYTES else {"prompts": PROMPT_FORM}
+    doc = cache.load_json(key)
     if isinstance(doc, dict) and doc.get("prompts") in (form, PROMPT_FORM):
-        if doc["prompts"] == form:
-            log.info("ort prompts on the %s graph (measured earlier on this machine: %s)", form,
-                     doc.get("ms"))
-            return None
-        return _session(assets, threads, spin, cache_dir)
+        log.info("ort prompts on the %s graph (measured earlier on this machine: %s)", doc["prompts"],
+                 doc.get("ms"))
+        return _session(assets, threads, spin, cache_dir) if doc["prompts"] == PROMPT_FORM else None
     prompts = _session(assets, threads, spin, cache_dir)
     ms = measure({form: decode, PROMPT_FORM: prompts}, assets.shape)
     winner = min(ms, key=ms.__getitem__)
