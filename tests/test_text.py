@@ -48,6 +48,19 @@ def feed_chunks(chunks: list[str], **kw) -> list[str]:
         ("(It works.) Good.", ["(It works.)", "Good."]),
         ("Visit example.com now. OK.", ["Visit example.com now.", "OK."]),
         ("Wow!Inc is a name. Yes.", ["Wow!Inc is a name.", "Yes."]),
+        # capitalised titles before a name; the lowercase words may end a sentence
+        ("Lt. Col. Rhodes met Sen. Warren. Good.", ["Lt. Col. Rhodes met Sen. Warren.", "Good."]),
+        ("Do one more rep. Then rest.", ["Do one more rep.", "Then rest."]),
+        ("It's the next gen. Buy it.", ["It's the next gen.", "Buy it."]),
+        # addresses, counts and degrees continue before a lowercase word or a digit
+        ("He lives at 12 Oak Rd. in Leeds.", ["He lives at 12 Oak Rd. in Leeds."]),
+        ("Apt. 4 is up. Hwy. 1 is down.", ["Apt. 4 is up.", "Hwy. 1 is down."]),
+        ("The est. cost is high. Et al. agree.", ["The est. cost is high.", "Et al. agree."]),
+        ("Smith et al. found it. He left.", ["Smith et al. found it.", "He left."]),
+        ("My Ph.D. is from MIT. Yes.", ["My Ph.D. is from MIT.", "Yes."]),
+        ("I got my Ph.D. Then I left.", ["I got my Ph.D.", "Then I left."]),
+        ("It took 2 hrs. to go. We ran 5 min. Then we sat.",
+         ["It took 2 hrs. to go.", "We ran 5 min.", "Then we sat."]),
     ],
 )
 def test_english_sentences(text, expected):

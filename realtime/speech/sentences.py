@@ -16,10 +16,11 @@ Rules, in order of the scan:
   or CJK: ``3.14``, ``e.g.,`` and ``example.com`` are not sentence ends.
 * Before whitespace, ``!``/``?`` end the sentence; a single ``.`` does unless
   the word before it is a title or Latin abbreviation (``Dr.``, ``e.g.``,
-  ``vs.``); after ``etc.``, ``No.``, acronyms (``U.S.``, ``a.m.``) and
-  ellipses the sentence continues when the next word starts lowercase or
-  with a digit; after ``a.m.``/``p.m.`` it also continues in Chinese
-  ("10:30 a.m. 我们见" is one mixed sentence).
+  ``vs.``, a capitalised ``Sen.`` or ``Lt.``); after ``etc.``, ``No.``,
+  ``Rd.``, ``est.``, acronyms (``U.S.``, ``a.m.``, ``Ph.D.``) and ellipses
+  the sentence continues when the next word starts lowercase or with a digit;
+  after ``a.m.``/``p.m.`` it also continues in Chinese ("10:30 a.m. 我们见"
+  is one mixed sentence).
 * A list marker ("1.", "2)", "a.", "一、", "（1）") is read with its item: the
   dot of a marker that starts a sentence (or follows a colon) ends nothing.
 * Control tags (``[laugh]``, ``[uv_break]``) glued to a terminator belong to
@@ -43,6 +44,7 @@ import logging
 import re
 
 from realtime.speech.script import is_cjk
+from realtime.speech.units import TITLES
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +67,15 @@ _NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i
 _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "corp", "approx",
                           "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "eq", "eqs",
                           "sec", "secs", "ext", "dept", "ft", "mt", "jan", "feb", "mar", "apr", "jun",
-                          "jul", "aug", "sep", "sept", "oct", "nov", "dec"})
+                          "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+                          # addresses: "12 Oak Rd. in Leeds", "Apt. 4"
+                          "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "apt", "ste", "bldg", "rm", "fl",
+                          # counts and measures: "est. cost", "2 hrs. later", "et al. found"
+                          "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
+                          "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc"})
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
-_ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+# "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
+_ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
 
 # A list marker's label: "1", "12", "a", "B", "十二" (before "." or ")" or "、").
@@ -220,7 +228,9 @@ class SentenceSplitter:
             return self._next_word_is_new_sentence(j, final)
         if "!" in run or "?" in run:
             return True
-        if word in _NEVER_FINAL:
+        if word in _NEVER_FINAL or m is not None and m.group(0) in TITLES:
+            # a capitalised title before a name ("Sen. Warren"); a lowercase
+            # word ("one more rep.", "the next gen.") may end a sentence
             return False
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)

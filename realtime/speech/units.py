@@ -146,6 +146,13 @@ MAGNITUDES: dict[str, int] = {"thousand": 10**3, "million": 10**6, "billion": 10
 MAGNITUDE_RE = _alternation(MAGNITUDES)
 MAGNITUDE_WORDS = {10**3: "thousand", 10**6: "million", 10**9: "billion", 10**12: "trillion"}
 
+# Titles before a name ("Sen. Warren", "Lt. Col. Rhodes"), capitalised and with their dot.
+TITLES = {"Sen": "Senator", "Rep": "Representative", "Gov": "Governor", "Gen": "General",
+          "Capt": "Captain", "Lt": "Lieutenant", "Col": "Colonel", "Sgt": "Sergeant",
+          "Rev": "Reverend", "Hon": "Honorable", "Pres": "President", "Adm": "Admiral",
+          "Maj": "Major", "Cpl": "Corporal", "Pvt": "Private", "Cmdr": "Commander",
+          "Supt": "Superintendent", "Insp": "Inspector", "Det": "Detective", "Fr": "Father"}
+
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 MONTH_BY_PREFIX = {m[:3].lower(): i + 1 for i, m in enumerate(MONTHS)}
