@@ -62,6 +62,64 @@ CASES = [
     ("Jan 5-7 only.", "January fifth to seventh only."),
     ("Jan 5-40.", "January fifth minus forty."),
     ("Open Mon–Thurs.", "Open Monday to Thursday."),
+    # Titles before a name (capitalised, with their dot); a lowercase word stays.
+    ("Lt. Col. Rhodes met Sen. Warren.", "Lieutenant Colonel Rhodes met Senator Warren."),
+    ("Ask Gov. Newsom or Rep. Lee.", "Ask Governor Newsom or Representative Lee."),
+    ("The Rev. King spoke.", "The Reverend King spoke."),
+    ("Gen. Z and Capt. Kirk.", "General Z and Captain Kirk."),
+    ("Do one more rep. now.", "Do one more rep. now."),
+    # A building's unit and a road before their number.
+    ("Apt. 4B is up.", "Apartment four B is up."),
+    ("Go to Ste 200.", "Go to Suite two hundred."),
+    ("My apt #12 is on Fl. 3, Rm 301.", "My Apartment twelve is on Floor three, Room three hundred one."),
+    ("Take Hwy. 101 or Rte 66.", "Take Highway one zero one or Route sixty six."),
+    ("The apt was nice.", "The apt was nice."),
+    # "est." estimates, "Est." before a year founded.
+    ("The est. cost was $30.", "The estimated cost was thirty dollars."),
+    ("Est. 1885.", "Established eighteen eighty five."),
+    ("It was est. 1885.", "It was established eighteen eighty five."),
+    # Counted shorthand after a number; cents; feet then inches.
+    ("Up 0.5pp and 23 pct.", "Up zero point five percentage points and twenty three percent."),
+    ("He had 12 pts.", "He had twelve points."),
+    ("It costs 50¢ or 1 ¢.", "It costs fifty cents or one cent."),
+    ("He is 5 ft 10 in tall.", "He is five feet ten inches tall."),
+    ("It is 1 ft 1 in.", "It is one foot one inch."),
+    # A score runs down and is read "to"; any other run down is two numbers.
+    ("The Lakers won 105-98.", "The Lakers won one hundred five to ninety eight."),
+    ("A 3-2 win.", "A three to two win."),
+    ("They lost 4-1 at home.", "They lost four to one at home."),
+    ("The final score: 2-1.", "The final score: two to one."),
+    ("Part 864-2 is here.", "Part eight hundred sixty four , two is here."),
+    # Arrows, underscores, "w/", year over year.
+    ("16GB -> 48GB.", "sixteen gigabytes to forty eight gigabytes."),
+    ("A → B.", "A to B."),
+    ("Set MAX_SIZE to 5.", "Set MAX underscore SIZE to five."),
+    ("Coffee w/ milk, tea w/o sugar.", "Coffee with milk, tea without sugar."),
+    ("Sales rose 12% YoY and 3% QoQ.",
+     "Sales rose twelve percent year over year and three percent quarter over quarter."),
+    # "#" and "No:" before an identifier are said; "the" is not said twice.
+    ("Item #4567 costs 5.", "Item number four five six seven costs five."),
+    ("Ticket#8888 is open.", "Ticket number eight eight eight eight is open."),
+    ("Order No: 12345.", "Order number: one two three four five."),
+    ("In the Q2 report.", "In the second quarter report."),
+    ("In Q2 we grew.", "In the second quarter we grew."),
+    # Powers after a letter, a spaced plus, counted time shorthand, subreddits.
+    ("E = mc^2 and a^2 + b^2 = c^2.", "E equals mc squared and a squared plus b squared equals c squared."),
+    ("Then x^3 and x^10.", "Then x cubed and x to the power of ten."),
+    ("Press Ctrl + C.", "Press Ctrl plus C."),
+    ("A 3 yrs, 1 yr, 2 mos, 4 wks, 15 mins, 30 secs wait.",
+     "A three years, one year, two months, four weeks, fifteen minutes, thirty seconds wait."),
+    ("See r/python or u/spez.", "See r slash python or u slash spez."),
+    # A slash of a month and a day no fraction has; scores out of a large total; teams.
+    ("As of 12/31, fine.", "As of December thirty first, fine."),
+    ("Paid by 1/15.", "Paid by January fifteenth."),
+    ("Use 3/16 and 1/20 of it.", "Use three sixteenths and one twentieth of it."),
+    ("Her SAT was 1520/1600.",
+     "Her SAT was one thousand five hundred twenty out of one thousand six hundred."),
+    ("A 5/128 drill bit.", "A five one hundred twenty eighths drill bit."),
+    ("After 9/11 it changed.", "After nine eleven it changed."),
+    ("The 49ers beat the Chiefs 31-20.", "The forty niners beat the Chiefs thirty one to twenty."),
+    ("Open 7 days/wk, 365 days/yr.", "Open seven days per week, three hundred sixty five days per year."),
 ]
 
 

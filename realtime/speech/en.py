@@ -22,7 +22,9 @@ from realtime.speech.units import (
     MAGNITUDE_WORDS,
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
+    MONTHS,
     NUM,
+    TITLES,
     UNIT_END,
     UNIT_RE,
     UNITS,
@@ -165,10 +167,13 @@ def _fraction(m: re.Match[str]) -> str | None:
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
     if den == 0 or num == 0:
         return None
-    if (num, den) == (24, 7) or num == den:
-        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50"
-    elif den in (100, 1000) or den == 10 and not m.string.startswith(" of", m.end()):
-        spoken = cardinal(num) + " out of " + cardinal(den)  # a score: "98/100"
+    of_after = m.string.startswith(" of", m.end())
+    if (num, den) in ((24, 7), (9, 11)) or num == den:
+        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11"
+    elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:
+        return MONTHS[num - 1] + " " + ordinal(den)  # "as of 12/31": no fraction is in thirty firsts
+    elif den >= 100 and den % 50 == 0 or den == 10 and not of_after:
+        spoken = cardinal(num) + " out of " + cardinal(den)  # a score of a round total: "98/100", "1520/1600"
     elif den == 1:
         spoken = cardinal(num) + " over one"
     else:
@@ -254,10 +259,22 @@ def _operator(m: re.Match[str]) -> str:
         left = _LEFT.search(m.string, max(0, m.start() - 20), m.start())
         right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
         if left and right and int(left.group(1)) > int(right.group(1)) and not (
-                len(left.group(1)) == 4 and len(right.group(1)) == 2):
+                len(left.group(1)) == 4 and len(right.group(1)) == 2) and not _is_score(m):
             return ","  # "864-2": no range runs down ("1970-85" does: a year shortened)
         return "to"
     return _OPERATORS[op]
+
+
+# A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1".
+_SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
+                           r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory)\b(?:\W{1,3}\w+){1,4}$")
+_SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final)\b")
+
+
+def _is_score(m: re.Match[str]) -> bool:
+    before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
+    after = m.string[m.end():m.end() + 30]
+    return _SCORE_BEFORE.search(before) is not None or _SCORE_AFTER.match(after) is not None
 
 
 def _symbol(m: re.Match[str]) -> str:
@@ -276,6 +293,24 @@ _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.",
 _CONTRACTED = {"ll": "will", "re": "are", "d": "would", "ve": "have", "m": "am"}
 _CONTRACTS = {"i": "ll d ve m", "you": "ll re d ve", "we": "ll re d ve", "they": "ll re d ve",
               "he": "ll d", "she": "ll d", "it": "ll d", "who": "ll re d ve", "that": "ll d"}
+
+
+def _estimated(m: re.Match[str]) -> str:
+    """ "est. cost" -> "estimated cost"; "Est. 1885", a year after it: "Established"."""
+    word = "established" if m.group(2) else "estimated"
+    return word.capitalize() if m.group(1)[0] == "E" else word
+
+
+def _exponent(m: re.Match[str]) -> str:
+    power = int(m.group(1))
+    return {2: " squared", 3: " cubed"}.get(power, " to the power of " + cardinal(power))
+
+
+_TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
+
+# After a number: "0.5pp", "23 pct", "12 pts".
+_COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points"}
+_SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
 
 
 def _contraction(m: re.Match[str]) -> str | None:
@@ -311,6 +346,9 @@ RULES: tuple[Rule, ...] = (
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     *en_web.EARLY_RULES,
     *en_address.RULES,
+    # before the words after them are read: their lookahead sees only text not yet rewritten
+    rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
+    rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     en_context.APPROX_RULE,
     *en_time.DATE_RULES,  # before phone numbers
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
@@ -332,6 +370,12 @@ RULES: tuple[Rule, ...] = (
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
          + r"|€|£)(?![A-Za-z])", _money_after),
     *en_context.RULES,
+    rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
+    rule("counted", "(" + NUM + r")\s?(pp|ppts|pct|pts)\b\.?",
+         lambda m: _final(m, number(m.group(1)) + " " + _COUNTED[m.group(2)])),
+    rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
+         lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
+                             f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
          r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
@@ -369,7 +413,7 @@ RULES: tuple[Rule, ...] = (
     rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),
     rule("per letter", r"(?<=\d)/([A-Za-z])\b(?![/.-]\w)", lambda m: "per " + m.group(1)),  # 5/s
     rule("word per", r"(?<![\w.])(\d++(?:\.\d++)?)\s?([A-Za-z]{1,4})/([A-Za-z]{1,4})\b",
-         lambda m: f"{number(m.group(1))} {m.group(2)} per {m.group(3)}"),  # 5 cc/h
+         lambda m: f"{number(m.group(1))} {m.group(2)} per {_PER.get(m.group(3), m.group(3))}"),  # 5 cc/h
     rule("per unit", r"(?<![A-Za-z/])/\s?(" + "|".join(_PER) + r")\b", lambda m: "per " + _PER[m.group(1)]),
     rule("per", r"(?<![A-Za-z/])/(?=[A-Za-z]{2,})", lambda m: "per"),  # $19.99/month
     *en_web.RULES,
@@ -380,10 +424,17 @@ RULES: tuple[Rule, ...] = (
     rule("bare year", r"(?<![\d.,$€£¥\w-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
+    rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
     en_ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
          _abbreviation),
+    rule("shorthand", r"\b(?:YoY|QoQ)\b|(?<!\S)w/o?(?=\s)", lambda m: _SHORTHAND[m.group(0)]),
+    rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
+    rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
+    rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
+    rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
+    rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),

@@ -5,9 +5,11 @@ before a street is read in pairs as people say it (123 -> "one twenty
 three", 708 -> "seven zero eight", 2788 -> "twenty seven eighty eight"), a
 compass letter before the street's name is its direction, and the street's
 kind is said in full (St, Ave, Blvd, Rd, Dr, Ln, Ct, Expy, Hwy, Pkwy, ...).
-A state's code after a city's comma is the state ("Santa Clara, CA 95051" ->
-"Santa Clara, California nine five zero five one"), and a ZIP code after a
-state is read digit by digit ("IL 62704").
+A unit or a road before its number is said in full ("Apt. 4B" -> "Apartment
+four B", "Hwy. 101" -> "Highway one zero one"). A state's code after a
+city's comma is the state ("Santa Clara, CA 95051" -> "Santa Clara,
+California nine five zero five one"), and a ZIP code after a state is read
+digit by digit ("IL 62704").
 """
 
 from __future__ import annotations
@@ -83,7 +85,19 @@ def _state(m: re.Match[str]) -> str | None:
     return spoken + (m.group(2) or " " if zipcode else "") + zipcode
 
 
+# A unit of a building before its number or letter ("Apt. 4B", "Ste 200", "Rm. 12").
+_UNITS = {"apt": "Apartment", "ste": "Suite", "bldg": "Building", "rm": "Room", "fl": "Floor"}
+
+
+def _road(m: re.Match[str]) -> str:
+    """ "Hwy. 101", "Rte 66": a road's number in pairs, as a house's ("one zero one")."""
+    return {"hwy": "Highway", "rte": "Route"}[m.group(1).lower()] + " " + house_number(m.group(2))
+
+
 RULES: tuple[Rule, ...] = (
+    rule("building unit", r"\b((?i:apt|ste|bldg|rm)|Fl)\b\.?\s?#?\s?(?=\d|[A-Z]\b)",
+         lambda m: _UNITS[m.group(1).lower()] + " "),
+    rule("road number", r"\b(Hwy|HWY|Rte|RTE)\.?\s(\d{1,4})\b", _road),
     rule("street", r"(?<![\w.,$])(\d{1,5})\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
          r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?",
          _street),

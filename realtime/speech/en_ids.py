@@ -30,8 +30,16 @@ _DIRECT = (r"ending in|ends in|ending with|(?:last|final) (?:four|4|two|2) digit
            r"|code|id")
 _NEEDS_NUMBER = (r"card|account|acct|order|ticket|invoice|case|booking|policy|claim|transaction|member"
                  r"|membership|customer|reference|tracking|confirmation|serial|model|part|item|sku|receipt")
-_INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")\s(?:number|no\.|num|#|id|code)|" + _DIRECT + r")"
+_INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")(?:\s(?:number|no\.|no(?=:)|num|id|code)|\s?#)|" + _DIRECT + r")"
           r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20})\b")
+
+
+_NUMBER_SIGN = re.compile(r"\b(?i:no\.?|num)(?=\s|$|:)|\s?#")
+
+
+def _identifier(m: re.Match[str]) -> str:
+    """ "order #55012", "item no. 4411": the sign said ("number"), then the digits."""
+    return _NUMBER_SIGN.sub(" number", m.group(1)).replace("  ", " ") + " " + digits(m.group(2))
 
 
 def _part(run: str) -> str:
@@ -73,7 +81,7 @@ RULES: tuple[Rule, ...] = (
     rule("hyphenated code", r"(?<![\w.@/-])(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z])"
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
          r"(?![\w@/-])", _hyphenated),
-    rule("identifier after word", _INTRO, lambda m: m.group(1) + " " + digits(m.group(2))),
+    rule("identifier after word", _INTRO, _identifier),
     rule("retirement plan", r"\b(4\d\d)\(([a-z])\)", _plan),
     rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),  # P2P
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),

@@ -94,7 +94,8 @@ def _quarter(m: re.Match[str]) -> str:
     """ "2Q22", "Q3 2024": the second quarter of twenty two, the third quarter of twenty twenty four."""
     q = m.group(1) or m.group(3)
     y = m.group(2) or m.group(4) or m.group(5)
-    spoken = f"the {ordinal(int(q))} quarter"
+    the = "" if m.string[max(0, m.start() - 4):m.start()].lower() == "the " else "the "
+    spoken = f"{the}{ordinal(int(q))} quarter"
     return spoken + (" of " + _year(int(y) if len(y) == 4 else y) if y else "")
 
 
@@ -185,8 +186,8 @@ def _short_date(m: re.Match[str]) -> str | None:
 _HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
 _HOUR_MINUTE = r"([01]?\d|2[0-3]):([0-5]\d)"
 # Words that introduce a date ("by 1/3" and "from 1/2" are fractions as often).
-_DATE_WORDS = (r"[Oo]n|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|ends|expires|begins|starts"
-               r"|opens|closes|[Dd]eadline")
+_DATE_WORDS = (r"[Oo]n|[Aa]s of|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|ends|expires|begins"
+               r"|starts|opens|closes|[Dd]eadline")
 DATE_RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"

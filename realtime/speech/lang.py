@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.units import CURRENCIES, TLDS, UNITS
+from realtime.speech.units import CURRENCIES, TITLES, TLDS, UNITS
 
 Lang = str  # "en" | "zh"
 LANGS = ("en", "zh")
@@ -38,7 +38,9 @@ _TRIGGER = re.compile(
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
     r"|[A-Za-z]-[A-Za-z]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
-    r"|,\s[A-Z]{2}(?:[\s,.;]|$)",  # "Dallas, TX": a state after a city
+    r"|,\s[A-Z]{2}(?:[\s,.;]|$)"  # "Dallas, TX": a state after a city
+    r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ)\b|(?<!\S)w/|->|=>|[→⇒⟶¢]"
+    r"|[A-Za-z\d]_[A-Za-z\d]|\b(?i:apt|ste|bldg|rm)\b",
 )
 
 
