@@ -116,6 +116,21 @@ CASES = [
     ("Use 3/16 and 1/20 of it.", "Use three sixteenths and one twentieth of it."),
     ("Her SAT was 1520/1600.",
      "Her SAT was one thousand five hundred twenty out of one thousand six hundred."),
+    # A spaced dash between dates; a year cut to two digits; a version after "v".
+    ("From Jan 1 - Dec 31, 2025.", "From January first to December thirty first, twenty twenty five."),
+    ("In the '08 crash and '99.", "In the oh eight crash and ninety nine."),
+    ("The '80s and '90s.", "The eighties and nineties."),
+    ("Node v20.11.0 or v2.", "Node version twenty point eleven point zero or version two."),
+    # Tax sections, a range before a unit per another, phone keys, a slash between words.
+    ("A 501(c)(3) under § 170(b).", "A five oh one c three under section one seventy b."),
+    ("Sleep 7–9 hrs/night.", "Sleep seven to nine hours per night."),
+    ("Take 1-2 tsp/day.", "Take one to two teaspoons per day."),
+    ("Press * then #.", "Press star then pound."),
+    ("Use # and * as marks.", "Use hash and star as marks."),
+    ("Tap * now.", "Tap star now."),
+    ("# Title", "# Title"),  # a heading's mark, dropped by upstream: no "hash"
+    ("At 72 bpm, 2% p.a.", "At seventy two beats per minute, two percent per year."),
+    ("It has 16 cores/32 threads.", "It has sixteen cores slash thirty two threads."),
     ("A 5/128 drill bit.", "A five one hundred twenty eighths drill bit."),
     ("After 9/11 it changed.", "After nine eleven it changed."),
     ("The 49ers beat the Chiefs 31-20.", "The forty niners beat the Chiefs thirty one to twenty."),

@@ -57,6 +57,7 @@ def feed_chunks(chunks: list[str], **kw) -> list[str]:
         ("Apt. 4 is up. Hwy. 1 is down.", ["Apt. 4 is up.", "Hwy. 1 is down."]),
         ("The est. cost is high. Et al. agree.", ["The est. cost is high.", "Et al. agree."]),
         ("Smith et al. found it. He left.", ["Smith et al. found it.", "He left."]),
+        ("Under 26 U.S.C. § 501 it is. Yes.", ["Under 26 U.S.C. § 501 it is.", "Yes."]),
         ("My Ph.D. is from MIT. Yes.", ["My Ph.D. is from MIT.", "Yes."]),
         ("I got my Ph.D. Then I left.", ["I got my Ph.D.", "Then I left."]),
         ("It took 2 hrs. to go. We ran 5 min. Then we sat.",

@@ -22,6 +22,7 @@ from realtime.speech.units import (
     MAGNITUDE_WORDS,
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
+    MONTH_RE,
     MONTHS,
     NUM,
     TITLES,
@@ -113,9 +114,10 @@ def _dimensions(m: re.Match[str]) -> str | None:
 
 
 def _unit_per(m: re.Match[str]) -> str:
-    """ "8 min/mile", "5 L/100km": the counted unit, then "per" the other."""
-    per = UNITS[m.group(3)][0] if m.group(3) in UNITS else m.group(3)
-    return number(m.group(1)) + " " + en_unit(UNITS[m.group(2)][0], m.group(1)) + " per " + per
+    """ "8 min/mile", "5 L/100km", "7-9 hrs/night": the counted unit, then "per" the other."""
+    per = UNITS[m.group(4)][0] if m.group(4) in UNITS else _PER.get(m.group(4), m.group(4))
+    count = m.group(2) or m.group(1)
+    return _range(m.group(1), m.group(2)) + " " + en_unit(UNITS[m.group(3)][0], count) + " per " + per
 
 
 def _plural_word(words: str) -> str:
@@ -308,8 +310,26 @@ def _exponent(m: re.Match[str]) -> str:
 
 _TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
 
+
+def _short_year(m: re.Match[str]) -> str:
+    """ "'08" -> "oh eight", "'99" -> "ninety nine"."""
+    n = int(m.group(1))
+    return "oh " + cardinal(n) if n < 10 else cardinal(n)
+
+
+def _key(m: re.Match[str]) -> str:
+    """A phone key standing alone: "press * then #" -> "star", "pound"."""
+    if m.group(0) == "*":
+        return "star"
+    before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
+    return "pound" if _KEY_WORDS.search(before) else "hash"
+
+
+_KEY_WORDS = re.compile(r"\b(?i:press|hit|dial|tap|key|enter|then)\b")
+
 # After a number: "0.5pp", "23 pct", "12 pts".
-_COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points"}
+_COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points",
+            "bpm": "beats per minute"}
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
 
 
@@ -350,6 +370,9 @@ RULES: tuple[Rule, ...] = (
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     en_context.APPROX_RULE,
+    # "Jan 1 - Dec 31": before the date rules claim both ends (upstream would pause on "-")
+    rule("date range", r"(?<=\d)\s?[-–—]\s?(?=" + MONTH_RE + r"\.?\s\d)", lambda m: " to "),
+    rule("short year", r"(?<![\w'’])['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),  # "'08", not "'80s"
     *en_time.DATE_RULES,  # before phone numbers
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
@@ -371,7 +394,7 @@ RULES: tuple[Rule, ...] = (
          + r"|€|£)(?![A-Za-z])", _money_after),
     *en_context.RULES,
     rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
-    rule("counted", "(" + NUM + r")\s?(pp|ppts|pct|pts)\b\.?",
+    rule("counted", "(" + NUM + r")\s?(pp|ppts|pct|pts|bpm)\b\.?",
          lambda m: _final(m, number(m.group(1)) + " " + _COUNTED[m.group(2)])),
     rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
          lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
@@ -387,8 +410,8 @@ RULES: tuple[Rule, ...] = (
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
     rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,
          lambda m: f"{number(m.group(1))} {m.group(2)} {en_unit(UNITS[m.group(3)][0], '2')}"),
-    rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")\s?(" + UNIT_RE + r")/(" + UNIT_RE
-         + r"|[A-Za-z]{2,})\b", _unit_per),
+    rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
+         + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
     rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + ")" + UNIT_END,
          _unit),
@@ -425,6 +448,8 @@ RULES: tuple[Rule, ...] = (
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
+    rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
+         lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
     en_ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
@@ -433,6 +458,8 @@ RULES: tuple[Rule, ...] = (
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
+    rule("per annum", r"\bp\.a\.", lambda m: _final(m, "per year")),
+    rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
     rule("versus", r"\bvs\b", lambda m: "versus"),
@@ -442,6 +469,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
+    rule("slash", r"(?<=\w)/(?=\w)", lambda m: " slash "),  # "cores/32": upstream would glue the words
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )

@@ -12,7 +12,8 @@ Whether "4411" is an amount or an identifier is decided by the words around it:
   round ones as numbers ("t2000" -> "t two thousand");
 - a run of slash-separated numbers that is no date or fraction ("45/120033/2020")
   is read part by part, with a pause for each slash;
-- US retirement plans "403(b)", "457(b)" -> "four oh three b"; "B2G", "P2P"
+- US retirement plans and tax sections "403(b)", "501(c)(3)" -> "four oh
+  three b", "five oh one c three"; "B2G", "P2P"
   -> "B to G", "P to P".
 """
 
@@ -65,10 +66,13 @@ def _slashed(m: re.Match[str]) -> str:
 
 
 def _plan(m: re.Match[str]) -> str:
-    """ "403(b)" -> "four oh three b", "457(b)" -> "four fifty seven b"."""
-    head, tail = m.group(1)[0], int(m.group(1)[1:])
+    """ "403(b)" -> "four oh three b", "457(b)" -> "four fifty seven b",
+    "501(c)(3)" -> "five oh one c three"."""
+    head, tail = m.group(2)[0], int(m.group(2)[1:])
     rest = "oh " + cardinal(tail) if tail < 10 else cardinal(tail)
-    return f"{cardinal(int(head))} {rest} {m.group(2)}"
+    clause = " " + cardinal(int(m.group(4))) if m.group(4) else ""
+    section = "section " if m.group(1) else ""
+    return f"{section}{cardinal(int(head))} {rest} {m.group(3)}{clause}"
 
 
 def _hyphenated(m: re.Match[str]) -> str | None:
@@ -82,7 +86,7 @@ RULES: tuple[Rule, ...] = (
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
          r"(?![\w@/-])", _hyphenated),
     rule("identifier after word", _INTRO, _identifier),
-    rule("retirement plan", r"\b(4\d\d)\(([a-z])\)", _plan),
+    rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
     rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),  # P2P
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),
 )

@@ -18,7 +18,8 @@ Rules, in order of the scan:
   the word before it is a title or Latin abbreviation (``Dr.``, ``e.g.``,
   ``vs.``, a capitalised ``Sen.`` or ``Lt.``); after ``etc.``, ``No.``,
   ``Rd.``, ``est.``, acronyms (``U.S.``, ``a.m.``, ``Ph.D.``) and ellipses
-  the sentence continues when the next word starts lowercase or with a digit;
+  the sentence continues when the next word starts lowercase, with a digit
+  or with "§" ("26 U.S.C. § 501");
   after ``a.m.``/``p.m.`` it also continues in Chinese ("10:30 a.m. 我们见"
   is one mixed sentence).
 * A list marker ("1.", "2)", "a.", "一、", "（1）") is read with its item: the
@@ -254,9 +255,9 @@ class SentenceSplitter:
         return bool(nxt) and is_cjk(nxt)
 
     def _next_word_is_new_sentence(self, j: int, final: bool) -> bool:
-        """After an ambiguous end: a lowercase letter or digit continues it."""
+        """After an ambiguous end: a lowercase letter, a digit or "§" continues it."""
         nxt = self._next_char(j, final)
-        return not (nxt.islower() or nxt.isdigit())
+        return not (nxt.islower() or nxt.isdigit() or nxt == "§")
 
     def _cut_point(self) -> int:
         """Where to cut a sentence longer than max_chars (1 <= cut <= max_chars).
