@@ -275,7 +275,7 @@ RULES: tuple[Rule, ...] = (
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
-    rule("two", r"(?<![\d.])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),
+    rule("two", r"(?<![\d.第])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
          lambda m: "点".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
