@@ -131,6 +131,21 @@ CASES = [
     ("# Title", "# Title"),  # a heading's mark, dropped by upstream: no "hash"
     ("At 72 bpm, 2% p.a.", "At seventy two beats per minute, two percent per year."),
     ("It has 16 cores/32 threads.", "It has sixteen cores slash thirty two threads."),
+    # Units of engines, diets, sound and cameras; inch marks; a resolution's frame rate.
+    ("It makes 300 hp and 280 lb-ft at 35 psi.",
+     "It makes three hundred horsepower and two hundred eighty pound feet at thirty five P S I."),
+    ("Eat 50 mcg and 2,000 kcal; 85 dB; 420 ppm; a 48MP camera.",
+     "Eat fifty micrograms and two thousand kilocalories; eighty five decibels; four hundred twenty parts"
+     " per million; a forty eight megapixels camera."),
+    ('A 6.1" display, 65" wide, 10" by 12".',
+     "A six point one inch display, sixty five inches wide, ten inches by twelve inches."),
+    ('Trim 4", then 2" more; the 27" monitor.',
+     "Trim four inches, then two inches more; the twenty seven inch monitor."),
+    ('He said "I have 5" and left.', 'He said "I have five" and left.'),
+    ("Stream H.264 at 1080p60 or 720p.", "Stream H two sixty four at ten eighty p sixty or seven twenty p."),
+    # Hours of a clock run down and are a range; a larger number running down is no range.
+    ("Open 8-6, Sat 9-1.", "Open eight to six, Sat nine to one."),
+    ("Part 13-2 is here.", "Part thirteen , two is here."),
     ("A 5/128 drill bit.", "A five one hundred twenty eighths drill bit."),
     ("After 9/11 it changed.", "After nine eleven it changed."),
     ("The 49ers beat the Chiefs 31-20.", "The forty niners beat the Chiefs thirty one to twenty."),

@@ -260,9 +260,12 @@ def _operator(m: re.Match[str]) -> str:
             return "minus"
         left = _LEFT.search(m.string, max(0, m.start() - 20), m.start())
         right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
-        if left and right and int(left.group(1)) > int(right.group(1)) and not (
-                len(left.group(1)) == 4 and len(right.group(1)) == 2) and not _is_score(m):
-            return ","  # "864-2": no range runs down ("1970-85" does: a year shortened)
+        first, second = (left.group(1), right.group(1)) if left and right else ("0", "0")
+        if int(first) > max(int(second), 12) and not (len(first) == 4 and len(second) == 2) \
+                and not _is_score(m):
+            # "864-2": no range runs down ("1970-85" does: a year shortened; "8-6",
+            # "9-1": hours of a clock; "won 105-98": a score)
+            return ","
         return "to"
     return _OPERATORS[op]
 
@@ -309,6 +312,36 @@ def _exponent(m: re.Match[str]) -> str:
 
 
 _TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
+
+
+def _inches(m: re.Match[str]) -> str | None:
+    """ '6.1" display' -> "six point one inch display": a double quote after a number
+    is an inch mark unless it closes a quote opened before it ('"I have 5" he said')."""
+    if m.group(2) == '"' and _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+        return None
+    before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
+    after = m.string[m.end():m.end() + 12]
+    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
+    return number(m.group(1)) + " " + en_unit("inch", "1" if size else m.group(1))
+
+
+def _inside_quote(before: str) -> bool:
+    """Whether a quotation is open at the end of ``before``: a '"' opens one
+    unless it follows a digit (an inch mark), and closes an open one."""
+    open_ = False
+    for i, ch in enumerate(before):
+        if ch != '"':
+            continue
+        if open_:
+            open_ = False
+        elif not (i and before[i - 1].isdigit()):
+            open_ = True
+    return open_
+
+
+# 'a 27" monitor': a size before a noun, singular; '65" wide', 'by 10"', '2" more': lengths.
+_SIZE_BEFORE = re.compile(r"\b(?i:a|an|the|this|that|my|your|his|her|our|their|its)\s$")
+_MEASURED_AFTER = re.compile(r"\s(?:wide|long|tall|high|deep|thick|across|by|x|×|diagonal)\b")
 
 
 def _short_year(m: re.Match[str]) -> str:
@@ -399,6 +432,8 @@ RULES: tuple[Rule, ...] = (
     rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
          lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
                              f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
+    rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
+    rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
          r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",

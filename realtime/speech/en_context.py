@@ -160,16 +160,18 @@ _RESOLUTIONS = frozenset({"360", "480", "720", "1080", "1440", "2160", "4320"})
 
 
 def _resolution(m: re.Match[str]) -> str | None:
-    """ "1080p" -> "ten eighty p", "720p" -> "seven twenty p" (read in pairs, as said)."""
+    """ "1080p" -> "ten eighty p", "720p" -> "seven twenty p" (read in pairs, as said),
+    "1080p60" -> "ten eighty p sixty" (frames a second after)."""
     lines = m.group(1)
     if lines not in _RESOLUTIONS:
         return None
     head, tail = lines[:-2], lines[-2:]
-    return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}"
+    rate = " " + cardinal(int(m.group(3))) if m.group(3) else ""
+    return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}{rate}"
 
 
 RULES: tuple[Rule, ...] = (
-    rule("resolution", r"(?<![\w.])(\d{3,4})([pi])\b", _resolution),
+    rule("resolution", r"(?<![\w.])(\d{3,4})([pi])(\d{2,3})?\b", _resolution),
     rule("at least", r"(?<![\w.])(\d++(?:\.\d++)?)\+(?![\w+])", lambda m: number(m.group(1)) + " plus"),
     rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
