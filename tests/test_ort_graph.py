@@ -96,8 +96,11 @@ def test_a_checkpoints_graph_is_built_once_then_loaded(checkpoint, tmp_path, cap
         assert _built(caplog) == {"int8": "built", prompts: "built"}
         warm = OrtGPT(assets, "int8", 1, False, cache)
         assert _built(caplog) == {"int8": "cached", prompts: "cached"}
-        OrtGPT(assets, "int4", 1, False, cache)  # another form: another entry; the same prompt graph
+        other = OrtGPT(assets, "int4", 1, False, cache)  # another form: another entry; the same prompt graph
         assert _built(caplog) == {"int4": "built", prompts: "cached"}
+    # the int8 K/V cache's scales are kept with the graph, and calibrated alike for every form
+    assert cold.kv_scales is not None and np.array_equal(warm.kv_scales, cold.kv_scales)
+    assert np.array_equal(other.kv_scales, cold.kv_scales)
     torch.testing.assert_close(_hidden(warm), _hidden(cold), rtol=0, atol=0)
     entries = [n for n in os.listdir(cache) if n.startswith(graph_entry.KIND)]
     assert len(entries) == 3

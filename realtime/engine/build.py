@@ -193,8 +193,9 @@ def _log_cpu_choice(options: RuntimeOptions, asked: str) -> None:
     precision = options.precision
     how = "the default on a CPU: --precision auto" if asked == "auto" else f"--precision {precision}"
     if precision in ("int8", "int4"):
-        log.warning("PRECISION %s (%s): the decoder's matrices in %s; activations, K/V, attention, "
-                    "logits and sampling stay fp32. Against fp32: %s (docs/runtime.md, python -m bench "
+        log.warning("PRECISION %s (%s): the decoder's matrices in %s, its K/V cache in int8 (a calibrated "
+                    "scale per channel); activations, attention, logits and sampling stay fp32. "
+                    "Against fp32: %s (docs/runtime.md, python -m bench "
                     "precision). For upstream's exact codes: --precision fp32 --cpu-engine torch.",
                     precision.upper(), how, precision, cpu_engine.QUALITY[precision])
         return

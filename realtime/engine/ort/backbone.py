@@ -7,7 +7,8 @@ OpenMP policy chose to spin (a shared machine wants its cores back between
 steps: ``cpu.omp_env``). ``run`` binds the step's embeddings, mask and
 output where they lie (torch tensors and numpy buffers, no copies) and the
 K/V window of ``kv.OrtKV`` as both past and present: the graph writes each
-row's K/V in place. The K/V bindings are kept while the window (base row,
+row's K/V in place (``kv_dtype``: the graph's cache, fp32 or int8, which the
+buffers must match). The K/V bindings are kept while the window (base row,
 rows, the same ``OrtKV``) stays the same, and the window holds its ``OrtKV``:
 the session writes into those buffers, so they live until another is bound
 (keyed by ``id()`` alone, a cache freed and a new one at the same address
@@ -67,6 +68,8 @@ class OrtBackbone:
             raise BackboneError(f"cannot load the ONNX backbone in {path}: "
                                 f"{type(exc).__name__}: {exc}") from exc
         self.threads, self.spin = threads, spin
+        kv_type = {i.name: i.type for i in self.session.get_inputs()}["past_key_values.0.key"]
+        self.kv_dtype: type = np.int8 if kv_type == "tensor(int8)" else np.float32  # the graph's K/V cache
         self._binding = self.session.io_binding()
         self._window: tuple[int, int, OrtKV | None] = (-1, -1, None)  # (base, rows, K/V bound)
 
@@ -81,9 +84,12 @@ class OrtBackbone:
         io.bind_output("hidden_states", "cpu", 0, np.float32, [b, t, d], out.data_ptr())
         if self._window[:2] != (base, b) or self._window[2] is not kv:
             shape = [b, kv.heads, kv.max_len, kv.head_dim]
+            if kv.dtype != self.kv_dtype:
+                raise BackboneError(f"the graph's K/V cache is {np.dtype(self.kv_dtype)}, "
+                                    f"the buffers {kv.dtype}")
             for name, address in kv.pointers(base):
-                io.bind_input(name, "cpu", 0, np.float32, shape, address)
-                io.bind_output(name.replace("past_key_values", "present"), "cpu", 0, np.float32, shape,
+                io.bind_input(name, "cpu", 0, self.kv_dtype, shape, address)
+                io.bind_output(name.replace("past_key_values", "present"), "cpu", 0, self.kv_dtype, shape,
                                address)
             self._window = (base, b, kv)
         self.session.run_with_iobinding(io)

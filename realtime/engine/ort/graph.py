@@ -26,7 +26,9 @@ largest magnitude at the bottom of the range as ORT's own quantizer does, no
 zero points; ``accuracy_level`` 4: the activations quantized to int8 per
 block inside the kernel, the only level that was fast here, fp32 compute
 being 3x slower for int4 and 30x for int8). RMSNorm, RoPE, attention and
-the residual stream stay fp32 in every form.
+the residual stream stay fp32 in every form; the K/V cache is int8 where
+``write_backbone`` is given scales (the int forms: ``kv_scales``),
+GroupQueryAttention quantizing each position's K and V as it writes them.
 
 ``PROMPT_FORM`` (``int8-dynamic``) is for prompts only (``ort.prompts``):
 ``DynamicQuantizeMatMul``, 7-bit symmetric weights per output channel (the
@@ -59,6 +61,8 @@ BLOCK = 32  # weights per quantization block along K (int4 and int8)
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 activations per block (the fast kernels)
 EXPORT_VERSION = 1  # bump when the graph changes: cached graphs then miss
 GRAPH_FILE, DATA_FILE = "model.onnx", "model.onnx.data"
+SCALES_FILE = "kv_scales.npy"  # the int8 K/V cache's scales, beside a graph that has one
+KV_QUANT = "PER_CHANNEL"  # one scale per head and channel (kv_scales.py)
 INLINE_BYTES = 4096  # initializers smaller than this stay in the graph file
 _BITS = {"int4": 4, "int8": 8}
 
@@ -179,9 +183,12 @@ class _Graph:
 
 
 def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], form: str,
-                   directory: str) -> None:
+                   directory: str, kv_scales: np.ndarray | None = None) -> None:
     """Write the backbone of ``gpt_state`` (a transformers ``LlamaModel``
-    state dict) in ``form`` into ``directory`` (``GRAPH_FILE``, ``DATA_FILE``)."""
+    state dict) in ``form`` into ``directory`` (``GRAPH_FILE``, ``DATA_FILE``).
+    ``kv_scales`` [layers, 2, heads, head_dim] (``kv_scales.calibrate``): the
+    K/V cache is int8 with these scales (written beside, ``SCALES_FILE``);
+    None: fp32."""
     from onnx import TensorProto, helper, save_model
 
     if form not in FORMS + (PROMPT_FORM,):
@@ -200,12 +207,13 @@ def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], for
         g.node("SimplifiedLayerNormalization", ["inputs_embeds", ln1], ["y.0"],
                epsilon=shape.rms_eps, axis=-1, stash_type=1)
         kv_dims: list[str | int] = ["batch", h, "max_len", hd]
+        kv_type = TensorProto.FLOAT if kv_scales is None else TensorProto.INT8
         for i in range(shape.layers):
-            inputs += [helper.make_tensor_value_info(f"past_key_values.{i}.{n}", TensorProto.FLOAT, kv_dims)
+            inputs += [helper.make_tensor_value_info(f"past_key_values.{i}.{n}", kv_type, kv_dims)
                        for n in ("key", "value")]
-            outputs += [helper.make_tensor_value_info(f"present.{i}.{n}", TensorProto.FLOAT, kv_dims)
+            outputs += [helper.make_tensor_value_info(f"present.{i}.{n}", kv_type, kv_dims)
                         for n in ("key", "value")]
-            _layer(g, shape, gpt_state, i)
+            _layer(g, shape, gpt_state, i, None if kv_scales is None else kv_scales[i])
     finally:
         g.finish()
     graph = helper.make_graph(g.nodes, "chattts_gpt_backbone", inputs, outputs, g.inits)
@@ -214,19 +222,29 @@ def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], for
                               producer_name="chattts-realtime", producer_version=str(EXPORT_VERSION))
     model.ir_version = 10
     save_model(model, os.path.join(directory, GRAPH_FILE))
+    if kv_scales is not None:
+        np.save(os.path.join(directory, SCALES_FILE), kv_scales)
 
 
-def _layer(g: _Graph, shape: ModelShape, state: Mapping[str, torch.Tensor], i: int) -> None:
+def _layer(g: _Graph, shape: ModelShape, state: Mapping[str, torch.Tensor], i: int,
+           kv_scales: np.ndarray | None) -> None:
     """Layer ``i``: from its normed input ``y.i`` (and residual stream) to the
-    next layer's normed input (the last: ``hidden_states``)."""
+    next layer's normed input (the last: ``hidden_states``); ``kv_scales``
+    [2, heads, head_dim]: its K/V cache is int8."""
     p, eps, hd = f"layers.{i}.", shape.rms_eps, shape.head_dim
     resid = "inputs_embeds" if i == 0 else f"r2.{i - 1}"
     qkv = g.matmul(f"y.{i}", torch.cat([state[p + f"self_attn.{n}_proj.weight"] for n in "qkv"]), f"l{i}.qkv")
-    g.node("GroupQueryAttention",
-           [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value", "seqlens_k", "total_len",
-            "cos_cache", "sin_cache"],
-           [f"l{i}.attn", f"present.{i}.key", f"present.{i}.value"], ms=True, num_heads=shape.heads,
-           kv_num_heads=shape.kv_heads, scale=float(hd) ** -0.5, do_rotary=1, rotary_interleaved=0)
+    inputs = [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value", "seqlens_k", "total_len",
+              "cos_cache", "sin_cache"]
+    quant: dict = {}
+    if kv_scales is not None:  # after position_ids, attention_bias, head_sink
+        scale_shape = (1, shape.kv_heads, 1, hd)
+        inputs += ["", "", "", g.init(f"l{i}.k_scale", kv_scales[0].reshape(scale_shape)),
+                   g.init(f"l{i}.v_scale", kv_scales[1].reshape(scale_shape))]
+        quant = {"k_quant_type": KV_QUANT, "v_quant_type": KV_QUANT, "kv_cache_bit_width": 8}
+    g.node("GroupQueryAttention", inputs, [f"l{i}.attn", f"present.{i}.key", f"present.{i}.value"], ms=True,
+           num_heads=shape.heads, kv_num_heads=shape.kv_heads, scale=float(hd) ** -0.5, do_rotary=1,
+           rotary_interleaved=0, **quant)
     o = g.matmul(f"l{i}.attn", state[p + "self_attn.o_proj.weight"], f"l{i}.o")
     ln2 = g.init(f"ln2.{i}", _vec(state[p + "post_attention_layernorm.weight"]))
     g.node("SkipSimplifiedLayerNormalization", [resid, o, ln2], [f"y2.{i}", "", "", f"r1.{i}"], ms=True,

@@ -1,12 +1,15 @@
 """The backbone graph of a checkpoint and form, built once per machine.
 
-``backbone_dir(assets, form, cache_dir, scratch)`` returns a directory holding
-the backbone graph (``graph.write_backbone``) of ``assets``' GPT in ``form``:
+``backbone_dir(assets, form, cache_dir, scratch, kv_scales, kv_id)`` returns a
+directory holding the backbone graph (``graph.write_backbone``) of
+``assets``' GPT in ``form``, with an int8 K/V cache when ``kv_scales`` (a
+function giving the scales, called only to build) is given:
 
 - a checkpoint with a cache directory: the prepared cache's entry (kind
   ``ort-backbone``), keyed by the checkpoint's content id, the model shape,
-  the form, the exporter's version and the onnx and onnxruntime versions
-  (and, as every key, torch and the CPU); built and stored on a miss, its
+  the form, the K/V cache (``kv_id``: "fp32", or what names its scales), the
+  exporter's version and the onnx and onnxruntime versions (and, as every
+  key, torch and the CPU); built and stored on a miss, its
   files' sums checked on a hit (a torn or edited entry is removed and built
   again);
 - random weights (drawn anew at every start) or no cache: built into
@@ -24,6 +27,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+
+import numpy as np
 
 from realtime.engine import startup_clock
 from realtime.engine.api import WeightsKind
@@ -44,14 +50,16 @@ def versions() -> dict[str, str]:
     return {"export": str(EXPORT_VERSION), "onnx": version("onnx"), "onnxruntime": version("onnxruntime")}
 
 
-def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str) -> str:
+def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str,
+                 kv_scales: Callable[[], np.ndarray] | None = None, kv_id: str = "fp32") -> str:
     """A directory with the backbone graph of ``assets`` (``weights.ModelAssets``)
     in ``form``; see the module docstring."""
     cache = PreparedCache(cache_dir)
     started = time.perf_counter()
 
     def build(directory: str) -> None:
-        write_backbone(assets.shape, assets.gpt_state, form, directory)
+        write_backbone(assets.shape, assets.gpt_state, form, directory,
+                       None if kv_scales is None else kv_scales())
 
     if not cache.enabled or assets.kind is not WeightsKind.CHECKPOINT:
         build(scratch)
@@ -59,7 +67,7 @@ def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str) -> str:
                                                   else f"{assets.kind.value} weights"))
         return scratch
     key = CacheKey.of(KIND, model=checkpoint_id(assets.source, cache), shape=str(assets.shape),
-                      form=form, **versions())
+                      form=form, kv=kv_id, **versions())
     found = cache.load_dir(key)
     if found is not None:
         log.info("ort backbone %s from the prepared cache (%s) in %.2f s", form, key.name,

@@ -1,7 +1,8 @@
 """The ONNX Runtime backbone's KV cache: preallocated rows bound in place.
 
 ``OrtKV`` holds, per layer, one K and one V buffer [R, H, max_len, Dh]
-(fp32, from calloc'd pages: untouched rows cost no memory) and the
+(fp32, or int8 for a graph with an int8 cache; from calloc'd pages:
+untouched rows cost no memory) and the
 ``rows.SlotRows`` map from the scheduler's slots to those rows. A step
 ``place``s its batch (moving rows only when the batch's composition
 changed) and binds the window [base, base + B) of every buffer as the
@@ -32,13 +33,15 @@ log = logging.getLogger(__name__)
 class OrtKV:
     """K/V rows for ``slots`` slots and batches up to ``max_batch`` rows."""
 
-    def __init__(self, shape: ModelShape, slots: int, max_len: int, max_batch: int):
+    def __init__(self, shape: ModelShape, slots: int, max_len: int, max_batch: int,
+                 dtype: type = np.float32):
         self.slots, self.scratch, self.max_len = slots, slots, max_len
         self.heads, self.head_dim, self.layers = shape.kv_heads, shape.head_dim, shape.layers
+        self.dtype = np.dtype(dtype)
         rows = slots + max_batch
         size = (rows, shape.kv_heads, max_len, shape.head_dim)
-        self.k = [np.zeros(size, dtype=np.float32) for _ in range(shape.layers)]
-        self.v = [np.zeros(size, dtype=np.float32) for _ in range(shape.layers)]
+        self.k: list[np.ndarray] = [np.zeros(size, dtype=dtype) for _ in range(shape.layers)]
+        self.v: list[np.ndarray] = [np.zeros(size, dtype=dtype) for _ in range(shape.layers)]
         self.row_bytes = self.k[0][0].nbytes
         self.nbytes = 2 * shape.layers * rows * self.row_bytes
         self.map = SlotRows(rows)
@@ -77,7 +80,7 @@ class OrtKV:
         int4 step's bytes at 250 positions) would go untimed."""
         if self.last is not None:
             for buf in (*self.k, *self.v):
-                buf[list(self.last.rows), :, :length] = 0.0
+                buf[list(self.last.rows), :, :length] = 0
 
     def written(self, placement: Placement, lengths: Sequence[int]) -> None:
         """The batch's rows now hold ``lengths`` positions each."""

@@ -6,8 +6,10 @@ its device step and the refine pass: ``prefill(x, slots, cache)`` and
 states in fp32; ``cache`` is this model's ``kv.OrtKV`` (``new_cache``). The
 backbone (the 20 Llama layers and the final norm) runs as one ONNX graph
 (``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4 and
-int8) in ``form``; the ends (embeddings, code heads, hence sampling) stay the
-torch ones, computed as upstream computes them (``gpt_ends``). Prompts of
+int8) in ``form``, over an int8 K/V cache in the int forms (scales
+calibrated from the checkpoint, ``kv_scales``; fp32 keeps fp32 K/V); the
+ends (embeddings, code heads, hence sampling) stay the torch ones, computed
+as upstream computes them (``gpt_ends``). Prompts of
 the int forms run on the int8-dynamic graph where it measured faster
 (``prompts``), each prompt alone: a job's prompt and first code do not depend
 on the prompts prefilled beside it.
@@ -35,6 +37,7 @@ import torch
 from realtime.engine import startup_clock
 from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
 from realtime.engine.model.matrix import Matrix
+from realtime.engine.ort import kv_scales
 from realtime.engine.ort.backbone import OrtBackbone
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
@@ -58,20 +61,25 @@ class OrtGPT(GptEnds):
         self.shape, self.device, self.dtype, self.form = shape, torch.device("cpu"), torch.float32, form
         self.emb_text, self.emb_code = embeddings(assets.embed, self.device, self.dtype)
         started = time.perf_counter()
+        int_kv = form != "fp32"  # fp32 keeps its exact K/V
         with tempfile.TemporaryDirectory(prefix="ort-backbone-") as scratch:
-            path = backbone_dir(assets, form, cache_dir, scratch)
+            path = backbone_dir(assets, form, cache_dir, scratch,
+                                (lambda: kv_scales.calibrate(self, assets)) if int_kv else None,
+                                kv_scales.KV_ID if int_kv else "fp32")
             self.backbone = OrtBackbone(path, threads, spin)  # holds the graph: scratch may go
+            self.kv_scales = kv_scales.load(path)
             graph_bytes = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
         self.heads = Matrix(head_weights(assets.embed))
         self.weight_nbytes = graph_bytes + self.heads.nbytes
         startup_clock.mark("ort backbone")
         log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s)",
                  form, graph_bytes / 2**20, time.perf_counter() - started, threads, "on" if spin else "off")
-        self.prompts = (prompt_backbone(assets, form, self.backbone, threads, spin, cache_dir, graph_bytes)
+        self.prompts = (prompt_backbone(assets, form, self.backbone, threads, spin, cache_dir, graph_bytes,
+                                        self.kv_scales)
                         if prompts else None)
 
     def new_cache(self, slots: int, max_len: int, max_batch: int) -> OrtKV:
-        return OrtKV(self.shape, slots, max_len, max_batch)
+        return OrtKV(self.shape, slots, max_len, max_batch, self.backbone.kv_dtype)
 
     def prefill(self, x: torch.Tensor, slots: torch.Tensor, cache: OrtKV,
                 lengths: list[int] | None = None) -> torch.Tensor:

@@ -22,6 +22,7 @@ Thread: build time (the model thread).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import statistics
 import tempfile
@@ -47,13 +48,16 @@ TINY_BYTES = 16 * 2**20  # graphs below this are not timed (the tests' tiny mode
 
 
 def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: bool,
-                    cache_dir: str | None, graph_bytes: int) -> OrtBackbone | None:
+                    cache_dir: str | None, graph_bytes: int,
+                    kv_scales: np.ndarray | None = None) -> OrtBackbone | None:
     """The session prompts run on besides ``decode`` (None: ``decode`` runs
-    them); see the module docstring. ``graph_bytes``: the decode graph's size."""
+    them); see the module docstring. ``graph_bytes``: the decode graph's size;
+    ``kv_scales``: its int8 K/V cache's scales, which the prompt graph's cache
+    then shares (None: fp32)."""
     if form not in INT_FORMS:
         return None
     if graph_bytes < TINY_BYTES:
-        return _session(assets, threads, spin, cache_dir)
+        return _session(assets, threads, spin, cache_dir, kv_scales)
     import onnxruntime
 
     cache = PreparedCache(cache_dir)
@@ -63,8 +67,10 @@ def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: 
     if isinstance(doc, dict) and doc.get("prompts") in (form, PROMPT_FORM):
         log.info("ort prompts on the %s graph (measured earlier on this machine: %s)", doc["prompts"],
                  doc.get("ms"))
-        return _session(assets, threads, spin, cache_dir) if doc["prompts"] == PROMPT_FORM else None
-    prompts = _session(assets, threads, spin, cache_dir)
+        if doc["prompts"] != PROMPT_FORM:
+            return None
+        return _session(assets, threads, spin, cache_dir, kv_scales)
+    prompts = _session(assets, threads, spin, cache_dir, kv_scales)
     ms = measure({form: decode, PROMPT_FORM: prompts}, assets.shape)
     winner = min(ms, key=ms.__getitem__)
     cache.store_json(key, {"prompts": winner, "ms": ms})
@@ -75,7 +81,7 @@ def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: 
 
 def measure(sessions: dict[str, OrtBackbone], shape, tokens: int = PROMPT_TOKENS) -> dict[str, float]:
     """Median ms of a ``tokens``-token prompt per session, rounds alternating."""
-    kv = OrtKV(shape, 1, tokens, 1)
+    kv = OrtKV(shape, 1, tokens, 1, next(iter(sessions.values())).kv_dtype)
     x = torch.randn(1, tokens, shape.hidden, generator=torch.Generator().manual_seed(0))
     mask = np.ones((1, tokens), dtype=np.int64)
     times: dict[str, list[float]] = {name: [] for name in sessions}
@@ -89,8 +95,12 @@ def measure(sessions: dict[str, OrtBackbone], shape, tokens: int = PROMPT_TOKENS
     return {name: round(statistics.median(t), 2) for name, t in times.items()}
 
 
-def _session(assets, threads: int, spin: bool, cache_dir: str | None) -> OrtBackbone:
+def _session(assets, threads: int, spin: bool, cache_dir: str | None,
+             kv_scales: np.ndarray | None) -> OrtBackbone:
+    kv_id = "fp32" if kv_scales is None else "int8-" + hashlib.sha256(kv_scales.tobytes()).hexdigest()[:16]
     with tempfile.TemporaryDirectory(prefix="ort-prompts-") as scratch:
-        session = OrtBackbone(backbone_dir(assets, PROMPT_FORM, cache_dir, scratch), threads, spin)
+        session = OrtBackbone(backbone_dir(assets, PROMPT_FORM, cache_dir, scratch,
+                                           None if kv_scales is None else lambda: kv_scales, kv_id),
+                              threads, spin)
     startup_clock.mark("ort prompts")
     return session
