@@ -100,6 +100,20 @@ def test_the_int_forms_decode_over_an_int8_cache(form, dtype):
         assert model.prompts.kv_dtype is dtype
 
 
+def test_one_calibration_serves_every_form_built_from_the_same_weights(caplog):
+    import logging
+
+    from realtime.engine.model.shapes import TINY
+    from realtime.engine.model.weights import random_assets
+
+    assets = random_assets(TINY, 7)
+    with caplog.at_level(logging.INFO, logger=kv_scales.__name__):
+        first = OrtGPT(assets, "int8", 1, False, None)
+        second = OrtGPT(assets, "int4", 1, False, None)
+    assert sum("calibrated" in r.getMessage() for r in caplog.records) == 1
+    assert np.array_equal(first.kv_scales, second.kv_scales)
+
+
 def test_buffers_of_another_type_are_refused():
     from realtime.engine.ort.backbone import BackboneError
 

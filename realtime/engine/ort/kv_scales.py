@@ -42,6 +42,7 @@ MARGIN = 1.5  # headroom over the calibration's largest value: a sequence it did
 CODES = 160  # codes after each prompt (a sentence's worth of audio)
 SEED = 0
 INT8_MAX = 127
+_KEPT = "ort kv scales"  # in ModelAssets.extra
 SEQUENCES = (  # our own sentences, of the lengths a voice assistant speaks
     "Sure, here is what I found about the weather for tomorrow morning.",
     "The meeting moved to three thirty, so we still have time for lunch.",
@@ -51,7 +52,17 @@ SEQUENCES = (  # our own sentences, of the lengths a voice assistant speaks
 
 def calibrate(model, assets) -> np.ndarray:
     """Scales fp32 [layers, 2 (K, V), heads, head_dim] for ``assets``' GPT;
-    ``model`` gives the embeddings (``GptEnds``: ``embed_prompt``, ``embed_codes``)."""
+    ``model`` gives the embeddings (``GptEnds``: ``embed_prompt``, ``embed_codes``).
+    Once per ``assets``: every form's graph takes the same scales (a first
+    start with ``--precision auto`` builds int8 to time it, then int4)."""
+    kept = assets.extra.get(_KEPT)
+    if kept is not None:
+        return kept
+    assets.extra[_KEPT] = scales = _calibrate(model, assets)
+    return scales
+
+
+def _calibrate(model, assets) -> np.ndarray:
     from realtime.engine.text.frontend import Speakers
 
     started = time.perf_counter()
