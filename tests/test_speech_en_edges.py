@@ -103,6 +103,9 @@ CASES = [
     ("Order No: 12345.", "Order number: one two three four five."),
     ("In the Q2 report.", "In the second quarter report."),
     ("In Q2 we grew.", "In the second quarter we grew."),
+    ("The Q4 '23 and Q1’24 results.",
+     "The fourth quarter of twenty three and the first quarter of twenty four results."),
+    ("At 1600 Pennsylvania Ave. NW, today.", "At sixteen hundred Pennsylvania Avenue Northwest, today."),
     # Powers after a letter, a spaced plus, counted time shorthand, subreddits.
     ("E = mc^2 and a^2 + b^2 = c^2.", "E equals mc squared and a squared plus b squared equals c squared."),
     ("Then x^3 and x^10.", "Then x cubed and x to the power of ten."),

@@ -57,6 +57,8 @@ def feed_chunks(chunks: list[str], **kw) -> list[str]:
         ("Apt. 4 is up. Hwy. 1 is down.", ["Apt. 4 is up.", "Hwy. 1 is down."]),
         ("The est. cost is high. Et al. agree.", ["The est. cost is high.", "Et al. agree."]),
         ("Smith et al. found it. He left.", ["Smith et al. found it.", "He left."]),
+        ("At 1600 Pennsylvania Ave. NW today. Go.", ["At 1600 Pennsylvania Ave. NW today.", "Go."]),
+        ("Drive along Oak Rd. Next we turn.", ["Drive along Oak Rd.", "Next we turn."]),
         ("Under 26 U.S.C. § 501 it is. Yes.", ["Under 26 U.S.C. § 501 it is.", "Yes."]),
         ("My Ph.D. is from MIT. Yes.", ["My Ph.D. is from MIT.", "Yes."]),
         ("I got my Ph.D. Then I left.", ["I got my Ph.D.", "Then I left."]),
@@ -306,7 +308,7 @@ def test_bad_limits_rejected():
 
 _TOKENS = [
     *["Hello", "world", "Dr.", "Mr.", "e.g.", "i.e.", "etc.", "U.S.", "a.m.", "No.", "3.14", "3,000",
-      "the", "And", "x", "7"],
+      "the", "And", "x", "7", "Ave.", "NW", "N", "Sen.", "Ph.D.", "§"],
     *["...", "…", "……", ".", "!", "?", "?!", ",", ";", ":", "—", "。", "！", "？", "；", "，", "、", "：",
       "”", "“", "」", "「", ")", "(", "你好", "我们", "中文"],
     '"', "'", " ", " ", " ", "  ", "\n", "\t", "\u3000",

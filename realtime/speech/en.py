@@ -405,7 +405,8 @@ RULES: tuple[Rule, ...] = (
     en_context.APPROX_RULE,
     # "Jan 1 - Dec 31": before the date rules claim both ends (upstream would pause on "-")
     rule("date range", r"(?<=\d)\s?[-–—]\s?(?=" + MONTH_RE + r"\.?\s\d)", lambda m: " to "),
-    rule("short year", r"(?<![\w'’])['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),  # "'08", not "'80s"
+    # "'08", not "'80s" nor "Q4 '23" (the quarter's year)
+    rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),
     *en_time.DATE_RULES,  # before phone numbers
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),

@@ -67,6 +67,8 @@ def _street(m: re.Match[str]) -> str:
     if direction:
         spoken += _DIRECTIONS[direction] + " "
     spoken += _street_name(name) + _KINDS[kind.lower()]
+    if m.group(5):
+        spoken += " " + _DIRECTIONS[m.group(5)]  # "Pennsylvania Ave. NW"
     after = m.string[m.end():m.end() + 2]
     if m.group(0).endswith(".") and (not after.strip() or after[1:].isupper()):
         spoken += "."  # "Elm St. It was": the sentence ended there
@@ -99,7 +101,8 @@ RULES: tuple[Rule, ...] = (
          lambda m: _UNITS[m.group(1).lower()] + " "),
     rule("road number", r"\b(Hwy|HWY|Rte|RTE)\.?\s(\d{1,4})\b", _road),
     rule("street", r"(?<![\w.,$])(\d{1,5})\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
-         r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?",
+         r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?"
+         r"(?:\s(NE|NW|SE|SW|N|S|E|W)\b\.?)?",
          _street),
     rule("state", r"(?<=,\s)(" + _STATE_RE + r")\b(?:(,?\s)(\d{5})(?:-(\d{4}))?(?!\d))?(?=[,.;]|\s|$)",
          _state),

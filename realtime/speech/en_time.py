@@ -192,7 +192,7 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
-    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|'(\d{2}))?\b", _quarter),
+    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
     rule("short date", r"\b(" + _DATE_WORDS + r")\s(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
     rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"

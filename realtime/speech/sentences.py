@@ -19,7 +19,8 @@ Rules, in order of the scan:
   ``vs.``, a capitalised ``Sen.`` or ``Lt.``); after ``etc.``, ``No.``,
   ``Rd.``, ``est.``, acronyms (``U.S.``, ``a.m.``, ``Ph.D.``) and ellipses
   the sentence continues when the next word starts lowercase, with a digit
-  or with "§" ("26 U.S.C. § 501");
+  or with "§" ("26 U.S.C. § 501"), and after a street's kind before a
+  compass point ("Ave. NW");
   after ``a.m.``/``p.m.`` it also continues in Chinese ("10:30 a.m. 我们见"
   is one mixed sentence).
 * A list marker ("1.", "2)", "a.", "一、", "（1）") is read with its item: the
@@ -74,6 +75,8 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc"})
+_STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
+_COMPASS = re.compile(r"\s+(?:[NS][EW]?|[EW])(?=[\s.,;:!?]|$)")
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -233,8 +236,19 @@ class SentenceSplitter:
             # a capitalised title before a name ("Sen. Warren"); a lowercase
             # word ("one more rep.", "the next gen.") may end a sentence
             return False
+        if word in _STREET_KINDS and self._next_is_compass(j, final):
+            return False  # "1600 Pennsylvania Ave. NW"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
+        return True
+
+    def _next_is_compass(self, j: int, final: bool) -> bool:
+        """Whether the next word is a compass point ("NW"); raises _Wait."""
+        m = _COMPASS.match(self._buf, j)
+        if m is None:
+            return False
+        if m.end() == len(self._buf) and not final:
+            raise _Wait  # "N" may become "Next"
         return True
 
     def _next_char(self, j: int, final: bool) -> str:
