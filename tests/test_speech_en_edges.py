@@ -105,6 +105,11 @@ CASES = [
     ("In Q2 we grew.", "In the second quarter we grew."),
     ("The Q4 '23 and Q1’24 results.",
      "The fourth quarter of twenty three and the first quarter of twenty four results."),
+    ("Drink (~2 L) daily.", "Drink (about two liters) daily."),
+    ("The 2020 Tokyo Olympics and the 1500 meters.",
+     "The twenty twenty Tokyo Olympics and the one thousand five hundred meters."),
+    ("A 60-min podcast, a 5-km run, 10-15 min.",
+     "A sixty minute podcast, a five kilometer run, ten to fifteen minutes."),
     ("At 1600 Pennsylvania Ave. NW, today.", "At sixteen hundred Pennsylvania Avenue Northwest, today."),
     # Powers after a letter, a spaced plus, counted time shorthand, subreddits.
     ("E = mc^2 and a^2 + b^2 = c^2.", "E equals mc squared and a squared plus b squared equals c squared."),

@@ -448,6 +448,9 @@ RULES: tuple[Rule, ...] = (
          lambda m: f"{number(m.group(1))} {m.group(2)} {en_unit(UNITS[m.group(3)][0], '2')}"),
     rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
+    # "a 60-min podcast": singular, as an adjective
+    rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
+         + r"(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0]),
     rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + ")" + UNIT_END,
          _unit),
@@ -478,6 +481,8 @@ RULES: tuple[Rule, ...] = (
     *en_web.RULES,
     rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
+    rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)(?=\s[A-Z][a-z])",
+         lambda m: year(int(m.group(1)))),  # "the 2020 Tokyo Olympics"
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
     rule("bare year", r"(?<![\d.,$€£¥\w-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
