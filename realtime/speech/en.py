@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech import en_address, en_context, en_ids, en_phone, en_time, en_web
+from realtime.speech import (
+    en_address,
+    en_context,
+    en_fractions,
+    en_ids,
+    en_shorthand,
+    en_time,
+    en_web,
+)
 from realtime.speech.en_words import cardinal, digits, number, ordinal, year
 from realtime.speech.rewrite import TAG_RULE, Rule, rule
 from realtime.speech.units import (
@@ -22,10 +30,7 @@ from realtime.speech.units import (
     MAGNITUDE_WORDS,
     MAGNITUDES,
     MAX_SPOKEN_DIGITS,
-    MONTH_RE,
-    MONTHS,
     NUM,
-    TITLES,
     UNIT_END,
     UNIT_RE,
     UNITS,
@@ -154,57 +159,6 @@ def _ordinal(m: re.Match[str]) -> str:
     return ordinal(int(n))
 
 
-_FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
-_UNICODE_FRACTIONS = {"½": (1, 2), "¼": (1, 4), "¾": (3, 4), "⅓": (1, 3), "⅔": (2, 3)}
-
-
-def _fraction_words(num: int, den: int, mixed: bool) -> str:
-    singular, plural = _FRACTION_NAMES.get(den, (ordinal(den), ordinal(den) + "s"))
-    if num == 1:
-        return ("a " if mixed else "one ") + singular
-    return cardinal(num) + " " + plural
-
-
-def _fraction(m: re.Match[str]) -> str | None:
-    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
-    if den == 0 or num == 0:
-        return None
-    of_after = m.string.startswith(" of", m.end())
-    if (num, den) in ((24, 7), (9, 11)) or num == den:
-        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11"
-    elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:
-        return MONTHS[num - 1] + " " + ordinal(den)  # "as of 12/31": no fraction is in thirty firsts
-    elif den >= 100 and den % 50 == 0 or den == 10 and not of_after:
-        spoken = cardinal(num) + " out of " + cardinal(den)  # a score of a round total: "98/100", "1520/1600"
-    elif den == 1:
-        spoken = cardinal(num) + " over one"
-    else:
-        spoken = _fraction_words(num, den, bool(whole))
-    return number(whole) + " and " + spoken if whole else spoken
-
-
-def _fraction_unit(m: re.Match[str]) -> str | None:
-    """ "1/2 tsp" -> "half a teaspoon", "3/4 cup" -> "three quarters of a cup",
-    "1 1/2 tsp" -> "one and a half teaspoons" (the unit rule would read "2 tsp")."""
-    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
-    if not 0 < num < den:
-        return None
-    unit = UNITS[m.group(4)][0]
-    if whole:
-        return number(whole) + " and " + _fraction_words(num, den, True) + " " + en_unit(unit, "2")
-    article = "an" if unit[0] in "aeiou" or unit.startswith("hour") else "a"
-    if (num, den) == (1, 2):
-        return f"half {article} {unit}"
-    return f"{_fraction_words(num, den, False)} of {article} {unit}"
-
-
-def _unicode_fraction(m: re.Match[str]) -> str:
-    num, den = _UNICODE_FRACTIONS[m.group(2)]
-    whole = m.group(1)
-    spoken = _fraction_words(num, den, bool(whole))
-    return number(whole) + " and " + spoken if whole else spoken
-
-
 def _year_range(m: re.Match[str]) -> str | None:
     first, second = m.group(1), m.group(2)
     last = int(first[:2] + second) if len(second) == 2 else int(second)
@@ -262,24 +216,12 @@ def _operator(m: re.Match[str]) -> str:
         right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
         first, second = (left.group(1), right.group(1)) if left and right else ("0", "0")
         if int(first) > max(int(second), 12) and not (len(first) == 4 and len(second) == 2) \
-                and not _is_score(m):
+                and not en_shorthand.is_score(m):
             # "864-2": no range runs down ("1970-85" does: a year shortened; "8-6",
             # "9-1": hours of a clock; "won 105-98": a score)
             return ","
         return "to"
     return _OPERATORS[op]
-
-
-# A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1".
-_SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
-                           r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory)\b(?:\W{1,3}\w+){1,4}$")
-_SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final)\b")
-
-
-def _is_score(m: re.Match[str]) -> bool:
-    before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
-    after = m.string[m.end():m.end() + 30]
-    return _SCORE_BEFORE.search(before) is not None or _SCORE_AFTER.match(after) is not None
 
 
 def _symbol(m: re.Match[str]) -> str:
@@ -298,72 +240,6 @@ _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.",
 _CONTRACTED = {"ll": "will", "re": "are", "d": "would", "ve": "have", "m": "am"}
 _CONTRACTS = {"i": "ll d ve m", "you": "ll re d ve", "we": "ll re d ve", "they": "ll re d ve",
               "he": "ll d", "she": "ll d", "it": "ll d", "who": "ll re d ve", "that": "ll d"}
-
-
-def _estimated(m: re.Match[str]) -> str:
-    """ "est. cost" -> "estimated cost"; "Est. 1885", a year after it: "Established"."""
-    word = "established" if m.group(2) else "estimated"
-    return word.capitalize() if m.group(1)[0] == "E" else word
-
-
-def _exponent(m: re.Match[str]) -> str:
-    power = int(m.group(1))
-    return {2: " squared", 3: " cubed"}.get(power, " to the power of " + cardinal(power))
-
-
-_TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
-
-
-def _inches(m: re.Match[str]) -> str | None:
-    """ '6.1" display' -> "six point one inch display": a double quote after a number
-    is an inch mark unless it closes a quote opened before it ('"I have 5" he said')."""
-    if m.group(2) == '"' and _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
-        return None
-    before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
-    after = m.string[m.end():m.end() + 12]
-    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
-    return number(m.group(1)) + " " + en_unit("inch", "1" if size else m.group(1))
-
-
-def _inside_quote(before: str) -> bool:
-    """Whether a quotation is open at the end of ``before``: a '"' opens one
-    unless it follows a digit (an inch mark), and closes an open one."""
-    open_ = False
-    for i, ch in enumerate(before):
-        if ch != '"':
-            continue
-        if open_:
-            open_ = False
-        elif not (i and before[i - 1].isdigit()):
-            open_ = True
-    return open_
-
-
-# 'a 27" monitor': a size before a noun, singular; '65" wide', 'by 10"', '2" more': lengths.
-_SIZE_BEFORE = re.compile(r"\b(?i:a|an|the|this|that|my|your|his|her|our|their|its)\s$")
-_MEASURED_AFTER = re.compile(r"\s(?:wide|long|tall|high|deep|thick|across|by|x|×|diagonal)\b")
-
-
-def _short_year(m: re.Match[str]) -> str:
-    """ "'08" -> "oh eight", "'99" -> "ninety nine"."""
-    n = int(m.group(1))
-    return "oh " + cardinal(n) if n < 10 else cardinal(n)
-
-
-def _key(m: re.Match[str]) -> str:
-    """A phone key standing alone: "press * then #" -> "star", "pound"."""
-    if m.group(0) == "*":
-        return "star"
-    before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
-    return "pound" if _KEY_WORDS.search(before) else "hash"
-
-
-_KEY_WORDS = re.compile(r"\b(?i:press|hit|dial|tap|key|enter|then)\b")
-
-# After a number: "0.5pp", "23 pct", "12 pts".
-_COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points",
-            "bpm": "beats per minute"}
-_SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
 
 
 def _contraction(m: re.Match[str]) -> str | None:
@@ -395,18 +271,13 @@ def _abbreviation(m: re.Match[str]) -> str:
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
     rule("bullet", BULLET, lambda m: ""),
-    *en_phone.RULES,  # "(555) 123-4567" is no list marker
+    *en_ids.PHONE_RULES,  # "(555) 123-4567" is no list marker
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     *en_web.EARLY_RULES,
     *en_address.RULES,
-    # before the words after them are read: their lookahead sees only text not yet rewritten
-    rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
-    rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
+    *en_shorthand.TITLE_RULES,  # before the words after them are read
     en_context.APPROX_RULE,
-    # "Jan 1 - Dec 31": before the date rules claim both ends (upstream would pause on "-")
-    rule("date range", r"(?<=\d)\s?[-–—]\s?(?=" + MONTH_RE + r"\.?\s\d)", lambda m: " to "),
-    # "'08", not "'80s" nor "Q4 '23" (the quarter's year)
-    rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),
+    *en_shorthand.DATE_RULES,  # before the date rules claim both ends
     *en_time.DATE_RULES,  # before phone numbers
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
@@ -427,30 +298,20 @@ RULES: tuple[Rule, ...] = (
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
          + r"|€|£)(?![A-Za-z])", _money_after),
     *en_context.RULES,
-    rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
-    rule("counted", "(" + NUM + r")\s?(pp|ppts|pct|pts|bpm)\b\.?",
-         lambda m: _final(m, number(m.group(1)) + " " + _COUNTED[m.group(2)])),
-    rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
-         lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
-                             f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
-    rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
-    rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
+    *en_shorthand.COUNTED_RULES,
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
          r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
          _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
-    rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")" + UNIT_END,
-         _fraction_unit),
+    en_fractions.FRACTION_UNIT_RULE,
     rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
     rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,
          lambda m: f"{number(m.group(1))} {m.group(2)} {en_unit(UNITS[m.group(3)][0], '2')}"),
     rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
-    # "a 60-min podcast": singular, as an adjective
-    rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
-         + r"(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0]),
+    en_shorthand.UNIT_ADJECTIVE_RULE,
     rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + ")" + UNIT_END,
          _unit),
@@ -458,8 +319,7 @@ RULES: tuple[Rule, ...] = (
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
-    rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
-    rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
+    *en_fractions.RULES,
     rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)", _era),
     rule("year range", r"(?<![\w.,-])(1[1-9]\d\d|20\d\d)\s?[-–—]\s?(1[1-9]\d\d|20\d\d|\d\d)(?![\w-]|[.,]\d)",
          _year_range),  # 1990-1995, 1970-85
@@ -481,28 +341,18 @@ RULES: tuple[Rule, ...] = (
     *en_web.RULES,
     rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
-    rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)(?=\s[A-Z][a-z])",
-         lambda m: year(int(m.group(1)))),  # "the 2020 Tokyo Olympics"
+    en_shorthand.YEAR_BEFORE_NAME_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
     rule("bare year", r"(?<![\d.,$€£¥\w-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
-    rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
-    rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
-         lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
+    *en_shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     en_ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
          _abbreviation),
-    rule("shorthand", r"\b(?:YoY|QoQ)\b|(?<!\S)w/o?(?=\s)", lambda m: _SHORTHAND[m.group(0)]),
-    rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
-    rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
-    rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
-    rule("per annum", r"\bp\.a\.", lambda m: _final(m, "per year")),
-    rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
-    rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
-    rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
+    *en_shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
@@ -510,7 +360,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
-    rule("slash", r"(?<=\w)/(?=\w)", lambda m: " slash "),  # "cores/32": upstream would glue the words
+    en_shorthand.SLASH_RULE,
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )

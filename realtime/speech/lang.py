@@ -40,7 +40,7 @@ _TRIGGER = re.compile(
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
     r"|,\s[A-Z]{2}(?:[\s,.;]|$)"  # "Dallas, TX": a state after a city
     r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ)\b|(?<!\S)w/|->|=>|[→⇒⟶¢]"
-    r"|[A-Za-z\d]_[A-Za-z\d]|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)",
+    r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)",
 )
 
 

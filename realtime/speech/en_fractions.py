@@ -1,0 +1,77 @@
+"""English readings of fractions: "1/2", "3/4 cup", "1 1/2 tsp", "½".
+
+A fraction is read as one ("three quarters", "one and a half"), except
+where the slash writes something else: "24/7", "50/50" and "9/11" are said
+as two numbers; a score out of ten or of a large round total is "out of"
+("98/100", "1520/1600"); a month and a day no fraction uses (a
+denominator of 13-31 other than 16, no "of" after: "as of 12/31") is a
+date; before a unit it is that much of the unit ("half a teaspoon").
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_words import cardinal, number, ordinal
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import MONTHS, UNIT_END, UNIT_RE, UNITS, en_unit
+
+_FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+_UNICODE_FRACTIONS = {"½": (1, 2), "¼": (1, 4), "¾": (3, 4), "⅓": (1, 3), "⅔": (2, 3)}
+
+
+def _fraction_words(num: int, den: int, mixed: bool) -> str:
+    singular, plural = _FRACTION_NAMES.get(den, (ordinal(den), ordinal(den) + "s"))
+    if num == 1:
+        return ("a " if mixed else "one ") + singular
+    return cardinal(num) + " " + plural
+
+
+def _fraction(m: re.Match[str]) -> str | None:
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if den == 0 or num == 0:
+        return None
+    of_after = m.string.startswith(" of", m.end())
+    if (num, den) in ((24, 7), (9, 11)) or num == den:
+        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11"
+    elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:
+        return MONTHS[num - 1] + " " + ordinal(den)  # "as of 12/31": no fraction is in thirty firsts
+    elif den >= 100 and den % 50 == 0 or den == 10 and not of_after:
+        spoken = cardinal(num) + " out of " + cardinal(den)  # a score of a round total: "98/100", "1520/1600"
+    elif den == 1:
+        spoken = cardinal(num) + " over one"
+    else:
+        spoken = _fraction_words(num, den, bool(whole))
+    return number(whole) + " and " + spoken if whole else spoken
+
+
+def _fraction_unit(m: re.Match[str]) -> str | None:
+    """ "1/2 tsp" -> "half a teaspoon", "3/4 cup" -> "three quarters of a cup",
+    "1 1/2 tsp" -> "one and a half teaspoons" (the unit rule would read "2 tsp")."""
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if not 0 < num < den:
+        return None
+    unit = UNITS[m.group(4)][0]
+    if whole:
+        return number(whole) + " and " + _fraction_words(num, den, True) + " " + en_unit(unit, "2")
+    article = "an" if unit[0] in "aeiou" or unit.startswith("hour") else "a"
+    if (num, den) == (1, 2):
+        return f"half {article} {unit}"
+    return f"{_fraction_words(num, den, False)} of {article} {unit}"
+
+
+def _unicode_fraction(m: re.Match[str]) -> str:
+    num, den = _UNICODE_FRACTIONS[m.group(2)]
+    whole = m.group(1)
+    spoken = _fraction_words(num, den, bool(whole))
+    return number(whole) + " and " + spoken if whole else spoken
+
+
+# Before the unit rule would read "2 tsp" of "1/2 tsp".
+FRACTION_UNIT_RULE = rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")"
+                          + UNIT_END, _fraction_unit)
+# After the ratings ("4.5/5 stars").
+RULES: tuple[Rule, ...] = (
+    rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
+    rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
+)

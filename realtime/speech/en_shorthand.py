@@ -1,0 +1,163 @@
+"""English readings of written shorthand: titles, counts, marks and names.
+
+What an LLM writes for a reader and a listener needs said:
+
+- titles before a name ("Sen. Warren", "Lt. Col. Rhodes": capitalised, with
+  their dot), "est." (estimated; "Est. 1885": established);
+- a spaced dash between dates ("Jan 1 - Dec 31": "to"), a year cut to two
+  digits ("'08": "oh eight"; a quarter's "Q4 '23" is the quarter rule's);
+- counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm"), cents
+  ("50¢"), feet then inches ("5 ft 10 in"), an inch mark ('a 6.1" display';
+  not a quotation's closing mark), video codecs ("H.264");
+- a number hyphened to a unit before a word, an adjective ("a 60-min
+  podcast": singular); a year between "the" and a name ("the 2020 Tokyo
+  Olympics"); teams ("49ers") and software versions ("v20.11.0");
+- symbols upstream's clean-up would drop or glue: "YoY", "w/", "mc^2",
+  a spaced "+", "r/python", "p.a.", phone keys ("press * then #"),
+  arrows, underscores and a slash between two words ("cores/32");
+- scores: a dash running down between two numbers after or before a
+  result word ("won 105-98", "a 3-2 win") is "to" (``is_score``, for the
+  operator rule).
+
+Each group is placed in ``en.RULES`` where its priority puts it (names below).
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en_words import cardinal, number, year
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
+
+
+def _final(m: re.Match[str], spoken: str) -> str:
+    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
+
+
+# A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1".
+_SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
+                           r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory)\b(?:\W{1,3}\w+){1,4}$")
+_SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final)\b")
+
+
+def is_score(m: re.Match[str]) -> bool:
+    """Whether a dash running down between two numbers is a result ("won 105-98")."""
+    before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
+    after = m.string[m.end():m.end() + 30]
+    return _SCORE_BEFORE.search(before) is not None or _SCORE_AFTER.match(after) is not None
+
+
+def _estimated(m: re.Match[str]) -> str:
+    """ "est. cost" -> "estimated cost"; "Est. 1885", a year after it: "Established"."""
+    word = "established" if m.group(2) else "estimated"
+    return word.capitalize() if m.group(1)[0] == "E" else word
+
+
+def _exponent(m: re.Match[str]) -> str:
+    power = int(m.group(1))
+    return {2: " squared", 3: " cubed"}.get(power, " to the power of " + cardinal(power))
+
+
+_TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
+
+
+def _inches(m: re.Match[str]) -> str | None:
+    """ '6.1" display' -> "six point one inch display": a double quote after a number
+    is an inch mark unless it closes a quote opened before it ('"I have 5" he said')."""
+    if m.group(2) == '"' and _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+        return None
+    before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
+    after = m.string[m.end():m.end() + 12]
+    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
+    return number(m.group(1)) + " " + en_unit("inch", "1" if size else m.group(1))
+
+
+def _inside_quote(before: str) -> bool:
+    """Whether a quotation is open at the end of ``before``: a '"' opens one
+    unless it follows a digit (an inch mark), and closes an open one."""
+    open_ = False
+    for i, ch in enumerate(before):
+        if ch != '"':
+            continue
+        if open_:
+            open_ = False
+        elif not (i and before[i - 1].isdigit()):
+            open_ = True
+    return open_
+
+
+# 'a 27" monitor': a size before a noun, singular; '65" wide', 'by 10"', '2" more': lengths.
+_SIZE_BEFORE = re.compile(r"\b(?i:a|an|the|this|that|my|your|his|her|our|their|its)\s$")
+_MEASURED_AFTER = re.compile(r"\s(?:wide|long|tall|high|deep|thick|across|by|x|×|diagonal)\b")
+
+
+def _short_year(m: re.Match[str]) -> str:
+    """ "'08" -> "oh eight", "'99" -> "ninety nine"."""
+    n = int(m.group(1))
+    return "oh " + cardinal(n) if n < 10 else cardinal(n)
+
+
+def _key(m: re.Match[str]) -> str:
+    """A phone key standing alone: "press * then #" -> "star", "pound"."""
+    if m.group(0) == "*":
+        return "star"
+    before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
+    return "pound" if _KEY_WORDS.search(before) else "hash"
+
+
+_KEY_WORDS = re.compile(r"\b(?i:press|hit|dial|tap|key|enter|then)\b")
+
+# After a number: "0.5pp", "23 pct", "12 pts".
+_COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points",
+            "bpm": "beats per minute"}
+_SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
+
+
+
+# Before the words after them are read: their lookahead sees only text not yet rewritten.
+TITLE_RULES: tuple[Rule, ...] = (
+    rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
+    rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
+)
+# Before the date rules claim both ends (upstream would pause on "-").
+DATE_RULES: tuple[Rule, ...] = (
+    rule("date range", r"(?<=\d)\s?[-–—]\s?(?=" + MONTH_RE + r"\.?\s\d)", lambda m: " to "),
+    rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),
+)
+# Before percent, temperature and the units.
+COUNTED_RULES: tuple[Rule, ...] = (
+    rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
+    rule("counted", "(" + NUM + r")\s?(pp|ppts|pct|pts|bpm)\b\.?",
+         lambda m: _final(m, number(m.group(1)) + " " + _COUNTED[m.group(2)])),
+    rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
+         lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
+                             f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
+    rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
+    rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
+)
+# "a 60-min podcast": singular, as an adjective (before the unit rule)
+UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
+                           + r"(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
+# "the 2020 Tokyo Olympics" (before a bare number is read as a quantity)
+YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)(?=\s[A-Z][a-z])",
+                             lambda m: year(int(m.group(1))))
+# Before the code rule reads "49 ers", "v twenty".
+NAME_RULES: tuple[Rule, ...] = (
+    rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
+    rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
+         lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
+)
+# After the abbreviations, before the symbols' own reading.
+SYMBOL_RULES: tuple[Rule, ...] = (
+    rule("shorthand", r"\b(?:YoY|QoQ)\b|(?<!\S)w/o?(?=\s)", lambda m: _SHORTHAND[m.group(0)]),
+    rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
+    rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
+    rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
+    rule("per annum", r"\bp\.a\.", lambda m: _final(m, "per year")),
+    rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
+    rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
+    rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
+)
+# "cores/32" (last of the slashes: upstream would glue the words)
+SLASH_RULE = rule("slash", r"(?<=\w)/(?=\w)", lambda m: " slash ")
