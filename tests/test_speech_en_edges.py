@@ -154,6 +154,21 @@ CASES = [
     # Hours of a clock run down and are a range; a larger number running down is no range.
     ("Open 8-6, Sat 9-1.", "Open eight to six, Sat nine to one."),
     ("Part 13-2 is here.", "Part thirteen , two is here."),
+    # The edges of a slash's date: a month (12, not 13) and a day (13-31, not 16).
+    ("By 12/13, 13/14, 1/31, 1/32 and 1/13.",
+     "By December thirteenth, thirteen fourteenths, January thirty first, one thirty second and January"
+     " thirteenth."),
+    ("Use 1/16 and 3/1 of it.", "Use one sixteenth and three over one of it."),
+    ("In '09 and '10.", "In oh nine and ten."),
+    ("It was a 105-98 win.", "It was a one hundred five to ninety eight win."),
+    ('"Hi" he said; 6" long; trim 1", done.', '"Hi" he said; six inches long; trim one inch, done.'),
+    ("A fee of 2% p.a. applies, or 3% p.a.",
+     "A fee of two percent per year applies, or three percent per year."),
+    ("Add 2 ½ and ¾ of it.", "Add two and a half and three quarters of it."),
+    ("We walked 1 1/2 then 2 3/5.", "We walked one and a half then two and three fifths."),
+    ("Add 1/2 oz and 1 1/2 tsp and 3/4 hr.",
+     "Add half an ounce and one and a half teaspoons and three quarters of an hour."),
+    ("Score 0/5 and 5/0.", "Score zero divided by five and five divided by zero."),
     ("A 5/128 drill bit.", "A five one hundred twenty eighths drill bit."),
     ("After 9/11 it changed.", "After nine eleven it changed."),
     ("The 49ers beat the Chiefs 31-20.", "The forty niners beat the Chiefs thirty one to twenty."),

@@ -77,7 +77,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "speech": (["realtime/speech/en_context.py", "realtime/speech/en_time.py",
                 "realtime/speech/en_shorthand.py", "realtime/speech/en_fractions.py"],
                ["tests/test_speech_en_context.py", "tests/test_speech_en.py",
-                "tests/test_speech_en_edges.py"]),
+                "tests/test_speech_en_edges.py", "tests/test_speech_en_categories.py"]),
     "speech-categories": (["realtime/speech/en_web.py", "realtime/speech/en_ids.py",
                            "realtime/speech/en_address.py"],
                           ["tests/test_speech_en_categories.py", "tests/test_speech_en_identifiers.py",
