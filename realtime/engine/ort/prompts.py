@@ -62,7 +62,8 @@ def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: 
 
     cache = PreparedCache(cache_dir)
     key = CacheKey.of(KIND, form=form, shape=str(assets.shape), threads=threads,
-                      onnxruntime=onnxruntime.__version__, tokens=PROMPT_TOKENS)
+                      onnxruntime=onnxruntime.__version__, tokens=PROMPT_TOKENS,
+                      kv="fp32" if kv_scales is None else "int8")  # the prompt writes that cache too
     doc = cache.load_json(key)
     if isinstance(doc, dict) and doc.get("prompts") in (form, PROMPT_FORM):
         log.info("ort prompts on the %s graph (measured earlier on this machine: %s)", doc["prompts"],
