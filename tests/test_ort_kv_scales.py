@@ -114,6 +114,53 @@ def test_one_calibration_serves_every_form_built_from_the_same_weights(caplog):
     assert np.array_equal(first.kv_scales, second.kv_scales)
 
 
+def test_the_cache_type_is_measured_and_the_verdict_kept(tmp_path, monkeypatch, caplog):
+    """Where int8 attention loses, the int forms keep fp32 K/V; the verdict is
+    kept per machine (a second start measures nothing)."""
+    import dataclasses
+    import logging
+
+    from realtime.engine.model.shapes import TINY
+    from realtime.engine.ort import kv_choice
+
+    shape = dataclasses.replace(TINY, hidden=kv_choice.SMALL_HIDDEN, heads=4, kv_heads=4)
+    timed = []
+
+    def measure(*args):
+        timed.append(args)
+        return {"int8": 2.0, "fp32": 1.0}
+
+    monkeypatch.setattr(kv_choice, "measure", measure)
+    cache = str(tmp_path)
+    with caplog.at_level(logging.INFO, logger=kv_choice.__name__):
+        assert kv_choice.int8_cache_pays(shape, 1, False, cache) is False
+        assert kv_choice.int8_cache_pays(shape, 1, False, cache) is False
+    assert len(timed) == 1 and "measured earlier" in caplog.records[-1].getMessage()
+    assert kv_choice.int8_cache_pays(TINY, 1, False, cache) is True  # small: not timed
+    assert len(timed) == 1
+
+
+def test_the_measure_times_both_caches_on_real_sessions():
+    import dataclasses
+
+    from realtime.engine.model.shapes import TINY
+    from realtime.engine.ort import kv_choice
+
+    ms = kv_choice.measure(dataclasses.replace(TINY, hidden=128, heads=4, kv_heads=4), 1, False)
+    assert set(ms) == {"int8", "fp32"} and all(t > 0 for t in ms.values())
+
+
+def test_an_int_form_keeps_fp32_kv_where_int8_loses(monkeypatch):
+    from realtime.engine.ort import kv_choice
+
+    monkeypatch.setattr(kv_choice, "int8_cache_pays", lambda *args: False)
+    model = OrtGPT(fidelity_assets(), "int8", 1, False, None)
+    assert model.backbone.kv_dtype is np.float32 and model.kv_scales is None
+    assert model.new_cache(1, 16, 1).k[0].dtype == np.float32
+    if model.prompts is not None:
+        assert model.prompts.kv_dtype is np.float32
+
+
 def test_buffers_of_another_type_are_refused():
     from realtime.engine.ort.backbone import BackboneError
 

@@ -6,8 +6,9 @@ its device step and the refine pass: ``prefill(x, slots, cache)`` and
 states in fp32; ``cache`` is this model's ``kv.OrtKV`` (``new_cache``). The
 backbone (the 20 Llama layers and the final norm) runs as one ONNX graph
 (``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4 and
-int8) in ``form``, over an int8 K/V cache in the int forms (scales
-calibrated from the checkpoint, ``kv_scales``; fp32 keeps fp32 K/V); the
+int8) in ``form``, over an int8 K/V cache in the int forms where it is the
+faster on this CPU (``kv_choice``; scales calibrated from the checkpoint,
+``kv_scales``; fp32 keeps fp32 K/V); the
 ends (embeddings, code heads, hence sampling) stay the torch ones, computed
 as upstream computes them (``gpt_ends``). Prompts of
 the int forms run on the int8-dynamic graph where it measured faster
@@ -37,7 +38,7 @@ import torch
 from realtime.engine import startup_clock
 from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
 from realtime.engine.model.matrix import Matrix
-from realtime.engine.ort import kv_scales
+from realtime.engine.ort import kv_choice, kv_scales
 from realtime.engine.ort.backbone import OrtBackbone
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
@@ -61,7 +62,8 @@ class OrtGPT(GptEnds):
         self.shape, self.device, self.dtype, self.form = shape, torch.device("cpu"), torch.float32, form
         self.emb_text, self.emb_code = embeddings(assets.embed, self.device, self.dtype)
         started = time.perf_counter()
-        int_kv = form != "fp32"  # fp32 keeps its exact K/V
+        # fp32 keeps its exact K/V; the int forms an int8 cache where it pays on this CPU
+        int_kv = form != "fp32" and kv_choice.int8_cache_pays(shape, threads, spin, cache_dir)
         with tempfile.TemporaryDirectory(prefix="ort-backbone-") as scratch:
             path = backbone_dir(assets, form, cache_dir, scratch,
                                 (lambda: kv_scales.calibrate(self, assets)) if int_kv else None,
