@@ -165,6 +165,13 @@ CASES = [
     ("A fee of 2% p.a. applies, or 3% p.a.",
      "A fee of two percent per year applies, or three percent per year."),
     ("Add 2 ½ and ¾ of it.", "Add two and a half and three quarters of it."),
+    ("Budget ~$2.5k–$3k a month, or $1M-$2M.",
+     "Budget about two point five thousand dollars to three thousand dollars a month, or one million"
+     " dollars to two million dollars."),
+    ("From $500k–$1.2M.", "From five hundred thousand dollars to one point two million dollars."),
+    ("Rated 4.8★ by 1.2k, 1★ by few.",
+     "Rated four point eight stars by one point two thousand, one star by few."),
+    ("Visit 742 Evergreen Terrace today.", "Visit seven forty two Evergreen Terrace today."),
     ("We walked 1 1/2 then 2 3/5.", "We walked one and a half then two and three fifths."),
     ("Add 1/2 oz and 1 1/2 tsp and 3/4 hr.",
      "Add half an ounce and one and a half teaspoons and three quarters of an hour."),

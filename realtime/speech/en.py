@@ -76,9 +76,11 @@ def _money_after(m: re.Match[str]) -> str:
 
 
 def _money_range(m: re.Match[str]) -> str:
-    """ "$300–$500", "$2-3 million": both ends read as money, "to" between."""
-    first, second = m.group(1), m.group(3) or m.group(1)
-    return _money(first, m.group(2), m.group(5), None) + " to " + _money(second, m.group(4), m.group(5), None)
+    """ "$300–$500", "$2-3 million", "$2.5k–$3k": both ends read as money, "to" between."""
+    first, second = m.group(1), m.group(4) or m.group(1)
+    scale = m.group(6)
+    return (_money(first, m.group(2), m.group(3) or scale, None) + " to "
+            + _money(second, m.group(5), scale, None))
 
 
 # --- numbers with a meaning ---------------------------------------------------------
@@ -290,8 +292,9 @@ RULES: tuple[Rule, ...] = (
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
-    rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")\s?[-–—]\s?("
-         + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?", _money_range),
+    rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
+         + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
+         + MAGNITUDE_RE + r")\b)?", _money_range),
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
          lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),

@@ -38,7 +38,8 @@ _KINDS = {"st": "Street", "ave": "Avenue", "av": "Avenue", "blvd": "Boulevard", 
           "pkwy": "Parkway", "pl": "Place", "ter": "Terrace", "cir": "Circle", "sq": "Square",
           "trl": "Trail", "way": "Way", "street": "Street", "avenue": "Avenue", "boulevard": "Boulevard",
           "road": "Road", "drive": "Drive", "lane": "Lane", "court": "Court", "highway": "Highway",
-          "parkway": "Parkway", "place": "Place"}
+          "parkway": "Parkway", "place": "Place", "terrace": "Terrace", "circle": "Circle",
+          "square": "Square", "trail": "Trail", "plaza": "Plaza"}
 _KIND_RE = "|".join(sorted(_KINDS, key=len, reverse=True))
 _DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast",
                "NW": "Northwest", "SE": "Southeast", "SW": "Southwest"}

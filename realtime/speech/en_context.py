@@ -103,8 +103,8 @@ def _magnitude(m: re.Match[str]) -> str | None:
     if not decimal and (suffix == "B" or len(whole) < 2):
         return None
     before = m.string[max(0, m.start() - 4):m.start()]  # bounded: linear over the sentence
-    if suffix == "k" and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):
-        return None  # "a 10k run", "the 10k.": a distance, read "ten K"
+    if suffix == "k" and not decimal and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):
+        return None  # "a 10k run", "the 10k.": a distance, read "ten K" ("1.2k," is a count)
     return number(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
 
 

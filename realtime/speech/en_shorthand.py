@@ -110,7 +110,14 @@ _KEY_WORDS = re.compile(r"\b(?i:press|hit|dial|tap|key|enter|then)\b")
 
 # After a number: "0.5pp", "23 pct", "12 pts".
 _COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points",
-            "bpm": "beats per minute"}
+            "bpm": "beats per minute", "★": "stars", "☆": "stars"}
+
+
+def _counted(m: re.Match[str]) -> str:
+    word = _COUNTED[m.group(2) or m.group(3)]
+    if word == "stars" and m.group(1).lstrip("+") in ("1", "1.0"):
+        word = "star"  # "1★"
+    return _final(m, number(m.group(1)) + " " + word)
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
 
 
@@ -128,8 +135,7 @@ DATE_RULES: tuple[Rule, ...] = (
 # Before percent, temperature and the units.
 COUNTED_RULES: tuple[Rule, ...] = (
     rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
-    rule("counted", "(" + NUM + r")\s?(pp|ppts|pct|pts|bpm)\b\.?",
-         lambda m: _final(m, number(m.group(1)) + " " + _COUNTED[m.group(2)])),
+    rule("counted", "(" + NUM + r")\s?(?:(pp|ppts|pct|pts|bpm)\b|([★☆]))\.?", _counted),
     rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
          lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
                              f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
