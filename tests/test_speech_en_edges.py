@@ -168,6 +168,14 @@ CASES = [
     ("Budget ~$2.5k–$3k a month, or $1M-$2M.",
      "Budget about two point five thousand dollars to three thousand dollars a month, or one million"
      " dollars to two million dollars."),
+    # "to" kept between an hour and a clock time; a range stays one before a far "="; votes.
+    ("Open noon–2pm and 12–1:30pm.", "Open noon to two p m and twelve to one thirty p m."),
+    ("Aged 18–65 (n = 1,024).", "Aged eighteen to sixty five (n equals one thousand twenty four)."),
+    ("So 12 - 3 - 4 = 5.", "So twelve minus three minus four equals five."),
+    ("The vote was 52–48.", "The vote was fifty two to forty eight."),
+    # A lone foot mark; the minus sign of maths between letters.
+    ("The door is 7' tall, 1' deep.", "The door is seven feet tall, one foot deep."),
+    ("So a − b and −b.", "So a minus b and minus b."),
     ("From $500k–$1.2M.", "From five hundred thousand dollars to one point two million dollars."),
     ("Rated 4.8★ by 1.2k, 1★ by few.",
      "Rated four point eight stars by one point two thousand, one star by few."),

@@ -202,7 +202,8 @@ _OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", 
               "±": "plus or minus", "≈": "is about", "~": "to", "～": "to"}
 _ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
              "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
-             "√": "square root of", "²": "squared", "³": "cubed"}
+             "√": "square root of", "²": "squared", "³": "cubed",
+             "−": "minus"}  # U+2212: only maths writes it
 
 
 _LEFT = re.compile(r"(\d++)\s?$")
@@ -288,6 +289,8 @@ RULES: tuple[Rule, ...] = (
     en_context.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
+    rule("feet mark", r"(?<![\w.'’′])(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
+         lambda m: cardinal(int(m.group(1))) + " " + en_unit("foot", m.group(1))),  # "the door is 7' tall"
     en_context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
@@ -357,7 +360,7 @@ RULES: tuple[Rule, ...] = (
          _abbreviation),
     *en_shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b", lambda m: "versus"),
-    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³]", _symbol),
+    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),

@@ -37,7 +37,8 @@ def _final(m: re.Match[str], spoken: str) -> str:
 
 # A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1".
 _SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
-                           r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory)\b(?:\W{1,3}\w+){1,4}$")
+                           r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory|votes?|voted|poll"
+                           r"|tally)\b(?:\W{1,3}\w+){1,4}$")
 _SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final)\b")
 
 

@@ -207,6 +207,10 @@ DATE_RULES: tuple[Rule, ...] = (
 )
 _HOUR_HALF = r"(1[0-2]|0?[1-9])(?:[:.]([0-5]\d))?\s?([AaPp])\.?[Mm]\b\.?"
 TIME_RULES: tuple[Rule, ...] = (
+    # "noon–2pm", "12–1:30pm": the dash between an hour and a clock time is "to"
+    rule("hour to clock", r"\b(?:(noon|midnight)|(?<![\d:.])(1[0-2]|0?[1-9]))\s?[-–—]\s?"
+         r"(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?[Mm]\b)",
+         lambda m: (m.group(1) or cardinal(int(m.group(2)))) + " to "),
     rule("halves range", r"(?<![\d:.])" + _HOUR_HALF + r"\s?[-–—]\s?" + _HOUR_HALF, _halves_range),
     rule("dotted clock", r"(?<![\d:.])(1[0-2]|0?[1-9])\.([0-5]\d)()\s?([AaPp])\.?[Mm]\b\.?", _clock),
     rule("clock range", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?" + _HOUR_MINUTE + r"(?![\d:])"

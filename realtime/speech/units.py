@@ -180,10 +180,16 @@ def verb_not_month(name: str, has_year: bool) -> bool:
     return name in _VERBS and not has_year
 
 
+EQUATION_REACH = 40  # characters after a dash read for the rest of an equation ("5-3=2", "12-3-4 = 5")
+_EQUATION = re.compile(r"[-−]?[\d.,]+(?:\s?[-−–+×*/÷]\s?[-−]?[\d.,]+)*\s?[=＝]")
+
+
 def is_minus(m: re.Match[str]) -> bool:
     """Whether a dash between two numbers subtracts ("5 - 3", "5-3=2")
-    rather than spans a range ("3-5 days"): spaced, or an equation."""
-    return bool(m.group(1) and m.group(3)) or "=" in m.string[m.end():]
+    rather than spans a range ("3-5 days"): spaced, or an equation (numbers
+    and operators up to an "=": "aged 18-65 (n = 1,024)" is still a range)."""
+    after = m.string[m.end():m.end() + EQUATION_REACH]  # bounded: linear over the sentence
+    return bool(m.group(1) and m.group(3)) or _EQUATION.match(after) is not None
 
 
 def valid_date(month: int, day: int) -> bool:
