@@ -119,9 +119,9 @@ def _counted(m: re.Match[str]) -> str:
     if word == "stars" and m.group(1).lstrip("+") in ("1", "1.0"):
         word = "star"  # "1★"
     return _final(m, number(m.group(1)) + " " + word)
+
+
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
-
-
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
