@@ -37,7 +37,8 @@ _LONG_RUN = 9  # WeTextProcessing reads 1001111 as a number; ids are longer or n
 _SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|10010|"
              "95588|95533|95599|95566|95555|95528|96110")
 # After these a number counts something ("110米", "120个"): not a service number.
-_COUNTED = r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种%％℃°.]"
+_COUNTED = (r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种页台辆本篇首道份座间所场"
+            r"支瓶杯套双对把根项部栋%％℃°.]")
 # After a dotted "1195.8" these make it an amount ("1195.8亿美元"), not a year and month.
 _AMOUNT_AFTER = r"\s?[万亿千百元块美欧英日港澳加倍]"
 _TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门天周"
@@ -220,7 +221,11 @@ RULES: tuple[Rule, ...] = (
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
     rule("blood pressure", r"(血压(?:是|为|：|:)?\s?)?(?<![\d/.])(\d{2,3})/(\d{2,3})(?![\d/])"
          r"(?:\s?(mmHg|毫米汞柱))?", _pressure),
-    rule("service", r"(?<![\d.,])(" + _SERVICES + r")(?![\d,]|[:：-]\d|\s?[A-Za-z]|" + _COUNTED + ")",
+    rule("landline, area code in brackets", r"[(（](0\d{2,3})[)）]\s?(\d{3,4})-?(\d{4})(?![\d-])",
+         _phone),
+    # after 约, 共, 第, 近, 超 a number counts ("共约120页"): no service number
+    rule("service", r"(?<![\d.,约共第近超])(" + _SERVICES + r")(?![\d,]|[:：-]\d|\s?[A-Za-z]|" + _COUNTED
+         + ")",
          _phone),
     rule("date", r"(?<![\d.])(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?![\d.]\d|\d)", _date),
     rule("date, year last", r"(?<![\d.])(\d{1,2})[-/.](\d{1,2})[-/.](\d{4})(?![\d.]\d|\d)",
