@@ -137,13 +137,23 @@ def _percent(m: re.Match[str]) -> str:
 
 def _temperature(m: re.Match[str]) -> str:
     value = m.group(1)
-    scale = m.group(2).replace(" ", "").upper()
-    unit = "华氏度" if scale in ("°F", "℉") else "度" if scale == "°" else "摄氏度"
     if value[:1] in "-−" and m.string[max(0, m.start() - 2):m.start()] == "零下":
         value = value[1:]  # "零下-5℃": the text says 零下 itself
-    if value[:1] in "-−":
-        return "零下" + number(value[1:]) + unit
-    return number(value) + unit
+    return _degrees(value) + _scale(m.group(2))
+
+
+def _temperature_range(m: re.Match[str]) -> str:
+    """ "20～25℃", "-5-5℃": 二十到二十五摄氏度, 零下五到五摄氏度."""
+    return _degrees(m.group(1)) + "到" + _degrees(m.group(2)) + _scale(m.group(3))
+
+
+def _degrees(value: str) -> str:
+    return "零下" + number(value[1:]) if value[:1] in "-−" else number(value)
+
+
+def _scale(written: str) -> str:
+    scale = written.replace(" ", "").upper()
+    return "华氏度" if scale in ("°F", "℉") else "度" if scale == "°" else "摄氏度"
 
 
 def _unit(m: re.Match[str]) -> str:
@@ -266,6 +276,10 @@ RULES: tuple[Rule, ...] = (
          + CURRENCY_CODE_RE + r"|€|£)(?![A-Za-z])", _money_after),
     rule("percent", "(" + NUM + r")(?:%|％)?\s?(?:[-~～到]|-|–)\s?(" + UNSIGNED + r")\s?(%|％|‰)", _percent),
     rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
+    # "10月1日-10月7日", "3月-5月": a dash after a date's day or month is 到, no minus sign
+    rule("date range", r"(?<=[日号月])\s?[-–—~～]\s?(?=\d)", lambda m: "到"),
+    rule("temperature range", "(" + NUM + r")\s?[-–~～到至]\s?(" + NUM
+         + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature_range),
     rule("temperature", "(" + NUM + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature),
     rule("unit", "(" + NUM + r")(?:\s?[-~～到]\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + UNIT_END,
          _unit),
