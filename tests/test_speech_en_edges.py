@@ -176,6 +176,9 @@ CASES = [
     # A lone foot mark; the minus sign of maths between letters.
     ("The door is 7' tall, 1' deep.", "The door is seven feet tall, one foot deep."),
     ("So a − b and −b.", "So a minus b and minus b."),
+    # A weekday before a slashed date; a code after "ID".
+    ("Arrives Thu. 12/12 or Fri 3/7.", "Arrives Thursday, December twelfth or Friday, March seventh."),
+    ("The box (ID: 7X9-42B) came.", "The box (ID seven X nine forty two B) came."),
     ("From $500k–$1.2M.", "From five hundred thousand dollars to one point two million dollars."),
     ("Rated 4.8★ by 1.2k, 1★ by few.",
      "Rated four point eight stars by one point two thousand, one star by few."),

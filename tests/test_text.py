@@ -58,6 +58,9 @@ def feed_chunks(chunks: list[str], **kw) -> list[str]:
         ("The est. cost is high. Et al. agree.", ["The est. cost is high.", "Et al. agree."]),
         ("Smith et al. found it. He left.", ["Smith et al. found it.", "He left."]),
         ("At 1600 Pennsylvania Ave. NW today. Go.", ["At 1600 Pennsylvania Ave. NW today.", "Go."]),
+        ("Sign up by 11:59 p.m. ET on 12/15. Go.", ["Sign up by 11:59 p.m. ET on 12/15.", "Go."]),
+        ("It ends at 5 p.m. ETA soon.", ["It ends at 5 p.m.", "ETA soon."]),
+        ("It arrives Thu. 12/12 at noon.", ["It arrives Thu. 12/12 at noon."]),
         ("Drive along Oak Rd. Next we turn.", ["Drive along Oak Rd.", "Next we turn."]),
         ("Under 26 U.S.C. § 501 it is. Yes.", ["Under 26 U.S.C. § 501 it is.", "Yes."]),
         ("My Ph.D. is from MIT. Yes.", ["My Ph.D. is from MIT.", "Yes."]),
@@ -308,7 +311,8 @@ def test_bad_limits_rejected():
 
 _TOKENS = [
     *["Hello", "world", "Dr.", "Mr.", "e.g.", "i.e.", "etc.", "U.S.", "a.m.", "No.", "3.14", "3,000",
-      "the", "And", "x", "7", "Ave.", "NW", "N", "Sen.", "Ph.D.", "§"],
+      "the", "And", "x", "7", "Ave.", "NW", "N", "Sen.", "Ph.D.", "§",
+      "p.m.", "ET", "ETA", "Thu."],
     *["...", "…", "……", ".", "!", "?", "?!", ",", ";", ":", "—", "。", "！", "？", "；", "，", "、", "：",
       "”", "“", "」", "「", ")", "(", "你好", "我们", "中文"],
     '"', "'", " ", " ", " ", "  ", "\n", "\t", "\u3000",

@@ -64,10 +64,11 @@ _RUN = re.compile(r"(\d+)|([A-Za-z]+)")
 
 
 def _code(m: re.Match[str]) -> str:
-    words = []
-    for run in _RUN.finditer(m.group(0)):
-        words.append(_part(run.group(1)) if run.group(1) else run.group(2))
-    return " ".join(words)
+    return _code_words(m.group(0))
+
+
+def _code_words(code: str) -> str:
+    return " ".join(_part(run.group(1)) if run.group(1) else run.group(2) for run in _RUN.finditer(code))
 
 
 def _slashed(m: re.Match[str]) -> str:
@@ -92,6 +93,10 @@ def _hyphenated(m: re.Match[str]) -> str | None:
 
 
 RULES: tuple[Rule, ...] = (
+    # "ID: 7X9-42B": a code of letters and digits after "ID" ("7X9" is no product)
+    rule("id code", r"\b(ID|Id)(?::|\s?#)?\s?(?=[A-Za-z\d-]*\d)(?=[\d-]*[A-Za-z])"
+         r"([A-Za-z\d]++(?:-[A-Za-z\d]++)*+)(?![\w@/-])",
+         lambda m: m.group(1) + " " + _code_words(m.group(2))),
     rule("hyphenated code", r"(?<![\w.@/-])(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z])"
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
          r"(?![\w@/-])", _hyphenated),

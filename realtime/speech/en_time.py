@@ -178,9 +178,14 @@ def _weekday(m: re.Match[str]) -> str:
 
 
 def _short_date(m: re.Match[str]) -> str | None:
-    """ "on 3/15", "due 12/1": month first, as with a year; a fraction otherwise."""
+    """ "on 3/15", "due 12/1", "Thu. 12/12": month first, as with a year; a fraction otherwise."""
     month, day = int(m.group(2)), int(m.group(3))
-    return m.group(1) + " " + _date(None, month, day) if valid_date(month, day) else None
+    if not valid_date(month, day):
+        return None
+    word = m.group(1)
+    if word[:3].lower() in _WEEKDAYS and word[:1].isupper():
+        word = _WEEKDAYS[word[:3].lower()] + ","  # "Thu. 12/12": Thursday, December twelfth
+    return word + " " + _date(None, month, day)
 
 
 _HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
@@ -193,7 +198,8 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
-    rule("short date", r"\b(" + _DATE_WORDS + r")\s(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
+    rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?)\s"
+         r"(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
     rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
          r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),

@@ -74,9 +74,13 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "apt", "ste", "bldg", "rm", "fl",
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
-                          "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc"})
+                          "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
+                          # weekdays: "Thu. 12/12"
+                          "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"})
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
 _COMPASS = re.compile(r"\s+(?:[NS][EW]?|[EW])(?=[\s.,;:!?]|$)")
+_TIME_ZONE = re.compile(r"\s+(?:[ECMP][SD]?T|UTC|GMT|CES?T|BST|IST|JST|AES?T|AEDT|HST|AKS?T)"
+                        r"(?=[\s.,;:!?)]|$)")
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -221,7 +225,10 @@ class SentenceSplitter:
         m = _WORD_BEFORE.search(buf, 0, i)
         word = m.group(0).lower() if m else ""
         if run == "." and word in _HALF_DAY:
-            # "at 10:30 a.m. 我们见": the time's dot, the sentence goes on in Chinese
+            # "at 10:30 a.m. 我们见": the time's dot, the sentence goes on in Chinese;
+            # "11:59 p.m. ET on": and before a time zone
+            if after.isspace() and self._next_is(_TIME_ZONE, j, final):
+                return False
             return not self._next_is_cjk(j, final) and (is_cjk(after) or (
                 after.isspace() and self._next_word_is_new_sentence(j, final)))
         if is_cjk(after):
@@ -244,11 +251,16 @@ class SentenceSplitter:
 
     def _next_is_compass(self, j: int, final: bool) -> bool:
         """Whether the next word is a compass point ("NW"); raises _Wait."""
-        m = _COMPASS.match(self._buf, j)
+        return self._next_is(_COMPASS, j, final)
+
+    def _next_is(self, word: re.Pattern[str], j: int, final: bool) -> bool:
+        """Whether ``word`` matches at buf[j]; raises _Wait when it matches up
+        to the buffer's end ("N" may become "Next", "ET" "ETA")."""
+        m = word.match(self._buf, j)
         if m is None:
             return False
         if m.end() == len(self._buf) and not final:
-            raise _Wait  # "N" may become "Next"
+            raise _Wait
         return True
 
     def _next_char(self, j: int, final: bool) -> str:
