@@ -176,6 +176,10 @@ CASES = [
     # A lone foot mark; the minus sign of maths between letters.
     ("The door is 7' tall, 1' deep.", "The door is seven feet tall, one foot deep."),
     ("So a − b and −b.", "So a minus b and minus b."),
+    # A dotted "Sat" or "Sun" before a date is the day; "per lb"; mpg.
+    ("On Sat., Nov. 9 and Sun. Dec. 1.", "On Saturday, November ninth and Sunday December first."),
+    ("Use 2 tbsp per lb, $3 per oz, 32 mpg.",
+     "Use two tablespoons per pound, three dollars per ounce, thirty two miles per gallon."),
     # A weekday before a slashed date; a code after "ID".
     ("Arrives Thu. 12/12 or Fri 3/7.", "Arrives Thursday, December twelfth or Friday, March seventh."),
     ("The box (ID: 7X9-42B) came.", "The box (ID seven X nine forty two B) came."),

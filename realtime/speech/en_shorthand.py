@@ -121,6 +121,9 @@ def _counted(m: re.Match[str]) -> str:
     return _final(m, number(m.group(1)) + " " + word)
 
 
+_PER_WORD = {**{u: UNITS[u][0] for u in ("lbs", "lb", "oz", "kg", "km", "mi", "hrs", "hr", "min", "mins",
+                                         "sec", "secs", "sq ft", "ft", "yd", "gal", "tsp", "tbsp")},
+             "qt": "quart", "pt": "pint"}
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
@@ -163,6 +166,9 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
     rule("per annum", r"\bp\.a\.", lambda m: _final(m, "per year")),
     rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
+    # "3 tbsp per lb of meat"
+    rule("per unit word", r"\bper\s(lbs?|oz|kg|km|mi|hrs?|mins?|secs?|sq ft|ft|yd|gal|qt|pt|tsp|tbsp)"
+         r"\b(?!\.\w)", lambda m: "per " + _PER_WORD[m.group(1)]),
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
 )

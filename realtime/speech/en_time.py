@@ -200,6 +200,8 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
     rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?)\s"
          r"(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
+    # "Sat., Nov. 9": before a date a dotted "Wed", "Sat" or "Sun" is the day, not the word
+    rule("weekday before a date", r"\b(Wed|Sat|Sun)\.(?=,?\s(?:" + MONTH_RE + r")\b)()", _weekday),
     rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
          r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),

@@ -65,6 +65,7 @@ _ASCII_CLAUSE = frozenset(",;:")
 
 # Titles and Latin abbreviations that never end a sentence ("Dr. Smith").
 _NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e"})
+_WEEKDAYS = frozenset({"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"})
 # Abbreviations that end a sentence unless the next word is lowercase or a digit.
 _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "corp", "approx",
                           "fig", "figs", "vol", "vols", "p", "pp", "ch", "chap", "eq", "eqs",
@@ -76,11 +77,12 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
                           # weekdays: "Thu. 12/12"
-                          "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"})
+                          *_WEEKDAYS})
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
 _COMPASS = re.compile(r"\s+(?:[NS][EW]?|[EW])(?=[\s.,;:!?]|$)")
 _TIME_ZONE = re.compile(r"\s+(?:[ECMP][SD]?T|UTC|GMT|CES?T|BST|IST|JST|AES?T|AEDT|HST|AKS?T)"
                         r"(?=[\s.,;:!?)]|$)")
+_MONTH = re.compile(r"\s+(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")  # not "May I"
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -245,6 +247,8 @@ class SentenceSplitter:
             return False
         if word in _STREET_KINDS and self._next_is_compass(j, final):
             return False  # "1600 Pennsylvania Ave. NW"
+        if word in _WEEKDAYS and self._next_is(_MONTH, j, final):
+            return False  # "Sun. Dec. 1"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True

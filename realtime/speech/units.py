@@ -53,6 +53,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "km/h": ("kilometer per hour", "公里每小时"), "kph": ("kilometer per hour", "公里每小时"),
     "m/s": ("meter per second", "米每秒"),
     "km/s": ("kilometer per second", "公里每秒"), "mph": ("mile per hour", "英里每小时"),
+    "mpg": ("mile per gallon", "英里每加仑"),
     "km²": ("square kilometer", "平方千米"), "km2": ("square kilometer", "平方千米"),
     "km³": ("cubic kilometer", "立方千米"), "cm³": ("cubic centimeter", "立方厘米"),
     "mm²": ("square millimeter", "平方毫米"), "ft²": ("square foot", "平方英尺"),
@@ -92,7 +93,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "yr": ("year", "年"), "yrs": ("year", "年"),
 }
 _EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per second": "meters per second",
-                    "mile per hour": "miles per hour",
+                    "mile per hour": "miles per hour", "mile per gallon": "miles per gallon",
                     "millimeter of mercury": "millimeters of mercury",
                     "kilometer per second": "kilometers per second", "square foot": "square feet",
                     "megabit per second": "megabits per second", "foot": "feet", "inch": "inches",
