@@ -28,15 +28,15 @@ Thread: build time (the model thread).
 
 from __future__ import annotations
 
+import functools
 import logging
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
 
 from realtime.engine.api import CPU_ENGINES
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
+from realtime.engine.timing import alternating_medians, ms_per_call
 
 log = logging.getLogger(__name__)
 
@@ -117,19 +117,16 @@ def measure(models: dict[str, object], rows: tuple[int, ...]) -> tuple[str, dict
     ``new_cache``) by whole decode steps at each of ``rows``: (engine, ms per
     step summed over ``rows``, per engine)."""
     steps = {name: [whole_step(m, r) for r in rows] for name, m in models.items()}
-    times: dict[str, list[float]] = {name: [] for name in models}
-    for round_ in range(ROUNDS):
-        names = list(models) if round_ % 2 == 0 else list(reversed(models))
-        for name in names:
-            total = 0.0
-            for step in steps[name]:
-                step()  # warm
-                started = time.perf_counter()
-                for _ in range(STEPS):
-                    step()
-                total += (time.perf_counter() - started) / STEPS
-            times[name].append(total * 1e3)
-    ms = {name: round(statistics.median(t), 2) for name, t in times.items()}
+
+    def round_ms(name: str) -> float:
+        total = 0.0
+        for step in steps[name]:
+            step()  # warm
+            total += ms_per_call(step, STEPS)()
+        return total
+
+    medians = alternating_medians({name: functools.partial(round_ms, name) for name in models}, ROUNDS)
+    ms = {name: round(t, 2) for name, t in medians.items()}
     return min(ms, key=ms.__getitem__), ms
 
 

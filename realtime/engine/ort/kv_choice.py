@@ -16,15 +16,15 @@ Thread: build time (the model thread).
 
 from __future__ import annotations
 
+import functools
 import logging
-import statistics
-import time
 from typing import Any
 
 import numpy as np
 
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
 from realtime.engine.model.shapes import ModelShape
+from realtime.engine.timing import alternating_medians, ms_per_call
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +66,12 @@ def measure(shape: ModelShape, threads: int, spin: bool) -> dict[str, float]:
     sessions = {kind: ort.InferenceSession(_graph(shape, kind), session_options(threads, spin),
                                            providers=["CPUExecutionProvider"]) for kind in ("int8", "fp32")}
     bindings = {kind: _bind(session, shape, kind) for kind, session in sessions.items()}
-    times: dict[str, list[float]] = {kind: [] for kind in sessions}
     for kind, session in sessions.items():
         session.run_with_iobinding(bindings[kind][0])  # warm: the first run of a shape
-    for round_ in range(ROUNDS):
-        for kind in (list(sessions) if round_ % 2 == 0 else list(reversed(sessions))):
-            io = bindings[kind][0]
-            started = time.perf_counter()
-            for _ in range(STEPS):
-                sessions[kind].run_with_iobinding(io)
-            times[kind].append((time.perf_counter() - started) * 1e3 / STEPS)
-    return {kind: round(statistics.median(t), 3) for kind, t in times.items()}
+    runs = {kind: functools.partial(session.run_with_iobinding, bindings[kind][0])
+            for kind, session in sessions.items()}
+    ms = alternating_medians({kind: ms_per_call(run, STEPS) for kind, run in runs.items()}, ROUNDS)
+    return {kind: round(t, 3) for kind, t in ms.items()}
 
 
 def _graph(shape: ModelShape, kind: str) -> bytes:

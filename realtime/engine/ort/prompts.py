@@ -22,11 +22,10 @@ Thread: build time (the model thread).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
-import statistics
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -37,6 +36,7 @@ from realtime.engine.ort.backbone import OrtBackbone
 from realtime.engine.ort.graph import PROMPT_FORM
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
+from realtime.engine.timing import alternating_medians, ms_per_call
 
 log = logging.getLogger(__name__)
 
@@ -85,15 +85,11 @@ def measure(sessions: dict[str, OrtBackbone], shape, tokens: int = PROMPT_TOKENS
     kv = OrtKV(shape, 1, tokens, 1, next(iter(sessions.values())).kv_dtype)
     x = torch.randn(1, tokens, shape.hidden, generator=torch.Generator().manual_seed(0))
     mask = np.ones((1, tokens), dtype=np.int64)
-    times: dict[str, list[float]] = {name: [] for name in sessions}
     for session in sessions.values():
         session.run(x, mask, kv, 0)  # warm: this shape's first run
-    for round_ in range(ROUNDS):
-        for name in (list(sessions) if round_ % 2 == 0 else list(reversed(sessions))):
-            started = time.perf_counter()
-            sessions[name].run(x, mask, kv, 0)
-            times[name].append((time.perf_counter() - started) * 1e3)
-    return {name: round(statistics.median(t), 2) for name, t in times.items()}
+    ms = alternating_medians({name: ms_per_call(functools.partial(session.run, x, mask, kv, 0))
+                              for name, session in sessions.items()}, ROUNDS)
+    return {name: round(t, 2) for name, t in ms.items()}
 
 
 def _session(assets, threads: int, spin: bool, cache_dir: str | None,
