@@ -19,7 +19,7 @@ from realtime.speech import (
     en_web,
 )
 from realtime.speech.en_words import cardinal, digits, number, ordinal, year
-from realtime.speech.rewrite import TAG_RULE, Rule, rule
+from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
     BULLET,
     CURRENCIES,
@@ -40,10 +40,6 @@ from realtime.speech.units import (
 )
 
 _LONG_RUN = 7  # a digit run this long without separators is an id or phone number
-
-
-def _final(m: re.Match[str], spoken: str) -> str:
-    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
 
 
 # --- money --------------------------------------------------------------------------
@@ -177,7 +173,8 @@ def _year_after_word(m: re.Match[str]) -> str | None:
 def _era(m: re.Match[str]) -> str:
     n = int(m.group(1))
     spoken = year(n) if n >= 1000 or n < 100 or n % 100 < 10 else cardinal(n // 100) + " " + cardinal(n % 100)
-    return _final(m, spoken + " " + " ".join(m.group(2).replace(".", "").upper()))  # "three forty A D"
+    # "three forty A D"
+    return keep_final_period(m, spoken + " " + " ".join(m.group(2).replace(".", "").upper()))
 
 
 def _number(m: re.Match[str]) -> str:
@@ -268,7 +265,7 @@ def _abbreviation(m: re.Match[str]) -> str:
             spoken = "Drive" if is_place and before.strip() and not capital_next else "Doctor"
     else:
         spoken = _ABBREVIATIONS[key]
-    return _final(m, spoken)
+    return keep_final_period(m, spoken)
 
 
 RULES: tuple[Rule, ...] = (

@@ -27,13 +27,8 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en_words import cardinal, number, year
-from realtime.speech.rewrite import Rule, rule
+from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
-
-
-def _final(m: re.Match[str], spoken: str) -> str:
-    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
-
 
 # A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1".
 _SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
@@ -118,7 +113,7 @@ def _counted(m: re.Match[str]) -> str:
     word = _COUNTED[m.group(2) or m.group(3)]
     if word == "stars" and m.group(1).lstrip("+") in ("1", "1.0"):
         word = "star"  # "1★"
-    return _final(m, number(m.group(1)) + " " + word)
+    return keep_final_period(m, number(m.group(1)) + " " + word)
 
 
 _PER_WORD = {**{u: UNITS[u][0] for u in ("lbs", "lb", "oz", "kg", "km", "mi", "hrs", "hr", "min", "mins",
@@ -141,7 +136,7 @@ COUNTED_RULES: tuple[Rule, ...] = (
     rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
     rule("counted", "(" + NUM + r")\s?(?:(pp|ppts|pct|pts|bpm)\b|([★☆]))\.?", _counted),
     rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
-         lambda m: _final(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
+         lambda m: keep_final_period(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
                              f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
     rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
     rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
@@ -164,7 +159,7 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
-    rule("per annum", r"\bp\.a\.", lambda m: _final(m, "per year")),
+    rule("per annum", r"\bp\.a\.", lambda m: keep_final_period(m, "per year")),
     rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
     # "3 tbsp per lb of meat"
     rule("per unit word", r"\bper\s(lbs?|oz|kg|km|mi|hrs?|mins?|secs?|sq ft|ft|yd|gal|qt|pt|tsp|tbsp)"

@@ -14,13 +14,8 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en_words import cardinal, number, ordinal, year
-from realtime.speech.rewrite import Rule, rule
+from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
-
-
-def _final(m: re.Match[str], spoken: str) -> str:
-    """Keep a sentence's final period that the match swallowed ("5 p.m.")."""
-    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
 
 
 def _year(y: int | str) -> str:
@@ -116,7 +111,7 @@ def _minutes(mm: int) -> str:
 
 def _clock(m: re.Match[str]) -> str | None:
     spoken = _read_clock(int(m.group(1)), int(m.group(2)), m.group(3), (m.group(4) or "").lower())
-    return _final(m, spoken) if spoken else None
+    return keep_final_period(m, spoken) if spoken else None
 
 
 def _clock_range(m: re.Match[str]) -> str | None:
@@ -125,7 +120,7 @@ def _clock_range(m: re.Match[str]) -> str | None:
     half = (m.group(5) or "").lower()
     first = _read_clock(int(m.group(1)), int(m.group(2)), None, "")
     second = _read_clock(int(m.group(3)), int(m.group(4)), None, half)
-    return _final(m, first + " to " + second) if first and second else None
+    return keep_final_period(m, first + " to " + second) if first and second else None
 
 
 def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
@@ -158,12 +153,12 @@ def _halves_range(m: re.Match[str]) -> str | None:
     """ "3pm-6pm", "6:30 am - 9:45 pm": each end with its own half of the day."""
     first = _read_clock(int(m.group(1)), int(m.group(2) or 0), None, m.group(3).lower())
     second = _read_clock(int(m.group(4)), int(m.group(5) or 0), None, m.group(6).lower())
-    return _final(m, first + " to " + second) if first and second else None
+    return keep_final_period(m, first + " to " + second) if first and second else None
 
 
 def _hour_half(m: re.Match[str]) -> str:
     half = " a m" if m.group(2).lower() == "a" else " p m"
-    return _final(m, cardinal(int(m.group(1))) + half)
+    return keep_final_period(m, cardinal(int(m.group(1))) + half)
 
 
 _WEEKDAYS = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday", "fri": "Friday",
@@ -174,7 +169,7 @@ _DAY = r"(Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?"
 def _weekday(m: re.Match[str]) -> str:
     """ "Mon–Fri", "Tue": the day's name ("Sun", "Sat", "Wed" alone are words)."""
     first = _WEEKDAYS[m.group(1)[:3].lower()]
-    return _final(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
+    return keep_final_period(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
 
 
 def _short_date(m: re.Match[str]) -> str | None:
@@ -226,7 +221,7 @@ TIME_RULES: tuple[Rule, ...] = (
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
          _clock),
     rule("hours am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?[-–—]\s?(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?",
-         lambda m: _final(m, cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))
+         lambda m: keep_final_period(m, cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))
                           + (" a m" if m.group(3).lower() == "a" else " p m"))),  # 3-5 pm
     rule("hour am/pm", r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?[Mm]\b\.?", _hour_half),
 )

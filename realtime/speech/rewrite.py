@@ -33,6 +33,12 @@ def rule(name: str, pattern: str, read: Reader, flags: int = re.ASCII) -> Rule:
     return Rule(name, re.compile(pattern, flags), read)
 
 
+def keep_final_period(m: re.Match[str], spoken: str) -> str:
+    """``spoken`` with the sentence's final period when the match swallowed
+    it ("5 p.m.", "Main St.", "2% p.a.")."""
+    return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
+
+
 # Upstream's control tags ([uv_break], [laugh_0]) pass through every rule untouched.
 TAG_RULE = Rule("tag", re.compile(r"\[[\w_]+\]"), lambda m: m.group(0))
 
