@@ -63,6 +63,12 @@ EXPORT_VERSION = 1  # bump when the graph changes: cached graphs then miss
 GRAPH_FILE, DATA_FILE = "model.onnx", "model.onnx.data"
 SCALES_FILE = "kv_scales.npy"  # the int8 K/V cache's scales, beside a graph that has one
 KV_QUANT = "PER_CHANNEL"  # one scale per head and channel (kv_scales.py)
+# GroupQueryAttention's attributes for the int8 cache; its scales come in as [1, heads, 1, head_dim]
+INT8_CACHE = {"k_quant_type": KV_QUANT, "v_quant_type": KV_QUANT, "kv_cache_bit_width": 8}
+
+
+def scale_shape(shape: ModelShape) -> tuple[int, int, int, int]:
+    return (1, shape.kv_heads, 1, shape.head_dim)
 INLINE_BYTES = 4096  # initializers smaller than this stay in the graph file
 _BITS = {"int4": 4, "int8": 8}
 
@@ -238,10 +244,9 @@ def _layer(g: _Graph, shape: ModelShape, state: Mapping[str, torch.Tensor], i: i
               "cos_cache", "sin_cache"]
     quant: dict = {}
     if kv_scales is not None:  # after position_ids, attention_bias, head_sink
-        scale_shape = (1, shape.kv_heads, 1, hd)
-        inputs += ["", "", "", g.init(f"l{i}.k_scale", kv_scales[0].reshape(scale_shape)),
-                   g.init(f"l{i}.v_scale", kv_scales[1].reshape(scale_shape))]
-        quant = {"k_quant_type": KV_QUANT, "v_quant_type": KV_QUANT, "kv_cache_bit_width": 8}
+        inputs += ["", "", "", g.init(f"l{i}.k_scale", kv_scales[0].reshape(scale_shape(shape))),
+                   g.init(f"l{i}.v_scale", kv_scales[1].reshape(scale_shape(shape)))]
+        quant = INT8_CACHE
     g.node("GroupQueryAttention", inputs, [f"l{i}.attn", f"present.{i}.key", f"present.{i}.value"], ms=True,
            num_heads=shape.heads, kv_num_heads=shape.kv_heads, scale=float(hd) ** -0.5, do_rotary=1,
            rotary_interleaved=0, **quant)

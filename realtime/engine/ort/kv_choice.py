@@ -24,6 +24,7 @@ import numpy as np
 
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
 from realtime.engine.model.shapes import ModelShape
+from realtime.engine.ort.graph import INT8_CACHE, scale_shape
 from realtime.engine.timing import alternating_medians, ms_per_call
 
 log = logging.getLogger(__name__)
@@ -92,12 +93,12 @@ def _graph(shape: ModelShape, kind: str) -> bytes:
         outputs += [helper.make_tensor_value_info(f"present.{i}.{n}", cache_type, dims) for n in "kv"]
         names = [query, "k", "v", f"past.{i}.k", f"past.{i}.v", "seqlens_k", "total_len"]
         quant: dict[str, Any] = {}
-        if kind == "int8":
+        if kind == "int8":  # the model graph's cache (graph.INT8_CACHE), of made-up scales
             for n in "kv":
-                inits.append(helper.make_tensor(f"{n}_scale.{i}", TensorProto.FLOAT, [1, heads, 1, hd],
+                inits.append(helper.make_tensor(f"{n}_scale.{i}", TensorProto.FLOAT, scale_shape(shape),
                                                 [0.05] * width))
             names += ["", "", "", "", "", f"k_scale.{i}", f"v_scale.{i}"]
-            quant = {"k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL", "kv_cache_bit_width": 8}
+            quant = INT8_CACHE
         nodes.append(helper.make_node("GroupQueryAttention", names, [f"out.{i}", f"present.{i}.k",
                                                                      f"present.{i}.v"],
                                       domain="com.microsoft", num_heads=heads, kv_num_heads=heads,
