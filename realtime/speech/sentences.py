@@ -245,17 +245,13 @@ class SentenceSplitter:
             # a capitalised title before a name ("Sen. Warren"); a lowercase
             # word ("one more rep.", "the next gen.") may end a sentence
             return False
-        if word in _STREET_KINDS and self._next_is_compass(j, final):
+        if word in _STREET_KINDS and self._next_is(_COMPASS, j, final):
             return False  # "1600 Pennsylvania Ave. NW"
         if word in _WEEKDAYS and self._next_is(_MONTH, j, final):
             return False  # "Sun. Dec. 1"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True
-
-    def _next_is_compass(self, j: int, final: bool) -> bool:
-        """Whether the next word is a compass point ("NW"); raises _Wait."""
-        return self._next_is(_COMPASS, j, final)
 
     def _next_is(self, word: re.Pattern[str], j: int, final: bool) -> bool:
         """Whether ``word`` matches at buf[j]; raises _Wait when it matches up

@@ -16,7 +16,10 @@ rotary pair: no position's rotation makes either half larger, so a scale
 calibrated at a few positions holds at every position. The forward is
 seeded: the same weights give the same scales, and a graph built later (the
 prompt graph) takes them from the decode graph's directory (``SCALES_FILE``)
-rather than calibrating again.
+rather than calibrating again. The forward is written here rather than run
+through the torch decoder (``model.gpt.StaticGPT``, which a test holds it
+to): it reads the weights a layer at a time, where the decoder would first
+copy all of them (760 MiB in fp32) at a start that otherwise never builds it.
 
 Thread: build time (the model thread).
 """
