@@ -1,4 +1,4 @@
-"""English readings that depend on the word around a number (realtime/speech/en_context.py):
+"""English readings that depend on the word around a number (realtime/speech/en/context.py):
 Roman numerals after names, page and figure references, magnitudes written onto numbers,
 durations past any clock hour, paces, international phone numbers. Each reading has its
 counterpart that must stay as it is ("Then I went", "Room 4B", "16:9", "6'2\"")."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from realtime.speech.en_context import roman_value
+from realtime.speech.en.context import roman_value
 from realtime.speech.lang import needs_rules
 from realtime.speech.normalize import normalize
 from realtime.speech.sentences import split_sentences

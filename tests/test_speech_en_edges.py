@@ -1,4 +1,4 @@
-"""English readings on the edges their rules decide (realtime/speech/en_time.py, en_context.py):
+"""English readings on the edges their rules decide (realtime/speech/en/dates.py, context.py):
 each case sits on a boundary (the last hour of the morning, the first of the afternoon,
 the shortest international number, the last second of a pace), so moving the boundary by
 one reads one of them differently. Written against a mutation run's survivors."""

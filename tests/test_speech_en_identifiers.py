@@ -1,6 +1,6 @@
 """Edges of the readings of things typed rather than said: street
 addresses and states, identifiers, web addresses and phone numbers
-(realtime/speech/en_address.py, en_ids.py, en_web.py).
+(realtime/speech/en/address.py, ids.py, web.py).
 Written from a mutation run's survivors (docs/testing.md): each case sits on
 a boundary one of those rules decides."""
 

@@ -123,7 +123,7 @@ CASES = [
     ('急救电话120。', '急救电话幺二零。'),
     ('配速4\'33"。', '配速四分三十三秒。'),
     ('在502会议室和301教室。', '在五零二会议室和三零一教室。'),
-    # Addresses, ranges, floors, compound durations (realtime/speech/zh_shorthand.py).
+    # Addresses, ranges, floors, compound durations (realtime/speech/zh/shorthand.py).
     ('发邮件至help@example.com。', '发邮件至help艾特example点com。'),
     ('发到li3@qq.com或访问12306.cn。', '发到li三艾特qq点com或访问一二三零六点cn。'),
     ('请访问我们的网站www.example.com/docs了解更多。', '请访问我们的网站www点example点com斜杠docs了解更多。'),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from realtime.speech import zh_shorthand
 from realtime.speech.rewrite import TAG_RULE, Rule, rule
 from realtime.speech.units import (
     BULLET,
@@ -31,7 +30,8 @@ from realtime.speech.units import (
     is_minus,
     valid_date,
 )
-from realtime.speech.zh_words import cardinal, digits, number
+from realtime.speech.zh import shorthand
+from realtime.speech.zh.words import cardinal, digits, number
 
 _LONG_RUN = 9  # WeTextProcessing reads 1001111 as a number; ids are longer or named (卡号)
 _SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|10010|"
@@ -225,7 +225,7 @@ RULES: tuple[Rule, ...] = (
     TAG_RULE,
     rule("bullet", BULLET, lambda m: ""),
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + "，"),
-    *zh_shorthand.EARLY_RULES,
+    *shorthand.EARLY_RULES,
     rule("mobile", r"(?<![\d.])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?!\d)", _phone),
     rule("landline", r"(?<![\d.-])(0\d{2,3})-(\d{7,8})(?![\d-])", _phone),
     rule("hotline", r"(?<![\d.-])([48]00)-?(\d{3})-?(\d{4})(?![\d-])", _phone),
@@ -266,10 +266,10 @@ RULES: tuple[Rule, ...] = (
          _clock),
     rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + "分" + cardinal(int(m.group(2))) + "秒"),  # 配速4'33"
-    *zh_shorthand.SCORE_RULES,
+    *shorthand.SCORE_RULES,
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + "比" + cardinal(int(m.group(2)))),
-    *zh_shorthand.RULES,
+    *shorthand.RULES,
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s?)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿|千)(?![A-Za-z]))?", _money),
     rule("money after", "(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿)(?![A-Za-z]))?\s?("

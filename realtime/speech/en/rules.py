@@ -9,16 +9,8 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech import (
-    en_address,
-    en_context,
-    en_fractions,
-    en_ids,
-    en_shorthand,
-    en_time,
-    en_web,
-)
-from realtime.speech.en_words import cardinal, digits, number, ordinal, year
+from realtime.speech.en import address, context, dates, fractions, ids, shorthand, web
+from realtime.speech.en.words import cardinal, digits, number, ordinal, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
     BULLET,
@@ -216,7 +208,7 @@ def _operator(m: re.Match[str]) -> str:
         right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
         first, second = (left.group(1), right.group(1)) if left and right else ("0", "0")
         if int(first) > max(int(second), 12) and not (len(first) == 4 and len(second) == 2) \
-                and not en_shorthand.is_score(m):
+                and not shorthand.is_score(m):
             # "864-2": no range runs down ("1970-85" does: a year shortened; "8-6",
             # "9-1": hours of a clock; "won 105-98": a score)
             return ","
@@ -271,24 +263,24 @@ def _abbreviation(m: re.Match[str]) -> str:
 RULES: tuple[Rule, ...] = (
     TAG_RULE,
     rule("bullet", BULLET, lambda m: ""),
-    *en_ids.PHONE_RULES,  # "(555) 123-4567" is no list marker
+    *ids.PHONE_RULES,  # "(555) 123-4567" is no list marker
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
-    *en_web.EARLY_RULES,
-    *en_address.RULES,
-    *en_shorthand.TITLE_RULES,  # before the words after them are read
-    en_context.APPROX_RULE,
-    *en_shorthand.DATE_RULES,  # before the date rules claim both ends
-    *en_time.DATE_RULES,  # before phone numbers
+    *web.EARLY_RULES,
+    *address.RULES,
+    *shorthand.TITLE_RULES,  # before the words after them are read
+    context.APPROX_RULE,
+    *shorthand.DATE_RULES,  # before the date rules claim both ends
+    *dates.DATE_RULES,  # before phone numbers
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
-    *en_time.TIME_RULES,  # the clock, after them
-    *en_ids.RULES,
-    en_context.PACE_RULE,
+    *dates.TIME_RULES,  # the clock, after them
+    *ids.RULES,
+    context.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
     rule("feet mark", r"(?<![\w.'’′])(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
          lambda m: cardinal(int(m.group(1))) + " " + en_unit("foot", m.group(1))),  # "the door is 7' tall"
-    en_context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
+    context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
@@ -300,21 +292,21 @@ RULES: tuple[Rule, ...] = (
          lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
          + r"|€|£)(?![A-Za-z])", _money_after),
-    *en_context.RULES,
-    *en_shorthand.COUNTED_RULES,
+    *context.RULES,
+    *shorthand.COUNTED_RULES,
     rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
          r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
          _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
-    en_fractions.FRACTION_UNIT_RULE,
+    fractions.FRACTION_UNIT_RULE,
     rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
     rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,
          lambda m: f"{number(m.group(1))} {m.group(2)} {en_unit(UNITS[m.group(3)][0], '2')}"),
     rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
-    en_shorthand.UNIT_ADJECTIVE_RULE,
+    shorthand.UNIT_ADJECTIVE_RULE,
     rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + ")" + UNIT_END,
          _unit),
@@ -322,7 +314,7 @@ RULES: tuple[Rule, ...] = (
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
-    *en_fractions.RULES,
+    *fractions.RULES,
     rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)", _era),
     rule("year range", r"(?<![\w.,-])(1[1-9]\d\d|20\d\d)\s?[-–—]\s?(1[1-9]\d\d|20\d\d|\d\d)(?![\w-]|[.,]\d)",
          _year_range),  # 1990-1995, 1970-85
@@ -341,21 +333,21 @@ RULES: tuple[Rule, ...] = (
          lambda m: f"{number(m.group(1))} {m.group(2)} per {_PER.get(m.group(3), m.group(3))}"),  # 5 cc/h
     rule("per unit", r"(?<![A-Za-z/])/\s?(" + "|".join(_PER) + r")\b", lambda m: "per " + _PER[m.group(1)]),
     rule("per", r"(?<![A-Za-z/])/(?=[A-Za-z]{2,})", lambda m: "per"),  # $19.99/month
-    *en_web.RULES,
+    *web.RULES,
     rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
-    en_shorthand.YEAR_BEFORE_NAME_RULE,
+    shorthand.YEAR_BEFORE_NAME_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
     rule("bare year", r"(?<![\d.,$€£¥\w-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
-    *en_shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
-    en_ids.CODE_RULE,
+    *shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
+    ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
          _abbreviation),
-    *en_shorthand.SYMBOL_RULES,
+    *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b", lambda m: "versus"),
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
@@ -363,7 +355,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),
-    en_shorthand.SLASH_RULE,
+    shorthand.SLASH_RULE,
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )

@@ -20,7 +20,7 @@ import re
 
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import TLDS
-from realtime.speech.zh_words import cardinal, digits
+from realtime.speech.zh.words import cardinal, digits
 
 _TLDS = "(?:" + "|".join(TLDS) + ")"
 

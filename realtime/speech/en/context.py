@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_time import counted
-from realtime.speech.en_words import cardinal, digits, number, ordinal
+from realtime.speech.en.dates import counted
+from realtime.speech.en.words import cardinal, digits, number, ordinal
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import MAGNITUDE_WORDS, MAGNITUDES, UNIT_END, UNIT_RE, UNITS, en_unit
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_words import cardinal, digits
+from realtime.speech.en.words import cardinal, digits
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import TLDS
 

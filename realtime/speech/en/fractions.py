@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_words import cardinal, number, ordinal
+from realtime.speech.en.words import cardinal, number, ordinal
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import MONTHS, UNIT_END, UNIT_RE, UNITS, en_unit
 

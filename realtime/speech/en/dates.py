@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_words import cardinal, number, ordinal, year
+from realtime.speech.en.words import cardinal, number, ordinal, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
 

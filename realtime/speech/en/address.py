@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_words import cardinal, digits, ordinal
+from realtime.speech.en.words import cardinal, digits, ordinal
 from realtime.speech.rewrite import Rule, rule
 
 _STATES = {

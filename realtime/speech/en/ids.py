@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_words import cardinal, digits, number
+from realtime.speech.en.words import cardinal, digits, number
 from realtime.speech.rewrite import Rule, rule
 
 # Words after which a run of digits is an identifier. Those that also count

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en_words import cardinal, number, year
+from realtime.speech.en.words import cardinal, number, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
 

@@ -1,0 +1,9 @@
+"""English readings: the rules in priority order (``rules.RULES``) and, one
+file a kind, what they read: dates and clock times (``dates``), money,
+addresses, identifiers and phone numbers (``ids``), typed text (``web``),
+readings from the word around a number (``context``), fractions, written
+shorthand, and the number words themselves (``words``)."""
+
+from realtime.speech.en.rules import RULES
+
+__all__ = ["RULES"]

@@ -1,0 +1,7 @@
+"""Chinese readings: the rules in priority order (``rules.RULES``), the
+shorthand of addresses, ranges and scores (``shorthand``) and the number
+words (``words``)."""
+
+from realtime.speech.zh.rules import RULES
+
+__all__ = ["RULES"]
