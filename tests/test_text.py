@@ -105,7 +105,7 @@ def test_newline_ends_a_sentence():
 
 
 def test_short_sentence_joins_the_next():
-    assert split_sentences("A. B. Cd.", min_chars=3) == ["A. B.", "Cd."]
+    assert split_sentences("a. b. Cd.", min_chars=3) == ["a. b.", "Cd."]
     assert split_sentences("。你好。") == ["。你好。"]
 
 
@@ -159,6 +159,12 @@ def test_list_marker_is_read_with_its_item(text, expected):
         ("Smith Jr. was here. Acme Inc. makes it.", ["Smith Jr. was here.", "Acme Inc. makes it."]),
         ("See Fig. 3 now. It is approx. 5 km away.", ["See Fig. 3 now.", "It is approx. 5 km away."]),
         ("我有3.5元。好", ["我有3.5元。", "好"]),
+        ("Expect 1-2 in. of rain. I was all in. Then", ["Expect 1-2 in. of rain.", "I was all in.", "Then"]),
+        ("It is Rs. 1,499 incl. tax. Ok", ["It is Rs. 1,499 incl. tax.", "Ok"]),
+        ("Franklin D. Roosevelt and J. K. Rowling met. I got an A. Then", ["Franklin D. Roosevelt and J. K."
+         " Rowling met.", "I got an A.", "Then"]),
+        ("Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE. Ok",
+         ["Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE.", "Ok"]),
     ],
 )
 def test_numbers_and_abbreviations_do_not_split(text, expected):

@@ -73,9 +73,11 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "jul", "aug", "sep", "sept", "oct", "nov", "dec",
                           # addresses: "12 Oak Rd. in Leeds", "Apt. 4"
                           "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "apt", "ste", "bldg", "rm", "fl",
+                          "rte", "c", "ca",  # "Rte. 1", "c. 1200 BCE"
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
+                          "in", "yd", "yds", "gal", "qt", "qty", "rs", "incl", "excl", "govt",
                           # weekdays: "Thu. 12/12"
                           *_WEEKDAYS})
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
@@ -83,6 +85,10 @@ _COMPASS = re.compile(r"\s+(?:[NS][EW]?|[EW])(?=[\s.,;:!?]|$)")
 _TIME_ZONE = re.compile(r"\s+(?:[ECMP][SD]?T|UTC|GMT|CES?T|BST|IST|JST|AES?T|AEDT|HST|AKS?T)"
                         r"(?=[\s.,;:!?)]|$)")
 _MONTH = re.compile(r"\s+(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")  # not "May I"
+# A lone capital's dot between names: "Franklin D. Roosevelt", "J. K. Rowling".
+_NAME_BEFORE = re.compile(r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+$")
+_NAME_NEXT = re.compile(r"\s+[A-Z](?:[a-z]*|\.)")  # "R" may become "Roosevelt": waited for
+_INITIAL_NEXT = re.compile(r"\s+[A-Z]\.")
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -245,6 +251,8 @@ class SentenceSplitter:
             # a capitalised title before a name ("Sen. Warren"); a lowercase
             # word ("one more rep.", "the next gen.") may end a sentence
             return False
+        if m is not None and len(word) == 1 and self._is_initial(m, j, final):
+            return False  # "Franklin D. Roosevelt", "J. K. Rowling", "Roe v. Wade"
         if word in _STREET_KINDS and self._next_is(_COMPASS, j, final):
             return False  # "1600 Pennsylvania Ave. NW"
         if word in _WEEKDAYS and self._next_is(_MONTH, j, final):
@@ -252,6 +260,17 @@ class SentenceSplitter:
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True
+
+    def _is_initial(self, m: re.Match[str], j: int, final: bool) -> bool:
+        """Whether a lone letter's dot is a name's: an initial between a name and a
+        name, or before another initial; "v." between two names. ("an A. Then"
+        ends; "Plan B. We" does not, a pause either way.)"""
+        if m.group(0) == "v":
+            return self._next_is(_NAME_NEXT, j, final)
+        if not m.group(0).isupper() or not self._next_is(_NAME_NEXT, j, final):
+            return False
+        return (_NAME_BEFORE.search(self._buf, max(0, m.start() - 40), m.start()) is not None
+                or self._next_is(_INITIAL_NEXT, j, final))
 
     def _next_is(self, word: re.Pattern[str], j: int, final: bool) -> bool:
         """Whether ``word`` matches at buf[j]; raises _Wait when it matches up
@@ -281,9 +300,10 @@ class SentenceSplitter:
         return bool(nxt) and is_cjk(nxt)
 
     def _next_word_is_new_sentence(self, j: int, final: bool) -> bool:
-        """After an ambiguous end: a lowercase letter, a digit or "§" continues it."""
+        """After an ambiguous end: a lowercase letter, a digit, "§" or a currency
+        sign ("approx. $1.2 bn") continues it."""
         nxt = self._next_char(j, final)
-        return not (nxt.islower() or nxt.isdigit() or nxt == "§")
+        return not (nxt.islower() or nxt.isdigit() or nxt in "§$€£¥₹")
 
     def _cut_point(self) -> int:
         """Where to cut a sentence longer than max_chars (1 <= cut <= max_chars).
