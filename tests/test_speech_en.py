@@ -28,7 +28,7 @@ CASES = [
     ('A $1 bill.', 'A one dollar bill.'),
     ("That's $2.5 million.", "That's two point five million dollars."),
     ('They raised $3bn last year.', 'They raised three billion dollars last year.'),
-    ('A $5k bonus.', 'A five thousand dollars bonus.'),
+    ('A $5k bonus.', 'A five thousand dollar bonus.'),
     ('Pay €50 or EUR 20.', 'Pay fifty euros or twenty euros.'),
     ("It's £3.20 or 5 GBP.", "It's three pounds and twenty pence or five pounds."),
     ('That is ¥1,000.', 'That is one thousand yen.'),

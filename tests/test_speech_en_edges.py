@@ -144,7 +144,7 @@ CASES = [
      "It makes three hundred horsepower and two hundred eighty pound feet at thirty five P S I."),
     ("Eat 50 mcg and 2,000 kcal; 85 dB; 420 ppm; a 48MP camera.",
      "Eat fifty micrograms and two thousand kilocalories; eighty five decibels; four hundred twenty parts"
-     " per million; a forty eight megapixels camera."),
+     " per million; a forty eight megapixel camera."),
     ('A 6.1" display, 65" wide, 10" by 12".',
      "A six point one inch display, sixty five inches wide, ten inches by twelve inches."),
     ('Trim 4", then 2" more; the 27" monitor.',
@@ -195,6 +195,68 @@ CASES = [
     ("After 9/11 it changed.", "After nine eleven it changed."),
     ("The 49ers beat the Chiefs 31-20.", "The forty niners beat the Chiefs thirty one to twenty."),
     ("Open 7 days/wk, 365 days/yr.", "Open seven days per week, three hundred sixty five days per year."),
+    # Comparisons before a number or a variable: "is" after a variable, not after a word.
+    ("If p < 0.05 or x>=3, was < 5 ms; Is y < 2?",
+     "If p is less than zero point zero five or x is at least three, was less than five milliseconds;"
+     " Is y less than two?"),
+    ("Ages > 65 and ≥ 90% of us; I <3 NY; pip>=23.",
+     "Ages more than sixty five and at least ninety percent of us; I love NY; pip at least twenty three."),
+    ("Bold <b>x</b> and a -> b.", "Bold <b>x</b> and a to b."),
+    # Determiners take no "the"; a number sign before a year-like number.
+    ("Our Q3 and their 4 July; in Q3; fixed bug #1234.",
+     "Our third quarter and their fourth of July; in the third quarter; fixed bug number one thousand"
+     " two hundred thirty four."),
+    # Units with a dot mid-sentence, rupees, sides with their units.
+    ("Expect 1-2 in. of rain; 3 Tbsp. oil; it is 6 in.",
+     "Expect one to two inches of rain; three tablespoons oil; it is six inches."),
+    ("Rs. 1,499 or Rs 250; the Rs were.", "one thousand four hundred ninety nine rupees or two hundred fifty"
+     " rupees; the Rs were."),
+    ("It is 12 ft × 14 ft, 2 m x 50 cm, 10 cm x 20 cm x 5 cm.",
+     "It is twelve by fourteen feet, two meters by fifty centimeters, ten by twenty by five centimeters."),
+    # A size after an article is singular, a count after "every" is not.
+    ("a 2 TB SSD, the 10 km race, ate the 200 g in, every 5 min.",
+     "a two terabyte SSD, the ten kilometer race, ate the two hundred grams in, every five minutes."),
+    # A race time; "30s" as seconds unless a decade or an age.
+    ("Ran it in 22:41; left at 22:41; wait 30s; in their 30s; the mid-80s.",
+     "Ran it in twenty two minutes, forty one seconds; left at ten forty one p m; wait thirty seconds;"
+     " in their thirties; the mid eighties."),
+    ("On Mon, 3/4 or Friday 5/9; eat 1/2.", "On Monday, March fourth or Friday, May ninth; eat one half."),
+    ("It passed 218-214 in a 6-3 ruling; pages 864-2.",
+     "It passed two hundred eighteen to two hundred fourteen in a six to three ruling; pages eight hundred"
+     " sixty four , two."),
+    ("The apt. faces the dept. store, incl. tax. The name is apt.",
+     "The apartment faces the department store, including tax. The name is apt."),
+    ("The RTX 4090, ISO 9001, RTX 4000 and 1500 W.",
+     "The RTX forty ninety, ISO ninety oh one, RTX four thousand and one thousand five hundred watts."),
+    # Formulas are no "to"; an address at a sentence's end.
+    ("The H2O, B2B and O2O; my IP is 192.168.1.254.",
+     "The H two O, B to B and O to O; my IP is one nine two dot one six eight dot one dot two five four."),
+    ("Roe v. Wade, c. 1200 BCE, ca. 1850, plan c. 5.",
+     "Roe versus Wade, circa twelve hundred B C E, circa eighteen fifty, plan c. five."),
+    ("It fell in Nov. and rose since Sept., the Nov. report.",
+     "It fell in November and rose since September, the Nov. report."),
+    ("Up 25 bps, 1 bp, 60 fps, 11 reb, 9 ast; 5.25%-5.50%.",
+     "Up twenty five basis points, one basis point, sixty frames per second, eleven rebounds, nine"
+     " assists; five point two five to five point five zero percent."),
+    ("A cap of $3T, a $20 T-shirt, a $5 bill, an $80 fee, a $8 fee, a $5.99 fee.",
+     "A cap of three trillion dollars, a twenty dollar T shirt, a five dollar bill, an eighty dollar fee,"
+     " an eight dollar fee, a five dollars and ninety nine cents fee."),
+    ("Simmer 1–1½ hours with ½–¾ cup.",
+     "Simmer one to one and a half hours with one half to three quarters cup."),
+    ("It is GMT+1, UTC+05:30, UTC−5; press Ctrl+Alt+Del or Alt+F4.",
+     "It is GMT plus one, UTC plus five thirty, UTC minus five; press Ctrl plus Alt plus Del or Alt plus F"
+     " four."),
+    ("Code 0x80070005, mask 0xFF, a 4x6 print, open M–F 9–5.",
+     "Code hex eight zero zero seven zero zero zero five, mask hex F F, a four by six print, open Monday"
+     " to Friday nine to five."),
+    ("Under § 1983 and §§ 1001-1003.", "Under section nineteen eighty three and sections one thousand one to"
+     " one thousand three."),
+    ("LDL 130 mg/dL, 2 GiB, 1,000 IU.",
+     "LDL one hundred thirty milligrams per deciliter, two gibibytes, one thousand international units."),
+    # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
+    ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
+     "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"
+     " com slash a hash b dash c, localhost colon three thousand or localhost. Is it example dot com?"),
 ]
 
 

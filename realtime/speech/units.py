@@ -91,6 +91,9 @@ UNITS: dict[str, tuple[str, str]] = {
     "hrs": ("hour", "小时"), "hr": ("hour", "小时"), "h": ("hour", "小时"),
     "wk": ("week", "周"), "wks": ("week", "周"), "mo": ("month", "个月"), "mos": ("month", "个月"),
     "yr": ("year", "年"), "yrs": ("year", "年"),
+    "dL": ("deciliter", "分升"), "dl": ("deciliter", "分升"), "GiB": ("gibibyte", "GiB"),
+    "MiB": ("mebibyte", "MiB"), "TiB": ("tebibyte", "TiB"), "KiB": ("kibibyte", "KiB"),
+    "IU": ("international unit", "国际单位"),
 }
 _EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per second": "meters per second",
                     "mile per hour": "miles per hour", "mile per gallon": "miles per gallon",
@@ -139,7 +142,8 @@ CURRENCIES: dict[str, tuple[str, str, str]] = {
     "¥": ("yen", "", "元"), "￥": ("yuan", "", "元"), "JPY": ("yen", "", "日元"),
     "CNY": ("yuan", "", "人民币"), "RMB": ("yuan", "", "人民币"),
     "₩": ("won", "", "韩元"), "KRW": ("won", "", "韩元"), "₹": ("rupee", "paisa", "卢比"),
-    "INR": ("rupee", "paisa", "卢比"), "CHF": ("Swiss franc", "centime", "瑞士法郎"),
+    "INR": ("rupee", "paisa", "卢比"), "Rs.": ("rupee", "paisa", "卢比"), "Rs": ("rupee", "paisa", "卢比"),
+    "CHF": ("Swiss franc", "centime", "瑞士法郎"),
     "R$": ("real", "centavo", "雷亚尔"), "BRL": ("real", "centavo", "雷亚尔"),
     "₽": ("ruble", "kopek", "卢布"), "RUB": ("ruble", "kopek", "卢布"), "₺": ("lira", "kurus", "里拉"),
     "MXN": ("peso", "centavo", "比索"), "NZ$": ("New Zealand dollar", "cent", "新西兰元"),
@@ -151,8 +155,9 @@ CURRENCY_CODE_RE = _alternation(k for k in CURRENCIES if k.isalpha())
 
 MAGNITUDES: dict[str, int] = {"thousand": 10**3, "million": 10**6, "billion": 10**9,
                               "trillion": 10**12, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6,
-                              "mn": 10**6, "bn": 10**9, "b": 10**9, "B": 10**9, "tn": 10**12}
-MAGNITUDE_RE = _alternation(MAGNITUDES)
+                              "mn": 10**6, "bn": 10**9, "b": 10**9, "B": 10**9, "tn": 10**12, "T": 10**12}
+# "$3T" is trillions, "$20 T-shirt" is no scale.
+MAGNITUDE_RE = _alternation(m for m in MAGNITUDES if m != "T") + r"|T(?!-)"
 MAGNITUDE_WORDS = {10**3: "thousand", 10**6: "million", 10**9: "billion", 10**12: "trillion"}
 
 # Titles before a name ("Sen. Warren", "Lt. Col. Rhodes"), capitalised and with their dot.

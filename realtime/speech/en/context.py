@@ -12,9 +12,9 @@
   "4K video"), so does a race ("a 10k run", "the 10k."), and "B" needs a
   decimal ("2.5B"): "221B Baker Street" and seat "14B" are names.
 - Durations that cannot be clock times: "25:03" -> "twenty five minutes,
-  three seconds"; "24:00" is midnight (a ratio keeps one-digit parts:
-  "16:9"); a pace "5'01\"" -> "five minutes, one second" (feet and inches
-  never write "01").
+  three seconds", "in 22:41" (no clock is "in" an hour past noon); "24:00"
+  is midnight (a ratio keeps one-digit parts: "16:9"); a pace "5'01\"" ->
+  "five minutes, one second" (feet and inches never write "01").
 - Video resolutions ("1080p" -> "ten eighty p"), "90+" -> "ninety plus",
   "ext. 123" -> "extension one two three".
 - Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes".
@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en.dates import counted
-from realtime.speech.en.words import cardinal, digits, number, ordinal
+from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import MAGNITUDE_WORDS, MAGNITUDES, UNIT_END, UNIT_RE, UNITS, en_unit
 
@@ -150,6 +150,9 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
 APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")  # "(~2 L)"
+# "ran the 5K in 22:41", "a time of 14:05": no clock is "in" an hour past noon (before the clock).
+RACE_TIME_RULE = rule("race time", r"(?<=\b(?:in|of)\s)(1[3-9]|[2-5]\d):([0-5]\d)(?![\d:]|\s?[ap]\.?m\b)",
+                      lambda m: _minutes_seconds(int(m.group(1)), int(m.group(2))))
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 
 def _hours_minutes(m: re.Match[str]) -> str:
@@ -183,6 +186,8 @@ RULES: tuple[Rule, ...] = (
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
     rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
          _magnitude),
+    rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
+         lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?)\.|(§§?))"
          r"\s?(?=\d)",
          _reference),

@@ -80,16 +80,25 @@ def _day_month(m: re.Match[str]) -> str | None:
     d, mo = int(m.group(1)), month_number(m.group(2))
     if not valid_date(mo, d) or verb_not_month(m.group(2), bool(m.group(3))):
         return None
-    the = "" if m.string[max(0, m.start() - 4):m.start()].lower() == "the " else "the "
+    the = _the(m)
     out = f"{the}{ordinal(d)} of {MONTHS[mo - 1]}"
     return out + (", " + year(int(m.group(3))) if m.group(3) else "")
+
+
+# A word that already determines what follows: "our Q3", "its 4th of July" take no "the".
+_DETERMINER = re.compile(r"\b(?i:the|our|its|their|his|her|my|your|this|that|last|next|each|every|whose)\s$")
+
+
+def _the(m: re.Match[str]) -> str:
+    """ "the " before a date's or quarter's reading, unless a determiner is there."""
+    return "" if _DETERMINER.search(m.string, max(0, m.start() - 8), m.start()) else "the "
 
 
 def _quarter(m: re.Match[str]) -> str:
     """ "2Q22", "Q3 2024": the second quarter of twenty two, the third quarter of twenty twenty four."""
     q = m.group(1) or m.group(3)
     y = m.group(2) or m.group(4) or m.group(5)
-    the = "" if m.string[max(0, m.start() - 4):m.start()].lower() == "the " else "the "
+    the = _the(m)
     spoken = f"{the}{ordinal(int(q))} quarter"
     return spoken + (" of " + _year(int(y) if len(y) == 4 else y) if y else "")
 
@@ -173,7 +182,8 @@ def _weekday(m: re.Match[str]) -> str:
 
 
 def _short_date(m: re.Match[str]) -> str | None:
-    """ "on 3/15", "due 12/1", "Thu. 12/12": month first, as with a year; a fraction otherwise."""
+    """ "on 3/15", "due 12/1", "Thu. 12/12", "Mon, 3/4": month first, as with a year; a fraction
+    otherwise."""
     month, day = int(m.group(2)), int(m.group(3))
     if not valid_date(month, day):
         return None
@@ -193,7 +203,8 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
-    rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?)\s"
+    rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
+         r"(?:day|nesday|sday|urday)?\.?,?)\s"
          r"(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
     # "Sat., Nov. 9": before a date a dotted "Wed", "Sat" or "Sun" is the day, not the word
     rule("weekday before a date", r"\b(Wed|Sat|Sun)\.(?=,?\s(?:" + MONTH_RE + r")\b)()", _weekday),
@@ -204,12 +215,27 @@ DATE_RULES: tuple[Rule, ...] = (
          _month_day),
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
          + r")\b(?:,?\s(\d{4})(?!\d))?", _day_month),
+    rule("weekday letters", r"\bM\s?[-–—]\s?F\b(?!-)", lambda m: "Monday to Friday"),  # "open M–F 9–5"
     rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
     rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
+    # "fell in Nov.", "since Sept.": a month's abbreviation alone, after a word that dates
+    rule("month alone", r"\b((?i:in|since|by|until|till|of|last|next|early|late|mid|through|from|to)\s)"
+         r"(Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?=$|\s[a-z]|[,;:)])",
+         lambda m: keep_final_period(m, m.group(1) + MONTHS[month_number(m.group(2)) - 1])),
 )
 _HOUR_HALF = r"(1[0-2]|0?[1-9])(?:[:.]([0-5]\d))?\s?([AaPp])\.?[Mm]\b\.?"
+
+
+def _offset(m: re.Match[str]) -> str:
+    """ "GMT+1", "UTC−05:00", "UTC+5:30": the zone, plus or minus, the hours (and minutes)."""
+    minutes = int(m.group(4) or 0)
+    return (f"{m.group(1)} {'plus' if m.group(2) == '+' else 'minus'} {cardinal(int(m.group(3)))}"
+            + (" " + cardinal(minutes) if minutes else ""))
+
+
 TIME_RULES: tuple[Rule, ...] = (
+    rule("zone offset", r"\b(GMT|UTC)\s?([+−-])\s?(1[0-4]|0?\d)(?::?([0-5]\d))?(?![\d:])", _offset),
     # "noon–2pm", "12–1:30pm": the dash between an hour and a clock time is "to"
     rule("hour to clock", r"\b(?:(noon|midnight)|(?<![\d:.])(1[0-2]|0?[1-9]))\s?[-–—]\s?"
          r"(?=(?:1[0-2]|0?[1-9])(?::[0-5]\d)?\s?[AaPp]\.?[Mm]\b)",

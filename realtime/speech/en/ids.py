@@ -102,7 +102,8 @@ RULES: tuple[Rule, ...] = (
          r"(?![\w@/-])", _hyphenated),
     rule("identifier after word", _INTRO, _identifier),
     rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
-    rule("letter to letter", r"\b([A-Z])2([A-Z])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),  # P2P
+    # "P2P", "B2C" (not "H2O")
+    rule("letter to letter", r"\b([A-GMOP])2([A-GMOP])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),
 )
 # After every rule that gives a token's digits a meaning ("5km", "3rd", "1080p").

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en import address, context, dates, fractions, ids, shorthand, web
+from realtime.speech.en import address, context, dates, fractions, ids, money, shorthand, web
 from realtime.speech.en.words import cardinal, digits, number, ordinal, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
     BULLET,
-    CURRENCIES,
-    CURRENCY_CODE_RE,
-    CURRENCY_SYMBOL_RE,
     LIST_MARKER,
-    MAGNITUDE_RE,
-    MAGNITUDE_WORDS,
-    MAGNITUDES,
     MAX_SPOKEN_DIGITS,
     NUM,
     UNIT_END,
@@ -32,43 +26,6 @@ from realtime.speech.units import (
 )
 
 _LONG_RUN = 7  # a digit run this long without separators is an id or phone number
-
-
-# --- money --------------------------------------------------------------------------
-
-
-def _money(currency: str, amount: str, magnitude: str | None, sign: str | None) -> str:
-    major, minor, _ = CURRENCIES[currency]
-    minus = "minus " if sign else ""
-    if magnitude:
-        scale = MAGNITUDES[magnitude]
-        return f"{minus}{number(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
-    whole, _, frac = amount.replace(",", "").partition(".")
-    if len(frac) > 2 and len(frac.rstrip("0")) <= 2:
-        frac = frac.rstrip("0") or "0"  # "$30.500": fifty cents; "$4.000": four dollars
-    if frac and minor and len(frac) <= 2 and len(whole) <= MAX_SPOKEN_DIGITS:
-        cents, units = int(frac.ljust(2, "0")), int(whole or "0")
-        parts = []
-        if units or not cents:
-            parts.append(f"{cardinal(units)} {en_unit(major, str(units))}")
-        if cents:
-            parts.append(f"{cardinal(cents)} {en_unit(minor, str(cents))}")
-        return minus + " and ".join(parts)
-    return f"{minus}{number(amount)} {en_unit(major, amount)}"
-
-
-def _money_after(m: re.Match[str]) -> str:
-    amount = m.group(1)
-    sign = amount[0] if amount[0] in "-−" else None
-    return _money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
-
-
-def _money_range(m: re.Match[str]) -> str:
-    """ "$300–$500", "$2-3 million", "$2.5k–$3k": both ends read as money, "to" between."""
-    first, second = m.group(1), m.group(4) or m.group(1)
-    scale = m.group(6)
-    return (_money(first, m.group(2), m.group(3) or scale, None) + " to "
-            + _money(second, m.group(5), scale, None))
 
 
 # --- numbers with a meaning ---------------------------------------------------------
@@ -122,7 +79,15 @@ def _plural_word(words: str) -> str:
 
 
 def _decade(m: re.Match[str]) -> str:
-    return _plural_year(m.group(1) or m.group(2))
+    written = m.group(1) or m.group(2)
+    if len(m.group(0)) == 3 and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 8),
+                                                                         m.start()):
+        return number(written) + " seconds"  # "wait 30s", "a timeout of 60s"
+    return _plural_year(written)
+
+
+# What a bare "30s" follows when it is a decade or an age ("in their 30s", "the 60s and 70s").
+_DECADE_BEFORE = re.compile(r"\b(?i:the|their|his|her|my|your|our|its|early|mid|late|and|or|to)[\s-]$")
 
 
 def _plural_year(written: str) -> str:
@@ -163,10 +128,16 @@ def _year_after_word(m: re.Match[str]) -> str | None:
 
 
 def _era(m: re.Match[str]) -> str:
-    n = int(m.group(1))
+    return keep_final_period(m, _in_era(m.group(1), m.group(2)))
+
+
+def _in_era(written: str, era: str | None) -> str:
+    """ "340 AD" -> "three forty A D"; without an era, a year as said."""
+    n = int(written)
+    if not era:
+        return year(n) if n >= 1000 else cardinal(n)
     spoken = year(n) if n >= 1000 or n < 100 or n % 100 < 10 else cardinal(n // 100) + " " + cardinal(n % 100)
-    # "three forty A D"
-    return keep_final_period(m, spoken + " " + " ".join(m.group(2).replace(".", "").upper()))
+    return spoken + " " + " ".join(era.replace(".", "").upper())
 
 
 def _number(m: re.Match[str]) -> str:
@@ -222,7 +193,10 @@ def _symbol(m: re.Match[str]) -> str:
 
 _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", "prof": "Professor",
                   "jr": "Junior", "sr": "Senior", "mt": "Mount", "ave": "Avenue", "vs": "versus",
-                  "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is"}
+                  "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is",
+                  # mid-sentence only ("the name is apt."): see the rule
+                  "apt": "apartment", "dept": "department", "govt": "government", "incl": "including",
+                  "excl": "excluding", "avg": "average", "misc": "miscellaneous"}
 _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
 
 
@@ -245,7 +219,7 @@ def _contraction(m: re.Match[str]) -> str | None:
 
 
 def _abbreviation(m: re.Match[str]) -> str:
-    word = m.group(1)
+    word = m.group(1) or m.group(2)
     key = word.lower()
     if key in ("st", "dr"):
         before = m.string[max(0, m.start() - 40):m.start()]  # bounded: linear over the sentence
@@ -273,6 +247,7 @@ RULES: tuple[Rule, ...] = (
     *dates.DATE_RULES,  # before phone numbers
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
+    context.RACE_TIME_RULE,
     *dates.TIME_RULES,  # the clock, after them
     *ids.RULES,
     context.PACE_RULE,
@@ -284,22 +259,17 @@ RULES: tuple[Rule, ...] = (
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
-    rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
-         + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
-         + MAGNITUDE_RE + r")\b)?", _money_range),
-    rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
-         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
-         lambda m: _money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
-    rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
-         + r"|€|£)(?![A-Za-z])", _money_after),
+    *shorthand.COMPARISON_RULES,  # "p < 0.05", "< 5 ms": before the numbers are read
+    *money.RULES,
     *context.RULES,
     *shorthand.COUNTED_RULES,
-    rule("percent", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
+    rule("percent", "(" + NUM + r")(?:[%％]?\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
          r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
          _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     fractions.FRACTION_UNIT_RULE,
+    shorthand.SIDES_RULE,
     rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
     rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,
@@ -307,14 +277,17 @@ RULES: tuple[Rule, ...] = (
     rule("unit per", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + r")/(" + UNIT_RE + r"|[A-Za-z]{2,})\b", _unit_per),
     shorthand.UNIT_ADJECTIVE_RULE,
+    shorthand.ARTICLE_UNIT_RULE,
     rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
-         + UNIT_RE + ")" + UNIT_END,
+         + UNIT_RE + ")" + UNIT_END + r"(?:\.(?=\s[a-z]))?",  # "3 Tbsp. olive oil": no stop
          _unit),
     rule("ordinal", r"(?<![\w.,/])(\d{1,3}(?:,\d{3})++|\d++)(st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
     *fractions.RULES,
+    rule("circa", r"\b(?:c|ca)\.\s?(\d{2,4})(?![\d,.]\d)(?:\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w))?",
+         lambda m: keep_final_period(m, "circa " + _in_era(m.group(1), m.group(2)))),  # "c. 1200 BCE"
     rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)", _era),
     rule("year range", r"(?<![\w.,-])(1[1-9]\d\d|20\d\d)\s?[-–—]\s?(1[1-9]\d\d|20\d\d|\d\d)(?![\w-]|[.,]\d)",
          _year_range),  # 1990-1995, 1970-85
@@ -339,19 +312,19 @@ RULES: tuple[Rule, ...] = (
     shorthand.YEAR_BEFORE_NAME_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
-    rule("bare year", r"(?<![\d.,$€£¥\w-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
+    rule("bare year", r"(?<![\d.,$€£¥\w#-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
     *shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
-    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\.",
-         _abbreviation),
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\."
+         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc))\.(?=\s[a-z\d$€£])", _abbreviation),
     *shorthand.SYMBOL_RULES,
-    rule("versus", r"\bvs\b", lambda m: "versus"),
+    rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
-    rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
+    rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\d|\.\d)",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
          lambda m: " point ".join(number(p) for p in m.group(0).split("."))),

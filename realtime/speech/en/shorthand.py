@@ -6,7 +6,8 @@ What an LLM writes for a reader and a listener needs said:
   their dot), "est." (estimated; "Est. 1885": established);
 - a spaced dash between dates ("Jan 1 - Dec 31": "to"), a year cut to two
   digits ("'08": "oh eight"; a quarter's "Q4 '23" is the quarter rule's);
-- counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm"), cents
+- counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm", "25 bps",
+  "60 fps", "11 reb"), cents
   ("50¢"), feet then inches ("5 ft 10 in"), an inch mark ('a 6.1" display';
   not a quotation's closing mark), video codecs ("H.264");
 - a number hyphened to a unit before a word, an adjective ("a 60-min
@@ -26,15 +27,16 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en.words import cardinal, number, year
+from realtime.speech.en.words import cardinal, number, pairs, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
 
-# A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1".
+# A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1", "passed 218-214".
 _SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
                            r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory|votes?|voted|poll"
-                           r"|tally)\b(?:\W{1,3}\w+){1,4}$")
-_SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final)\b")
+                           r"|tally|passed|failed|approved|rejected|confirmed|ruled)\b(?:\W{1,3}\w+){1,4}$")
+_SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final|ruling"
+                          r"|majority|margin|split)\b")
 
 
 def is_score(m: re.Match[str]) -> bool:
@@ -88,6 +90,11 @@ _SIZE_BEFORE = re.compile(r"\b(?i:a|an|the|this|that|my|your|his|her|our|their|i
 _MEASURED_AFTER = re.compile(r"\s(?:wide|long|tall|high|deep|thick|across|by|x|×|diagonal)\b")
 
 
+def _dotted_inches(m: re.Match[str]) -> str:
+    upper = " to " + number(m.group(2)) if m.group(2) else ""
+    return keep_final_period(m, number(m.group(1)) + upper + " " + en_unit("inch", m.group(2) or m.group(1)))
+
+
 def _short_year(m: re.Match[str]) -> str:
     """ "'08" -> "oh eight", "'99" -> "ninety nine"."""
     n = int(m.group(1))
@@ -106,13 +113,16 @@ _KEY_WORDS = re.compile(r"\b(?i:press|hit|dial|tap|key|enter|then)\b")
 
 # After a number: "0.5pp", "23 pct", "12 pts".
 _COUNTED = {"pp": "percentage points", "pct": "percent", "pts": "points", "ppts": "percentage points",
-            "bpm": "beats per minute", "★": "stars", "☆": "stars"}
+            "bpm": "beats per minute", "★": "stars", "☆": "stars", "bps": "basis points",
+            "bp": "basis points", "fps": "frames per second", "reb": "rebounds", "ast": "assists",
+            "stl": "steals", "blk": "blocks"}
 
 
 def _counted(m: re.Match[str]) -> str:
     word = _COUNTED[m.group(2) or m.group(3)]
-    if word == "stars" and m.group(1).lstrip("+") in ("1", "1.0"):
-        word = "star"  # "1★"
+    if m.group(1).lstrip("+") in ("1", "1.0"):  # "1★", "1 bp": the counted word singular
+        head, per, tail = word.partition(" per ")
+        word = (head[:-1] + per + tail) if per else re.sub(r"s$", "", word)
     return keep_final_period(m, number(m.group(1)) + " " + word)
 
 
@@ -134,21 +144,54 @@ DATE_RULES: tuple[Rule, ...] = (
 # Before percent, temperature and the units.
 COUNTED_RULES: tuple[Rule, ...] = (
     rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
-    rule("counted", "(" + NUM + r")\s?(?:(pp|ppts|pct|pts|bpm)\b|([★☆]))\.?", _counted),
+    rule("counted", "(" + NUM + r")\s?(?:(pp|ppts|pct|pts|bpm|bps|bp|fps|reb|ast|stl|blk)\b|([★☆]))\.?",
+         _counted),
     rule("feet then inches", r"(?<![\d.])(\d{1,2})\s?ft\.?\s(\d{1,2})\s?in\b\.?",
          lambda m: keep_final_period(m, f"{cardinal(int(m.group(1)))} {en_unit('foot', m.group(1))} "
                              f"{cardinal(int(m.group(2)))} {en_unit('inch', m.group(2))}")),
+    # "1-2 in. of rain": a dotted "in" after a number, mid-sentence or last
+    rule("inches abbreviated", "(" + NUM + r")(?:\s?[-–]\s?(" + UNSIGNED + r"))?\s?in\.(?=\s[a-z]|$|[,;:)])",
+         _dotted_inches),
     rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
     rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
 )
+# A noun after a size: a word that is no function word ("of", "in", "and", "is", ...).
+_NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
+               r"[A-Za-z])")
 # "a 60-min podcast": singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
                            + r"(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
+
+
+def _sides(m: re.Match[str]) -> str:
+    """ "12 ft × 14 ft" -> "twelve by fourteen feet"; "2 m x 50 cm": each its own unit."""
+    sides = [(m.group(i), UNITS[m.group(i + 1)][0]) for i in (1, 3, 5) if m.group(i)]
+    same = len({unit for _, unit in sides}) == 1
+    said = [number(n) + ("" if same and k < len(sides) - 1 else " " + en_unit(unit, n))
+            for k, (n, unit) in enumerate(sides)]
+    return " by ".join(said)
+
+
+_SIDE = r"(" + UNSIGNED + r")\s?(" + UNIT_RE + ")" + UNIT_END
+# Before the dimensions and the units: a unit on each side of the "x".
+SIDES_RULE = rule("sides", r"(?<![\w.])" + _SIDE + r"\s?[x×]\s?" + _SIDE + r"(?:\s?[x×]\s?" + _SIDE + ")?",
+                  _sides)
+# "a 2 TB drive", "the 10 km race": a size before its noun is singular too
+ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s)(" + UNSIGNED
+                         + r")\s?(" + UNIT_RE + ")" + UNIT_END + _NOUN_AFTER,
+                         lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
 # "the 2020 Tokyo Olympics" (before a bare number is read as a quantity)
 YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)(?=\s[A-Z][a-z])",
                              lambda m: year(int(m.group(1))))
+def _model_number(m: re.Match[str]) -> str:
+    """ "RTX 4090" -> "RTX forty ninety", "ISO 9001" -> "ISO ninety oh one"."""
+    return f"{m.group(1)} {pairs(int(m.group(2)))}"
+
+
 # Before the code rule reads "49 ers", "v twenty".
 NAME_RULES: tuple[Rule, ...] = (
+    rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END + ")",
+         _model_number),
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
     rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
          lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
@@ -167,5 +210,30 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
 )
+# "p < 0.05", "pip>=23", "< 5 ms": after a variable or a number "is less than",
+# after a word or alone "less than" (between two numbers the operator rule's).
+_COMPARED = {"<": "less than", ">": "greater than", "<=": "at most", ">=": "at least", "≤": "at most",
+             "≥": "at least"}
+_VARIABLE_BEFORE = re.compile(r"(?:\b[A-Za-z]|[\d)])\s?$")
+_TAG_OPEN = re.compile(r"</?[A-Za-z]\w*$")
+_ASKED = re.compile(r"\b(?i:is|was|are|were|be)\s[A-Za-z\d]\s?$")  # "Is x < 5?": the verb is there
+
+
+def _comparison(m: re.Match[str]) -> str | None:
+    op = m.group(1)
+    before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
+    if _TAG_OPEN.search(before):
+        return None  # "<b>x": a markup tag's end
+    if _VARIABLE_BEFORE.search(before) and not _ASKED.search(before):
+        return "is " + _COMPARED[op]
+    return "more than" if op == ">" else _COMPARED[op]
+
+
+COMPARISON_RULES: tuple[Rule, ...] = (
+    rule("heart", r"(?<=\bI\s)<3(?![\d.,])", lambda m: "love"),  # "I <3 NY"
+    rule("comparison", r"(?<![<>=!-])(<=|>=|[<>≤≥])(?![<>=])(?!<[-−])\s?"
+         r"(?=[-−+]?[$€£¥]?\.?\d|[A-Za-z](?![\w>]))", _comparison),
+)
+
 # "cores/32" (last of the slashes: upstream would glue the words)
 SLASH_RULE = rule("slash", r"(?<=\w)/(?=\w)", lambda m: " slash ")

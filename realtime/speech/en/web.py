@@ -12,6 +12,8 @@ A host needs a known top-level domain, a scheme or "www", or else labels of
 two or more lowercase letters at its end ("notes.xyz", "Node.js"), so that
 "3.14", "e.g." and "end.The" are no addresses.
 
+Hexadecimal literals are said digit by digit after "hex" ("0xFF" -> "hex F F").
+
 Symbols that name themselves in typed text: "C++" -> "C plus plus",
 "#tag" -> "hash tag", "@name" -> "at name", "cost$" -> "cost dollar",
 "and/or" -> "and or", "rent/buy" -> "rent slash buy".
@@ -27,7 +29,7 @@ from realtime.speech.units import TLDS
 
 _TLDS = frozenset(TLDS)
 _MARKS = {".": "dot", "-": "dash", "_": "underscore", "/": "slash", ":": "colon", "&": "ampersand",
-          "~": "tilde", "+": "plus", "=": "equals", "?": "question mark", "%": "percent"}
+          "~": "tilde", "+": "plus", "=": "equals", "?": "question mark", "%": "percent", "#": "hash"}
 _SAID_AS = {"jpg": "jpeg", "www": "WWW"}  # said otherwise than spelled
 _PART = re.compile(r"(\d+)|([A-Za-z]+)|(.)")
 
@@ -55,6 +57,8 @@ def said(text: str) -> str:
 
 def _is_host(host: str, scheme: bool) -> bool:
     labels = host.partition(":")[0].split(".")
+    if labels == ["localhost"]:
+        return True
     if scheme or labels[0].lower() == "www" or labels[-1].lower() in _TLDS:
         return True
     tail = labels[-1]
@@ -69,6 +73,11 @@ def _url(m: re.Match[str]) -> str | None:
     spoken = (scheme.upper() + " colon slash slash " if scheme else "") + said(host)
     path = path.rstrip(".")
     return spoken + (" " + said(path) if path else "") + stop
+
+
+def _local(m: re.Match[str]) -> str | None:
+    """ "localhost:3000", "http://localhost/api": an address; "localhost" alone is a word."""
+    return _url(m) if m.group(1) or m.group(3) or ":" in m.group(2) else None
 
 
 def _file(m: re.Match[str]) -> str:
@@ -99,17 +108,31 @@ def _symbols(m: re.Match[str]) -> str:
 _LOCAL = r"[\w.+&-]{1,64}"
 _HOST = r"[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"
 _PORT = r"(?::\d{1,5}(?!\d))?"
+# "?lang=en&page=2", "#install": said too (a listener types them back); a
+# sentence's own "?" is none (a key and "=" must follow).
+_QUERY = r"(?:\?[\w.~%+-]{1,60}=[\w.~%+=&-]{0,200})?(?:#[\w.~-]{1,100})?"
+
+
+def _hex(m: re.Match[str]) -> str:
+    """ "0x80070005" -> "hex eight zero zero seven zero zero zero five", "0xFF" -> "hex F F"."""
+    return "hex " + " ".join(digits(c) if c.isdigit() else c.upper() for c in m.group(1))
+
+
 EARLY_RULES: tuple[Rule, ...] = (
+    rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
     rule("email", r"(?<![\w.+&-])(" + _LOCAL + ")@(" + _HOST + r")((?:/[\w.~-]{0,100}){0,20})(?<!\.)",
          lambda m: " ".join(filter(None, (said(m.group(1)), "at", said(m.group(2)), said(m.group(3)))))),
+    rule("local address", r"(?<![\w.@/-])(?:(https?)://)?(localhost(?::\d{1,5}(?!\d))?)((?:/[\w.~-]{0,100}){0,20}"
+         + _QUERY + r")(?=[\s,;!?)]|\.?$|\.\s)", _local),
     rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})", _file),
-    rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20})"
-         r"(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
+    rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
+         + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
 )
 RULES: tuple[Rule, ...] = (
     rule("and/or", r"\b(?i:and)/(?i:or)\b", lambda m: "and or"),
     rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
+    rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: " plus "),  # Ctrl+Alt+Del, Alt+F4
     rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|\s|$)"
          r"|(?<=\d)@|@(?=\d)", _symbols),
 )

@@ -53,6 +53,15 @@ def year(n: int) -> str:
     return _clean(num2words(n, to="year"))
 
 
+def pairs(n: int) -> str:
+    """A name's four digits in pairs: 4090 -> "forty ninety", 9001 -> "ninety oh
+    one", 4000 -> "four thousand" (a round one as a number)."""
+    high, low = divmod(n, 100)
+    if low == 0 or not 1000 <= n <= 9999:
+        return cardinal(n)
+    return f"{cardinal(high)} {'oh ' if low < 10 else ''}{cardinal(low)}"
+
+
 _WORDS = {"-": "minus ", "+": "plus ", "zero": "", "point": " point "}  # ".5": "point five"
 
 

@@ -1,0 +1,89 @@
+"""English readings of money: "$1,299.99", "€5m", "USD 20", "$300–$500".
+
+A symbol or a code before the amount, or a code after it; a scale written
+onto it ("$3T", "$4.5B", "€2bn"); dollars and cents said apart. An amount
+after "a" or "an" and before its noun is an adjective, singular as a size
+is: "a $5 bill" -> "a five dollar bill", "a $1.2 million deal".
+"""
+
+from __future__ import annotations
+
+import re
+
+from realtime.speech.en.words import cardinal, number
+from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import (
+    CURRENCIES,
+    CURRENCY_CODE_RE,
+    CURRENCY_SYMBOL_RE,
+    MAGNITUDE_RE,
+    MAGNITUDE_WORDS,
+    MAGNITUDES,
+    MAX_SPOKEN_DIGITS,
+    NUM,
+    UNSIGNED,
+    en_unit,
+)
+
+
+def money(currency: str, amount: str, magnitude: str | None, sign: str | None) -> str:
+    major, minor, _ = CURRENCIES[currency]
+    minus = "minus " if sign else ""
+    if magnitude:
+        scale = MAGNITUDES[magnitude]
+        return f"{minus}{number(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
+    whole, _, frac = amount.replace(",", "").partition(".")
+    if len(frac) > 2 and len(frac.rstrip("0")) <= 2:
+        frac = frac.rstrip("0") or "0"  # "$30.500": fifty cents; "$4.000": four dollars
+    if frac and minor and len(frac) <= 2 and len(whole) <= MAX_SPOKEN_DIGITS:
+        cents, units = int(frac.ljust(2, "0")), int(whole or "0")
+        parts = []
+        if units or not cents:
+            parts.append(f"{cardinal(units)} {en_unit(major, str(units))}")
+        if cents:
+            parts.append(f"{cardinal(cents)} {en_unit(minor, str(cents))}")
+        return minus + " and ".join(parts)
+    return f"{minus}{number(amount)} {en_unit(major, amount)}"
+
+
+def _after(m: re.Match[str]) -> str:
+    amount = m.group(1)
+    sign = amount[0] if amount[0] in "-−" else None
+    return money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
+
+
+def _range(m: re.Match[str]) -> str:
+    """ "$300–$500", "$2-3 million", "$2.5k–$3k": both ends read as money, "to" between."""
+    first, second = m.group(1), m.group(4) or m.group(1)
+    scale = m.group(6)
+    return (money(first, m.group(2), m.group(3) or scale, None) + " to "
+            + money(second, m.group(5), scale, None))
+
+
+def _adjective(m: re.Match[str]) -> str | None:
+    """ "a $5 bill" -> "a five dollar bill"; cents are left to the plain reading."""
+    amount, scale = m.group(3), m.group(4)
+    if "." in amount and not scale:
+        return None
+    words = number(amount) + (" " + MAGNITUDE_WORDS[MAGNITUDES[scale]] if scale else "")
+    article = m.group(1)
+    if article.strip() in ("a", "A") and words.startswith(("eight", "eleven")):
+        article = article[0] + "n "  # "a $80 fee": said "an eighty dollar fee"
+    return f"{article}{words} {CURRENCIES[m.group(2)][0]}"
+
+
+# A noun after the amount: a word that is no function word.
+_NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as"
+               r"|a\s?month|a\s?year|an\s?hour)\b)[A-Za-z])")
+RULES: tuple[Rule, ...] = (
+    rule("money adjective", r"\b([Aa]n?\s)(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
+         + MAGNITUDE_RE + r")\b)?" + _NOUN_AFTER, _adjective),
+    rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
+         + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
+         + MAGNITUDE_RE + r")\b)?", _range),
+    rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
+         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
+         lambda m: money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
+    rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
+         + r"|€|£)(?![A-Za-z])", _after),
+)
