@@ -163,6 +163,8 @@ def test_list_marker_is_read_with_its_item(text, expected):
         ("It is Rs. 1,499 incl. tax. Ok", ["It is Rs. 1,499 incl. tax.", "Ok"]),
         ("Franklin D. Roosevelt and J. K. Rowling met. I got an A. Then", ["Franklin D. Roosevelt and J. K."
          " Rowling met.", "I got an A.", "Then"]),
+        ("The U.S. GDP and U.K. Parliament met. I live in the U.S. The end.",
+         ["The U.S. GDP and U.K. Parliament met.", "I live in the U.S.", "The end."]),
         ("Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE. Ok",
          ["Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE.", "Ok"]),
     ],

@@ -77,7 +77,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
-                          "in", "yd", "yds", "gal", "qt", "qty", "rs", "incl", "excl", "govt",
+                          "in", "yd", "yds", "gal", "qt", "qty", "rs", "incl", "excl", "govt", "sq",
                           # weekdays: "Thu. 12/12"
                           *_WEEKDAYS})
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
@@ -93,6 +93,12 @@ _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sente
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
+# What follows a country's initials inside a sentence: another acronym or an institution
+# ("the U.S. GDP", "U.S. Army"); one capital at the end of the text is waited for.
+_AFTER_COUNTRY = re.compile(r"\s+(?:[A-Z]{2,5}\b|[A-Z]\Z|(?:Army|Navy|Air|Senate|House|Congress|Government"
+                            r"|Supreme|Open|Postal|Embassy|Census|Treasury|Marines?|Coast|Dollar|Constitution"
+                            r"|Capitol|Department|Court|Forces|Attorney|Bureau|Secretary|Parliament|Labour"
+                            r"|Conservatives|Commission|Council|Security|Olympic|Steel|Bank)\b)")
 
 # A list marker's label: "1", "12", "a", "B", "十二" (before "." or ")" or "、").
 _LABEL = r"(?:\d{1,3}|[A-Za-z]|[一二三四五六七八九十]{1,3})"
@@ -257,6 +263,8 @@ class SentenceSplitter:
             return False  # "1600 Pennsylvania Ave. NW"
         if word in _WEEKDAYS and self._next_is(_MONTH, j, final):
             return False  # "Sun. Dec. 1"
+        if _ACRONYM.fullmatch(word) and self._next_is(_AFTER_COUNTRY, j, final):
+            return False  # "the U.S. GDP", "U.K. Parliament"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True
