@@ -253,6 +253,28 @@ CASES = [
      " one thousand three."),
     ("LDL 130 mg/dL, 2 GiB, 1,000 IU.",
      "LDL one hundred thirty milligrams per deciliter, two gibibytes, one thousand international units."),
+    # Money: a sign or scale with the code after it; cents beyond two places; "A"/"a" before a vowel.
+    ("A $8 fee and a $11 fee.", "An eight dollar fee and an eleven dollar fee."),
+    ("It is -5 EUR, +5 EUR, 5 million USD, 1 EUR, -€5.",
+     "It is minus five euros, five euros, five million dollars, one euro, minus five euros."),
+    ("It is $30.500, $4.000, $1.05, $2.125, $0.01, $.50, $1.5 million.",
+     "It is thirty dollars and fifty cents, four dollars, one dollar and five cents, two point one two five"
+     " dollars, one cent, fifty cents, one point five million dollars."),
+    # A spaced "*" and "/" between one-letter operands; a "#" after a word that numbers.
+    ("If a * b / c then go.", "If a times b divided by c then go."),
+    ("Run A / B tests; use # and * as marks.", "Run A slash B tests; use hash and star as marks."),
+    ("Order #A1B2C3, issue #42a, tag #tbt.", "Order number A one B two C three, issue number forty two a, tag"
+     " hash tbt."),
+    ("He scored in 90' and at 45'; the door is 7' tall.",
+     "He scored in the ninetieth minute and at the forty fifth minute; the door is seven feet tall."),
+    ("HDR10+ and 6E+; $5 per mo. or $50 per yr. now.",
+     "HDR ten plus and six E plus; five dollars per month or fifty dollars per year now."),
+    ("A 1,800 sq. ft. home, 900 sq.ft. in all.",
+     "A one thousand eight hundred square feet home, nine hundred square feet in all."),
+    ("The F-150, I-280, F-105, F-100 and I-95.",
+     "The F one fifty, I two eighty, F one oh five, F one hundred and I ninety five."),
+    ("Text STOP to 12345 after WWII and WWI.",
+     "Text STOP to one two three four five after World War Two and World War One."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

@@ -79,7 +79,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                ["tests/test_speech_en_context.py", "tests/test_speech_en.py",
                 "tests/test_speech_en_edges.py", "tests/test_speech_en_categories.py"]),
     "speech-categories": (["realtime/speech/en/web.py", "realtime/speech/en/ids.py",
-                           "realtime/speech/en/address.py"],
+                           "realtime/speech/en/address.py", "realtime/speech/en/money.py"],
                           ["tests/test_speech_en_categories.py", "tests/test_speech_en_identifiers.py",
                            "tests/test_speech_en.py", "tests/test_speech_en_context.py",
                            "tests/test_speech_en_edges.py"]),

@@ -60,6 +60,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "m²": ("square meter", "平方米"), "m2": ("square meter", "平方米"), "㎡": ("square meter", "平方米"),
     "cm²": ("square centimeter", "平方厘米"), "m³": ("cubic meter", "立方米"),
     "sq ft": ("square foot", "平方英尺"), "sq mi": ("square mile", "平方英里"),
+    "sq. ft": ("square foot", "平方英尺"), "sq.ft": ("square foot", "平方英尺"),
     "ha": ("hectare", "公顷"), "acres": ("acre", "英亩"), "acre": ("acre", "英亩"),
     "km": ("kilometer", "公里"), "cm": ("centimeter", "厘米"), "mm": ("millimeter", "毫米"),
     "nm": ("nanometer", "纳米"), "μm": ("micrometer", "微米"), "m": ("meter", "米"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en import address, context, dates, fractions, ids, money, shorthand, web
-from realtime.speech.en.words import cardinal, digits, number, ordinal, year
+from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
     BULLET,
@@ -253,11 +253,15 @@ RULES: tuple[Rule, ...] = (
     context.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
+    rule("match minute", r"(?<=\b(?:in|at)\s)(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
+         lambda m: "the " + ordinal(int(m.group(1))) + " minute"),  # "scored in 90'"
     rule("feet mark", r"(?<![\w.'’′])(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
          lambda m: cardinal(int(m.group(1))) + " " + en_unit("foot", m.group(1))),  # "the door is 7' tall"
     context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
+    rule("letter model", r"\b([A-Z])-([1-9]\d{2})\b(?![-.]\d)",
+         lambda m: f"{m.group(1)} {pairs(int(m.group(2)))}"),  # "F-150": F one fifty
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
     *shorthand.COMPARISON_RULES,  # "p < 0.05", "< 5 ms": before the numbers are read
     *money.RULES,
@@ -309,6 +313,8 @@ RULES: tuple[Rule, ...] = (
     *web.RULES,
     rule("emergency", r"\b((?i:call|dial|text|phone))\s(\d{3})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
+    rule("short code", r"\b((?i:text|txt|sms)\s\S{1,20}\sto)\s(\d{4,6})\b",
+         lambda m: m.group(1) + " " + digits(m.group(2))),  # "text STOP to 12345"
     shorthand.YEAR_BEFORE_NAME_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence

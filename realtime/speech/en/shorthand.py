@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en.web import NUMBERED_BEFORE
 from realtime.speech.en.words import cardinal, number, pairs, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
@@ -102,10 +103,15 @@ def _short_year(m: re.Match[str]) -> str:
 
 
 def _key(m: re.Match[str]) -> str:
-    """A phone key standing alone: "press * then #" -> "star", "pound"."""
-    if m.group(0) == "*":
-        return "star"
+    """A phone key standing alone: "press * then #" -> "star", "pound"; a spaced "*"
+    between two operands with no key word before it is "times" ("a * b")."""
     before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
+    if m.group(0) == "*":
+        operands = (re.search(r"(?:\b[A-Za-z]|[\d)])\s$", before)
+                    and re.match(r"\s(?:[A-Za-z](?!\w)|[\d(])", m.string[m.end():m.end() + 3]))
+        return "times" if operands and not _KEY_WORDS.search(before) else "star"
+    if NUMBERED_BEFORE.search(before):
+        return "number"  # "issue #42a" (the code rule took "42a")
     return "pound" if _KEY_WORDS.search(before) else "hash"
 
 
@@ -128,8 +134,9 @@ def _counted(m: re.Match[str]) -> str:
 
 _PER_WORD = {**{u: UNITS[u][0] for u in ("lbs", "lb", "oz", "kg", "km", "mi", "hrs", "hr", "min", "mins",
                                          "sec", "secs", "sq ft", "ft", "yd", "gal", "tsp", "tbsp")},
-             "qt": "quart", "pt": "pint"}
-_SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without"}
+             "qt": "quart", "pt": "pint", "mo": "month", "yr": "year", "wk": "week"}
+_SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without",
+              "WWI": "World War One", "WWII": "World War Two"}
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
@@ -198,15 +205,15 @@ NAME_RULES: tuple[Rule, ...] = (
 )
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
-    rule("shorthand", r"\b(?:YoY|QoQ)\b|(?<!\S)w/o?(?=\s)", lambda m: _SHORTHAND[m.group(0)]),
+    rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI)\b|(?<!\S)w/o?(?=\s)", lambda m: _SHORTHAND[m.group(0)]),
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
     rule("per annum", r"\bp\.a\.", lambda m: keep_final_period(m, "per year")),
     rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
     # "3 tbsp per lb of meat"
-    rule("per unit word", r"\bper\s(lbs?|oz|kg|km|mi|hrs?|mins?|secs?|sq ft|ft|yd|gal|qt|pt|tsp|tbsp)"
-         r"\b(?!\.\w)", lambda m: "per " + _PER_WORD[m.group(1)]),
+    rule("per unit word", r"\bper\s(lbs?|oz|kg|km|mi|hrs?|mins?|secs?|sq ft|ft|yd|gal|qt|pt|tsp|tbsp|mo|yr"
+         r"|wk)\b(?!\.\w)\.?", lambda m: keep_final_period(m, "per " + _PER_WORD[m.group(1)])),
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
 )

@@ -30,6 +30,7 @@ from realtime.speech.units import TLDS
 _TLDS = frozenset(TLDS)
 _MARKS = {".": "dot", "-": "dash", "_": "underscore", "/": "slash", ":": "colon", "&": "ampersand",
           "~": "tilde", "+": "plus", "=": "equals", "?": "question mark", "%": "percent", "#": "hash"}
+_UNIT_SHORTHAND = frozenset({"sq.ft", "sq.mi", "sq.yd", "cu.ft"})  # "900 sq.ft": no host
 _SAID_AS = {"jpg": "jpeg", "www": "WWW"}  # said otherwise than spelled
 _PART = re.compile(r"(\d+)|([A-Za-z]+)|(.)")
 
@@ -62,6 +63,8 @@ def _is_host(host: str, scheme: bool) -> bool:
     if scheme or labels[0].lower() == "www" or labels[-1].lower() in _TLDS:
         return True
     tail = labels[-1]
+    if host.lower() in _UNIT_SHORTHAND:
+        return False
     return tail.isalpha() and tail.islower() and 2 <= len(tail) <= 6 and all(len(lb) >= 2 for lb in labels)
 
 
@@ -73,11 +76,6 @@ def _url(m: re.Match[str]) -> str | None:
     spoken = (scheme.upper() + " colon slash slash " if scheme else "") + said(host)
     path = path.rstrip(".")
     return spoken + (" " + said(path) if path else "") + stop
-
-
-def _local(m: re.Match[str]) -> str | None:
-    """ "localhost:3000", "http://localhost/api": an address; "localhost" alone is a word."""
-    return _url(m) if m.group(1) or m.group(3) or ":" in m.group(2) else None
 
 
 def _file(m: re.Match[str]) -> str:
@@ -98,11 +96,27 @@ def _word_slash(m: re.Match[str]) -> str | None:
     return " per " if before.group(1) else " slash "
 
 
+def _letter_slash(m: re.Match[str]) -> str:
+    before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
+    return " divided by " if re.search(r"[*×+=^]|\btimes\b", before) else " slash "
+
+
 _SYMBOL_NAMES = {"@": "at", "#": "hash", "$": "dollar", "+": "plus"}
 
 
 def _symbols(m: re.Match[str]) -> str:
     return " ".join(_SYMBOL_NAMES[c] for c in m.group(0))
+
+
+# A word that numbers what follows its "#": "order #A1B2C3" is a number, "#tbt" a tag.
+NUMBERED_BEFORE = re.compile(r"\b(?i:order|ticket|case|item|invoice|ref|reference|confirmation|account"
+                             r"|issue|bug|room|seat|gate|booking|reservation|tracking|claim|policy|member"
+                             r"|serial|model|part|pr|no)\s$")
+
+
+def _tag(m: re.Match[str]) -> str:
+    before = m.string[max(0, m.start() - 14):m.start()]  # bounded: linear over the sentence
+    return "number" if m.group(0) == "#" and NUMBERED_BEFORE.search(before) else _symbols(m)
 
 
 _LOCAL = r"[\w.+&-]{1,64}"
@@ -120,10 +134,12 @@ def _hex(m: re.Match[str]) -> str:
 
 EARLY_RULES: tuple[Rule, ...] = (
     rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
+    rule("name's plus", r"(?<=[A-Za-z]\d)\+(?![\w+])|(?<=[A-Za-z]\d\d)\+(?![\w+])",
+         lambda m: " plus"),  # "HDR10+": upstream drops a "+"
     rule("email", r"(?<![\w.+&-])(" + _LOCAL + ")@(" + _HOST + r")((?:/[\w.~-]{0,100}){0,20})(?<!\.)",
          lambda m: " ".join(filter(None, (said(m.group(1)), "at", said(m.group(2)), said(m.group(3)))))),
     rule("local address", r"(?<![\w.@/-])(?:(https?)://)?(localhost(?::\d{1,5}(?!\d))?)((?:/[\w.~-]{0,100}){0,20}"
-         + _QUERY + r")(?=[\s,;!?)]|\.?$|\.\s)", _local),
+         + _QUERY + r")(?=[\s,;!?)]|\.?$|\.\s)", _url),  # "localhost:3000/api"
     rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})", _file),
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
@@ -131,8 +147,11 @@ EARLY_RULES: tuple[Rule, ...] = (
 RULES: tuple[Rule, ...] = (
     rule("and/or", r"\b(?i:and)/(?i:or)\b", lambda m: "and or"),
     rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
+    # "a * b / c": between one-letter operands, "divided by" after another operator
+    # ("x = a / b"), else "slash" ("A / B testing")
+    rule("letter slash", r"(?<=\b[A-Za-z])\s/\s(?=[A-Za-z]\b)", _letter_slash),
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: " plus "),  # Ctrl+Alt+Del, Alt+F4
     rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|\s|$)"
-         r"|(?<=\d)@|@(?=\d)", _symbols),
+         r"|(?<=\d)@|@(?=\d)", _tag),
 )

@@ -54,10 +54,11 @@ def year(n: int) -> str:
 
 
 def pairs(n: int) -> str:
-    """A name's four digits in pairs: 4090 -> "forty ninety", 9001 -> "ninety oh
-    one", 4000 -> "four thousand" (a round one as a number)."""
+    """A name's three or four digits in pairs: 4090 -> "forty ninety", 9001 ->
+    "ninety oh one", 150 -> "one fifty", 4000 -> "four thousand" (a round one as a
+    number)."""
     high, low = divmod(n, 100)
-    if low == 0 or not 1000 <= n <= 9999:
+    if low == 0 or not 100 <= n <= 9999:
         return cardinal(n)
     return f"{cardinal(high)} {'oh ' if low < 10 else ''}{cardinal(low)}"
 
