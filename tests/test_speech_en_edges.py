@@ -275,6 +275,20 @@ CASES = [
      "The F one fifty, I two eighty, F one oh five, F one hundred and I ninety five."),
     ("Text STOP to 12345 after WWII and WWI.",
      "Text STOP to one two three four five after World War Two and World War One."),
+    # Rates over time, how often, references, dashes that would glue words.
+    ("Up 3.1% y/y, 0.2% m/m; y/q; 10k req/s, 50 tok/s, 3 it/s, 5 cc/h.",
+     "Up three point one percent year over year, zero point two percent month over month; y slash q;"
+     " ten thousand requests per second, fifty tokens per second, three iterations per second, five cc"
+     " per hour."),
+    ("Take 1 pill 2x daily, 3x a day, 1x weekly; 2x faster.",
+     "Take one pill twice daily, three times a day, once weekly; two x faster."),
+    ("Prop. 47, Art. 5 and para. 3; I love art. 5 stars.",
+     "Proposition forty seven, Article five and paragraph three; I love art. five stars."),
+    ("Americans—roughly 1 in 8—live here.", "Americans , roughly one in eight , live here."),
+    ("Btw, IDK if it works, TBH; brb, thx, tmrw, bday.",
+     "By the way, I don't know if it works, to be honest; be right back, thanks, tomorrow, birthday."),
+    ("At 42.36° N, 71.06° W.",
+     "At forty two point three six degrees north, seventy one point zero six degrees west."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

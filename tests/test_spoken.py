@@ -46,12 +46,13 @@ PLAIN = [
 
 
 # Where we part from upstream on purpose: its clean-up drops apostrophes and
-# reads "-" as a comma, so "we'll" became "well", "he'll" "hell", and
-# "well-known" paused mid-word.
+# em dashes and reads "-" as a comma, so "we'll" became "well", "he'll"
+# "hell", "well-known" paused mid-word and "Wait—what" was one word.
 @pytest.mark.parametrize("sentence,ours,theirs", [
     ("We'll see.", "We will see.", "Well see."),
     ("He'll go.", "He will go.", "Hell go."),
     ("It is well-known.", "It is well known.", "It is well,known."),
+    ("Wait—what now.", "Wait , what now.", "Waitwhat now."),
 ])
 def test_contractions_and_word_hyphens_read_as_words(normalizer, upstream, sentence, ours, theirs):
     assert needs_rules(sentence)

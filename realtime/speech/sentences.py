@@ -74,6 +74,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           # addresses: "12 Oak Rd. in Leeds", "Apt. 4"
                           "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "apt", "ste", "bldg", "rm", "fl",
                           "rte", "c", "ca",  # "Rte. 1", "c. 1200 BCE"
+                          "prop", "art", "para",  # "Prop. 47", "Art. 5"
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",

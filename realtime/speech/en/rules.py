@@ -140,6 +140,11 @@ def _in_era(written: str, era: str | None) -> str:
     return spoken + " " + " ".join(era.replace(".", "").upper())
 
 
+def _how_often(m: re.Match[str]) -> str:
+    n = int(m.group(1))
+    return {1: "once ", 2: "twice "}.get(n, cardinal(n) + " times ")
+
+
 def _number(m: re.Match[str]) -> str:
     text = m.group(0)
     bare = text.lstrip("-−+")
@@ -302,9 +307,12 @@ RULES: tuple[Rule, ...] = (
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
+    # upstream drops an em dash: "Americans—roughly" would be one word
+    rule("em dash", r"(?<=[A-Za-z\d])[—―](?=[A-Za-z\d])", lambda m: ", "),
     # upstream reads "-" as a comma: "well-known" would pause mid-word
     rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
     rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),
+    shorthand.RATE_RULE,
     rule("per letter", r"(?<=\d)/([A-Za-z])\b(?![/.-]\w)", lambda m: "per " + m.group(1)),  # 5/s
     rule("word per", r"(?<![\w.])(\d++(?:\.\d++)?)\s?([A-Za-z]{1,4})/([A-Za-z]{1,4})\b",
          lambda m: f"{number(m.group(1))} {m.group(2)} per {_PER.get(m.group(3), m.group(3))}"),  # 5 cc/h
@@ -320,6 +328,8 @@ RULES: tuple[Rule, ...] = (
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
     rule("bare year", r"(?<![\d.,$€£¥\w#-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
+    rule("how often", r"(?<![\w.])(\d{1,2})[xX]\s(?=(?:daily|weekly|monthly|yearly|a\s(?:day|week|month|year)"
+         r"|per\s(?:day|week|month|year)|an\shour)\b)", _how_often),  # "2x daily": twice daily
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
     *shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,

@@ -135,8 +135,30 @@ def _counted(m: re.Match[str]) -> str:
 _PER_WORD = {**{u: UNITS[u][0] for u in ("lbs", "lb", "oz", "kg", "km", "mi", "hrs", "hr", "min", "mins",
                                          "sec", "secs", "sq ft", "ft", "yd", "gal", "tsp", "tbsp")},
              "qt": "quart", "pt": "pint", "mo": "month", "yr": "year", "wk": "week"}
+# "10k req/s": the counted word and the time it is per.
+_RATED = {"req": "requests", "reqs": "requests", "ops": "operations", "tok": "tokens", "msg": "messages",
+          "msgs": "messages", "it": "iterations", "img": "images", "txn": "transactions",
+          "txns": "transactions", "tx": "transactions"}
+_PER_TIME = {"s": "second", "sec": "second", "min": "minute", "h": "hour", "hr": "hour"}
+_COMPASS = {"N": "north", "S": "south", "E": "east", "W": "west"}
+# Chat shorthand an assistant echoes back: said in full.
+_CHAT = {"brb": "be right back", "idk": "I don't know", "tbh": "to be honest", "tmrw": "tomorrow",
+         "thx": "thanks", "bday": "birthday", "btw": "by the way", "imo": "in my opinion",
+         "imho": "in my humble opinion", "afaik": "as far as I know", "ttyl": "talk to you later"}
+
+
+def _chat(m: re.Match[str]) -> str:
+    said = _CHAT[m.group(0).lower()]
+    return said[0].upper() + said[1:] if m.group(0)[0].isupper() and m.start() == 0 else said
+
+
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without",
-              "WWI": "World War One", "WWII": "World War Two"}
+              "WWI": "World War One", "WWII": "World War Two", "y/y": "year over year",
+              "q/q": "quarter over quarter", "m/m": "month over month"}
+
+
+def _shorthand(m: re.Match[str]) -> str | None:
+    return _SHORTHAND.get(m.group(0))  # "y/q" is none
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
@@ -160,6 +182,8 @@ COUNTED_RULES: tuple[Rule, ...] = (
     rule("inches abbreviated", "(" + NUM + r")(?:\s?[-–]\s?(" + UNSIGNED + r"))?\s?in\.(?=\s[a-z]|$|[,;:)])",
          _dotted_inches),
     rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
+    rule("coordinate", "(" + NUM + r")\s?°\s?([NSEW])\b(?!['’])",
+         lambda m: number(m.group(1)) + " " + en_unit("degree", m.group(1)) + " " + _COMPASS[m.group(2)]),
     rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
 )
 # A noun after a size: a word that is no function word ("of", "in", "and", "is", ...).
@@ -205,7 +229,9 @@ NAME_RULES: tuple[Rule, ...] = (
 )
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
-    rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI)\b|(?<!\S)w/o?(?=\s)", lambda m: _SHORTHAND[m.group(0)]),
+    rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm])\b|(?<!\S)w/o?(?=\s)", _shorthand),
+    rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
+         r"|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
@@ -241,6 +267,11 @@ COMPARISON_RULES: tuple[Rule, ...] = (
     rule("comparison", r"(?<![<>=!-])(<=|>=|[<>≤≥])(?![<>=])(?!<[-−])\s?"
          r"(?=[-−+]?[$€£¥]?\.?\d|[A-Za-z](?![\w>]))", _comparison),
 )
+
+# Before "word per" reads "50 tok/s" as letters.
+RATE_RULE = rule("rate word", r"\b(req|reqs|ops|tok|tokens|msgs?|queries|writes|reads|frames|samples|it|img"
+                 r"|images|calls|events|txns?|tx)/(s|sec|min|h|hr)\b",
+                 lambda m: f"{_RATED.get(m.group(1), m.group(1))} per {_PER_TIME[m.group(2)]}")  # "10k req/s"
 
 # "cores/32" (last of the slashes: upstream would glue the words)
 SLASH_RULE = rule("slash", r"(?<=\w)/(?=\w)", lambda m: " slash ")
