@@ -251,6 +251,8 @@ CASES = [
      " to Friday nine to five."),
     ("Under § 1983 and §§ 1001-1003.", "Under section nineteen eighty three and sections one thousand one to"
      " one thousand three."),
+    ("Glucose 5.6 mmol/L, 1 mmol/L, 2 g/L.",
+     "Glucose five point six millimoles per liter, one millimole per liter, two grams per liter."),
     ("LDL 130 mg/dL, 2 GiB, 1,000 IU.",
      "LDL one hundred thirty milligrams per deciliter, two gibibytes, one thousand international units."),
     # Money: a sign or scale with the code after it; cents beyond two places; "A"/"a" before a vowel.

@@ -94,32 +94,27 @@ UNITS: dict[str, tuple[str, str]] = {
     "yr": ("year", "年"), "yrs": ("year", "年"),
     "dL": ("deciliter", "分升"), "dl": ("deciliter", "分升"), "GiB": ("gibibyte", "GiB"),
     "MiB": ("mebibyte", "MiB"), "TiB": ("tebibyte", "TiB"), "KiB": ("kibibyte", "KiB"),
-    "IU": ("international unit", "国际单位"),
+    "IU": ("international unit", "国际单位"), "mg/L": ("milligram per liter", "毫克每升"),
+    "g/L": ("gram per liter", "克每升"), "mmol/L": ("millimole per liter", "毫摩尔每升"),
+    "mg/dL": ("milligram per deciliter", "毫克每分升"),
 }
-_EN_PLURAL_EXTRA = {"kilometer per hour": "kilometers per hour", "meter per second": "meters per second",
-                    "mile per hour": "miles per hour", "mile per gallon": "miles per gallon",
-                    "millimeter of mercury": "millimeters of mercury",
-                    "kilometer per second": "kilometers per second", "square foot": "square feet",
-                    "megabit per second": "megabits per second", "foot": "feet", "inch": "inches",
+# Plurals that are not the name + "s" ("X per Y" and "X of Y" pluralize X: en_unit).
+_EN_PLURAL_EXTRA = {"square foot": "square feet", "foot": "feet", "inch": "inches",
                     "pound foot": "pound feet", "horsepower": "horsepower", "P S I": "P S I",
-                    "part per million": "parts per million",
-                    "gigabit per second": "gigabits per second", "kilobit per second": "kilobits per second",
-                    "gigabyte per second": "gigabytes per second",
-                    "megabyte per second": "megabytes per second",
-                    "terabyte per second": "terabytes per second", "hertz": "hertz",
-                    "gigahertz": "gigahertz", "megahertz": "megahertz", "kilohertz": "kilohertz",
-                    "kilowatt hour": "kilowatt hours", "milliamp hour": "milliamp hours",
-                    "penny": "pence", "yen": "yen", "yuan": "yuan", "won": "won",
+                    "hertz": "hertz", "gigahertz": "gigahertz", "megahertz": "megahertz",
+                    "kilohertz": "kilohertz", "penny": "pence", "yen": "yen", "yuan": "yuan", "won": "won",
                     "real": "reais", "krona": "kronor", "krone": "kroner", "paisa": "paise", "lira": "lire",
-                    "degree Celsius": "degrees Celsius",
-                    "degree Fahrenheit": "degrees Fahrenheit"}
+                    "degree Celsius": "degrees Celsius", "degree Fahrenheit": "degrees Fahrenheit"}
 
 
 def en_unit(name: str, count: str) -> str:
     """The English unit for a written count ("1" singular, else plural)."""
     if count.lstrip("+") in ("1", "1.0"):
         return name
-    return _EN_PLURAL_EXTRA.get(name, name + "s")
+    head, joint, tail = name.partition(" per ")
+    if not joint:
+        head, joint, tail = name.partition(" of ")
+    return _EN_PLURAL_EXTRA.get(head, head + "s") + joint + tail
 
 
 def _alternation(names: Iterable[str]) -> str:

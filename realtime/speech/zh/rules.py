@@ -38,10 +38,10 @@ _SERVICES = ("110|119|120|122|114|12306|12315|12345|12348|12366|12369|10086|1001
              "95588|95533|95599|95566|95555|95528|96110")
 # After these a number counts something ("110米", "120个"): not a service number.
 _COUNTED = (r"[个人米元块岁年月日号天次件只名位条张公千万亿斤克吨分秒点楼层路期届家种页台辆本篇首道份座间所场"
-            r"支瓶杯套双对把根项部栋%％℃°.]")
+            r"支瓶杯套双对把根项部栋平立升倍度周%％℃°.]")
 # After a dotted "1195.8" these make it an amount ("1195.8亿美元"), not a year and month.
 _AMOUNT_AFTER = r"\s?[万亿千百元块美欧英日港澳加倍]"
-_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门天周"
+_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门天周倍夜斤片粒颗盒袋"
 
 
 def _phone(m: re.Match[str]) -> str:
@@ -118,11 +118,17 @@ def _money(m: re.Match[str]) -> str:
         unit = ""  # "￥12.5元": the text names the unit itself
     if unit == "人民币" and m.string[max(0, m.start() - 3):m.start()].strip().endswith("人民币"):
         unit = "元"  # "人民币CNY 30": 人民币三十元
-    return sign + _scaled(m.group(3), m.group(4)) + unit
+    return sign + _scaled(_whole_if_round(m.group(3)), m.group(4)) + unit
 
 
 def _money_after(m: re.Match[str]) -> str:
-    return _scaled(m.group(1), m.group(2)) + CURRENCIES[m.group(3)][2]
+    return _scaled(_whole_if_round(m.group(1)), m.group(2)) + CURRENCIES[m.group(3)][2]
+
+
+def _whole_if_round(amount: str) -> str:
+    """ "¥68.00": 六十八元, not 六十八点零零元 (a price's empty cents are not said)."""
+    whole, dot, cents = amount.partition(".")
+    return whole if dot and whole and not cents.strip("0") else amount
 
 
 def _range(first: str, second: str | None, unit: str = "") -> str:
@@ -255,13 +261,14 @@ RULES: tuple[Rule, ...] = (
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3))),  # codes, not amounts
     rule("code", r"(?<=[A-Za-z])(\d{3,})(?![\d.]|\s?[A-Za-z])",
          lambda m: digits(m.group(1))),  # 型号XK7731, RTX4090: a code's digits, one by one
-    rule("generation", r"(?<![\d.])(\d0)(?=后)", lambda m: digits(m.group(1))),  # 90后 -> 九零后
+    rule("generation", r"(?<![\d.])(\d0|[05-9]5)(?=后)", lambda m: digits(m.group(1))),  # 90后, 95后
     rule("year", r"(?<![\d.])(\d{4})(?=\s?年)", lambda m: digits(m.group(1))),
     rule("decade", r"(?<![\d.])(\d{3}0)'?s\b", lambda m: digits(m.group(1)) + "年代"),
-    rule("clock range", r"(?<![\d:：])" + _HOUR_MINUTE + r"\s?[-–—~～至到]\s?" + _HOUR_MINUTE
+    # a label's colon before a time is none of its own ("时间：9:00-11:30")
+    rule("clock range", r"(?<!\d)(?<!\d[:：])" + _HOUR_MINUTE + r"\s?[-–—~～至到]\s?" + _HOUR_MINUTE
          + r"(?![\d:：])", _clock_range),
     rule("midnight", r"(?<![\d:：])24[:：]00(?![\d:：])", lambda m: "二十四点"),
-    rule("clock", r"(?<![\d:：])([01]?\d|2[0-3])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:：])"
+    rule("clock", r"(?<!\d)(?<!\d[:：])([01]?\d|2[0-3])[:：]([0-5]\d)(?:[:：]([0-5]\d))?(?![\d:：])"
          r"(?:\s?([AaPp])\.?[Mm]\b\.?)?",
          _clock),
     rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')",
