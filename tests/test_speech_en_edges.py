@@ -291,6 +291,17 @@ CASES = [
      "By the way, I don't know if it works, to be honest; be right back, thanks, tomorrow, birthday."),
     ("At 42.36° N, 71.06° W.",
      "At forty two point three six degrees north, seventy one point zero six degrees west."),
+    # A fraction hyphened to its word, a unit's dot before a number, model years, airliners.
+    ("Cut a 3/8-inch hole with 1 lb. 4 oz. of beef.",
+     "Cut a three eighths inch hole with one pound four ounces of beef."),
+    ("He drives a 2019 Honda Civic; a 1500 Watt heater.",
+     "He drives a twenty nineteen Honda Civic; a one thousand five hundred Watt heater."),
+    ("Boeing's 787 Dreamliner, the 737 MAX, 737 apples.",
+     "Boeing's seven eighty seven Dreamliner, the seven thirty seven MAX, seven hundred thirty seven"
+     " apples."),
+    ("It is $999+; pay $5 + tax; 2.5 qts, 8 fl oz, 25 yds; an A- and a B+.",
+     "It is nine hundred ninety nine dollars plus; pay five dollars plus tax; two point five quarts, eight"
+     " fluid ounces, twenty five yards; an A minus and a B plus."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

@@ -67,6 +67,9 @@ def _unicode_fraction(m: re.Match[str]) -> str:
     return number(whole) + " and " + spoken if whole else spoken
 
 
+# Before the identifiers read "3/8-inch" as a code: a fraction hyphened to its word.
+FRACTION_WORD_RULE = rule("fraction before a word", r"(?<![\w/.])()(\d{1,2})/(\d{1,2})-(?=[A-Za-z])",
+                          _fraction)
 # Before the unit rule would read "2 tsp" of "1/2 tsp".
 FRACTION_UNIT_RULE = rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")"
                           + UNIT_END, _fraction_unit)

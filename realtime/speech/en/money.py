@@ -52,6 +52,11 @@ def _after(m: re.Match[str]) -> str:
     return money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
 
 
+def _before(m: re.Match[str]) -> str:
+    """ "$20", "-€5", "USD 20", "$999+" (and up: "plus")."""
+    return money(m.group(2).strip(), m.group(3), m.group(4), m.group(1)) + (" plus" if m.group(5) else "")
+
+
 def _range(m: re.Match[str]) -> str:
     """ "$300–$500", "$2-3 million", "$2.5k–$3k": both ends read as money, "to" between."""
     first, second = m.group(1), m.group(4) or m.group(1)
@@ -82,8 +87,8 @@ RULES: tuple[Rule, ...] = (
          + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?", _range),
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
-         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?",
-         lambda m: money(m.group(2).strip(), m.group(3), m.group(4), m.group(1))),
+         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?(\+(?![\w+]))?",
+         _before),
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
          + r"|€|£)(?![A-Za-z])", _after),
 )

@@ -254,6 +254,7 @@ RULES: tuple[Rule, ...] = (
          + digits(m.group(2))),
     context.RACE_TIME_RULE,
     *dates.TIME_RULES,  # the clock, after them
+    fractions.FRACTION_WORD_RULE,
     *ids.RULES,
     context.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",

@@ -181,6 +181,9 @@ COUNTED_RULES: tuple[Rule, ...] = (
     # "1-2 in. of rain": a dotted "in" after a number, mid-sentence or last
     rule("inches abbreviated", "(" + NUM + r")(?:\s?[-–]\s?(" + UNSIGNED + r"))?\s?in\.(?=\s[a-z]|$|[,;:)])",
          _dotted_inches),
+    rule("pounds then ounces", r"(?<![\d.])(\d{1,3})\s?lbs?\.?\s(\d{1,2})\s?oz\b\.?",
+         lambda m: keep_final_period(m, f"{cardinal(int(m.group(1)))} {en_unit('pound', m.group(1))} "
+                                        f"{cardinal(int(m.group(2)))} {en_unit('ounce', m.group(2))}")),
     rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
     rule("coordinate", "(" + NUM + r")\s?°\s?([NSEW])\b(?!['’])",
          lambda m: number(m.group(1)) + " " + en_unit("degree", m.group(1)) + " " + _COMPASS[m.group(2)]),
@@ -211,9 +214,13 @@ SIDES_RULE = rule("sides", r"(?<![\w.])" + _SIDE + r"\s?[x×]\s?" + _SIDE + r"(?
 ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s)(" + UNSIGNED
                          + r")\s?(" + UNIT_RE + ")" + UNIT_END + _NOUN_AFTER,
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
-# "the 2020 Tokyo Olympics" (before a bare number is read as a quantity)
-YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)(?=\s[A-Z][a-z])",
-                             lambda m: year(int(m.group(1))))
+# "the 2020 Tokyo Olympics", "a 2019 Honda Civic" (a model year: 1900-2029), before
+# a bare number is read as a quantity
+YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)(?=\s[A-Z][a-z])"
+                             r"|(?<=\b[Aa]\s)(19\d\d|20[0-2]\d)(?=\s[A-Z][a-z])",
+                             lambda m: year(int(m.group(1) or m.group(2))))
+
+
 def _model_number(m: re.Match[str]) -> str:
     """ "RTX 4090" -> "RTX forty ninety", "ISO 9001" -> "ISO ninety oh one"."""
     return f"{m.group(1)} {pairs(int(m.group(2)))}"
@@ -221,6 +228,9 @@ def _model_number(m: re.Match[str]) -> str:
 
 # Before the code rule reads "49 ers", "v twenty".
 NAME_RULES: tuple[Rule, ...] = (
+    # "Boeing 787", "the 737 MAX": said in pairs
+    rule("airliner", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))7[0-8]7\b|\b7[0-8]7(?=\s(?:MAX|Max|Dreamliner|jets?"
+         r"|aircraft|airliners?|planes?|freighters?)\b)", lambda m: pairs(int(m.group(0)))),
     rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END + ")",
          _model_number),
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
@@ -234,6 +244,7 @@ SYMBOL_RULES: tuple[Rule, ...] = (
          r"|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
+    rule("grade minus", r"(?<=\s)([A-D])-(?=[\s,;:.!?)]|$)", lambda m: m.group(1) + " minus"),  # "an A-"
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python
     rule("per annum", r"\bp\.a\.", lambda m: keep_final_period(m, "per year")),
     rule("phone key", r"(?<=[\s,;:(])[*#](?=$|[\s,.;:!?)])", _key),  # "press * then #"
