@@ -264,6 +264,8 @@ CASES = [
      " dollars, one cent, fifty cents, one point five million dollars."),
     # A spaced "*" and "/" between one-letter operands; a "#" after a word that numbers.
     ("If a * b / c then go.", "If a times b divided by c then go."),
+    ("If X * Y = 2, use a * as a wildcard.", "If X times Y equals two, use a star as a wildcard."),
+    ("At 1 bpm, 1 fps, +1 bp.", "At one beat per minute, one frame per second, plus one basis point."),
     ("Run A / B tests; use # and * as marks.", "Run A slash B tests; use hash and star as marks."),
     ("Order #A1B2C3, issue #42a, tag #tbt.", "Order number A one B two C three, issue number forty two a, tag"
      " hash tbt."),
