@@ -304,6 +304,8 @@ CASES = [
     ("It is $999+; pay $5 + tax; 2.5 qts, 8 fl oz, 25 yds; an A- and a B+.",
      "It is nine hundred ninety nine dollars plus; pay five dollars plus tax; two point five quarts, eight"
      " fluid ounces, twenty five yards; an A minus and a B plus."),
+    ("So 3! = 6 and 8 fl. oz. of milk; I won 3!", "So three factorial equals six and eight fluid ounces of"
+     " milk; I won three!"),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

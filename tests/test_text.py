@@ -165,6 +165,7 @@ def test_list_marker_is_read_with_its_item(text, expected):
          " Rowling met.", "I got an A.", "Then"]),
         ("The U.S. GDP and U.K. Parliament met. I live in the U.S. The end.",
          ["The U.S. GDP and U.K. Parliament met.", "I live in the U.S.", "The end."]),
+        ("So 3! = 6 here. I won 3! Ok", ["So 3! = 6 here.", "I won 3!", "Ok"]),
         ("Voters approved Prop. 47 and Art. 5 today. Ok",
          ["Voters approved Prop. 47 and Art. 5 today.", "Ok"]),
         ("Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE. Ok",

@@ -90,6 +90,7 @@ _MONTH = re.compile(r"\s+(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b
 _NAME_BEFORE = re.compile(r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+$")
 _NAME_NEXT = re.compile(r"\s+[A-Z](?:[a-z]*|\.)")  # "R" may become "Roosevelt": waited for
 _INITIAL_NEXT = re.compile(r"\s+[A-Z]\.")
+_OPERATOR_NEXT = re.compile(r"\s+[=×*+/]")
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -252,6 +253,8 @@ class SentenceSplitter:
             return False
         if "…" in run or run.count(".") >= 2:
             return self._next_word_is_new_sentence(j, final)
+        if run == "!" and i and buf[i - 1].isdigit() and self._next_is(_OPERATOR_NEXT, j, final):
+            return False  # "3! = 6": a factorial
         if "!" in run or "?" in run:
             return True
         if word in _NEVER_FINAL or m is not None and m.group(0) in TITLES:

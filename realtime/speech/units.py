@@ -95,7 +95,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "dL": ("deciliter", "分升"), "dl": ("deciliter", "分升"), "GiB": ("gibibyte", "GiB"),
     "MiB": ("mebibyte", "MiB"), "TiB": ("tebibyte", "TiB"), "KiB": ("kibibyte", "KiB"),
     "IU": ("international unit", "国际单位"), "qt": ("quart", "夸脱"), "qts": ("quart", "夸脱"),
-    "yds": ("yard", "码"), "fl oz": ("fluid ounce", "液量盎司"), "mg/L": ("milligram per liter", "毫克每升"),
+    "yds": ("yard", "码"), "fl oz": ("fluid ounce", "液量盎司"), "fl. oz": ("fluid ounce", "液量盎司"),
+    "mg/L": ("milligram per liter", "毫克每升"),
     "g/L": ("gram per liter", "克每升"), "mmol/L": ("millimole per liter", "毫摩尔每升"),
     "mg/dL": ("milligram per deciliter", "毫克每分升"),
 }

@@ -187,6 +187,8 @@ COUNTED_RULES: tuple[Rule, ...] = (
     rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
     rule("coordinate", "(" + NUM + r")\s?°\s?([NSEW])\b(?!['’])",
          lambda m: number(m.group(1)) + " " + en_unit("degree", m.group(1)) + " " + _COMPASS[m.group(2)]),
+    rule("factorial", r"(?<![\w.])(\d{1,3})!(?=\s?[=×*+/])",
+         lambda m: cardinal(int(m.group(1))) + " factorial"),  # "3! = 6"
     rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
 )
 # A noun after a size: a word that is no function word ("of", "in", "and", "is", ...).
