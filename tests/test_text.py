@@ -254,6 +254,10 @@ def test_abbreviation_waits_for_the_next_word():
     assert splitter.feed("  ") == []
     assert splitter.feed("and pears etc.") == []
     assert splitter.feed(" X") == ["Apples etc.  and pears etc."]
+    # An initial, "v.", "3!" before a space: the next word decides, so it is waited for.
+    for head, tail in ("Franklin D. ", "Roosevelt won."), ("Roe v. ", "Wade won. Ok"), ("So 3! ", "= 6. Ok"):
+        assert SentenceSplitter().feed(head) == []
+        assert feed_chunks([head, tail]) == split_sentences(head + tail)
 
 
 def test_flush_releases_partial_sentence_and_continues():
@@ -326,7 +330,7 @@ def test_bad_limits_rejected():
 _TOKENS = [
     *["Hello", "world", "Dr.", "Mr.", "e.g.", "i.e.", "etc.", "U.S.", "a.m.", "No.", "3.14", "3,000",
       "the", "And", "x", "7", "Ave.", "NW", "N", "Sen.", "Ph.D.", "§",
-      "p.m.", "ET", "ETA", "Thu."],
+      "p.m.", "ET", "ETA", "Thu.", "D.", "K.", "Roosevelt", "R", "v.", "GDP", "G", "3!", "=", "$"],
     *["...", "…", "……", ".", "!", "?", "?!", ",", ";", ":", "—", "。", "！", "？", "；", "，", "、", "：",
       "”", "“", "」", "「", ")", "(", "你好", "我们", "中文"],
     '"', "'", " ", " ", " ", "  ", "\n", "\t", "\u3000",

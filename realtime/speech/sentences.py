@@ -286,9 +286,12 @@ class SentenceSplitter:
 
     def _next_is(self, word: re.Pattern[str], j: int, final: bool) -> bool:
         """Whether ``word`` matches at buf[j]; raises _Wait when it matches up
-        to the buffer's end ("N" may become "Next", "ET" "ETA")."""
+        to the buffer's end ("N" may become "Next", "ET" "ETA") or nothing but
+        spaces has come after buf[j] yet ("Franklin D. " before "Roosevelt")."""
         m = word.match(self._buf, j)
         if m is None:
+            if not final and not self._buf[j:].strip():
+                raise _Wait
             return False
         if m.end() == len(self._buf) and not final:
             raise _Wait

@@ -7,15 +7,22 @@ What an LLM writes for a reader and a listener needs said:
 - a spaced dash between dates ("Jan 1 - Dec 31": "to"), a year cut to two
   digits ("'08": "oh eight"; a quarter's "Q4 '23" is the quarter rule's);
 - counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm", "25 bps",
-  "60 fps", "11 reb"), cents
-  ("50¢"), feet then inches ("5 ft 10 in"), an inch mark ('a 6.1" display';
-  not a quotation's closing mark), video codecs ("H.264");
-- a number hyphened to a unit before a word, an adjective ("a 60-min
-  podcast": singular); a year between "the" and a name ("the 2020 Tokyo
-  Olympics"); teams ("49ers") and software versions ("v20.11.0");
-- symbols upstream's clean-up would drop or glue: "YoY", "w/", "mc^2",
-  a spaced "+", "r/python", "p.a.", phone keys ("press * then #"),
-  arrows, underscores and a slash between two words ("cores/32");
+  "60 fps", "11 reb"), cents ("50¢"), feet then inches ("5 ft 10 in"),
+  pounds then ounces, a dotted "in." ("2 in. of rain"), an inch mark ('a
+  6.1" display'; not a quotation's closing mark), bearings ("42° N"),
+  factorials ("3! = 6"), video codecs ("H.264");
+- sizes as adjectives, singular: hyphened ("a 60-min podcast") or after an
+  article ("a 2 TB drive"); a unit on each side of an "x" ("12 ft × 14
+  ft": twelve by fourteen feet);
+- names: a year between "the" or "a" and a name ("the 2020 Tokyo
+  Olympics", "a 2019 Honda Civic"), four digits after capitals in pairs
+  ("RTX 4090"), airliners ("the 737 MAX"), teams ("49ers"), software
+  versions ("v20.11.0");
+- symbols upstream's clean-up would drop or glue: "YoY", "y/y", "w/",
+  "mc^2", a spaced "+", "r/python", "p.a.", phone keys ("press * then #";
+  "a * b" is "times"), comparisons ("p < 0.05"), "an A-", arrows,
+  underscores, "10k req/s" and a slash between two words ("cores/32");
+  chat shorthand ("btw", "idk");
 - scores: a dash running down between two numbers after or before a
   result word ("won 105-98", "a 3-2 win") is "to" (``is_score``, for the
   operator rule).
@@ -159,6 +166,7 @@ _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "wit
 
 def _shorthand(m: re.Match[str]) -> str | None:
     return _SHORTHAND.get(m.group(0))  # "y/q" is none
+
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
