@@ -306,6 +306,15 @@ CASES = [
      " fluid ounces, twenty five yards; an A minus and a B plus."),
     ("So 3! = 6 and 8 fl. oz. of milk; I won 3!", "So three factorial equals six and eight fluid ounces of"
      " milk; I won three!"),
+    # Narration: ordinals among words, a dotted month before a year, volumes, named years.
+    ("The mid-19th-century reforms; Part A-1-B; dated 14th Feb. 1852; on 5 May.",
+     "The mid nineteenth century reforms; Part A one B; dated the fourteenth of February, eighteen fifty"
+     " two; on the fifth of May."),
+    ("In Vol. III and Ch. XII, 3 mi. to the sea.",
+     "In Volume three and Chapter twelve, three miles to the sea."),
+    ("The War of 1812 was long; the summer of 1969, a total of 1500 people.",
+     "The War of eighteen twelve was long; the summer of nineteen sixty nine, a total of one thousand five"
+     " hundred people."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

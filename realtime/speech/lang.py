@@ -43,7 +43,8 @@ _TRIGGER = re.compile(
     r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)"
     r"|\b(?i:dept|govt|incl|excl|avg|misc)\.\s|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
-    r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])",
+    r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
+    r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]",
 )
 
 

@@ -74,7 +74,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           # addresses: "12 Oak Rd. in Leeds", "Apt. 4"
                           "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "apt", "ste", "bldg", "rm", "fl",
                           "rte", "c", "ca",  # "Rte. 1", "c. 1200 BCE"
-                          "prop", "art", "para",  # "Prop. 47", "Art. 5"
+                          "prop", "art", "para", "bk", "mi",  # "Prop. 47", "Art. 5", "3 mi. to"
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
@@ -91,6 +91,8 @@ _NAME_BEFORE = re.compile(r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+$")
 _NAME_NEXT = re.compile(r"\s+[A-Z](?:[a-z]*|\.)")  # "R" may become "Roosevelt": waited for
 _INITIAL_NEXT = re.compile(r"\s+[A-Z]\.")
 _OPERATOR_NEXT = re.compile(r"\s+[=×*+/]")
+_NUMBERING = frozenset({"vol", "vols", "ch", "chap", "pt", "bk", "no", "fig", "art", "sec"})
+_ROMAN_NEXT = re.compile(r"\s+[IVXLC]{1,7}\b")
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -269,6 +271,8 @@ class SentenceSplitter:
             return False  # "Sun. Dec. 1"
         if _ACRONYM.fullmatch(word) and self._next_is(_AFTER_COUNTRY, j, final):
             return False  # "the U.S. GDP", "U.K. Parliament"
+        if word in _NUMBERING and self._next_is(_ROMAN_NEXT, j, final):
+            return False  # "Vol. III of"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True

@@ -57,6 +57,7 @@ _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 _NUMBERED = ("Part Chapter Book Volume Act Scene Article Title Phase Stage Level Round Section Unit "
              "Lesson Appendix Episode Season Bowl Schedule Canto Psalm Amendment")
 _NUMBERED_RE = "|".join(w for word in _NUMBERED.split() for w in (word, word.upper()))
+_NUMBERING_WORDS = {"Vol.": "Volume", "Ch.": "Chapter", "Chap.": "Chapter", "Pt.": "Part", "Bk.": "Book"}
 
 
 def roman_value(numeral: str) -> int:
@@ -193,8 +194,8 @@ RULES: tuple[Rule, ...] = (
          r"|[Pp]rop|Art|[Pp]ara)\.|(§§?))"
          r"\s?(?=\d)",
          _reference),
-    rule("numbered part", r"\b(" + _NUMBERED_RE + r")\s"
+    rule("numbered part", r"\b(" + _NUMBERED_RE + r"|(?:Vol|Ch|Chap|Pt|Bk)\.)\s"
          r"((?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b",
-         lambda m: f"{m.group(1)} {cardinal(roman_value(m.group(2)))}"),
+         lambda m: f"{_NUMBERING_WORDS.get(m.group(1), m.group(1))} {cardinal(roman_value(m.group(2)))}"),
     rule("roman numeral", r"\b([A-Z][a-z]++)\s((?>X{0,3}(?:IX|IV|V?I{0,3})))\b", _roman),
 )

@@ -214,11 +214,17 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("month day", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])",
          _month_day),
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
-         + r")\b(?:,?\s(\d{4})(?!\d))?", _day_month),
+         + r")\b(?:\.?,?\s(\d{4})(?!\d))?", _day_month),  # "14th Feb. 1852"
     rule("weekday letters", r"\bM\s?[-–—]\s?F\b(?!-)", lambda m: "Monday to Friday"),  # "open M–F 9–5"
     rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
     rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
+    # "the War of 1812 ended", "the summer of 1969,": a year after a name's or a season's
+    # "of" ("a total of 1500 people" is a count: a noun follows)
+    rule("named year", r"\b((?:[A-Z][a-z]+|summer|spring|fall|autumn|winter|class|crash|election|treaty|war"
+         r"|act|revolution|flood|fire|storm|riots?|panic|earthquake|census)\sof\s)(1[1-9]\d\d|20[0-2]\d)"
+         r"(?=\s?[,.;:!?)]|$|\s(?:and|was|were|is|saw|ended|began|brought|had|in|to|at|on|by|with)\b)",
+         lambda m: m.group(1) + year(int(m.group(2)))),
     # "fell in Nov.", "since Sept.": a month's abbreviation alone, after a word that dates
     rule("month alone", r"\b((?i:in|since|by|until|till|of|last|next|early|late|mid|through|from|to)\s)"
          r"(Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?=$|\s[a-z]|[,;:)])",

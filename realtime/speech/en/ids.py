@@ -89,6 +89,8 @@ def _plan(m: re.Match[str]) -> str:
 def _hyphenated(m: re.Match[str]) -> str | None:
     if re.fullmatch(r"\d+-\d+-[a-z]{3,}", m.group(0)):
         return None  # "10-15-minute": a range before a word
+    if re.search(r"(?:^|-)\d+(?:st|nd|rd|th)(?:-|$)", m.group(0)):
+        return None  # "mid-19th-century": an ordinal among words
     return _code(m)
 
 
