@@ -315,6 +315,9 @@ CASES = [
     ("The War of 1812 was long; the summer of 1969, a total of 1500 people.",
      "The War of eighteen twelve was long; the summer of nineteen sixty nine, a total of one thousand five"
      " hundred people."),
+    ("ISBN 978-0-13-468599-1 or 0-306-40615-X; call 1-800-555-0199.",
+     "ISBN nine seven eight, zero, one three, four six eight five nine nine, one or zero, three zero six,"
+     " four zero six one five, X; call one, eight zero zero, five five five, zero one nine nine."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

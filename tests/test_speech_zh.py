@@ -131,6 +131,8 @@ CASES = [
     ('会议时间：9:00-11:30，开始时间：9:00。', '会议时间：九点到十一点三十分，开始时间：九点。'),
     ('浓度为0.05mg/L，血糖5.6mmol/L。', '浓度为零点零五毫克每升，血糖五点六毫摩尔每升。'),
     ('定价¥68.00，另付$5.50。', '定价六十八元，另付五点五零美元。'),
+    ('上证指数报3050.12点，5G+AI，ISBN是978-7-111-12345-6。',
+     '上证指数报三千零五十点一二点，五G加AI，ISBN是九七八，七，一一一，一二三四五，六。'),
     # Addresses, ranges, floors, compound durations (realtime/speech/zh/shorthand.py).
     ('发邮件至help@example.com。', '发邮件至help艾特example点com。'),
     ('发到li3@qq.com或访问12306.cn。', '发到li三艾特qq点com或访问一二三零六点cn。'),

@@ -99,6 +99,9 @@ RULES: tuple[Rule, ...] = (
     rule("id code", r"\b(ID|Id)(?::|\s?#)?\s?(?=[A-Za-z\d-]*\d)(?=[\d-]*[A-Za-z])"
          r"([A-Za-z\d]++(?:-[A-Za-z\d]++)*+)(?![\w@/-])",
          lambda m: m.group(1) + " " + _code_words(m.group(2))),
+    # "978-0-13-468599-1" (an ISBN): four or more groups of digits, one by one
+    rule("digit groups", r"(?<![\w.-])\d{1,5}(?:-[\dX]{1,7}){3,6}(?![\w-])",
+         lambda m: ", ".join(digits(g) if g.isdigit() else g for g in m.group(0).split("-"))),
     rule("hyphenated code", r"(?<![\w.@/-])(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z])"
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
          r"(?![\w@/-])", _hyphenated),
@@ -140,7 +143,7 @@ _TOLL_FREE = {"800": "eight hundred", "888": "eight eight eight", "877": "eight 
 
 # Before the list markers: "(555) 123-4567" is none.
 PHONE_RULES: tuple[Rule, ...] = (
-    rule("phone", r"(?<![\w+])(?:\+(\d{1,3})[\s.-]?)?(?:\((\d{3})\)[\s-]?|(\d{3})[\s.-])"
+    rule("phone", r"(?<![\w+-])(?:\+(\d{1,3})[\s.-]?|(1)-)?(?:\((\d{3})\)[\s-]?|(\d{3})[\s.-])"
          r"(\d{3})[\s.-](\d{4})(?:-(\d{1,4}))?(?![\d-])", _groups),
     rule("social security", r"(?<![\w+.-])()(\d{3})-(\d{2})-(\d{4})(?![\d-])", _groups),
     rule("toll free", r"(?<![\w+-])1-(8[0-8][0-8])-(?=[A-Z0-9]{1,7}(?:-[A-Z0-9]{1,7}){0,3}\b)",

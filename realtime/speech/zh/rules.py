@@ -57,7 +57,9 @@ def _date(m: re.Match[str]) -> str | None:
 
 def _year_month(m: re.Match[str]) -> str | None:
     y, mo = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
-    return f"{digits(y)}年{cardinal(int(mo))}月" if 1 <= int(mo) <= 12 else None
+    if not (1 <= int(mo) <= 12 and 1000 <= int(y) <= 2199) or m.string.startswith("点", m.end()):
+        return None  # "3050.12点": an index's points, no year
+    return f"{digits(y)}年{cardinal(int(mo))}月"
 
 
 def _month_day(m: re.Match[str]) -> str | None:
@@ -249,6 +251,9 @@ RULES: tuple[Rule, ...] = (
     rule("year month", r"(?<![\d.])(?:(\d{4})[-/.](\d{1,2})|(\d{1,2})[-/.](\d{4}))(?![\d.]\d|\d|%|"
          + _AMOUNT_AFTER + ")", _year_month),
     rule("month day", r"(?<![\d.])(\d{2})[-/.](\d{2})(?![\d.]\d|\d|%|" + _AMOUNT_AFTER + ")", _month_day),
+    # "978-7-111-12345-6" (an ISBN): four or more groups, digit by digit
+    rule("digit groups", r"(?<![\w.-])\d{1,5}(?:-[\dX]{1,7}){3,6}(?![\w-])",
+         lambda m: "，".join(digits(g) if g.isdigit() else g for g in m.group(0).split("-"))),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
          lambda m: "点".join(digits(p) for p in m.group(0).split("."))),
     rule("after 号/电话", r"(尾号|号码|电话|手机|热线|分机|验证码)(是|为|：|:)?\s?(\d{3,})(?!\d)",
@@ -301,6 +306,7 @@ RULES: tuple[Rule, ...] = (
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
+    rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: "加"),  # "5G+AI"
     rule("two", r"(?<![\d.第])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
          lambda m: "点".join(number(p) for p in m.group(0).split("."))),
