@@ -318,6 +318,17 @@ CASES = [
     ("ISBN 978-0-13-468599-1 or 0-306-40615-X; call 1-800-555-0199.",
      "ISBN nine seven eight, zero, one three, four six eight five nine nine, one or zero, three zero six,"
      " four zero six one five, X; call one, eight zero zero, five five five, zero one nine nine."),
+    # A developer's notes: paths, variables, builds, memory and pre-releases.
+    ("Edit ~/.bashrc: PATH=$HOME/bin, then /etc/nginx/nginx.conf and C:\\Users\\Sam\\a.txt.",
+     "Edit tilde slash dot bashrc: PATH equals dollar HOME slash bin, then slash etc slash nginx slash nginx"
+     " dot conf and C colon backslash Users backslash Sam backslash a dot txt."),
+    ("It took 2m 34s; a TTL of 3600s; 8/16 cores; on 3/15 we met; the 1990s.",
+     "It took two minutes thirty four seconds; a TTL of three thousand six hundred seconds; eight out of"
+     " sixteen cores; on March fifteenth we met; the nineteen nineties."),
+    ("DDR5-6000, LPDDR5X-8533, an M.2 drive, Node 20.x, 1.0.0-beta.2, 2.1-rc1, 1920 px.",
+     "DDR five six thousand, LPDDR five X eight thousand five hundred thirty three, an M dot two drive, Node"
+     " twenty dot x, one point zero point zero beta two, two point one R C one, one thousand nine hundred"
+     " twenty pixels."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

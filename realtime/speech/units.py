@@ -98,7 +98,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "yds": ("yard", "码"), "fl oz": ("fluid ounce", "液量盎司"), "fl. oz": ("fluid ounce", "液量盎司"),
     "mg/L": ("milligram per liter", "毫克每升"),
     "g/L": ("gram per liter", "克每升"), "mmol/L": ("millimole per liter", "毫摩尔每升"),
-    "mg/dL": ("milligram per deciliter", "毫克每分升"),
+    "mg/dL": ("milligram per deciliter", "毫克每分升"), "px": ("pixel", "像素"),
 }
 # Plurals that are not the name + "s" ("X per Y" and "X of Y" pluralize X: en_unit).
 _EN_PLURAL_EXTRA = {"square foot": "square feet", "foot": "feet", "inch": "inches",

@@ -181,6 +181,8 @@ RULES: tuple[Rule, ...] = (
     rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
          _hours_minutes),  # "3h20min", "2h 5m": "5m" is no distance here
+    rule("minutes and seconds", r"(?<![\d.])(\d{1,3})\s?(?:m|mins?)\s?(\d{1,2})\s?(?:s|secs?)\b",
+         lambda m: counted(int(m.group(1)), "minute") + " " + counted(int(m.group(2)), "second")),  # "2m 34s"
     rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
          r"(?![\d/])(?:\s?(mmHg))?", _pressure),
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en.fractions import COUNT_AFTER
 from realtime.speech.en.words import cardinal, number, ordinal, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
@@ -185,8 +186,9 @@ def _short_date(m: re.Match[str]) -> str | None:
     """ "on 3/15", "due 12/1", "Thu. 12/12", "Mon, 3/4": month first, as with a year; a fraction
     otherwise."""
     month, day = int(m.group(2)), int(m.group(3))
-    if not valid_date(month, day):
-        return None
+    after = m.string[m.end():m.end() + 14]
+    if not valid_date(month, day) or after.startswith(" of") or COUNT_AFTER.match(after):
+        return None  # "on 3/4 of", "on 8/16 cores": a share
     word = m.group(1)
     if word[:3].lower() in _WEEKDAYS and word[:1].isupper():
         word = _WEEKDAYS[word[:3].lower()] + ","  # "Thu. 12/12": Thursday, December twelfth

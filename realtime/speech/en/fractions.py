@@ -27,6 +27,11 @@ def _fraction_words(num: int, den: int, mixed: bool) -> str:
     return cardinal(num) + " " + plural
 
 
+# A count after a slash's numbers: "8/16 cores" is eight out of sixteen, no fraction or date.
+COUNT_AFTER = re.compile(r"\s(?:cores|threads|nodes|servers|machines|people|users|votes|games|points|items"
+                         r"|students|players|seats|rooms|patients|questions|tests|respondents)\b")
+
+
 def _fraction(m: re.Match[str]) -> str | None:
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
     if den == 0 or num == 0:
@@ -36,7 +41,7 @@ def _fraction(m: re.Match[str]) -> str | None:
         spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11"
     elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:
         return MONTHS[num - 1] + " " + ordinal(den)  # "as of 12/31": no fraction is in thirty firsts
-    elif den >= 100 and den % 50 == 0 or den == 10 and not of_after:
+    elif den >= 100 and den % 50 == 0 or den == 10 and not of_after or COUNT_AFTER.match(m.string, m.end()):
         spoken = cardinal(num) + " out of " + cardinal(den)  # a score of a round total: "98/100", "1520/1600"
     elif den == 1:
         spoken = cardinal(num) + " over one"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en import address, context, dates, fractions, ids, money, shorthand, web
-from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, year
+from realtime.speech.en.words import cardinal, digits, number, ordinal, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
     BULLET,
@@ -83,6 +83,8 @@ def _decade(m: re.Match[str]) -> str:
     if len(m.group(0)) == 3 and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 8),
                                                                          m.start()):
         return number(written) + " seconds"  # "wait 30s", "a timeout of 60s"
+    if len(written) == 4 and not 1000 <= int(written) <= 2099:
+        return number(written) + " seconds"  # "a TTL of 3600s": no decade
     return _plural_year(written)
 
 
@@ -266,8 +268,7 @@ RULES: tuple[Rule, ...] = (
     context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
-    rule("letter model", r"\b([A-Z])-([1-9]\d{2})\b(?![-.]\d)",
-         lambda m: f"{m.group(1)} {pairs(int(m.group(2)))}"),  # "F-150": F one fifty
+    *shorthand.HYPHENED_NAME_RULES,
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
     *shorthand.COMPARISON_RULES,  # "p < 0.05", "< 5 ms": before the numbers are read
     *money.RULES,

@@ -231,6 +231,23 @@ YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|
                              lambda m: year(int(m.group(1) or m.group(2))))
 
 
+def _pre_release(m: re.Match[str]) -> str:
+    """ "1.0.0-beta.2" -> "... beta two", "2.1-rc1" -> "... R C one"."""
+    stage = "R C" if m.group(1).lower() == "rc" else m.group(1)
+    return f" {stage} {cardinal(int(m.group(2)))}"
+
+
+# Before a hyphen between a name and a number is read as a pause, a range or "to".
+HYPHENED_NAME_RULES: tuple[Rule, ...] = (
+    rule("letter model", r"\b([A-Z])-([1-9]\d{2})\b(?![-.]\d)",
+         lambda m: f"{m.group(1)} {pairs(int(m.group(2)))}"),  # "F-150": F one fifty
+    rule("memory kind", r"\b((?:LP|G)?DDR)(\d)(X?)-(\d{4})\b",
+         lambda m: f"{m.group(1)} {cardinal(int(m.group(2)))}{' X' if m.group(3) else ''} "
+                   f"{cardinal(int(m.group(4)))}"),  # "DDR5-6000": no range
+    rule("pre-release", r"(?<=\d)-(alpha|beta|rc|RC|preview)\.?(\d{1,3})\b", _pre_release),
+)
+
+
 def _model_number(m: re.Match[str]) -> str:
     """ "RTX 4090" -> "RTX forty ninety", "ISO 9001" -> "ISO ninety oh one"."""
     return f"{m.group(1)} {pairs(int(m.group(2)))}"
@@ -244,6 +261,9 @@ NAME_RULES: tuple[Rule, ...] = (
     rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END + ")",
          _model_number),
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
+    rule("M.2", r"\bM\.2\b", lambda m: "M dot two"),  # the drive's form factor
+    rule("any minor version", r"\b(\d{1,3})\.x\b",
+         lambda m: cardinal(int(m.group(1))) + " dot x"),  # "Node 20.x"
     rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
          lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
 )

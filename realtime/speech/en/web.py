@@ -29,7 +29,8 @@ from realtime.speech.units import TLDS
 
 _TLDS = frozenset(TLDS)
 _MARKS = {".": "dot", "-": "dash", "_": "underscore", "/": "slash", ":": "colon", "&": "ampersand",
-          "~": "tilde", "+": "plus", "=": "equals", "?": "question mark", "%": "percent", "#": "hash"}
+          "~": "tilde", "+": "plus", "=": "equals", "?": "question mark", "%": "percent", "#": "hash",
+          "\\": "backslash", "$": "dollar"}
 _UNIT_SHORTHAND = frozenset({"sq.ft", "sq.mi", "sq.yd", "cu.ft"})  # "900 sq.ft": no host
 _SAID_AS = {"jpg": "jpeg", "www": "WWW"}  # said otherwise than spelled
 _PART = re.compile(r"(\d+)|([A-Za-z]+)|(.)")
@@ -76,6 +77,12 @@ def _url(m: re.Match[str]) -> str | None:
     spoken = (scheme.upper() + " colon slash slash " if scheme else "") + said(host)
     path = path.rstrip(".")
     return spoken + (" " + said(path) if path else "") + stop
+
+
+def _path(m: re.Match[str]) -> str:
+    path = m.group(0)
+    stop = "." if path.endswith(".") else ""  # the sentence's full stop, not the path's
+    return said(path.rstrip(".")) + stop
 
 
 def _file(m: re.Match[str]) -> str:
@@ -141,6 +148,10 @@ EARLY_RULES: tuple[Rule, ...] = (
     rule("local address", r"(?<![\w.@/-])(?:(https?)://)?(localhost(?::\d{1,5}(?!\d))?)((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)]|\.?$|\.\s)", _url),  # "localhost:3000/api"
     rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})", _file),
+    # "/etc/nginx/nginx.conf", "~/.bashrc", "C:\Users\Sam\report.docx": typed back, every mark said
+    rule("path", r"(?<![\w/.:~\\])(?:~?/[\w.-]{1,100}(?:/[\w.-]{1,100}){1,20}|~/[\w.-]{1,100}"
+         r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100})", _path),
+    rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
 )
