@@ -5,7 +5,7 @@
   -> www点example点com斜杠docs.
 - Season and school-year ranges: "2023-2024赛季" -> 二零二三到二零二四赛季 (years, not
   amounts), before 年, 赛季, 学年, 财年, 年度.
-- Floors: "A座3F" -> A座三楼.
+- Floors: "A座3F" -> A座三楼, and a room on it: "3F-301" -> 三楼三零一.
 - Compound durations: "3h20min" -> 三小时二十分钟 (the unit rule needs the unit to end
   the number's word).
 - Scores after a team's name, at the end of a clause: "日本1-2" -> 日本一比二,
@@ -64,5 +64,6 @@ SCORE_RULES: tuple[Rule, ...] = (
 RULES: tuple[Rule, ...] = (
     rule("duration", r"(?<![\d.])(\d{1,3})\s?(?:h|hr|小时)\s?(\d{1,2})\s?(?:min|m|分钟?)(?![A-Za-z])",
          _duration),
-    rule("floor", r"(?<![\w.])(\d{1,3})[Ff](?![A-Za-z\d])", lambda m: cardinal(int(m.group(1))) + "楼"),
+    rule("floor", r"(?<![\w.])(\d{1,3})[Ff](?![A-Za-z\d])(?:-(\d{3,4})(?!\d))?",
+         lambda m: cardinal(int(m.group(1))) + "楼" + (digits(m.group(2)) if m.group(2) else "")),  # 3F-301
 )
