@@ -6,7 +6,9 @@
   letters; a lone "I" is a numeral only after a monarch's name and before
   punctuation, "of" or "and" ("Elizabeth I of England"), never "Then I".
 - References: "pp. 10-12" -> "pages ten to twelve", "Fig. 3", "Vol. 2",
-  "Ch. 4", "Eq. 5", "§ 7" (only before a number).
+  "Ch. 4", "Eq. 5", "Prop. 47", "Art. 5", "para. 3", "§ 7" (only before a
+  number; "Vol. III", "Ch. XII" before a Roman numeral); a section's four
+  digits in pairs ("§ 1983": nineteen eighty three).
 - Magnitudes written onto a number: "3.4M users", "2.1bn", "500k", "1.2K"
   -> "three point four million", ... A lone digit keeps its letter ("3M",
   "4K video"), so does a race ("a 10k run", "the 10k."), and "B" needs a
@@ -17,7 +19,8 @@
   "five minutes, one second" (feet and inches never write "01").
 - Video resolutions ("1080p" -> "ten eighty p"), "90+" -> "ninety plus",
   "ext. 123" -> "extension one two three".
-- Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes".
+- Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes";
+  minutes and seconds: "2m 34s".
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
   power of eight meters per second", "one point five times ten to the
   power of six".
@@ -156,6 +159,7 @@ APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)
 RACE_TIME_RULE = rule("race time", r"(?<=\b(?:in|of)\s)(1[3-9]|[2-5]\d):([0-5]\d)(?![\d:]|\s?[ap]\.?m\b)",
                       lambda m: _minutes_seconds(int(m.group(1)), int(m.group(2))))
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
+
 
 def _hours_minutes(m: re.Match[str]) -> str:
     return counted(int(m.group(1)), "hour") + " " + counted(int(m.group(2)), "minute")

@@ -12,6 +12,9 @@ A host needs a known top-level domain, a scheme or "www", or else labels of
 two or more lowercase letters at its end ("notes.xyz", "Node.js"), so that
 "3.14", "e.g." and "end.The" are no addresses.
 
+A query and a fragment are said too ("?lang=en#top"), so is a local
+server ("localhost:3000"), a file path ("~/.bashrc", "C:\\Users\\a.txt":
+tilde, slash, backslash, dot) and a variable ("$HOME": dollar HOME).
 Hexadecimal literals are said digit by digit after "hex" ("0xFF" -> "hex F F").
 
 Symbols that name themselves in typed text: "C++" -> "C plus plus",
@@ -73,22 +76,13 @@ def _url(m: re.Match[str]) -> str | None:
     scheme, host, path = m.group(1), m.group(2), m.group(3)
     if not _is_host(host, bool(scheme)):
         return None
-    stop = "." if path.endswith(".") else ""  # the sentence's full stop, not the path's
     spoken = (scheme.upper() + " colon slash slash " if scheme else "") + said(host)
-    path = path.rstrip(".")
-    return spoken + (" " + said(path) if path else "") + stop
+    return spoken + (" " + _typed(path) if path else "")
 
 
-def _path(m: re.Match[str]) -> str:
-    path = m.group(0)
-    stop = "." if path.endswith(".") else ""  # the sentence's full stop, not the path's
-    return said(path.rstrip(".")) + stop
-
-
-def _file(m: re.Match[str]) -> str:
-    path = m.group(1)
-    stop = "." if path.endswith(".") else ""
-    return "file colon slash slash " + said(path.rstrip(".")) + stop
+def _typed(path: str) -> str:
+    """A path as said, ending with the sentence's full stop (not the path's)."""
+    return said(path.rstrip(".")) + ("." if path.endswith(".") else "")
 
 
 _WORD_BEFORE = re.compile(r"(\d\s?)?[A-Za-z]+$")
@@ -147,10 +141,11 @@ EARLY_RULES: tuple[Rule, ...] = (
          lambda m: " ".join(filter(None, (said(m.group(1)), "at", said(m.group(2)), said(m.group(3)))))),
     rule("local address", r"(?<![\w.@/-])(?:(https?)://)?(localhost(?::\d{1,5}(?!\d))?)((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)]|\.?$|\.\s)", _url),  # "localhost:3000/api"
-    rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})", _file),
+    rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})",
+         lambda m: "file colon slash slash " + _typed(m.group(1))),
     # "/etc/nginx/nginx.conf", "~/.bashrc", "C:\Users\Sam\report.docx": typed back, every mark said
     rule("path", r"(?<![\w/.:~\\])(?:~?/[\w.-]{1,100}(?:/[\w.-]{1,100}){1,20}|~/[\w.-]{1,100}"
-         r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100})", _path),
+         r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100})", lambda m: _typed(m.group(0))),
     rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
