@@ -325,6 +325,7 @@ CASES = [
     ("It took 2m 34s; a TTL of 3600s; 8/16 cores; on 3/15 we met; the 1990s.",
      "It took two minutes thirty four seconds; a TTL of three thousand six hundred seconds; eight out of"
      " sixteen cores; on March fifteenth we met; the nineteen nineties."),
+    ("On 3/4 of them, on 8/16 cores.", "On three quarters of them, on eight out of sixteen cores."),
     ("DDR5-6000, LPDDR5X-8533, an M.2 drive, Node 20.x, 1.0.0-beta.2, 2.1-rc1, 1920 px.",
      "DDR five six thousand, LPDDR five X eight thousand five hundred thirty three, an M dot two drive, Node"
      " twenty dot x, one point zero point zero beta two, two point one R C one, one thousand nine hundred"
