@@ -92,6 +92,7 @@ _NAME_NEXT = re.compile(r"\s+[A-Z](?:[a-z]*|\.)")  # "R" may become "Roosevelt":
 _INITIAL_NEXT = re.compile(r"\s+[A-Z]\.")
 _OPERATOR_NEXT = re.compile(r"\s+[=×*+/]")
 _NUMBERING = frozenset({"vol", "vols", "ch", "chap", "pt", "bk", "no", "fig", "art", "sec"})
+_NUMBERED_BEFORE = re.compile(r"\b(?i:model|part|serial|item|style|catalog|order|invoice|account|ref)\s+$")
 _ROMAN_NEXT = re.compile(r"\s+[IVXLC]{1,7}\b")
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
@@ -273,6 +274,8 @@ class SentenceSplitter:
             return False  # "the U.S. GDP", "U.K. Parliament"
         if word in _NUMBERING and self._next_is(_ROMAN_NEXT, j, final):
             return False  # "Vol. III of"
+        if word == "no" and _NUMBERED_BEFORE.search(buf, max(0, i - 14), i - 2):
+            return False  # "Model no. XR-2000B"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)
         return True

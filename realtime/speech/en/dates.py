@@ -182,6 +182,15 @@ def _weekday(m: re.Match[str]) -> str:
     return keep_final_period(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
 
 
+def _short_date_range(m: re.Match[str]) -> str | None:
+    """ "12/1–12/31": two dates when a day is past 12 (no fraction's denominator
+    is, but 16), not "1/2–3/4 cup"."""
+    (m1, d1), (m2, d2) = (int(m.group(1)), int(m.group(2))), (int(m.group(3)), int(m.group(4)))
+    if not (valid_date(m1, d1) and valid_date(m2, d2)) or max(d1, d2) <= 12 or 16 in (d1, d2):
+        return None
+    return _date(None, m1, d1) + " to " + _date(None, m2, d2)
+
+
 def _short_date(m: re.Match[str]) -> str | None:
     """ "on 3/15", "due 12/1", "Thu. 12/12", "Mon, 3/4": month first, as with a year; a fraction
     otherwise."""
@@ -205,6 +214,8 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
+    rule("short date range", r"(?<![\d/.])(\d{1,2})/(\d{1,2})\s?[-–—]\s?(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)",
+         _short_date_range),
     rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
          r"(?:day|nesday|sday|urday)?\.?,?)\s"
          r"(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),

@@ -80,7 +80,8 @@ FRACTION_UNIT_RULE = rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(
                           + UNIT_END, _fraction_unit)
 # After the ratings ("4.5/5 stars").
 RULES: tuple[Rule, ...] = (
-    rule("fraction range", r"(?<=[\d½¼¾⅓⅔])\s?[-–—]\s?(?=\d*[½¼¾⅓⅔])", lambda m: " to "),  # "1–1½ hours"
+    rule("fraction range", r"(?<=[\d½¼¾⅓⅔])\s?[-–—]\s?(?=\d*[½¼¾⅓⅔])|(?<=\d/\d)\s?[-–—]\s?(?=\d{1,2}/\d)",
+         lambda m: " to "),  # "1–1½ hours", "1/2–3/4 cup"
     rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
     rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
 )

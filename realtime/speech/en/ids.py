@@ -38,11 +38,11 @@ from realtime.speech.rewrite import Rule, rule
 # things ("order 500 units", "case 12") need "number", "no." or "#" after them.
 _DIRECT = (r"ending in|ends in|ending with|(?:last|final) (?:four|4|two|2) digits?(?: (?:are|is|of))?"
            r"|ref|reference|tracking|confirmation|serial|routing|zip|postal code|otp|pin|pnr|passcode"
-           r"|code|id")
+           r"|code|id|sku")
 _NEEDS_NUMBER = (r"card|account|acct|order|ticket|invoice|case|booking|policy|claim|transaction|member"
                  r"|membership|customer|reference|tracking|confirmation|serial|model|part|item|sku|receipt")
 _INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")(?:\s(?:number|no\.|no(?=:)|num|id|code)|\s?#)|" + _DIRECT + r")"
-          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20})\b")
+          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20}|\d{2,6}(?:-\d{2,6}){1,4})\b(?!-)")
 
 
 _NUMBER_SIGN = re.compile(r"\b(?i:no\.?|num)(?=\s|$|:)|\s?#")
@@ -50,7 +50,8 @@ _NUMBER_SIGN = re.compile(r"\b(?i:no\.?|num)(?=\s|$|:)|\s?#")
 
 def _identifier(m: re.Match[str]) -> str:
     """ "order #55012", "item no. 4411": the sign said ("number"), then the digits."""
-    return _NUMBER_SIGN.sub(" number", m.group(1)).replace("  ", " ") + " " + digits(m.group(2))
+    said = ", ".join(digits(group) for group in m.group(2).split("-"))  # "884-221-09": group by group
+    return _NUMBER_SIGN.sub(" number", m.group(1)).replace("  ", " ") + " " + said
 
 
 def _part(run: str) -> str:
@@ -106,6 +107,8 @@ RULES: tuple[Rule, ...] = (
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
          r"(?![\w@/-])", _hyphenated),
     rule("identifier after word", _INTRO, _identifier),
+    # "Model no. XR-2000B"
+    rule("number before a code", r"\b[Nn]o\.\s?(?=[A-Z]{1,4}-?\d)", lambda m: "number"),
     rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
     # "P2P", "B2C" (not "H2O")
     rule("letter to letter", r"\b([A-GMOP])2([A-GMOP])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
