@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from realtime.engine.api import RequestError
 from realtime.engine.text.spoken import TextNormalizer
 from realtime.speech.normalize import MAX_CHARS
+from realtime.speech.sentences import split_sentences
 
 BUDGET_MS_PER_100_CHARS = 10 * 0.5
 
@@ -60,6 +61,21 @@ PATHOLOGICAL = {
     "at signs": "@" * 5000,
     "emoji": "😀1" * 2000,
     "combining marks": "a\u0301\u0302\u0303" * 1500,
+    "a path of 3000 parts": "/a" * 3000,
+    "digit groups": "1-" * 3000 + "1",
+    "comparisons": "x < " * 1500 + "5",
+    "a query": "example.com/a?" + "b=c&" * 1500,
+    "initials": "Bob A. " * 800,
+    "em dashes": "a—" * 3000,
+}
+# The splitter sees text before the normalizer (and the whole utterance's, not a
+# sentence's): dots that end no sentence must not make it rescan what it read.
+SPLITTER_PATHOLOGICAL = {
+    "initials between names": "Bob A. " * 2000,
+    "a country's initials": "the U.S. " * 2000,
+    "dotted letters": "a." * 7000,
+    "abbreviations before lowercase": "approx. " * 1700,
+    "no end at all": "word " * 3000,
 }
 
 
@@ -88,6 +104,18 @@ def test_pathological_input_is_bounded(normalizer, name):
     spoken = normalizer.spoken(text)
     assert "".join(s for _, s in spoken.pieces) == spoken.text
     assert _cpu_ms(normalizer, text) <= BUDGET_MS_PER_100_CHARS * len(text) / 100
+
+
+@pytest.mark.parametrize("name", list(SPLITTER_PATHOLOGICAL))
+def test_splitting_pathological_text_is_bounded(name):
+    text = SPLITTER_PATHOLOGICAL[name]
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.thread_time()
+        segments = split_sentences(text)
+        best = min(best, (time.thread_time() - t0) * 1000)
+    assert "".join(segments).replace(" ", "") == text.replace(" ", "")
+    assert best <= BUDGET_MS_PER_100_CHARS * len(text) / 100
 
 
 def test_too_long_is_refused(normalizer):

@@ -98,6 +98,7 @@ _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sente
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
 _WORD_BEFORE = re.compile(r"[A-Za-z][A-Za-z.]*$")
+_WORD_REACH = 40  # the abbreviations and acronyms looked up are far shorter
 # What follows a country's initials inside a sentence: another acronym or an institution
 # ("the U.S. GDP", "U.S. Army"); one capital at the end of the text is waited for.
 _AFTER_COUNTRY = re.compile(r"\s+(?:[A-Z]{2,5}\b|[A-Z]\Z|(?:Army|Navy|Air|Senate|House|Congress|Government"
@@ -108,6 +109,7 @@ _AFTER_COUNTRY = re.compile(r"\s+(?:[A-Z]{2,5}\b|[A-Z]\Z|(?:Army|Navy|Air|Senate
 # A list marker's label: "1", "12", "a", "B", "十二" (before "." or ")" or "、").
 _LABEL = r"(?:\d{1,3}|[A-Za-z]|[一二三四五六七八九十]{1,3})"
 # The text before a marker's dot: the label, alone or after a colon.
+_MARKER_REACH = 16  # a label and the colon or start before it
 _MARKER_BEFORE_DOT = re.compile(rf"(?:^\s*|:\s+|：\s*){_LABEL}$")  # not "12:00."
 _MARKER = rf"(?:{_LABEL}[.)．、]|[(（]{_LABEL}[)）]|[\u2460-\u2473])"
 # ChatTTS's control tags, as the runtime's front end strips them.
@@ -180,9 +182,11 @@ class SentenceSplitter:
             self._buf = self._buf[end:]
 
     def _next_end(self, final: bool) -> int | None:
-        """Index just past the first certain sentence end in the buffer, or None."""
+        """Index just past the first certain sentence end in the buffer, or None.
+        Reads no further than max_chars: an end past it is cut there anyway
+        (``_drain``), so a long text without ends costs one pass, not one a cut."""
         buf = self._buf
-        n = len(buf)
+        n = min(len(buf), self.max_chars + 1)
         i = 0
         while i < n:
             ch = buf[i]
@@ -236,12 +240,12 @@ class SentenceSplitter:
                 return True
             raise _Wait
         run = buf[i:j]
-        if run == "." and _MARKER_BEFORE_DOT.search(buf, 0, i):
+        if run == "." and _MARKER_BEFORE_DOT.search(buf, max(0, i - _MARKER_REACH), i):
             return False  # "1. Open the app": the marker is read with its item
         if any(ch in _CJK_TERMINATORS for ch in run):
             return True
         after = buf[j]
-        m = _WORD_BEFORE.search(buf, 0, i)
+        m = _WORD_BEFORE.search(buf, max(0, i - _WORD_REACH), i)  # bounded: linear over the text
         word = m.group(0).lower() if m else ""
         if run == "." and word in _HALF_DAY:
             # "at 10:30 a.m. 我们见": the time's dot, the sentence goes on in Chinese;
