@@ -333,6 +333,8 @@ CASES = [
     ("SKU: 884-221-09, Model no. XR-2000B, valid 12/1–12/31, 1/2–3/4 cup.",
      "SKU: eight eight four, two two one, zero nine, Model number XR two thousand B, valid December first"
      " to December thirty first, one half to three quarters cup."),
+    ('Expect 3"–5" of snow; use a 9x13-inch pan and 2 c. flour.',
+     "Expect three to five inches of snow; use a nine by thirteen inch pan and two cups flour."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

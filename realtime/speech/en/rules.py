@@ -280,7 +280,7 @@ RULES: tuple[Rule, ...] = (
          _temperature),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     fractions.FRACTION_UNIT_RULE,
-    shorthand.SIDES_RULE,
+    *shorthand.SIDES_RULES,
     rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
     rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,

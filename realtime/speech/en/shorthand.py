@@ -192,6 +192,10 @@ COUNTED_RULES: tuple[Rule, ...] = (
     rule("pounds then ounces", r"(?<![\d.])(\d{1,3})\s?lbs?\.?\s(\d{1,2})\s?oz\b\.?",
          lambda m: keep_final_period(m, f"{cardinal(int(m.group(1)))} {en_unit('pound', m.group(1))} "
                                         f"{cardinal(int(m.group(2)))} {en_unit('ounce', m.group(2))}")),
+    rule("inch range", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)[\"″]\s?[-–—]\s?(\d{1,3}(?:\.\d{1,2})?)[\"″]",
+         lambda m: f"{number(m.group(1))} to {number(m.group(2))} {en_unit('inch', m.group(2))}"),  # 3"–5"
+    rule("cups", "(" + NUM + r")\s?c\.(?=\s[a-z])",
+         lambda m: number(m.group(1)) + " " + en_unit("cup", m.group(1))),  # "2 c. flour"
     rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
     rule("coordinate", "(" + NUM + r")\s?°\s?([NSEW])\b(?!['’])",
          lambda m: number(m.group(1)) + " " + en_unit("degree", m.group(1)) + " " + _COMPASS[m.group(2)]),
@@ -217,9 +221,13 @@ def _sides(m: re.Match[str]) -> str:
 
 
 _SIDE = r"(" + UNSIGNED + r")\s?(" + UNIT_RE + ")" + UNIT_END
-# Before the dimensions and the units: a unit on each side of the "x".
-SIDES_RULE = rule("sides", r"(?<![\w.])" + _SIDE + r"\s?[x×]\s?" + _SIDE + r"(?:\s?[x×]\s?" + _SIDE + ")?",
-                  _sides)
+# Before the dimensions and the units: a unit on each side of the "x", or a word
+# hyphened to both sides ("a 9x13-inch pan").
+SIDES_RULES: tuple[Rule, ...] = (
+    rule("sides", r"(?<![\w.])" + _SIDE + r"\s?[x×]\s?" + _SIDE + r"(?:\s?[x×]\s?" + _SIDE + ")?", _sides),
+    rule("sides before a word", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")-(?=[a-z])",
+         lambda m: f"{number(m.group(1))} by {number(m.group(2))} "),
+)
 # "a 2 TB drive", "the 10 km race": a size before its noun is singular too
 ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s)(" + UNSIGNED
                          + r")\s?(" + UNIT_RE + ")" + UNIT_END + _NOUN_AFTER,
