@@ -335,6 +335,11 @@ CASES = [
      " to December thirty first, one half to three quarters cup."),
     ('Expect 3"–5" of snow; use a 9x13-inch pan and 2 c. flour.',
      "Expect three to five inches of snow; use a nine by thirteen inch pan and two cups flour."),
+    ("A 401k, a 50-50 chance, the 80/20 rule, 2 tix for Sat., pages 50-60.",
+     "A four oh one k, a fifty fifty chance, the eighty twenty rule, two tickets for Saturday, pages fifty"
+     " to sixty."),
+    ("I sat on Sat.", "I sat on Saturday."),
+    ("He Sat down by Wed Lake.", "He Sat down by Wed Lake."),
     # Addresses: a query, a fragment, a local port; a sentence's own "?" is none.
     ("See example.com/s?q=tts&p=2 or docs.example.com/a#b-c, localhost:3000 or localhost. Is it example.com?",
      "See example dot com slash s question mark q equals tts ampersand p equals two or docs dot example dot"

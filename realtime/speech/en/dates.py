@@ -231,6 +231,10 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("weekday letters", r"\bM\s?[-–—]\s?F\b(?!-)", lambda m: "Monday to Friday"),  # "open M–F 9–5"
     rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
     rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
+    # "2 tix for Sat.": after a word that dates, "Sat", "Sun", "Wed" are the days
+    rule("weekday word", r"(?:(?<=\bon\s)|(?<=\bfor\s)|(?<=\bby\s)|(?<=\bthis\s)|(?<=\bnext\s)|(?<=\blast\s)"
+         r"|(?<=\buntil\s))(Sat|Sun|Wed)(?:\.(?!\w)|(?=$|[,;!?)]|\s(?:at|morning|afternoon|evening|night|and"
+         r"|or|to|until|before|after)\b))()", _weekday),  # not "on Sun deck", "by Wed Lake"
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
     # "the War of 1812 ended", "the summer of 1969,": a year after a name's or a season's
     # "of" ("a total of 1500 people" is a count: a noun follows)

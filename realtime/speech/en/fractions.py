@@ -37,8 +37,8 @@ def _fraction(m: re.Match[str]) -> str | None:
     if den == 0 or num == 0:
         return None
     of_after = m.string.startswith(" of", m.end())
-    if (num, den) in ((24, 7), (9, 11)) or num == den:
-        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11"
+    if (num, den) in ((24, 7), (9, 11)) or num == den or num + den == 100 and not whole:
+        spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11", "80/20"
     elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:
         return MONTHS[num - 1] + " " + ordinal(den)  # "as of 12/31": no fraction is in thirty firsts
     elif den >= 100 and den % 50 == 0 or den == 10 and not of_after or COUNT_AFTER.match(m.string, m.end()):

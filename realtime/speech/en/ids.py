@@ -80,11 +80,14 @@ def _slashed(m: re.Match[str]) -> str:
 def _plan(m: re.Match[str]) -> str:
     """ "403(b)" -> "four oh three b", "457(b)" -> "four fifty seven b",
     "501(c)(3)" -> "five oh one c three"."""
-    head, tail = m.group(2)[0], int(m.group(2)[1:])
+    return _plan_said(m.group(2), m.group(3), m.group(4), bool(m.group(1)))
+
+
+def _plan_said(plan: str, letter: str, clause: str | None, section: bool) -> str:
+    head, tail = plan[0], int(plan[1:])
     rest = "oh " + cardinal(tail) if tail < 10 else cardinal(tail)
-    clause = " " + cardinal(int(m.group(4))) if m.group(4) else ""
-    section = "section " if m.group(1) else ""
-    return f"{section}{cardinal(int(head))} {rest} {m.group(3)}{clause}"
+    said = " " + cardinal(int(clause)) if clause else ""
+    return f"{'section ' if section else ''}{cardinal(int(head))} {rest} {letter}{said}"
 
 
 def _hyphenated(m: re.Match[str]) -> str | None:
@@ -110,6 +113,8 @@ RULES: tuple[Rule, ...] = (
     # "Model no. XR-2000B"
     rule("number before a code", r"\b[Nn]o\.\s?(?=[A-Z]{1,4}-?\d)", lambda m: "number"),
     rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
+    rule("plan", r"\b(401|403|457)([kb])\b",
+         lambda m: _plan_said(m.group(1), m.group(2), None, False)),  # "a 401k"
     # "P2P", "B2C" (not "H2O")
     rule("letter to letter", r"\b([A-GMOP])2([A-GMOP])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),

@@ -185,6 +185,8 @@ def _operator(m: re.Match[str]) -> str:
         left = _LEFT.search(m.string, max(0, m.start() - 20), m.start())
         right = _RIGHT.match(m.string, m.end() - len(m.group(3)))
         first, second = (left.group(1), right.group(1)) if left and right else ("0", "0")
+        if first == second == "50":
+            return " "  # "a 50-50 chance": fifty fifty
         if int(first) > max(int(second), 12) and not (len(first) == 4 and len(second) == 2) \
                 and not shorthand.is_score(m):
             # "864-2": no range runs down ("1970-85" does: a year shortened; "8-6",

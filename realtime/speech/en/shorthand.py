@@ -151,7 +151,8 @@ _COMPASS = {"N": "north", "S": "south", "E": "east", "W": "west"}
 # Chat shorthand an assistant echoes back: said in full.
 _CHAT = {"brb": "be right back", "idk": "I don't know", "tbh": "to be honest", "tmrw": "tomorrow",
          "thx": "thanks", "bday": "birthday", "btw": "by the way", "imo": "in my opinion",
-         "imho": "in my humble opinion", "afaik": "as far as I know", "ttyl": "talk to you later"}
+         "imho": "in my humble opinion", "afaik": "as far as I know", "ttyl": "talk to you later",
+         "tix": "tickets"}
 
 
 def _chat(m: re.Match[str]) -> str:
@@ -279,7 +280,7 @@ NAME_RULES: tuple[Rule, ...] = (
 SYMBOL_RULES: tuple[Rule, ...] = (
     rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm])\b|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
-         r"|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
+         r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("grade minus", r"(?<=\s)([A-D])-(?=[\s,;:.!?)]|$)", lambda m: m.group(1) + " minus"),  # "an A-"
