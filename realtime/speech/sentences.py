@@ -278,7 +278,7 @@ class SentenceSplitter:
             return False  # "the U.S. GDP", "U.K. Parliament"
         if word in _NUMBERING and self._next_is(_ROMAN_NEXT, j, final):
             return False  # "Vol. III of"
-        if word == "no" and _NUMBERED_BEFORE.search(buf, max(0, i - 14), i - 2):
+        if word == "no" and _NUMBERED_BEFORE.search(buf, max(0, i - 14), i - len(word)):
             return False  # "Model no. XR-2000B"
         if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
             return self._next_word_is_new_sentence(j, final)

@@ -18,6 +18,10 @@ from collections.abc import Callable, Iterable
 LIST_MARKER = r"^\s*(?:[(（](\d{1,3})[)）]|(\d{1,3})(?:[)、]|\.(?!\d)))\s*(?=\S)"
 # A bullet opening a line ("- item", "• item"): not read (upstream would read "-" as a pause).
 BULLET = r"^\s*[-*•·‣▪●]\s+(?=\S)"
+# "978-0-13-468599-1" (an ISBN): four or more hyphened groups of digits, said group by group
+DIGIT_GROUPS = r"(?<![\w.-])\d{1,5}(?:-[\dX]{1,7}){3,6}(?![\w-])"
+# "P2P", "B2C", "O2O": "to" between two letters of business shorthand (not "H2O")
+LETTER_PAIR = r"\b([A-GMOP])2([A-GMOP])\b"
 SIGN = r"(?:(?<![\w)\].])[-−+])?"
 # ".75" is a number too, where no word or digit comes before its dot.
 UNSIGNED = r"(?:(?<![\d.])(?<!\d,)(?:\d{1,3}(?:,\d{3})++(?![\d])|\d++)(?:\.\d++)?|(?<![\w.,])\.\d++)"

@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from realtime.speech.en.dates import counted
 from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs
@@ -161,8 +162,9 @@ RACE_TIME_RULE = rule("race time", r"(?<=\b(?:in|of)\s)(1[3-9]|[2-5]\d):([0-5]\d
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 
 
-def _hours_minutes(m: re.Match[str]) -> str:
-    return counted(int(m.group(1)), "hour") + " " + counted(int(m.group(2)), "minute")
+def _counts(first: str, second: str) -> Callable[[re.Match[str]], str]:
+    """A reader of two counts: "3h20min" -> "three hours twenty minutes"."""
+    return lambda m: counted(int(m.group(1)), first) + " " + counted(int(m.group(2)), second)
 
 
 _RESOLUTIONS = frozenset({"360", "480", "720", "1080", "1440", "2160", "4320"})
@@ -184,9 +186,9 @@ RULES: tuple[Rule, ...] = (
     rule("at least", r"(?<![\w.])(\d++(?:\.\d++)?)\+(?![\w+])", lambda m: number(m.group(1)) + " plus"),
     rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
-         _hours_minutes),  # "3h20min", "2h 5m": "5m" is no distance here
+         _counts("hour", "minute")),  # "3h20min", "2h 5m": "5m" is no distance here
     rule("minutes and seconds", r"(?<![\d.])(\d{1,3})\s?(?:m|mins?)\s?(\d{1,2})\s?(?:s|secs?)\b",
-         lambda m: counted(int(m.group(1)), "minute") + " " + counted(int(m.group(2)), "second")),  # "2m 34s"
+         _counts("minute", "second")),  # "2m 34s"
     rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
          r"(?![\d/])(?:\s?(mmHg))?", _pressure),
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",

@@ -33,6 +33,7 @@ import re
 
 from realtime.speech.en.words import cardinal, digits, number
 from realtime.speech.rewrite import Rule, rule
+from realtime.speech.units import DIGIT_GROUPS, LETTER_PAIR
 
 # Words after which a run of digits is an identifier. Those that also count
 # things ("order 500 units", "case 12") need "number", "no." or "#" after them.
@@ -103,8 +104,7 @@ RULES: tuple[Rule, ...] = (
     rule("id code", r"\b(ID|Id)(?::|\s?#)?\s?(?=[A-Za-z\d-]*\d)(?=[\d-]*[A-Za-z])"
          r"([A-Za-z\d]++(?:-[A-Za-z\d]++)*+)(?![\w@/-])",
          lambda m: m.group(1) + " " + _code_words(m.group(2))),
-    # "978-0-13-468599-1" (an ISBN): four or more groups of digits, one by one
-    rule("digit groups", r"(?<![\w.-])\d{1,5}(?:-[\dX]{1,7}){3,6}(?![\w-])",
+    rule("digit groups", DIGIT_GROUPS,
          lambda m: ", ".join(digits(g) if g.isdigit() else g for g in m.group(0).split("-"))),
     rule("hyphenated code", r"(?<![\w.@/-])(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z])"
          r"[A-Za-z\d]++(?:[-/][A-Za-z\d]++){2,}+"
@@ -115,8 +115,7 @@ RULES: tuple[Rule, ...] = (
     rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
     rule("plan", r"\b(401|403|457)([kb])\b",
          lambda m: _plan_said(m.group(1), m.group(2), None, False)),  # "a 401k"
-    # "P2P", "B2C" (not "H2O")
-    rule("letter to letter", r"\b([A-GMOP])2([A-GMOP])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
+    rule("letter to letter", LETTER_PAIR, lambda m: f"{m.group(1)} to {m.group(2)}"),
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),
 )
 # After every rule that gives a token's digits a meaning ("5km", "3rd", "1080p").

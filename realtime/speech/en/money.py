@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en.shorthand import NOUN_AFTER
 from realtime.speech.en.words import cardinal, number
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import (
@@ -77,12 +78,9 @@ def _adjective(m: re.Match[str]) -> str | None:
     return f"{article}{words} {CURRENCIES[m.group(2)][0]}"
 
 
-# A noun after the amount: a word that is no function word.
-_NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as"
-               r"|a\s?month|a\s?year|an\s?hour)\b)[A-Za-z])")
 RULES: tuple[Rule, ...] = (
     rule("money adjective", r"\b([Aa]n?\s)(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
-         + MAGNITUDE_RE + r")\b)?" + _NOUN_AFTER, _adjective),
+         + MAGNITUDE_RE + r")\b)?" + NOUN_AFTER, _adjective),
     rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?", _range),

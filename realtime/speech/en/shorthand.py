@@ -204,9 +204,10 @@ COUNTED_RULES: tuple[Rule, ...] = (
          lambda m: cardinal(int(m.group(1))) + " factorial"),  # "3! = 6"
     rule("video codec", r"\bH\.(26[1-6])\b", lambda m: "H two " + cardinal(int(m.group(1)[1:]))),
 )
-# A noun after a size: a word that is no function word ("of", "in", "and", "is", ...).
-_NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
-               r"[A-Za-z])")
+# A noun after a size or an amount: a word that is no function word ("of", "in",
+# "a": "$5 a month" is no adjective), so it is singular ("a 2 TB drive", "a $5 bill").
+NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
+              r"[A-Za-z])")
 # "a 60-min podcast": singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
                            + r"(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
@@ -231,7 +232,7 @@ SIDES_RULES: tuple[Rule, ...] = (
 )
 # "a 2 TB drive", "the 10 km race": a size before its noun is singular too
 ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s)(" + UNSIGNED
-                         + r")\s?(" + UNIT_RE + ")" + UNIT_END + _NOUN_AFTER,
+                         + r")\s?(" + UNIT_RE + ")" + UNIT_END + NOUN_AFTER,
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
 # "the 2020 Tokyo Olympics", "a 2019 Honda Civic" (a model year: 1900-2029), before
 # a bare number is read as a quantity

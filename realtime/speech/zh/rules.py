@@ -18,6 +18,7 @@ from realtime.speech.units import (
     CURRENCIES,
     CURRENCY_CODE_RE,
     CURRENCY_SYMBOL_RE,
+    DIGIT_GROUPS,
     LIST_MARKER,
     MAGNITUDE_RE,
     MAGNITUDES,
@@ -251,8 +252,7 @@ RULES: tuple[Rule, ...] = (
     rule("year month", r"(?<![\d.])(?:(\d{4})[-/.](\d{1,2})|(\d{1,2})[-/.](\d{4}))(?![\d.]\d|\d|%|"
          + _AMOUNT_AFTER + ")", _year_month),
     rule("month day", r"(?<![\d.])(\d{2})[-/.](\d{2})(?![\d.]\d|\d|%|" + _AMOUNT_AFTER + ")", _month_day),
-    # "978-7-111-12345-6" (an ISBN): four or more groups, digit by digit
-    rule("digit groups", r"(?<![\w.-])\d{1,5}(?:-[\dX]{1,7}){3,6}(?![\w-])",
+    rule("digit groups", DIGIT_GROUPS,
          lambda m: "，".join(digits(g) if g.isdigit() else g for g in m.group(0).split("-"))),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])",
          lambda m: "点".join(digits(p) for p in m.group(0).split("."))),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.rewrite import Rule, rule
-from realtime.speech.units import TLDS
+from realtime.speech.units import LETTER_PAIR, TLDS
 from realtime.speech.zh.words import cardinal, digits
 
 _TLDS = "(?:" + "|".join(TLDS) + ")"
@@ -59,7 +59,7 @@ SCORE_RULES: tuple[Rule, ...] = (
     rule("score", r"(?<=[\u4e00-\u9fff])(?<![的第之约近])(\s?)(\d{1,3})([-:/])(\d{1,3})"
          r"(?=[，。！？；,.!?;\s]|$)",
          lambda m: _score(m) if m.group(1) or m.group(3) != ":" else None),
-    rule("letter to letter", r"\b([A-GMOP])2([A-GMOP])\b", lambda m: f"{m.group(1)} to {m.group(2)}"),
+    rule("letter to letter", LETTER_PAIR, lambda m: f"{m.group(1)} to {m.group(2)}"),
 )
 RULES: tuple[Rule, ...] = (
     rule("duration", r"(?<![\d.])(\d{1,3})\s?(?:h|hr|小时)\s?(\d{1,2})\s?(?:min|m|分钟?)(?![A-Za-z])",
