@@ -21,8 +21,8 @@ from realtime.engine.ort import graph, graph_entry
 from realtime.engine.ort.model import OrtGPT
 
 
-@pytest.mark.parametrize("bits", [4, 8])
-def test_blocks_dequantize_within_half_a_step(bits):
+def test_blocks_dequantize_within_half_a_step():
+    bits = graph.INT4_BITS
     w = np.random.default_rng(0).standard_normal((24, 80)).astype(np.float32)  # K not a block multiple
     q, scale = graph.quantize_blocks(w, bits)
     assert q.dtype == np.uint8 and q.shape == (24, 3, graph.BLOCK * bits // 8)
@@ -40,13 +40,13 @@ def test_channels_quantize_to_7_bits_within_half_a_step():
     w[3] = 0.0  # a channel of zeros keeps a usable scale
     q, scale = graph.quantize_channels(w)
     assert q.dtype == np.int8 and q.shape == (80, 24) and scale.shape == (24,)
-    assert np.abs(q.astype(np.int16)).max() == graph.PROMPT_WEIGHT_MAX == 63
+    assert np.abs(q.astype(np.int16)).max() == graph.INT8_WEIGHT_MAX == 63
     back = (q.astype(np.float32) * scale).T
     assert np.all(np.abs(back - w) <= scale[:, None] * 0.5 + 1e-6)
     assert np.all(back[3] == 0) and np.all(np.isfinite(scale))
 
 
-@pytest.mark.parametrize("form, matmul", [("fp32", "MatMul"), ("int8", "MatMulNBits"),
+@pytest.mark.parametrize("form, matmul", [("fp32", "MatMul"), ("int8", "MatMulInteger"),
                                           ("int4", "MatMulNBits"),
                                           (graph.PROMPT_FORM, "DynamicQuantizeMatMul")])
 def test_the_graph_has_the_fused_operators(tmp_path, form, matmul):

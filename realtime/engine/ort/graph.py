@@ -20,25 +20,32 @@ gave the builder's hidden states to 2e-9 on the same weights. Gate and up
 are one fused matrix here (the builder keeps two): measured as fast or
 faster at batch 1 and 4 on the AMD EPYC Zen 3 (docs/runtime.md).
 
-Forms: ``fp32`` (plain ``MatMul``), ``int8`` and ``int4`` (``MatMulNBits``:
-symmetric per block of ``BLOCK`` weights along K, the block's value of
-largest magnitude at the bottom of the range as ORT's own quantizer does, no
-zero points; ``accuracy_level`` 4: the activations quantized to int8 per
-block inside the kernel, the only level that was fast here, fp32 compute
-being 3x slower for int4 and 30x for int8). RMSNorm, RoPE, attention and
+Forms: ``fp32`` (plain ``MatMul``), ``int4`` (``MatMulNBits``: symmetric
+per block of ``BLOCK`` weights along K, the block's value of largest
+magnitude at the bottom of the range as ORT's own quantizer does, no zero
+points; ``accuracy_level`` 4: the activations quantized to int8 per block
+inside the kernel, the only level that was fast here) and ``int8``
+(``MatMulInteger``: MLAS's integer GEMM, VNNI or AMX where the CPU has them;
+7-bit symmetric weights per output channel, since AVX2's u8 x s8 pair sums
+must not saturate, as in the int8 vocoder; each row's activations quantized
+alone to uint8 around ``ROW_ZERO`` by its largest magnitude, the int32 sums
+scaled back by row and channel, so a row never depends on its batch mates).
+``MatMulNBits`` costs more with each row (its 8-bit form, int8's until
+export 2, twice int4's at three rows), the integer GEMM reads the weights'
+bytes once whatever the rows: int8 is as fast as int4 from two rows on
+(docs/runtime.md, "int8 on the integer GEMM"). RMSNorm, RoPE, attention and
 the residual stream stay fp32 in every form; the K/V cache is int8 where
 ``write_backbone`` is given scales (the int forms: ``kv_scales``),
 GroupQueryAttention quantizing each position's K and V as it writes them.
 
 ``PROMPT_FORM`` (``int8-dynamic``) is for prompts only (``ort.prompts``):
-``DynamicQuantizeMatMul``, 7-bit symmetric weights per output channel (the
-int16 pair sums of AVX2's integer kernels cannot saturate, as in the int8
-vocoder) and each call's activations quantized as one tensor, so MLAS's
-integer GEMM (VNNI, AMX) runs it. A 64-token prompt takes 28 ms where
-``MatMulNBits`` takes 111 (int4) on the Intel Xeon of docs/runtime.md: its
-kernels run many rows at fp32's speed. Not for decode steps: one
-activation scale for all rows would make a row's codes depend on its batch
-mates.
+``DynamicQuantizeMatMul``, the same 7-bit weights, each call's activations
+quantized as one tensor inside the operator. A 64-token prompt takes 28 ms
+where ``MatMulNBits`` takes 111 (int4) on the Intel Xeon of
+docs/runtime.md, and a 48-token one 25 ms against 31 on the int8 graph,
+whose per-row scaling is a few more passes over many rows. Not for decode steps:
+one activation scale for all rows would make a row's codes depend on its
+batch mates.
 
 Thread: build time (the model thread). Imports onnx on use only: the GPU
 image's server never builds a CPU graph.
@@ -56,10 +63,11 @@ from realtime.engine.model.shapes import ModelShape
 
 FORMS = ("int4", "int8", "fp32")  # what decode steps run
 PROMPT_FORM = "int8-dynamic"  # what prompts run (module docstring)
-PROMPT_WEIGHT_MAX = 63  # 7-bit weights: AVX2's u8 x s8 pair sums stay within int16
-BLOCK = 32  # weights per quantization block along K (int4 and int8)
+INT8_WEIGHT_MAX = 63  # 7-bit weights: AVX2's u8 x s8 pair sums stay within int16
+INT4_BITS, BLOCK = 4, 32  # MatMulNBits: bits and weights per quantization block along K
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 activations per block (the fast kernels)
-EXPORT_VERSION = 1  # bump when the graph changes: cached graphs then miss
+ROW_ZERO = 128  # an int8 graph's activations: uint8 around this, per row
+EXPORT_VERSION = 2  # bump when the graph changes: cached graphs then miss (2: int8 on MatMulInteger)
 GRAPH_FILE, DATA_FILE = "model.onnx", "model.onnx.data"
 SCALES_FILE = "kv_scales.npy"  # the int8 K/V cache's scales, beside a graph that has one
 KV_QUANT = "PER_CHANNEL"  # one scale per head and channel (kv_scales.py)
@@ -70,7 +78,6 @@ INT8_CACHE = {"k_quant_type": KV_QUANT, "v_quant_type": KV_QUANT, "kv_cache_bit_
 def scale_shape(shape: ModelShape) -> tuple[int, int, int, int]:
     return (1, shape.kv_heads, 1, shape.head_dim)
 INLINE_BYTES = 4096  # initializers smaller than this stay in the graph file
-_BITS = {"int4": 4, "int8": 8}
 
 
 def quantize_blocks(w: np.ndarray, bits: int, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
@@ -95,18 +102,17 @@ def quantize_blocks(w: np.ndarray, bits: int, block: int = BLOCK) -> tuple[np.nd
 
 
 def quantize_channels(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``w`` [N, K] fp32 -> (``DynamicQuantizeMatMul``'s B: int8 [K, N] in
-    [-PROMPT_WEIGHT_MAX, PROMPT_WEIGHT_MAX], scales fp32 [N]): symmetric, one
+    """``w`` [N, K] fp32 -> (the integer GEMM's B: int8 [K, N] in
+    [-INT8_WEIGHT_MAX, INT8_WEIGHT_MAX], scales fp32 [N]): symmetric, one
     scale per output channel, no zero points."""
     peak = np.abs(w).max(axis=1)
-    scale = np.where(peak > 0, peak / PROMPT_WEIGHT_MAX, 1.0).astype(np.float32)
-    q = np.clip(np.rint(w / scale[:, None]), -PROMPT_WEIGHT_MAX, PROMPT_WEIGHT_MAX).astype(np.int8)
+    scale = np.where(peak > 0, peak / INT8_WEIGHT_MAX, 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / scale[:, None]), -INT8_WEIGHT_MAX, INT8_WEIGHT_MAX).astype(np.int8)
     return np.ascontiguousarray(q.T), scale
 
 
 def dequantize_blocks(q: np.ndarray, scale: np.ndarray, bits: int, k: int) -> np.ndarray:
-    """The [N, K] fp32 weights ``quantize_blocks`` stored (for tests and the
-    precision bench)."""
+    """The [N, K] fp32 weights ``quantize_blocks`` stored (for tests)."""
     n, blocks, _ = q.shape
     if bits == 4:
         q = np.stack([q & 0x0F, q >> 4], -1).reshape(n, blocks, -1)
@@ -175,12 +181,30 @@ class _Graph:
             self.node("DynamicQuantizeMatMul", [x, self.init(f"{name}.q", q8),
                                                 self.init(f"{name}.scales", scale)], [out], ms=True)
             return out
-        bits = _BITS[self.form]
-        q, scale = quantize_blocks(weights, bits)
+        if self.form == "int8":
+            return self._integer_matmul(x, weights, name)
+        q, scale = quantize_blocks(weights, INT4_BITS)
         self.node("MatMulNBits", [x, self.init(f"{name}.q", q), self.init(f"{name}.scales", scale)],
-                  [out], ms=True, K=weights.shape[1], N=weights.shape[0], bits=bits,
+                  [out], ms=True, K=weights.shape[1], N=weights.shape[0], bits=INT4_BITS,
                   block_size=BLOCK, accuracy_level=ACCURACY_LEVEL)
         return out
+
+    def _integer_matmul(self, x: str, weights: np.ndarray, name: str) -> str:
+        """``x`` times ``weights`` [N, K] transposed on the integer GEMM: each
+        row of ``x`` scaled by its own largest magnitude to uint8 around
+        ``ROW_ZERO``, the int32 products scaled back by row and by channel."""
+        q, scale = quantize_channels(weights)
+        self.node("Abs", [x], [f"{name}/abs"])
+        self.node("ReduceMax", [f"{name}/abs", "rows.axis"], [f"{name}/peak"], keepdims=1)
+        self.node("Max", [f"{name}/peak", "rows.tiny"], [f"{name}/peak+"])
+        self.node("Div", [f"{name}/peak+", "rows.top"], [f"{name}/row_scale"])
+        self.node("Div", [x, f"{name}/row_scale"], [f"{name}/scaled"])
+        self.node("QuantizeLinear", [f"{name}/scaled", "rows.one", "rows.zero"], [f"{name}/xq"])
+        self.node("MatMulInteger", [f"{name}/xq", self.init(f"{name}.q", q), "rows.zero"], [f"{name}/sums"])
+        self.node("Cast", [f"{name}/sums"], [f"{name}/sums_f"], to=1)  # TensorProto.FLOAT
+        self.node("Mul", [f"{name}/sums_f", f"{name}/row_scale"], [f"{name}/by_row"])
+        self.node("Mul", [f"{name}/by_row", self.init(f"{name}.scales", scale)], [f"{name}/out"])
+        return f"{name}/out"
 
     def finish(self) -> None:
         self._data.flush()
@@ -206,6 +230,12 @@ def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], for
     outputs = [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, ["batch", "seq", d])]
     try:
         _mask_lengths(g)
+        if form == "int8":  # _integer_matmul's constants
+            g.init("rows.axis", np.array([-1], np.int64))
+            g.init("rows.tiny", np.array(1e-30, np.float32))  # a row of zeros (padding) scales to zeros
+            g.init("rows.top", np.array(127, np.float32))
+            g.init("rows.one", np.array(1, np.float32))
+            g.init("rows.zero", np.array(ROW_ZERO, np.uint8))
         cos, sin = rope_caches(shape)
         g.init("cos_cache", cos)
         g.init("sin_cache", sin)

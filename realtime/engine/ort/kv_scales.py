@@ -1,4 +1,4 @@
-"""Per-channel scales of the int8 K/V cache, calibrated once per checkpoint.
+"""Per-channel scales of the int8 K/V cache (and activation peaks), calibrated once per checkpoint.
 
 The int forms keep K and V in int8: GroupQueryAttention quantizes each new
 position's K and V on write with a static scale per (head, channel) and
@@ -20,6 +20,10 @@ rather than calibrating again. The forward is written here rather than run
 through the torch decoder (``model.gpt.StaticGPT``, which a test holds it
 to): it reads the weights a layer at a time, where the decoder would first
 copy all of them (760 MiB in fp32) at a start that otherwise never builds it.
+
+The same forward records, per layer, each channel's largest magnitude in
+the inputs of the QKV, gate/up and down matrices (``activation_peaks``):
+``smoothing`` folds outlier channels into the int8 graphs' weights by them.
 
 Thread: build time (the model thread).
 """
@@ -45,7 +49,7 @@ MARGIN = 1.5  # headroom over the calibration's largest value: a sequence it did
 CODES = 160  # codes after each prompt (a sentence's worth of audio)
 SEED = 0
 INT8_MAX = 127
-_KEPT = "ort kv scales"  # in ModelAssets.extra
+_KEPT = "ort kv scales"  # in ModelAssets.extra: (scales, activation peaks)
 SEQUENCES = (  # our own sentences, of the lengths a voice assistant speaks
     "Sure, here is what I found about the weather for tomorrow morning.",
     "The meeting moved to three thirty, so we still have time for lunch.",
@@ -58,14 +62,23 @@ def calibrate(model, assets) -> np.ndarray:
     ``model`` gives the embeddings (``GptEnds``: ``embed_prompt``, ``embed_codes``).
     Once per ``assets``: every form's graph takes the same scales (a first
     start with ``--precision auto`` builds int8 to time it, then int4)."""
+    return _kept(model, assets)[0]
+
+
+def activation_peaks(model, assets) -> list[tuple[torch.Tensor, ...]]:
+    """Per layer the largest magnitude of each channel of the QKV input, the
+    gate/up input and the down input over the same forward (``smoothing``)."""
+    return _kept(model, assets)[1]
+
+
+def _kept(model, assets) -> tuple[np.ndarray, list[tuple[torch.Tensor, ...]]]:
     kept = assets.extra.get(_KEPT)
-    if kept is not None:
-        return kept
-    assets.extra[_KEPT] = scales = _calibrate(model, assets)
-    return scales
+    if kept is None:
+        assets.extra[_KEPT] = kept = _calibrate(model, assets)
+    return kept
 
 
-def _calibrate(model, assets) -> np.ndarray:
+def _calibrate(model, assets) -> tuple[np.ndarray, list[tuple[torch.Tensor, ...]]]:
     from realtime.engine.text.frontend import Speakers
 
     started = time.perf_counter()
@@ -80,22 +93,29 @@ def _calibrate(model, assets) -> np.ndarray:
         codes = torch.randint(0, shape.num_audio_tokens, (CODES, shape.num_vq), generator=gen)
         rows.append(torch.cat([model.embed_prompt(ids, speaker, spk_emb_id), model.embed_codes(codes)]))
     peaks = torch.zeros(shape.layers, 2, shape.kv_heads, shape.head_dim)
+    acts: list[tuple[torch.Tensor, ...]] = []
     with torch.no_grad():
         for x in rows:  # one at a time: no padding to mask
-            for i, (k, v) in enumerate(forward_kv(shape, assets.gpt_state, x.unsqueeze(0).float())):
+            seen: list[tuple[torch.Tensor, ...]] = []
+            kv = forward_kv(shape, assets.gpt_state, x.unsqueeze(0).float(), seen)
+            for i, (k, v) in enumerate(kv):
                 half = shape.head_dim // 2
                 pair = torch.sqrt(k[..., :half] ** 2 + k[..., half:] ** 2).amax(dim=(0, 2))  # [H, Dh/2]
                 peaks[i, 0] = torch.maximum(peaks[i, 0], torch.cat([pair, pair], dim=-1))
                 peaks[i, 1] = torch.maximum(peaks[i, 1], v.abs().amax(dim=(0, 2)))
+            acts = seen if not acts else [tuple(map(torch.maximum, a, b)) for a, b in zip(acts, seen)]
     scales = (peaks * MARGIN / INT8_MAX).clamp_min(1e-8).numpy().astype(np.float32)
     log.info("int8 K/V scales calibrated on %d sequences in %.1f s", len(rows), time.perf_counter() - started)
-    return scales
+    return scales, acts
 
 
-def forward_kv(shape: ModelShape, state: Mapping[str, torch.Tensor],
-               x: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def forward_kv(shape: ModelShape, state: Mapping[str, torch.Tensor], x: torch.Tensor,
+               peaks: list[tuple[torch.Tensor, ...]] | None = None
+               ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """The Llama backbone over ``x`` [B, L, D] (fp32, causal, from position
-    0) as transformers computes it: each layer's K (rotated) and V [B, H, L, Dh]."""
+    0) as transformers computes it: each layer's K (rotated) and V [B, H, L, Dh].
+    ``peaks``: appended per layer, each channel's largest magnitude in the
+    inputs of QKV [D], gate/up [D] and down [F]."""
     b, length, d = x.shape
     h, hd, eps = shape.heads, shape.head_dim, shape.rms_eps
     cos_half, sin_half = (torch.from_numpy(t[:length]) for t in rope_caches(shape))
@@ -113,9 +133,9 @@ def forward_kv(shape: ModelShape, state: Mapping[str, torch.Tensor],
     out, hidden = [], x
     for i in range(shape.layers):
         p = f"layers.{i}."
-        y = norm(hidden, p + "input_layernorm.weight")
-        q, k, v = (F.linear(y, w(p + f"self_attn.{n}_proj.weight")).view(b, length, h, hd).transpose(1, 2)
-                   for n in "qkv")
+        y_attn = norm(hidden, p + "input_layernorm.weight")
+        q, k, v = (F.linear(y_attn, w(p + f"self_attn.{n}_proj.weight")).view(b, length, h, hd)
+                   .transpose(1, 2) for n in "qkv")
         q, k = rotate(q), rotate(k)
         out.append((k, v))
         attn = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, length, d)
@@ -123,6 +143,8 @@ def forward_kv(shape: ModelShape, state: Mapping[str, torch.Tensor],
         y = norm(hidden, p + "post_attention_layernorm.weight")
         act = F.silu(F.linear(y, w(p + "mlp.gate_proj.weight"))) * F.linear(y, w(p + "mlp.up_proj.weight"))
         hidden = hidden + F.linear(act, w(p + "mlp.down_proj.weight"))
+        if peaks is not None:
+            peaks.append(tuple(t.abs().amax(dim=(0, 1)) for t in (y_attn, y, act)))
     return out
 
 

@@ -5,15 +5,16 @@ its device step and the refine pass: ``prefill(x, slots, cache)`` and
 ``decode(x, slots, pos, cache, kv_len)`` over the scheduler's slots, hidden
 states in fp32; ``cache`` is this model's ``kv.OrtKV`` (``new_cache``). The
 backbone (the 20 Llama layers and the final norm) runs as one ONNX graph
-(``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4 and
-int8) in ``form``, over an int8 K/V cache in the int forms where it is the
-faster on this CPU (``kv_choice``; scales calibrated from the checkpoint,
+(``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4,
+MatMulInteger in int8 from weights with the activations' outlier channels
+folded in: ``smoothing``) in ``form``, over an int8 K/V cache in the int
+forms where it is the faster on this CPU (``kv_choice``; scales calibrated from the checkpoint,
 ``kv_scales``; fp32 keeps fp32 K/V); the
 ends (embeddings, code heads, hence sampling) stay the torch ones, computed
 as upstream computes them (``gpt_ends``). Prompts of
 the int forms run on the int8-dynamic graph where it measured faster
-(``prompts``), each prompt alone: a job's prompt and first code do not depend
-on the prompts prefilled beside it.
+(``prompts``; smoothed too), each prompt alone: a job's prompt and first
+code do not depend on the prompts prefilled beside it.
 
 A step places its rows (``OrtKV.place``: a window of adjacent K/V rows,
 moved only when the batch changed), runs them in row order and gives the
@@ -27,6 +28,7 @@ Thread: the model thread.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import tempfile
@@ -38,7 +40,7 @@ import torch
 from realtime.engine import startup_clock
 from realtime.engine.model.gpt_ends import GptEnds, embeddings, head_weights
 from realtime.engine.model.matrix import Matrix
-from realtime.engine.ort import kv_choice, kv_scales
+from realtime.engine.ort import kv_choice, kv_scales, smoothing
 from realtime.engine.ort.backbone import OrtBackbone
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
@@ -62,12 +64,14 @@ class OrtGPT(GptEnds):
         self.shape, self.device, self.dtype, self.form = shape, torch.device("cpu"), torch.float32, form
         self.emb_text, self.emb_code = embeddings(assets.embed, self.device, self.dtype)
         started = time.perf_counter()
+        smoothed = functools.partial(smoothing.smoothed, self, assets)  # the int8 graphs' weights, on a build
         # fp32 keeps its exact K/V; the int forms an int8 cache where it pays on this CPU
         int_kv = form != "fp32" and kv_choice.int8_cache_pays(shape, threads, spin, cache_dir)
         with tempfile.TemporaryDirectory(prefix="ort-backbone-") as scratch:
             path = backbone_dir(assets, form, cache_dir, scratch,
                                 (lambda: kv_scales.calibrate(self, assets)) if int_kv else None,
-                                kv_scales.KV_ID if int_kv else "fp32")
+                                kv_scales.KV_ID if int_kv else "fp32",
+                                smoothed if form == "int8" else None)
             self.backbone = OrtBackbone(path, threads, spin)  # holds the graph: scratch may go
             self.kv_scales = kv_scales.load(path)
             graph_bytes = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
@@ -77,7 +81,7 @@ class OrtGPT(GptEnds):
         log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s)",
                  form, graph_bytes / 2**20, time.perf_counter() - started, threads, "on" if spin else "off")
         self.prompts = (prompt_backbone(assets, form, self.backbone, threads, spin, cache_dir, graph_bytes,
-                                        self.kv_scales)
+                                        self.kv_scales, smoothed)
                         if prompts else None)
 
     def new_cache(self, slots: int, max_len: int, max_batch: int) -> OrtKV:

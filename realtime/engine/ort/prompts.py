@@ -1,12 +1,13 @@
 """Which graph runs prompts: the decode graph, or the int8-dynamic one where it is faster.
 
 A prompt is many rows through each matrix; a decode step one row a stream.
-ONNX Runtime's ``MatMulNBits`` (the int4 and int8 decode graphs) runs many
-rows at about fp32's speed, while its integer GEMM behind
-``DynamicQuantizeMatMul`` (``graph.PROMPT_FORM``) uses VNNI or AMX: a
-64-token prompt in 28 ms against 111 ms (int4) on the Intel Xeon of
-docs/runtime.md. A sentence's prompt is one step that stalls every stream,
-so it is worth its own graph.
+ONNX Runtime's ``MatMulNBits`` (the int4 decode graph) runs many rows at
+about fp32's speed, while its integer GEMM behind ``DynamicQuantizeMatMul``
+(``graph.PROMPT_FORM``) uses VNNI or AMX: a 64-token prompt in 28 ms against
+111 ms (int4) on the Intel Xeon of docs/runtime.md. The int8 decode graph
+runs the same GEMM, with each row scaled on its own: a few more passes over
+a prompt's many rows (31 ms against 25 for 48 tokens). A sentence's prompt is one
+step that stalls every stream, so it is worth its own graph.
 
 ``prompt_backbone(assets, form, decode, threads, spin, cache_dir)``: for an
 int decode ``form``, the prompt graph's session (``graph_entry.backbone_dir``
@@ -26,6 +27,7 @@ import functools
 import hashlib
 import logging
 import tempfile
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
@@ -33,7 +35,7 @@ import torch
 from realtime.engine import startup_clock
 from realtime.engine.model.prepared_cache import CacheKey, PreparedCache
 from realtime.engine.ort.backbone import OrtBackbone
-from realtime.engine.ort.graph import PROMPT_FORM
+from realtime.engine.ort.graph import EXPORT_VERSION, PROMPT_FORM
 from realtime.engine.ort.graph_entry import backbone_dir
 from realtime.engine.ort.kv import OrtKV
 from realtime.engine.timing import alternating_medians, ms_per_call
@@ -49,20 +51,22 @@ TINY_BYTES = 16 * 2**20  # graphs below this are not timed (the tests' tiny mode
 
 def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: bool,
                     cache_dir: str | None, graph_bytes: int,
-                    kv_scales: np.ndarray | None = None) -> OrtBackbone | None:
+                    kv_scales: np.ndarray | None = None,
+                    smoothed: Callable[[], Mapping[str, torch.Tensor]] | None = None) -> OrtBackbone | None:
     """The session prompts run on besides ``decode`` (None: ``decode`` runs
     them); see the module docstring. ``graph_bytes``: the decode graph's size;
     ``kv_scales``: its int8 K/V cache's scales, which the prompt graph's cache
-    then shares (None: fp32)."""
+    then shares (None: fp32); ``smoothed``: the weights to write it from
+    (``graph_entry.backbone_dir``)."""
     if form not in INT_FORMS:
         return None
     if graph_bytes < TINY_BYTES:
-        return _session(assets, threads, spin, cache_dir, kv_scales)
+        return _session(assets, threads, spin, cache_dir, kv_scales, smoothed)
     import onnxruntime
 
     cache = PreparedCache(cache_dir)
     key = CacheKey.of(KIND, form=form, shape=str(assets.shape), threads=threads,
-                      onnxruntime=onnxruntime.__version__, tokens=PROMPT_TOKENS,
+                      onnxruntime=onnxruntime.__version__, tokens=PROMPT_TOKENS, export=EXPORT_VERSION,
                       kv="fp32" if kv_scales is None else "int8")  # the prompt writes that cache too
     doc = cache.load_json(key)
     if isinstance(doc, dict) and doc.get("prompts") in (form, PROMPT_FORM):
@@ -70,8 +74,8 @@ def prompt_backbone(assets, form: str, decode: OrtBackbone, threads: int, spin: 
                  doc.get("ms"))
         if doc["prompts"] != PROMPT_FORM:
             return None
-        return _session(assets, threads, spin, cache_dir, kv_scales)
-    prompts = _session(assets, threads, spin, cache_dir, kv_scales)
+        return _session(assets, threads, spin, cache_dir, kv_scales, smoothed)
+    prompts = _session(assets, threads, spin, cache_dir, kv_scales, smoothed)
     ms = measure({form: decode, PROMPT_FORM: prompts}, assets.shape)
     winner = min(ms, key=ms.__getitem__)
     cache.store_json(key, {"prompts": winner, "ms": ms})
@@ -93,11 +97,13 @@ def measure(sessions: dict[str, OrtBackbone], shape, tokens: int = PROMPT_TOKENS
 
 
 def _session(assets, threads: int, spin: bool, cache_dir: str | None,
-             kv_scales: np.ndarray | None) -> OrtBackbone:
+             kv_scales: np.ndarray | None,
+             smoothed: Callable[[], Mapping[str, torch.Tensor]] | None) -> OrtBackbone:
     kv_id = "fp32" if kv_scales is None else "int8-" + hashlib.sha256(kv_scales.tobytes()).hexdigest()[:16]
     with tempfile.TemporaryDirectory(prefix="ort-prompts-") as scratch:
         session = OrtBackbone(backbone_dir(assets, PROMPT_FORM, cache_dir, scratch,
-                                           None if kv_scales is None else lambda: kv_scales, kv_id),
+                                           None if kv_scales is None else lambda: kv_scales, kv_id,
+                                           smoothed),
                               threads, spin)
     startup_clock.mark("ort prompts")
     return session
