@@ -8,10 +8,10 @@ backbone (the 20 Llama layers and the final norm) runs as one ONNX graph
 (``graph``: fused QKV and gate/up, GroupQueryAttention, MatMulNBits in int4,
 MatMulInteger in int8 from weights with the activations' outlier channels
 folded in: ``smoothing``) in ``form``, over an int8 K/V cache in the int
-forms where it is the faster on this CPU (``kv_choice``; scales calibrated from the checkpoint,
-``kv_scales``; fp32 keeps fp32 K/V); the
-ends (embeddings, code heads, hence sampling) stay the torch ones, computed
-as upstream computes them (``gpt_ends``). Prompts of
+forms where it is the faster on this CPU (``kv_choice``; scales calibrated
+from the checkpoint, ``kv_scales``; fp32 keeps fp32 K/V); the ends
+(embeddings, code heads, hence sampling) stay the torch ones, computed as
+upstream computes them (``gpt_ends``). Prompts of
 the int forms run on the int8-dynamic graph where it measured faster
 (``prompts``; smoothed too), each prompt alone: a job's prompt and first
 code do not depend on the prompts prefilled beside it.
@@ -64,7 +64,8 @@ class OrtGPT(GptEnds):
         self.shape, self.device, self.dtype, self.form = shape, torch.device("cpu"), torch.float32, form
         self.emb_text, self.emb_code = embeddings(assets.embed, self.device, self.dtype)
         started = time.perf_counter()
-        smoothed = functools.partial(smoothing.smoothed, self, assets)  # the int8 graphs' weights, on a build
+        # The int8 graphs' weights, folded on the first build that asks (decode or prompt graph).
+        smoothed = functools.cache(functools.partial(smoothing.smoothed, self, assets))
         # fp32 keeps its exact K/V; the int forms an int8 cache where it pays on this CPU
         int_kv = form != "fp32" and kv_choice.int8_cache_pays(shape, threads, spin, cache_dir)
         with tempfile.TemporaryDirectory(prefix="ort-backbone-") as scratch:

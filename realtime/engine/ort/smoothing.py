@@ -39,12 +39,12 @@ SMOOTH_ID = "smooth-a0.5-1"  # bump when the factors change: cached int8 graphs 
 ALPHA = 0.5
 LIMIT = 1e3  # a factor stays within [1 / LIMIT, LIMIT]: a channel the calibration never saw lit
 _KEY = re.compile(r"layers\.(\d+)\.(.+)")
-# per (layer) entry: which of the three smoothed inputs a weight belongs to, and how
-_NORMS = {"input_layernorm.weight": 0, "post_attention_layernorm.weight": 1}
-_COLUMNS = {"self_attn.q_proj.weight": 0, "self_attn.k_proj.weight": 0, "self_attn.v_proj.weight": 0,
-            "mlp.gate_proj.weight": 1, "mlp.up_proj.weight": 1, "mlp.down_proj.weight": 2}
+# A layer's three smoothed inputs: the matrices that read each (their columns
+# multiplied), and the norms that make the first two (their gains divided).
 _CONSUMERS = (("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
               ("mlp.gate_proj.weight", "mlp.up_proj.weight"), ("mlp.down_proj.weight",))
+_COLUMNS = {name: i for i, names in enumerate(_CONSUMERS) for name in names}
+_NORMS = {"input_layernorm.weight": 0, "post_attention_layernorm.weight": 1}
 
 
 def factors(state: Mapping[str, torch.Tensor],
