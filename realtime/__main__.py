@@ -21,14 +21,14 @@ log = logging.getLogger("realtime")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # First, before anything loads torch: libgomp reads its wait policy once,
-    # at load (realtime/engine/cpu/omp_env.py).
-    omp_env.apply_defaults()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["normalize"]:
+    if argv[:1] == ["normalize"]:  # text only: no wait policy, no probe's 0.2 s
         from realtime.normalize_command import main as normalize
 
         return normalize(argv[1:])
+    # Before anything loads torch: libgomp reads its wait policy once, at load
+    # (realtime/engine/cpu/omp_env.py).
+    omp_env.apply_defaults()
     try:
         _, config = load_config(argv)
     except ConfigError as exc:

@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,59 @@ def test_workers_spin_briefly_on_an_idle_machine_and_sleep_on_a_busy_one(load, c
     assert why.startswith("machine idle") == ("GOMP_SPINCOUNT" in expected)
 
 
+@pytest.mark.parametrize(("busy", "load", "expected"), [
+    (0.1, 1.8, {"GOMP_SPINCOUNT": "10000"}),  # the load average still counts work that ended
+    (0.99, 1.8, {"GOMP_SPINCOUNT": "10000"}),
+    (1.0, 0.1, {"OMP_WAIT_POLICY": "PASSIVE"}),  # work that began since the last minute
+    (1.7, None, {"OMP_WAIT_POLICY": "PASSIVE"}),
+])
+def test_cpus_busy_just_now_decide_over_the_load_average(busy, load, expected):
+    settings, why = omp_env.choose(load, 2, busy)
+    assert settings == expected
+    assert f"{busy:.2f} of 2 CPUs busy" in why
+    assert why.startswith("machine idle") == ("GOMP_SPINCOUNT" in expected)
+
+
+_STAT = ("cpu  {a} 0 0 {b} 0 0 0 0 0 0\n"
+         "cpu0 {a0} 0 {s0} {i0} {w0} 0 0 {t0} 0 0\ncpu1 {a1} 0 0 {i1} 0 0 0 0 0 0\nintr 5 1\n")
+
+
+def test_busy_cpus_from_proc_stat(tmp_path):
+    path = tmp_path / "stat"
+    path.write_text(_STAT.format(a=1, b=2, a0=100, s0=10, i0=1000, w0=5, t0=3, a1=50, i1=900))
+    before = omp_env.cpu_ticks(str(path))
+    assert before == {0: (113, 1118), 1: (50, 950)}  # steal is busy, iowait idle; the total line skipped
+    # cpu0: 15 of 20 ticks busy (5 of them stolen); cpu1: 0 of 10.
+    path.write_text(_STAT.format(a=1, b=2, a0=110, s0=10, i0=1004, w0=6, t0=8, a1=50, i1=910))
+    after = omp_env.cpu_ticks(str(path))
+    assert omp_env.busy_between(before, after, {0, 1}) == pytest.approx(0.75)
+    assert omp_env.busy_between(before, after, {1}) == 0.0  # only the process's own CPUs count
+    assert omp_env.busy_between(before, before, {0, 1}) is None  # no tick passed: not known
+    assert omp_env.cpu_ticks(str(tmp_path / "missing")) == {}
+    assert omp_env.busy_cpus(0.01, str(tmp_path / "missing")) is None
+
+
+def test_the_probe_sees_a_cpu_bound_process():
+    cpus = len(os.sched_getaffinity(0))
+    loop = "import time\nend = time.time() + 3\nwhile time.time() < end: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", loop])
+    try:
+        time.sleep(0.3)  # past the interpreter's start
+        busy = omp_env.busy_cpus(0.5)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy is not None and 0.6 <= busy <= cpus  # the spinner's CPU, whatever else runs
+    settings, _ = omp_env.choose(0.0, 1, busy)  # on one CPU, that is a busy machine
+    assert settings == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 @pytest.mark.parametrize(("load", "variable", "value"), [
     (5.0, "OMP_WAIT_POLICY", "PASSIVE"), (0.0, "GOMP_SPINCOUNT", "10000")])
 def test_the_choice_is_set_when_torch_is_not_loaded_yet(fresh_policy, monkeypatch, load, variable, value):
     monkeypatch.delitem(sys.modules, "torch")
-    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 9.0, 9.0))  # stale: the probe decides
+    monkeypatch.setattr(omp_env, "busy_cpus", lambda: load)
     monkeypatch.setattr(omp_env, "usable_cpus", lambda: 2)
     omp_env.apply_defaults()
     assert os.environ[variable] == value and omp_env.source == "set"
@@ -141,6 +190,8 @@ def test_importing_the_runtime_applies_nothing_the_entry_point_does(monkeypatch)
     with pytest.raises(SystemExit):  # argparse refuses the flag, after the policy is set
         entry.main(["--no-such-flag"])
     assert calls == ["omp"]
+    assert entry.main(["normalize", "--lang", "en", "It's 5 pm."]) == 0
+    assert calls == ["omp"]  # the text command runs no model: no policy, no probe
 
 
 def test_beside_another_pool_torch_takes_one_thread(monkeypatch):
