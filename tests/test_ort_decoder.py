@@ -62,6 +62,7 @@ def test_prefill_and_decodes_match_the_torch_decoder(torch_model, ort_model):
     slots = torch.tensor([2, 0, 3])
     assert _rel(ort_model.prefill(x, slots, ours), torch_model.prefill(x, slots, ref)) < tol
     pos = {2: 9, 0: 9, 3: 9}
+    want_logits_shape = (torch_model.shape.num_vq, torch_model.shape.num_audio_tokens)
     for batch in ([0, 2, 3], [3, 0], [3], [3, 2], [2, 3, 0], [0, 3], [3, 0, 2]):
         xs = torch.randn(len(batch), d, generator=gen)
         p = torch.tensor([pos[s] for s in batch])
@@ -69,6 +70,12 @@ def test_prefill_and_decodes_match_the_torch_decoder(torch_model, ort_model):
         got = ort_model.decode(xs, s, p, ours, int(p.max()) + 1)
         want = torch_model.decode(xs, s, p, ref, int(p.max()) + 1)
         assert _rel(got, want) < tol, (batch, p.tolist())
+        # The step's logits come from the graph's run (the same object each
+        # call), in the caller's row order: torch's heads on the same rows.
+        logits = ort_model.logits(got)
+        assert logits is ort_model.logits(got) and logits.shape == (len(batch), *want_logits_shape)
+        assert _rel(logits, ort_model.logits(got.clone())) < 1e-5, batch
+        assert _rel(logits, torch_model.logits(want)) < 2 * tol, batch
         for slot in batch:
             pos[slot] += 1
     assert len(set(pos.values())) == 3  # rows of different lengths shared batches

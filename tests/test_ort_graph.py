@@ -126,3 +126,28 @@ def test_random_weights_are_never_kept(tmp_path, caplog):
         OrtGPT(tiny_assets(), "int8", 1, False, cache)
     assert "not kept: tiny-random weights" in caplog.text
     assert not os.path.exists(cache) or not os.listdir(cache)
+
+
+def test_the_logits_output_is_the_last_position_times_the_heads(tmp_path):
+    """A graph given the code heads also outputs each row's last-position
+    logits (what a decode step samples from); one without has no such output."""
+    from realtime.engine.model.gpt_ends import head_weights
+    from realtime.engine.ort.backbone import OrtBackbone
+    from realtime.engine.ort.kv import OrtKV
+
+    a = tiny_assets()
+    heads = head_weights(a.embed)
+    with_heads, without = tmp_path / "heads", tmp_path / "none"
+    with_heads.mkdir()
+    without.mkdir()
+    graph.write_backbone(a.shape, a.gpt_state, "fp32", str(with_heads), heads=heads)
+    graph.write_backbone(a.shape, a.gpt_state, "fp32", str(without))
+    session = OrtBackbone(str(with_heads), 1, False)
+    assert session.has_logits and session.logits_width == heads.shape[0]
+    assert not OrtBackbone(str(without), 1, False).has_logits
+    x = torch.randn(2, 3, a.shape.hidden, generator=torch.Generator().manual_seed(5))
+    kv = OrtKV(a.shape, 2, 8, 2, np.float32)
+    logits = torch.full((2, heads.shape[0]), float("nan"))
+    hidden = session.run(x, np.ones((2, 3), np.int64), kv, 0, logits)
+    torch.testing.assert_close(logits, hidden[:, -1] @ heads.T, rtol=1e-5, atol=1e-5)
+

@@ -70,18 +70,28 @@ class OrtBackbone:
         self.threads, self.spin = threads, spin
         kv_type = {i.name: i.type for i in self.session.get_inputs()}["past_key_values.0.key"]
         self.kv_dtype: type = np.int8 if kv_type == "tensor(int8)" else np.float32  # the graph's K/V cache
+        widths = [o.shape[-1] for o in self.session.get_outputs() if o.name == "logits"]
+        self.has_logits, self.logits_width = bool(widths), (widths or [0])[0]
         self._binding = self.session.io_binding()
         self._window: tuple[int, int, OrtKV | None] = (-1, -1, None)  # (base, rows, K/V bound)
 
-    def run(self, x: torch.Tensor, mask: np.ndarray, kv: OrtKV, base: int) -> torch.Tensor:
+    def run(self, x: torch.Tensor, mask: np.ndarray, kv: OrtKV, base: int,
+            logits: torch.Tensor | None = None) -> torch.Tensor:
         """``x`` [B, T, D] fp32 (contiguous; batch rows in K/V row order from
-        ``base``), ``mask`` int64 [B, total] -> hidden [B, T, D] fp32 (new)."""
+        ``base``), ``mask`` int64 [B, total] -> hidden [B, T, D] fp32 (new).
+        ``logits`` [B, Q * V] fp32 (contiguous): where the graph ``has_logits``,
+        it writes each row's last-position logits there (None: into scratch;
+        a binding outlives its run, and ORT skips nothing bound)."""
         b, t, d = x.shape
         io = self._binding
         out = torch.empty(b, t, d, dtype=torch.float32)
         io.bind_input("inputs_embeds", "cpu", 0, np.float32, [b, t, d], x.data_ptr())
         io.bind_input("attention_mask", "cpu", 0, np.int64, list(mask.shape), mask.ctypes.data)
         io.bind_output("hidden_states", "cpu", 0, np.float32, [b, t, d], out.data_ptr())
+        if self.has_logits:
+            if logits is None:
+                logits = torch.empty(b, self.logits_width, dtype=torch.float32)
+            io.bind_output("logits", "cpu", 0, np.float32, [b, 1, self.logits_width], logits.data_ptr())
         if self._window[:2] != (base, b) or self._window[2] is not kv:
             shape = [b, kv.heads, kv.max_len, kv.head_dim]
             if kv.dtype != self.kv_dtype:

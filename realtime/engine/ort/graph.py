@@ -7,7 +7,11 @@ weights: inputs ``inputs_embeds`` [B, T, D] and ``attention_mask`` [B, total]
 ``past_key_values.<layer>.{key,value}`` [B, H, max_len, Dh] per layer;
 outputs ``hidden_states`` [B, T, D] (after the final RMSNorm, fp32) and
 ``present.<layer>.{key,value}``, bound to the same buffers as the past ones
-(ORT's shared past/present buffer: each step writes its K/V in place).
+(ORT's shared past/present buffer: each step writes its K/V in place). Given
+the code heads, also ``logits`` [B, 1, Q * V]: each row's last position times
+the heads, fp32 (``MatMul``), so a decode step's logits come from the same run
+on ONNX Runtime's threads; a run that binds no ``logits`` output (a prompt)
+does not compute them.
 
 The graph is what onnxruntime-genai's model builder makes of a Llama with
 ``exclude_embeds`` and ``exclude_lm_head`` (one ``SimplifiedLayerNormalization``,
@@ -67,7 +71,8 @@ INT8_WEIGHT_MAX = 63  # 7-bit weights: AVX2's u8 x s8 pair sums stay within int1
 INT4_BITS, BLOCK = 4, 32  # MatMulNBits: bits and weights per quantization block along K
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 activations per block (the fast kernels)
 ROW_ZERO = 128  # an int8 graph's activations: uint8 around this, per row
-EXPORT_VERSION = 2  # bump when the graph changes: cached graphs then miss (2: int8 on MatMulInteger)
+# Bump when the graph changes: cached graphs then miss (2: int8 on MatMulInteger; 3: logits).
+EXPORT_VERSION = 3
 GRAPH_FILE, DATA_FILE = "model.onnx", "model.onnx.data"
 SCALES_FILE = "kv_scales.npy"  # the int8 K/V cache's scales, beside a graph that has one
 KV_QUANT = "PER_CHANNEL"  # one scale per head and channel (kv_scales.py)
@@ -213,12 +218,14 @@ class _Graph:
 
 
 def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], form: str,
-                   directory: str, kv_scales: np.ndarray | None = None) -> None:
+                   directory: str, kv_scales: np.ndarray | None = None,
+                   heads: torch.Tensor | None = None) -> None:
     """Write the backbone of ``gpt_state`` (a transformers ``LlamaModel``
     state dict) in ``form`` into ``directory`` (``GRAPH_FILE``, ``DATA_FILE``).
     ``kv_scales`` [layers, 2, heads, head_dim] (``kv_scales.calibrate``): the
     K/V cache is int8 with these scales (written beside, ``SCALES_FILE``);
-    None: fp32."""
+    None: fp32. ``heads`` [Q * V, D] (``gpt_ends.head_weights``): the graph
+    also outputs ``logits``; None: hidden states only."""
     from onnx import TensorProto, helper, save_model
 
     if form not in FORMS + (PROMPT_FORM,):
@@ -250,6 +257,12 @@ def write_backbone(shape: ModelShape, gpt_state: Mapping[str, torch.Tensor], for
             outputs += [helper.make_tensor_value_info(f"present.{i}.{n}", kv_type, kv_dims)
                         for n in ("key", "value")]
             _layer(g, shape, gpt_state, i, None if kv_scales is None else kv_scales[i])
+        if heads is not None:
+            g.init("last_position", np.array([-1], np.int64))
+            g.node("Gather", ["hidden_states", "last_position"], ["last_hidden"], axis=1)  # [B, 1, D]
+            g.node("MatMul", ["last_hidden", g.init("heads", _vec(heads).T)], ["logits"])
+            outputs.append(helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                                         ["batch", 1, heads.shape[0]]))
     finally:
         g.finish()
     graph = helper.make_graph(g.nodes, "chattts_gpt_backbone", inputs, outputs, g.inits)

@@ -1,16 +1,17 @@
 """The backbone graph of a checkpoint and form, built once per machine.
 
-``backbone_dir(assets, form, cache_dir, scratch, kv_scales, kv_id, smoothed)``
+``backbone_dir(assets, form, cache_dir, scratch, kv_scales, kv_id, smoothed, heads)``
 returns a directory holding the backbone graph (``graph.write_backbone``) of
 ``assets``' GPT in ``form``, with an int8 K/V cache when ``kv_scales`` (a
 function giving the scales, called only to build) is given, written from
 the weights ``smoothed`` gives (``smoothing``; likewise called only to
-build) when it is given:
+build) when it is given, with a ``logits`` output when the code ``heads``
+are given:
 
 - a checkpoint with a cache directory: the prepared cache's entry (kind
   ``ort-backbone``), keyed by the checkpoint's content id, the model shape,
   the form, the K/V cache (``kv_id``: "fp32", or what names its scales), the
-  smoothing (``smoothing.SMOOTH_ID`` or "none"), the
+  smoothing (``smoothing.SMOOTH_ID`` or "none"), the logits ("heads" or "none"), the
   exporter's version and the onnx and onnxruntime versions (and, as every
   key, torch and the CPU); built and stored on a miss, its
   files' sums checked on a hit (a torn or edited entry is removed and built
@@ -57,7 +58,8 @@ def versions() -> dict[str, str]:
 
 def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str,
                  kv_scales: Callable[[], np.ndarray] | None = None, kv_id: str = "fp32",
-                 smoothed: Callable[[], Mapping[str, torch.Tensor]] | None = None) -> str:
+                 smoothed: Callable[[], Mapping[str, torch.Tensor]] | None = None,
+                 heads: torch.Tensor | None = None) -> str:
     """A directory with the backbone graph of ``assets`` (``weights.ModelAssets``)
     in ``form``; see the module docstring."""
     cache = PreparedCache(cache_dir)
@@ -65,7 +67,7 @@ def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str,
 
     def build(directory: str) -> None:
         write_backbone(assets.shape, assets.gpt_state if smoothed is None else smoothed(), form, directory,
-                       None if kv_scales is None else kv_scales())
+                       None if kv_scales is None else kv_scales(), heads)
 
     if not cache.enabled or assets.kind is not WeightsKind.CHECKPOINT:
         build(scratch)
@@ -73,7 +75,8 @@ def backbone_dir(assets, form: str, cache_dir: str | None, scratch: str,
                                                   else f"{assets.kind.value} weights"))
         return scratch
     key = CacheKey.of(KIND, model=checkpoint_id(assets.source, cache), shape=str(assets.shape),
-                      form=form, kv=kv_id, smooth="none" if smoothed is None else SMOOTH_ID, **versions())
+                      form=form, kv=kv_id, smooth="none" if smoothed is None else SMOOTH_ID,
+                      logits="none" if heads is None else "heads", **versions())
     found = cache.load_dir(key)
     if found is not None:
         log.info("ort backbone %s from the prepared cache (%s) in %.2f s", form, key.name,

@@ -10,8 +10,12 @@ MatMulInteger in int8 from weights with the activations' outlier channels
 folded in: ``smoothing``) in ``form``, over an int8 K/V cache in the int
 forms where it is the faster on this CPU (``kv_choice``; scales calibrated
 from the checkpoint, ``kv_scales``; fp32 keeps fp32 K/V); the ends
-(embeddings, code heads, hence sampling) stay the torch ones, computed as
-upstream computes them (``gpt_ends``). Prompts of
+(embeddings, sampling) stay the torch ones, computed as upstream computes
+them (``gpt_ends``). The code heads are torch's too, except a decode step's:
+the graph computes those logits in its run, on ONNX Runtime's threads (a
+[Q * V, D] fp32 matrix read once more from memory: on one torch thread after
+the backbone has swept the caches, it cost twice the time), and ``logits`` of
+the hidden states ``decode`` just returned hands them out. Prompts of
 the int forms run on the int8-dynamic graph where it measured faster
 (``prompts``; smoothed too), each prompt alone: a job's prompt and first
 code do not depend on the prompts prefilled beside it.
@@ -68,15 +72,17 @@ class OrtGPT(GptEnds):
         smoothed = functools.cache(functools.partial(smoothing.smoothed, self, assets))
         # fp32 keeps its exact K/V; the int forms an int8 cache where it pays on this CPU
         int_kv = form != "fp32" and kv_choice.int8_cache_pays(shape, threads, spin, cache_dir)
+        heads = head_weights(assets.embed)
+        self._step: tuple[torch.Tensor, torch.Tensor] | None = None  # a decode's (hidden, logits)
         with tempfile.TemporaryDirectory(prefix="ort-backbone-") as scratch:
             path = backbone_dir(assets, form, cache_dir, scratch,
                                 (lambda: kv_scales.calibrate(self, assets)) if int_kv else None,
                                 kv_scales.KV_ID if int_kv else "fp32",
-                                smoothed if form == "int8" else None)
+                                smoothed if form == "int8" else None, heads)
             self.backbone = OrtBackbone(path, threads, spin)  # holds the graph: scratch may go
             self.kv_scales = kv_scales.load(path)
             graph_bytes = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
-        self.heads = Matrix(head_weights(assets.embed))
+        self.heads = Matrix(heads)
         self.weight_nbytes = graph_bytes + self.heads.nbytes
         startup_clock.mark("ort backbone")
         log.info("ort backbone %s: %.1f MiB graph, session ready in %.1f s (%d threads, spinning %s)",
@@ -120,9 +126,21 @@ class OrtGPT(GptEnds):
         order = placed.order
         ordered = np.array([positions[i] for i in order], dtype=np.int64)
         mask = (np.arange(max(positions) + 1) <= ordered[:, None]).astype(np.int64)
-        hidden = self.backbone.run(_rows(x, order).unsqueeze(1), mask, cache, placed.base)
+        logits = torch.empty(len(positions), self.backbone.logits_width, dtype=torch.float32)
+        hidden = self.backbone.run(_rows(x, order).unsqueeze(1), mask, cache, placed.base, logits)
         cache.written(placed, [n + 1 for n in positions])
-        return _unordered(hidden[:, 0], order)
+        hidden = _unordered(hidden[:, 0], order)
+        if self.backbone.has_logits:
+            shape = self.shape
+            self._step = (hidden, _unordered(logits, order).view(-1, shape.num_vq, shape.num_audio_tokens))
+        return hidden
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The graph's logits when ``hidden`` is what ``decode`` just returned,
+        else the torch heads' (a prompt's last position, the refine pass)."""
+        if self._step is not None and hidden is self._step[0]:
+            return self._step[1]
+        return super().logits(hidden)
 
 
 def _rows(x: torch.Tensor, order: list[int]) -> torch.Tensor:
