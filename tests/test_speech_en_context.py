@@ -44,9 +44,10 @@ CASES = [
      "It got ten thousand followers and five hundred thousand views."),
     ("A 2.5B model, 1.2k stars, 3.5tn debt.",
      "A two point five billion model, one point two thousand stars, three point five trillion debt."),
-    ("It has 70B parameters.", "It has seventy B parameters."),
+    ("It has 70B parameters.", "It has seventy billion parameters."),  # things counted after it
+    ("A 7B model with 3M users.", "A seven B model with three million users."),
     ("Watch 4K video with 3M masks.", "Watch four K video with three M masks."),
-    ("Room 12B at 221B Baker St.", "Room twelve B at two hundred twenty one B Baker Street."),
+    ("Room 12B at 221B Baker St.", "Room twelve B at two twenty one B Baker Street."),
     ("I ran a 10k run, then the 10k.", "I ran a ten k run, then the ten k."),
     ("Run 5km or 10 km.", "Run five kilometers or ten kilometers."),
     # Durations past the clock's hours; paces.

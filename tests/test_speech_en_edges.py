@@ -262,6 +262,11 @@ CASES = [
     ("It is $30.500, $4.000, $1.05, $2.125, $0.01, $.50, $1.5 million.",
      "It is thirty dollars and fifty cents, four dollars, one dollar and five cents, two point one two five"
      " dollars, one cent, fifty cents, one point five million dollars."),
+    # Money before 1971: shillings need pounds before them or pence after them.
+    ("It cost £3 4s 6d, then 4s 6d, then £2 10s, then £1 1s 1d.",
+     "It cost three pounds, four shillings and six pence, then four shillings and six pence, then two"
+     " pounds and ten shillings, then one pound, one shilling and one penny."),
+    ("It took 10s; the 1960s; £5 each.", "It took ten seconds; the nineteen sixties; five pounds each."),
     # A spaced "*" and "/" between one-letter operands; a "#" after a word that numbers.
     ("If a * b / c then go.", "If a times b divided by c then go."),
     ("If X * Y = 2, use a * as a wildcard.", "If X times Y equals two, use a star as a wildcard."),

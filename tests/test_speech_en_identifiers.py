@@ -33,6 +33,18 @@ ADDRESSES = [
     ('Go to 1001 Oak St.', 'Go to ten zero one Oak Street.'),
     ('Go to 12345 Oak St.', 'Go to one two three four five Oak Street.'),
     ('Go to 3000 Oak St.', 'Go to three thousand Oak Street.'),
+    ('He lived at No. 221B Baker Street.', 'He lived at number two twenty one B Baker Street.'),
+]
+# "No." before a number is "number" (before the address and code rules take it),
+# except where the word before makes the number an identifier (its digits).
+NUMBER_WORDS = [
+    ('Go to No. 12A now.', 'Go to number twelve A now.'),
+    ('Nos. 3 and 4 sold.', 'numbers three and four sold.'),
+    ('Item no. 4411 is gone.', 'Item number four four one one is gone.'),
+    ('Item no. 12 is gone.', 'Item number twelve is gone.'),
+    ('Model no. XR-2000B.', 'Model number XR two thousand B.'),
+    ('See No.5 here.', 'See number five here.'),
+    ('No. I said no.', 'No. I said no.'),
 ]
 # Slashed runs, codes of letters and digits (short or round runs are numbers), plans.
 IDENTIFIERS = [
@@ -80,6 +92,15 @@ ADDRESSES_ONLINE = [
     ('See ab.Cd now.', 'See ab.Cd now.'),
     ('See EXAMPLE.COM now.', 'See EXAMPLE dot COM now.'),
     ('See example.com:8080 now.', 'See example dot com colon eight zero eight zero now.'),
+    # A path of one part after a word; an amount's "/month" and a unit's "/h" are "per".
+    ('Type cd /tmp and press enter.', 'Type cd slash tmp and press enter.'),
+    ('It costs $20 /month.', 'It costs twenty dollars per month.'),
+    ('It is 5 km /h.', 'It is five kilometers per hour.'),
+    # Command-line options, letter by letter; a suffix after a hyphen is none.
+    ('Run ls -la then cd ~ now.', 'Run ls dash l a then cd tilde now.'),
+    ('Use the -v flag.', 'Use the dash v flag.'),
+    ('Try --dry-run first.', 'Try dash dash dry dash run first.'),
+    ('The -ing form.', 'The -ing form.'),
 ]
 # Country codes, SSNs, toll-free words, "(0)" inside a country, an unbroken number.
 PHONES = [
@@ -95,6 +116,6 @@ PHONES = [
 ]
 
 
-@pytest.mark.parametrize("written,spoken", ADDRESSES + IDENTIFIERS + ADDRESSES_ONLINE + PHONES)
+@pytest.mark.parametrize("written,spoken", ADDRESSES + NUMBER_WORDS + IDENTIFIERS + ADDRESSES_ONLINE + PHONES)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken

@@ -27,7 +27,8 @@ _CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "
 
 # What any rule could rewrite: digits (ASCII and full-width), the symbols
 # the rules read, the abbreviations and contractions they expand, hyphens
-# inside words, a Roman numeral after a word, a weekday's abbreviation. A
+# inside words, a Roman numeral after a word, a weekday's abbreviation, a
+# command-line option. A
 # sentence without any of these goes to upstream untouched (most sentences
 # of an LLM answer).
 _TRIGGER = re.compile(
@@ -44,7 +45,7 @@ _TRIGGER = re.compile(
     r"|\b(?i:dept|govt|incl|excl|avg|misc)\.\s|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
-    r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]",
+    r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|\s--?[A-Za-z]",
 )
 
 

@@ -2,7 +2,8 @@
 
 "1315 W Grand Ave" -> "thirteen fifteen West Grand Avenue": a house number
 before a street is read in pairs as people say it (123 -> "one twenty
-three", 708 -> "seven zero eight", 2788 -> "twenty seven eighty eight"), a
+three", 708 -> "seven zero eight", 2788 -> "twenty seven eighty eight"; a
+letter after it said as one: "221B Baker Street"), a
 compass letter before the street's name is its direction, and the street's
 kind is said in full (St, Ave, Blvd, Rd, Dr, Ln, Ct, Expy, Hwy, Pkwy, ...).
 A unit or a road before its number is said in full ("Apt. 4B" -> "Apartment
@@ -63,13 +64,13 @@ def _street_name(words: str) -> str:
 
 
 def _street(m: re.Match[str]) -> str:
-    number, direction, name, kind = m.group(1), m.group(2), m.group(3), m.group(4)
-    spoken = house_number(number) + " "
+    number, letter, direction, name, kind = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
+    spoken = house_number(number) + " " + (letter + " " if letter else "")  # "221B Baker Street"
     if direction:
         spoken += _DIRECTIONS[direction] + " "
     spoken += _street_name(name) + _KINDS[kind.lower()]
-    if m.group(5):
-        spoken += " " + _DIRECTIONS[m.group(5)]  # "Pennsylvania Ave. NW"
+    if m.group(6):
+        spoken += " " + _DIRECTIONS[m.group(6)]  # "Pennsylvania Ave. NW"
     after = m.string[m.end():m.end() + 2]
     if m.group(0).endswith(".") and (not after.strip() or after[1:].isupper()):
         spoken += "."  # "Elm St. It was": the sentence ended there
@@ -101,7 +102,7 @@ RULES: tuple[Rule, ...] = (
     rule("building unit", r"\b((?i:apt|ste|bldg|rm)|Fl)\b\.?\s?#?\s?(?=\d|[A-Z]\b)",
          lambda m: _UNITS[m.group(1).lower()] + " "),
     rule("road number", r"\b(Hwy|HWY|Rte|RTE)\.?\s(\d{1,4})\b", _road),
-    rule("street", r"(?<![\w.,$])(\d{1,5})\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
+    rule("street", r"(?<![\w.,$])(\d{1,5})([A-Z])?\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
          r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?"
          r"(?:\s(NE|NW|SE|SW|N|S|E|W)\b\.?)?",
          _street),

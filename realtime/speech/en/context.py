@@ -12,7 +12,8 @@
 - Magnitudes written onto a number: "3.4M users", "2.1bn", "500k", "1.2K"
   -> "three point four million", ... A lone digit keeps its letter ("3M",
   "4K video"), so does a race ("a 10k run", "the 10k."), and "B" needs a
-  decimal ("2.5B"): "221B Baker Street" and seat "14B" are names.
+  decimal ("2.5B"): "221B Baker Street" and seat "14B" are names; before
+  things counted either is a magnitude ("7B parameters", "3M users").
 - Durations that cannot be clock times: "25:03" -> "twenty five minutes,
   three seconds", "in 22:41" (no clock is "in" an hour past noon); "24:00"
   is midnight (a ratio keeps one-digit parts: "16:9"); a pace "5'01\"" ->
@@ -99,6 +100,10 @@ def _reference(m: re.Match[str]) -> str:
 
 
 _RACE = re.compile(r"\s?(?:runs?|races?|runners?|walks?)\b|[.,;:!?)]|$")
+# Before things counted, a letter is a magnitude on one digit or as "B" too: "7B parameters".
+_COUNTED = re.compile(r"\s(?:parameters|params|tokens|users|people|downloads|views|visits|visitors"
+                      r"|subscribers|followers|customers|records|rows|images|samples|requests|queries"
+                      r"|messages|transactions|devices|installs|words|lines|stars|dollars|years)\b")
 _ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s$")
 
 
@@ -106,7 +111,7 @@ def _magnitude(m: re.Match[str]) -> str | None:
     amount, suffix = m.group(1), m.group(2)
     whole = amount.replace(",", "").partition(".")[0]
     decimal = "." in amount
-    if not decimal and (suffix == "B" or len(whole) < 2):
+    if not decimal and (suffix == "B" or len(whole) < 2) and not _COUNTED.match(m.string, m.end()):
         return None
     before = m.string[max(0, m.start() - 4):m.start()]  # bounded: linear over the sentence
     if suffix == "k" and not decimal and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):

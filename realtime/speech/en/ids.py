@@ -47,6 +47,19 @@ _INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")(?:\s(?:number|no\.|no(?=:)|num|id|
 
 
 _NUMBER_SIGN = re.compile(r"\b(?i:no\.?|num)(?=\s|$|:)|\s?#")
+_IDENTIFIER_BEFORE = re.compile(r"\b(?i:" + _NEEDS_NUMBER + r")\s$")
+
+
+def _number_word(m: re.Match[str]) -> str | None:
+    """ "No. 5", "Nos. 3 and 4" -> "number", "numbers"; left alone after a word
+    that makes the number an identifier ("item no. 4411": its digits)."""
+    if _IDENTIFIER_BEFORE.search(m.string, max(0, m.start() - 16), m.start()):
+        return None
+    return "numbers " if m.group(1) else "number "
+
+
+# Before the address and code rules read the number after it ("No. 221B Baker Street").
+NUMBER_SIGN_RULE = rule("number word", r"\b[Nn]o(s?)\.\s?(?=\d)", _number_word)
 
 
 def _identifier(m: re.Match[str]) -> str:

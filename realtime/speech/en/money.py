@@ -1,4 +1,6 @@
-"""English readings of money: "$1,299.99", "€5m", "USD 20", "$300–$500".
+"""English readings of money: "$1,299.99", "€5m", "USD 20", "$300–$500",
+and Britain's money before 1971, pounds, shillings and pence: "£3 4s 6d" ->
+"three pounds, four shillings and six pence", "10s 6d", "£2 10s".
 
 A symbol or a code before the amount, or a code after it; a scale written
 onto it ("$3T", "$4.5B", "€2bn"); dollars and cents said apart. An amount
@@ -78,7 +80,20 @@ def _adjective(m: re.Match[str]) -> str | None:
     return f"{article}{words} {CURRENCIES[m.group(2)][0]}"
 
 
+def _pre_decimal(m: re.Match[str]) -> str:
+    """ "£3 4s 6d", "4s 6d", "£2 10s": each amount with its coin, "and" before the last."""
+    found = m.groupdict()
+    parts = [f"{cardinal(int(found[key]))} {one if found[key] == '1' else many}"
+             for key, one, many in (("l", "pound", "pounds"), ("s", "shilling", "shillings"),
+                                    ("d", "penny", "pence")) if found.get(key)]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 2 else " and ".join(parts)
+
+
 RULES: tuple[Rule, ...] = (
+    # Shillings need pounds before them or pence after them: "10s" alone is ten seconds.
+    rule("pounds shillings pence", r"(?<![\w$€£¥￥])£(?P<l>\d{1,7})\s(?P<s>\d{1,2})s(?:\s(?P<d>\d{1,2})d)?\b",
+         _pre_decimal),
+    rule("shillings pence", r"(?<![\w.£])(?P<s>\d{1,2})s\s(?P<d>\d{1,2})d\b", _pre_decimal),
     rule("money adjective", r"\b([Aa]n?\s)(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?" + NOUN_AFTER, _adjective),
     rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("

@@ -249,6 +249,7 @@ RULES: tuple[Rule, ...] = (
     *ids.PHONE_RULES,  # "(555) 123-4567" is no list marker
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
     *web.EARLY_RULES,
+    ids.NUMBER_SIGN_RULE,
     *address.RULES,
     *shorthand.TITLE_RULES,  # before the words after them are read
     context.APPROX_RULE,

@@ -14,7 +14,8 @@ two or more lowercase letters at its end ("notes.xyz", "Node.js"), so that
 
 A query and a fragment are said too ("?lang=en#top"), so is a local
 server ("localhost:3000"), a file path ("~/.bashrc", "C:\\Users\\a.txt":
-tilde, slash, backslash, dot) and a variable ("$HOME": dollar HOME).
+tilde, slash, backslash, dot), a variable ("$HOME": dollar HOME) and a
+command-line option ("-la": dash l a; "--dry-run").
 Hexadecimal literals are said digit by digit after "hex" ("0xFF" -> "hex F F").
 
 Symbols that name themselves in typed text: "C++" -> "C plus plus",
@@ -133,6 +134,13 @@ def _hex(m: re.Match[str]) -> str:
     return "hex " + " ".join(digits(c) if c.isdigit() else c.upper() for c in m.group(1))
 
 
+def _option(m: re.Match[str]) -> str:
+    """ "--dry-run" -> "dash dash dry dash run", "-la" -> "dash l a"."""
+    if m.group(1):
+        return "dash dash " + said(m.group(1))
+    return "dash " + " ".join(m.group(2))
+
+
 EARLY_RULES: tuple[Rule, ...] = (
     rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
     rule("name's plus", r"(?<=[A-Za-z]\d)\+(?![\w+])|(?<=[A-Za-z]\d\d)\+(?![\w+])",
@@ -143,9 +151,15 @@ EARLY_RULES: tuple[Rule, ...] = (
          + _QUERY + r")(?=[\s,;!?)]|\.?$|\.\s)", _url),  # "localhost:3000/api"
     rule("file address", r"\bfile://((?:/[\w.~-]{0,100}){1,20})",
          lambda m: "file colon slash slash " + _typed(m.group(1))),
-    # "/etc/nginx/nginx.conf", "~/.bashrc", "C:\Users\Sam\report.docx": typed back, every mark said
+    # "/etc/nginx/nginx.conf", "~/.bashrc", "C:\Users\Sam\report.docx": typed back, every mark said;
+    # one part after a word ("cd /tmp"), not after an amount ("$20 /month": per month)
     rule("path", r"(?<![\w/.:~\\])(?:~?/[\w.-]{1,100}(?:/[\w.-]{1,100}){1,20}|~/[\w.-]{1,100}"
-         r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100})", lambda m: _typed(m.group(0))),
+         r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100}|(?<=[A-Za-z]\s)/[A-Za-z][\w.-]{0,99}\w(?![\w/]))",
+         lambda m: _typed(m.group(0))),
+    # command-line options: "-v", "-la", "--dry-run" (upstream reads a "-" as a pause)
+    rule("option", r"(?<=\s)(?:--([a-z][a-z\d]*(?:-[a-z\d]+)*)"
+         r"|-(?!(?:ing|ish|ism|ist|ed|er|ly)\b)([A-Za-z]{1,3}))(?![\w-])", _option),
+    rule("home", r"(?<=\bcd\s)~(?=[\s.,;:!?]|$)", lambda m: "tilde"),  # "cd ~": the home folder
     rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
