@@ -262,6 +262,16 @@ CASES = [
     ("It is $30.500, $4.000, $1.05, $2.125, $0.01, $.50, $1.5 million.",
      "It is thirty dollars and fifty cents, four dollars, one dollar and five cents, two point one two five"
      " dollars, one cent, fifty cents, one point five million dollars."),
+    # A fraction before an inch mark is a size: before its noun "inch", else "of an inch";
+    # not inside a quotation.
+    ('Use a 1/4" bit, 3/8" bolts, a 1 1/2" pipe; it is 3/4" thick; cut 1/2".',
+     "Use a quarter inch bit, three eighths inch bolts, a one and a half inch pipe; it is three quarters"
+     " of an inch thick; cut half an inch."),
+    ('She said "1/4" of them.', 'She said "one quarter" of them.'),
+    # "+" after an amount with thousands separators; a fiscal year's digits.
+    ("From 2,300+ reviews in FY2024, FY24 and FY 2024-25.",
+     "From two thousand three hundred plus reviews in FY twenty twenty four, FY twenty four and FY"
+     " twenty twenty four to twenty five."),
     # Money before 1971: shillings need pounds before them or pence after them.
     ("It cost £3 4s 6d, then 4s 6d, then £2 10s, then £1 1s 1d.",
      "It cost three pounds, four shillings and six pence, then four shillings and six pence, then two"

@@ -188,7 +188,8 @@ def _resolution(m: re.Match[str]) -> str | None:
 
 RULES: tuple[Rule, ...] = (
     rule("resolution", r"(?<![\w.])(\d{3,4})([pi])(\d{2,3})?\b", _resolution),
-    rule("at least", r"(?<![\w.])(\d++(?:\.\d++)?)\+(?![\w+])", lambda m: number(m.group(1)) + " plus"),
+    rule("at least", r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?)\+(?![\w+])",
+         lambda m: number(m.group(1)) + " plus"),  # "90+", "2,300+"
     rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
          _counts("hour", "minute")),  # "3h20min", "2h 5m": "5m" is no distance here

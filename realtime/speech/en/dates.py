@@ -214,6 +214,9 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
+    # a fiscal or calendar year: "FY2024", "FY24", "FY '25" (its digits are no code)
+    rule("fiscal year", r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b(?![-–/]\d)",
+         lambda m: f"{m.group(1)} " + _year(int(m.group(2)) if len(m.group(2)) == 4 else m.group(2))),
     rule("short date range", r"(?<![\d/.])(\d{1,2})/(\d{1,2})\s?[-–—]\s?(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)",
          _short_date_range),
     rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"

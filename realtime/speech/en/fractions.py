@@ -5,7 +5,8 @@ where the slash writes something else: "24/7", "50/50" and "9/11" are said
 as two numbers; a score out of ten or of a large round total is "out of"
 ("98/100", "1520/1600"); a month and a day no fraction uses (a
 denominator of 13-31 other than 16, no "of" after: "as of 12/31") is a
-date; before a unit it is that much of the unit ("half a teaspoon").
+date; before a unit it is that much of the unit ("half a teaspoon"; before
+an inch mark: shorthand.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 _UNICODE_FRACTIONS = {"½": (1, 2), "¼": (1, 4), "¾": (3, 4), "⅓": (1, 3), "⅔": (2, 3)}
 
 
-def _fraction_words(num: int, den: int, mixed: bool) -> str:
+def fraction_words(num: int, den: int, mixed: bool) -> str:
     singular, plural = _FRACTION_NAMES.get(den, (ordinal(den), ordinal(den) + "s"))
     if num == 1:
         return ("a " if mixed else "one ") + singular
@@ -46,7 +47,7 @@ def _fraction(m: re.Match[str]) -> str | None:
     elif den == 1:
         spoken = cardinal(num) + " over one"
     else:
-        spoken = _fraction_words(num, den, bool(whole))
+        spoken = fraction_words(num, den, bool(whole))
     return number(whole) + " and " + spoken if whole else spoken
 
 
@@ -58,17 +59,17 @@ def _fraction_unit(m: re.Match[str]) -> str | None:
         return None
     unit = UNITS[m.group(4)][0]
     if whole:
-        return number(whole) + " and " + _fraction_words(num, den, True) + " " + en_unit(unit, "2")
+        return number(whole) + " and " + fraction_words(num, den, True) + " " + en_unit(unit, "2")
     article = "an" if unit[0] in "aeiou" or unit.startswith("hour") else "a"
     if (num, den) == (1, 2):
         return f"half {article} {unit}"
-    return f"{_fraction_words(num, den, False)} of {article} {unit}"
+    return f"{fraction_words(num, den, False)} of {article} {unit}"
 
 
 def _unicode_fraction(m: re.Match[str]) -> str:
     num, den = _UNICODE_FRACTIONS[m.group(2)]
     whole = m.group(1)
-    spoken = _fraction_words(num, den, bool(whole))
+    spoken = fraction_words(num, den, bool(whole))
     return number(whole) + " and " + spoken if whole else spoken
 
 

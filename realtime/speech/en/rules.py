@@ -259,6 +259,7 @@ RULES: tuple[Rule, ...] = (
          + digits(m.group(2))),
     context.RACE_TIME_RULE,
     *dates.TIME_RULES,  # the clock, after them
+    shorthand.FRACTION_INCH_RULE,
     fractions.FRACTION_WORD_RULE,
     *ids.RULES,
     context.PACE_RULE,

@@ -9,7 +9,7 @@ What an LLM writes for a reader and a listener needs said:
 - counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm", "25 bps",
   "60 fps", "11 reb"), cents ("50¢"), feet then inches ("5 ft 10 in"),
   pounds then ounces, a dotted "in." ("2 in. of rain"), an inch mark ('a
-  6.1" display'; not a quotation's closing mark), bearings ("42° N"),
+  6.1" display', a fraction's: '1/4" bit'; not a quotation's closing mark), bearings ("42° N"),
   factorials ("3! = 6"), video codecs ("H.264");
 - sizes as adjectives, singular: hyphened ("a 60-min podcast") or after an
   article ("a 2 TB drive"); a unit on each side of an "x" ("12 ft × 14
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en.fractions import fraction_words
 from realtime.speech.en.web import NUMBERED_BEFORE
 from realtime.speech.en.words import cardinal, number, pairs, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
@@ -77,6 +78,21 @@ def _inches(m: re.Match[str]) -> str | None:
     after = m.string[m.end():m.end() + 12]
     size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
     return number(m.group(1)) + " " + en_unit("inch", "1" if size else m.group(1))
+
+
+def _fraction_inch(m: re.Match[str]) -> str | None:
+    """ '1/4" bit' -> "quarter inch bit", '3/4" thick' -> "three quarters of an
+    inch thick", '1 1/2" pipe' -> "one and a half inch pipe"."""
+    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    if not 0 < num < den or _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+        return None
+    spoken = fraction_words(num, den, bool(whole))
+    if whole:
+        return number(whole) + " and " + spoken + " inch"
+    after = m.string[m.end():m.end() + 12]
+    if after[:1] == " " and not _MEASURED_AFTER.match(after):
+        return spoken.removeprefix("one ") + " inch"  # a size before its noun
+    return ("half an inch" if (num, den) == (1, 2) else spoken.replace("one ", "a ", 1) + " of an inch")
 
 
 def _inside_quote(before: str) -> bool:
@@ -179,6 +195,9 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("date range", r"(?<=\d)\s?[-–—]\s?(?=" + MONTH_RE + r"\.?\s\d)", lambda m: " to "),
     rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),
 )
+# Before the inch mark is read on its own ('4"').
+FRACTION_INCH_RULE = rule("fraction inch", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})[\"”″]",
+                          _fraction_inch)
 # Before percent, temperature and the units.
 COUNTED_RULES: tuple[Rule, ...] = (
     rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
