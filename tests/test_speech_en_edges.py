@@ -272,6 +272,14 @@ CASES = [
     ("From 2,300+ reviews in FY2024, FY24 and FY 2024-25.",
      "From two thousand three hundred plus reviews in FY twenty twenty four, FY twenty four and FY"
      " twenty twenty four to twenty five."),
+    # A dotted clock before a time of day; "BP" before a pressure; an oven's bare "F".
+    ("Not 7.30 tonight but 10.45 this morning; 7.30 kg.",
+     "Not seven thirty tonight but ten forty five this morning; seven point three zero kilograms."),
+    ("The patient's BP was 120/80; BP: 130/85.",
+     "The patient's BP was one hundred twenty over eighty; BP: one hundred thirty over eighty five."),
+    ("Bake at 425 F, preheat oven to 180 C; Vitamin 350 F.",
+     "Bake at four hundred twenty five degrees Fahrenheit, preheat oven to one hundred eighty degrees"
+     " Celsius; Vitamin three hundred fifty F."),
     # Money before 1971: shillings need pounds before them or pence after them.
     ("It cost £3 4s 6d, then 4s 6d, then £2 10s, then £1 1s 1d.",
      "It cost three pounds, four shillings and six pence, then four shillings and six pence, then two"

@@ -25,7 +25,7 @@
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
   power of eight meters per second", "one point five times ten to the
   power of six".
-- Blood pressure: "120/80 mmHg", "blood pressure was 140/90" -> "one
+- Blood pressure: "120/80 mmHg", "blood pressure was 140/90", "BP 120/80" -> "one
   hundred twenty over eighty millimeters of mercury", ... (not a fraction).
 - Flight numbers ("flight UA 857") digit by digit.
 """
@@ -195,8 +195,8 @@ RULES: tuple[Rule, ...] = (
          _counts("hour", "minute")),  # "3h20min", "2h 5m": "5m" is no distance here
     rule("minutes and seconds", r"(?<![\d.])(\d{1,3})\s?(?:m|mins?)\s?(\d{1,2})\s?(?:s|secs?)\b",
          _counts("minute", "second")),  # "2m 34s"
-    rule("blood pressure", r"((?i:blood pressure)(?:\s(?:is|was|of|at))?\s)?(?<![\d/.])(\d{2,3})/(\d{2,3})"
-         r"(?![\d/])(?:\s?(mmHg))?", _pressure),
+    rule("blood pressure", r"((?:(?i:blood pressure)|BP)(?:\s(?:is|was|of|at))?:?\s)?"
+         r"(?<![\d/.])(\d{2,3})/(\d{2,3})(?![\d/])(?:\s?(mmHg))?", _pressure),
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
          lambda m: f"{m.group(1)} {m.group(2)} {digits(m.group(3))}"),
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),

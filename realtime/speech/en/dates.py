@@ -268,6 +268,10 @@ TIME_RULES: tuple[Rule, ...] = (
          lambda m: (m.group(1) or cardinal(int(m.group(2)))) + " to "),
     rule("halves range", r"(?<![\d:.])" + _HOUR_HALF + r"\s?[-–—]\s?" + _HOUR_HALF, _halves_range),
     rule("dotted clock", r"(?<![\d:.])(1[0-2]|0?[1-9])\.([0-5]\d)()\s?([AaPp])\.?[Mm]\b\.?", _clock),
+    # "7.30 tonight", "10.45 this morning": before a time of day a dotted number is a clock
+    rule("dotted clock of the day", r"(?<![\d:.,$€£])(1[0-2]|0?[1-9])\.([0-5]\d)()()"
+         r"(?=\s(?:tonight|tomorrow|this\s(?:morning|afternoon|evening)|in\sthe\s(?:morning|afternoon|evening)"
+         r"|o['’]clock)\b)", _clock),
     rule("clock range", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?" + _HOUR_MINUTE + r"(?![\d:])"
          + _HALF + "?", _clock_range),
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
