@@ -80,8 +80,8 @@ class OrtBackbone:
         """``x`` [B, T, D] fp32 (contiguous; batch rows in K/V row order from
         ``base``), ``mask`` int64 [B, total] -> hidden [B, T, D] fp32 (new).
         ``logits`` [B, Q * V] fp32 (contiguous): where the graph ``has_logits``,
-        it writes each row's last-position logits there (None: into scratch;
-        a binding outlives its run, and ORT skips nothing bound)."""
+        it writes each row's last-position logits there (None: into scratch,
+        bound anew each run, since a binding outlives the buffer it names)."""
         b, t, d = x.shape
         io = self._binding
         out = torch.empty(b, t, d, dtype=torch.float32)

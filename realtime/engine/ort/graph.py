@@ -10,8 +10,8 @@ outputs ``hidden_states`` [B, T, D] (after the final RMSNorm, fp32) and
 (ORT's shared past/present buffer: each step writes its K/V in place). Given
 the code heads, also ``logits`` [B, 1, Q * V]: each row's last position times
 the heads, fp32 (``MatMul``), so a decode step's logits come from the same run
-on ONNX Runtime's threads; a run that binds no ``logits`` output (a prompt)
-does not compute them.
+on ONNX Runtime's threads (a prompt's run writes them too, unused: its rows'
+last real positions differ, and torch's heads read those).
 
 The graph is what onnxruntime-genai's model builder makes of a Llama with
 ``exclude_embeds`` and ``exclude_lm_head`` (one ``SimplifiedLayerNormalization``,
