@@ -280,6 +280,13 @@ CASES = [
     ("Bake at 425 F, preheat oven to 180 C; Vitamin 350 F.",
      "Bake at four hundred twenty five degrees Fahrenheit, preheat oven to one hundred eighty degrees"
      " Celsius; Vitamin three hundred fifty F."),
+    # "+" before a degree sign or a percent keeps them; a rating after "rated"; a rule's
+    # subdivisions (not a function's argument, not a plan: "401(k)").
+    ("It hit 40+ °C, 90+ ℉, 20+% and 18+; rated 4/5, scored 9/10.",
+     "It hit forty plus degrees Celsius, ninety plus degrees Fahrenheit, twenty plus percent and eighteen"
+     " plus; rated four out of five, scored nine out of ten."),
+    ("Under Rule 12(b)(6), 3(a)(ii) and 2(c), a 401(k); f(x) = 2(a)(xx).",
+     "Under Rule twelve b six, three a two and two c, a four oh one k; f(x) equals two(a)(xx)."),
     # Money before 1971: shillings need pounds before them or pence after them.
     ("It cost £3 4s 6d, then 4s 6d, then £2 10s, then £1 1s 1d.",
      "It cost three pounds, four shillings and six pence, then four shillings and six pence, then two"

@@ -119,6 +119,13 @@ def _magnitude(m: re.Match[str]) -> str | None:
     return number(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
 
 
+def _at_least(m: re.Match[str]) -> str:
+    scale = m.group(2) or ("C" if m.group(3) else "F" if m.group(4) else None)
+    unit = (" degrees " + ("Celsius" if scale == "C" else "Fahrenheit") if scale
+            else " percent" if m.group(5) else "")
+    return number(m.group(1)) + " plus" + unit
+
+
 def _minutes_seconds(minutes: int, seconds: int) -> str:
     return counted(minutes, "minute") + (", " + counted(seconds, "second") if seconds else "")
 
@@ -188,8 +195,8 @@ def _resolution(m: re.Match[str]) -> str | None:
 
 RULES: tuple[Rule, ...] = (
     rule("resolution", r"(?<![\w.])(\d{3,4})([pi])(\d{2,3})?\b", _resolution),
-    rule("at least", r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?)\+(?![\w+])",
-         lambda m: number(m.group(1)) + " plus"),  # "90+", "2,300+"
+    rule("at least", r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?)\+(?![\w+])"
+         r"(?:\s?(?:[°º]\s?([CF])\b|(℃)|(℉)|(%)))?", _at_least),  # "90+", "2,300+", "40+ °C"
     rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
          _counts("hour", "minute")),  # "3h20min", "2h 5m": "5m" is no distance here

@@ -104,6 +104,17 @@ def _plan_said(plan: str, letter: str, clause: str | None, section: bool) -> str
     return f"{'section ' if section else ''}{cardinal(int(head))} {rest} {letter}{said}"
 
 
+_ROMAN_SMALL = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
+
+
+def _subdivision(m: re.Match[str]) -> str | None:
+    clause = m.group(3)
+    if clause and not clause.isdigit() and clause not in _ROMAN_SMALL:
+        return None
+    said = "" if not clause else " " + cardinal(int(clause) if clause.isdigit() else _ROMAN_SMALL[clause])
+    return f"{cardinal(int(m.group(1)))} {m.group(2)}{said}"
+
+
 def _hyphenated(m: re.Match[str]) -> str | None:
     if re.fullmatch(r"\d+-\d+-[a-z]{3,}", m.group(0)):
         return None  # "10-15-minute": a range before a word
@@ -126,6 +137,9 @@ RULES: tuple[Rule, ...] = (
     # "Model no. XR-2000B"
     rule("number before a code", r"\b[Nn]o\.\s?(?=[A-Z]{1,4}-?\d)", lambda m: "number"),
     rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
+    # a rule's subdivisions: "12(b)(6)" -> "twelve b six", "3(a)(ii)" -> "three a two"
+    rule("subdivision", r"(?<![\w.])(\d{1,2})\(([a-z])\)(?:\((\d{1,2}|[ivx]{1,4})\))?(?![\w(])",
+         _subdivision),
     rule("plan", r"\b(401|403|457)([kb])\b",
          lambda m: _plan_said(m.group(1), m.group(2), None, False)),  # "a 401k"
     rule("letter to letter", LETTER_PAIR, lambda m: f"{m.group(1)} to {m.group(2)}"),

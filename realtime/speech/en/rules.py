@@ -306,6 +306,8 @@ RULES: tuple[Rule, ...] = (
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
+    rule("rated", r"\b((?i:rated|rates|rating|scored)\s)(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?![\w/])",
+         lambda m: m.group(1) + number(m.group(2)) + " out of " + number(m.group(3))),  # "Rated 4/5"
     *fractions.RULES,
     rule("circa", r"\b(?:c|ca)\.\s?(\d{2,4})(?![\d,.]\d)(?:\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w))?",
          lambda m: keep_final_period(m, "circa " + _in_era(m.group(1), m.group(2)))),  # "c. 1200 BCE"
