@@ -52,22 +52,53 @@ def test_cpus_busy_just_now_decide_over_the_load_average(busy, load, expected):
 
 
 _STAT = ("cpu  {a} 0 0 {b} 0 0 0 0 0 0\n"
-         "cpu0 {a0} 0 {s0} {i0} {w0} 0 0 {t0} 0 0\ncpu1 {a1} 0 0 {i1} 0 0 0 0 0 0\nintr 5 1\n")
+         "cpu0 {a0} 2 {s0} {i0} {w0} 3 4 {t0} 0 0\ncpu1 {a1} 0 0 {i1} 0 0 0 0 0 0\nintr 5 1\n")
 
 
 def test_busy_cpus_from_proc_stat(tmp_path):
     path = tmp_path / "stat"
     path.write_text(_STAT.format(a=1, b=2, a0=100, s0=10, i0=1000, w0=5, t0=3, a1=50, i1=900))
     before = omp_env.cpu_ticks(str(path))
-    assert before == {0: (113, 1118), 1: (50, 950)}  # steal is busy, iowait idle; the total line skipped
+    # user, nice, system, irq, softirq and steal are busy, iowait idle; the total line skipped
+    assert before == {0: (122, 1127), 1: (50, 950)}
     # cpu0: 15 of 20 ticks busy (5 of them stolen); cpu1: 0 of 10.
     path.write_text(_STAT.format(a=1, b=2, a0=110, s0=10, i0=1004, w0=6, t0=8, a1=50, i1=910))
     after = omp_env.cpu_ticks(str(path))
     assert omp_env.busy_between(before, after, {0, 1}) == pytest.approx(0.75)
     assert omp_env.busy_between(before, after, {1}) == 0.0  # only the process's own CPUs count
     assert omp_env.busy_between(before, before, {0, 1}) is None  # no tick passed: not known
+    one = {0: (before[0][0] + 1, before[0][1] + 1)}
+    assert omp_env.busy_between(before, one, {0}) == 1.0  # one tick is enough to know
     assert omp_env.cpu_ticks(str(tmp_path / "missing")) == {}
     assert omp_env.busy_cpus(0.01, str(tmp_path / "missing")) is None
+
+
+def test_the_probe_reads_this_process_cpus(tmp_path, monkeypatch):
+    path = tmp_path / "stat"
+    path.write_text(_STAT.format(a=1, b=2, a0=100, s0=10, i0=1000, w0=5, t0=3, a1=50, i1=900))
+    later = _STAT.format(a=1, b=2, a0=110, s0=10, i0=1000, w0=5, t0=3, a1=50, i1=910)
+    monkeypatch.setattr(omp_env.time, "sleep", lambda s: path.write_text(later))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1} if pid == 0 else {0, 1})
+    assert omp_env.busy_cpus(0.2, str(path)) == 0.0  # cpu0's work is another process's CPU
+
+
+def test_the_reason_names_what_decided(monkeypatch):
+    assert omp_env.choose(None, 2)[1] == "machine busy (load unknown): idle workers sleep"
+    assert omp_env.choose(0.4, 2)[1] == "machine idle (load 0.40 on 2 CPUs): idle workers spin briefly"
+    assert omp_env.choose(None, 2, 0.25)[1] == ("machine idle (0.25 of 2 CPUs busy over 0.2 s): "
+                                                "idle workers spin briefly")
+    assert "; 1-minute load 1.50)" in omp_env.choose(1.5, 2, 0.25)[1]
+
+
+@pytest.mark.parametrize(("loads", "variable"), [((0.1, 9.0, 9.0), "GOMP_SPINCOUNT"),
+                                                 ((5.0, 0.1, 0.1), "OMP_WAIT_POLICY")])
+def test_without_the_probe_the_1_minute_load_decides(fresh_policy, monkeypatch, loads, variable):
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setattr(omp_env, "busy_cpus", lambda: None)  # no /proc/stat
+    monkeypatch.setattr(os, "getloadavg", lambda: loads)
+    monkeypatch.setattr(omp_env, "usable_cpus", lambda: 2)
+    omp_env.apply_defaults()
+    assert variable in os.environ and f"load {loads[0]:.2f} on 2 CPUs" in omp_env.describe()
 
 
 def test_the_probe_sees_a_cpu_bound_process():
@@ -208,7 +239,8 @@ def test_beside_another_pool_torch_takes_one_thread(monkeypatch):
 
 @pytest.mark.parametrize(("env", "spin"), [
     ({"GOMP_SPINCOUNT": "10000"}, True), ({"OMP_WAIT_POLICY": "ACTIVE"}, True),
-    ({"OMP_WAIT_POLICY": "PASSIVE"}, False), ({}, False)])
+    ({"OMP_WAIT_POLICY": "PASSIVE"}, False), ({}, False), ({"OMP_WAIT_POLICY": "active"}, True),
+    ({"OMP_WAIT_POLICY": "passive", "GOMP_SPINCOUNT": "10000"}, False)])  # libgomp ignores the case
 def test_other_pools_spin_only_where_openmp_was_told_to(monkeypatch, env, spin):
     for name in (omp_env.WAIT_POLICY, omp_env.SPIN_COUNT):
         monkeypatch.delenv(name, raising=False)

@@ -268,6 +268,8 @@ CASES = [
      "Use a quarter inch bit, three eighths inch bolts, a one and a half inch pipe; it is three quarters"
      " of an inch thick; cut half an inch."),
     ('She said "1/4" of them.', 'She said "one quarter" of them.'),
+    ('A 1/4" thick board is 1/4" thick, 5/4" wide.',
+     "A quarter inch thick board is a quarter of an inch thick, five quarters of an inch wide."),
     # "+" after an amount with thousands separators; a fiscal year's digits.
     ("From 2,300+ reviews in FY2024, FY24 and FY 2024-25.",
      "From two thousand three hundred plus reviews in FY twenty twenty four, FY twenty four and FY"
@@ -282,9 +284,9 @@ CASES = [
      " Celsius; Vitamin three hundred fifty F."),
     # "+" before a degree sign or a percent keeps them; a rating after "rated"; a rule's
     # subdivisions (not a function's argument, not a plan: "401(k)").
-    ("It hit 40+ °C, 90+ ℉, 20+% and 18+; rated 4/5, scored 9/10.",
-     "It hit forty plus degrees Celsius, ninety plus degrees Fahrenheit, twenty plus percent and eighteen"
-     " plus; rated four out of five, scored nine out of ten."),
+    ("It hit 40+ °C, 35+ ℃, 90+ ℉, 20+% and 18+; rated 4/5, scored 9/10.",
+     "It hit forty plus degrees Celsius, thirty five plus degrees Celsius, ninety plus degrees Fahrenheit,"
+     " twenty plus percent and eighteen plus; rated four out of five, scored nine out of ten."),
     ("Under Rule 12(b)(6), 3(a)(ii) and 2(c), a 401(k); f(x) = 2(a)(xx).",
      "Under Rule twelve b six, three a two and two c, a four oh one k; f(x) equals two(a)(xx)."),
     # Money before 1971: shillings need pounds before them or pence after them.

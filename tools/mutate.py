@@ -74,6 +74,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "scheduler-config": (["scheduler/config.py"],
                          ["tests/test_scheduler_edges.py", "tests/test_scheduler_core.py"]),
     "pcm": (["protocol/pcm.py"], ["tests/test_protocol_pcm.py", "tests/test_protocol_pcm_tables.py"]),
+    # The wait policy chosen before torch loads (the probe of the CPUs, the fallback load).
+    "wait-policy": (["realtime/engine/cpu/omp_env.py"], ["tests/test_runtime_threads.py"]),
     "speech": (["realtime/speech/en/context.py", "realtime/speech/en/dates.py",
                 "realtime/speech/en/shorthand.py", "realtime/speech/en/fractions.py"],
                ["tests/test_speech_en_context.py", "tests/test_speech_en.py",

@@ -84,14 +84,15 @@ def _fraction_inch(m: re.Match[str]) -> str | None:
     """ '1/4" bit' -> "quarter inch bit", '3/4" thick' -> "three quarters of an
     inch thick", '1 1/2" pipe' -> "one and a half inch pipe"."""
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
-    if not 0 < num < den or _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+    if den == 0 or _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
         return None
     spoken = fraction_words(num, den, bool(whole))
     if whole:
         return number(whole) + " and " + spoken + " inch"
     after = m.string[m.end():m.end() + 12]
-    if after[:1] == " " and not _MEASURED_AFTER.match(after):
-        return spoken.removeprefix("one ") + " inch"  # a size before its noun
+    before = m.string[max(0, m.start() - 12):m.start()]
+    if after[:1] == " " and (not _MEASURED_AFTER.match(after) or _SIZE_BEFORE.search(before)):
+        return spoken.removeprefix("one ") + " inch"  # a size before its noun: 'a 1/4" thick board'
     return ("half an inch" if (num, den) == (1, 2) else spoken.replace("one ", "a ", 1) + " of an inch")
 
 
