@@ -100,6 +100,7 @@ ADDRESSES_ONLINE = [
     ('Run ls -la then cd ~ now.', 'Run ls dash l a then cd tilde now.'),
     ('Use the -v flag.', 'Use the dash v flag.'),
     ('Try --dry-run first.', 'Try dash dash dry dash run first.'),
+    ('Use the `--help` flag (or -h).', 'Use the ` dash dash help` flag (or dash h).'),  # in a code span
     ('The -ing form.', 'The -ing form.'),
 ]
 # Country codes, SSNs, toll-free words, "(0)" inside a country, an unbroken number.

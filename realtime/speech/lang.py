@@ -45,7 +45,7 @@ _TRIGGER = re.compile(
     r"|\b(?i:dept|govt|incl|excl|avg|misc)\.\s|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
-    r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|\s--?[A-Za-z]",
+    r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|[\s`(]--?[A-Za-z]",
 )
 
 

@@ -157,7 +157,7 @@ EARLY_RULES: tuple[Rule, ...] = (
          r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100}|(?<=[A-Za-z]\s)/[A-Za-z][\w.-]{0,99}\w(?![\w/]))",
          lambda m: _typed(m.group(0))),
     # command-line options: "-v", "-la", "--dry-run" (upstream reads a "-" as a pause)
-    rule("option", r"(?<=\s)(?:--([a-z][a-z\d]*+(?:-[a-z\d]++)*+)"
+    rule("option", r"(?<=[\s`(])(?:--([a-z][a-z\d]*+(?:-[a-z\d]++)*+)"
          r"|-(?!(?:ing|ish|ism|ist|ed|er|ly)\b)([A-Za-z]{1,3}))(?![\w-])", _option),
     rule("home", r"(?<=\bcd\s)~(?=[\s.,;:!?]|$)", lambda m: "tilde"),  # "cd ~": the home folder
     rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
