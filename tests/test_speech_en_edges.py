@@ -289,6 +289,13 @@ CASES = [
      " twenty plus percent and eighteen plus; rated four out of five, scored nine out of ten."),
     ("Under Rule 12(b)(6), 3(a)(ii) and 2(c), a 401(k); f(x) = 2(a)(xx).",
      "Under Rule twelve b six, three a two and two c, a four oh one k; f(x) equals two(a)(xx)."),
+    # A chain of single digits is said digit by digit; a highway's compass letter; ages.
+    ("The 3-2-1 rule, 5-4-3-2-1, 3-5 days; take I-80 W, not 80 W.",
+     "The three two one rule, five four three two one, three to five days; take I eighty West, not eighty"
+     " watts."),
+    ("He is 35 y/o. A 6yo boy, 1 y/o now, 10+ hrs, 5+ yrs.",
+     "He is thirty five years old. A six year old boy, one year old now, ten plus hours, five plus years."),
+    ("The baby is 1 y/o, the twins 2 y/o.", "The baby is one year old, the twins two years old."),
     # Money before 1971: shillings need pounds before them or pence after them.
     ("It cost £3 4s 6d, then 4s 6d, then £2 10s, then £1 1s 1d.",
      "It cost three pounds, four shillings and six pence, then four shillings and six pence, then two"

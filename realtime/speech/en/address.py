@@ -7,7 +7,8 @@ letter after it said as one: "221B Baker Street"), a
 compass letter before the street's name is its direction, and the street's
 kind is said in full (St, Ave, Blvd, Rd, Dr, Ln, Ct, Expy, Hwy, Pkwy, ...).
 A unit or a road before its number is said in full ("Apt. 4B" -> "Apartment
-four B", "Hwy. 101" -> "Highway one zero one"). A state's code after a
+four B", "Hwy. 101" -> "Highway one zero one"), a highway's direction after
+it ("I-80 W" -> "I eighty West"). A state's code after a
 city's comma is the state ("Santa Clara, CA 95051" -> "Santa Clara,
 California nine five zero five one"), and a ZIP code after a state is read
 digit by digit ("IL 62704").
@@ -102,6 +103,9 @@ RULES: tuple[Rule, ...] = (
     rule("building unit", r"\b((?i:apt|ste|bldg|rm)|Fl)\b\.?\s?#?\s?(?=\d|[A-Z]\b)",
          lambda m: _UNITS[m.group(1).lower()] + " "),
     rule("road number", r"\b(Hwy|HWY|Rte|RTE)\.?\s(\d{1,4})\b", _road),
+    # "I-80 W": a highway's direction, not watts
+    rule("highway direction", r"\b(I|US|SR)-(\d{1,3})\s([NSEW])\b(?!['’.]\w)",
+         lambda m: f"{m.group(1)} {cardinal(int(m.group(2)))} {_DIRECTIONS[m.group(3)]}"),
     rule("street", r"(?<![\w.,$])(\d{1,5})([A-Z])?\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
          r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?"
          r"(?:\s(NE|NW|SE|SW|N|S|E|W)\b\.?)?",

@@ -119,10 +119,21 @@ def _magnitude(m: re.Match[str]) -> str | None:
     return number(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
 
 
+def _years_old(m: re.Match[str]) -> str:
+    """ "35 y/o." -> "thirty five years old"; before its noun "a 6yo boy" -> "six year old"."""
+    n = int(m.group(1))
+    noun = re.match(r"\s[a-z]", m.string[m.end():m.end() + 2]) is not None
+    return cardinal(n) + (" year old" if noun or n == 1 else " years old")
+
+
+# Units of time an "at least" count may carry ("10+ hrs"); "5+ in" may be a word.
+_TIME_UNITS = "sec|secs|min|mins|hr|hrs|wk|wks|mo|mos|yr|yrs"
+
+
 def _at_least(m: re.Match[str]) -> str:
     scale = m.group(2) or ("C" if m.group(3) else "F" if m.group(4) else None)
     unit = (" degrees " + ("Celsius" if scale == "C" else "Fahrenheit") if scale
-            else " percent" if m.group(5) else "")
+            else " percent" if m.group(5) else " " + en_unit(UNITS[m.group(6)][0], "2") if m.group(6) else "")
     return number(m.group(1)) + " plus" + unit
 
 
@@ -195,8 +206,10 @@ def _resolution(m: re.Match[str]) -> str | None:
 
 RULES: tuple[Rule, ...] = (
     rule("resolution", r"(?<![\w.])(\d{3,4})([pi])(\d{2,3})?\b", _resolution),
+    rule("years old", r"(?<![\w.])(\d{1,3})\s?(?:y/o|y\.o\.|yo)(?![\w/])", _years_old),  # "35 y/o"
     rule("at least", r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?)\+(?![\w+])"
-         r"(?:\s?(?:[°º]\s?([CF])\b|(℃)|(℉)|(%)))?", _at_least),  # "90+", "2,300+", "40+ °C"
+         r"(?:\s?(?:[°º]\s?([CF])\b|(℃)|(℉)|(%))|\s(" + _TIME_UNITS + r")\b)?",
+         _at_least),  # "90+", "2,300+", "40+ °C", "10+ hrs"
     rule("extension", r"\b(?i:ext)\.?\s?(\d{1,6})\b", lambda m: "extension " + digits(m.group(1))),
     rule("hours and minutes", r"(?<![\d.])(\d{1,3})\s?(?:h|hrs?)\s?(\d{1,2})\s?(?:m|mins?)(?![A-Za-z])",
          _counts("hour", "minute")),  # "3h20min", "2h 5m": "5m" is no distance here

@@ -128,6 +128,8 @@ RULES: tuple[Rule, ...] = (
     rule("id code", r"\b(ID|Id)(?::|\s?#)?\s?(?=[A-Za-z\d-]*\d)(?=[\d-]*[A-Za-z])"
          r"([A-Za-z\d]++(?:-[A-Za-z\d]++)*+)(?![\w@/-])",
          lambda m: m.group(1) + " " + _code_words(m.group(2))),
+    # "the 3-2-1 rule", "5-4-3-2-1": single digits in a chain, said one by one (no range)
+    rule("digit chain", r"(?<![\w.-])\d(?:-\d){2,}+(?![\w-])", lambda m: digits(m.group(0))),
     rule("digit groups", DIGIT_GROUPS,
          lambda m: ", ".join(digits(g) if g.isdigit() else g for g in m.group(0).split("-"))),
     rule("hyphenated code", r"(?<![\w.@/-])(?=[\w/-]*\d)(?=[\w/-]*[A-Za-z])"
