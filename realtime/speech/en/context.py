@@ -18,8 +18,10 @@
   three seconds", "in 22:41" (no clock is "in" an hour past noon); "24:00"
   is midnight (a ratio keeps one-digit parts: "16:9"); a pace "5'01\"" ->
   "five minutes, one second" (feet and inches never write "01").
-- Video resolutions ("1080p" -> "ten eighty p"), "90+" -> "ninety plus",
-  "ext. 123" -> "extension one two three".
+- Video resolutions ("1080p" -> "ten eighty p"), "90+" -> "ninety plus" (with
+  a degree sign, a percent or a unit of time after it: "40+ °C", "10+ hrs"),
+  "ext. 123" -> "extension one two three", ages ("35 y/o" -> "thirty five
+  years old", "a 6yo boy" -> "a six year old boy").
 - Hours and minutes: "3h20min", "2h 5m" -> "three hours twenty minutes";
   minutes and seconds: "2m 34s".
 - Scientific notation: "3×10^8 m/s", "1.5e6" -> "three times ten to the
