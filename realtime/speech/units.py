@@ -104,6 +104,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "g/L": ("gram per liter", "克每升"), "mmol/L": ("millimole per liter", "毫摩尔每升"),
     "mg/dL": ("milligram per deciliter", "毫克每分升"), "px": ("pixel", "像素"),
 }
+# A temperature's scale letter ("°C", "℃", "425 F") -> the unit's name (en_unit pluralizes it).
+TEMPERATURE_SCALES = {"C": "degree Celsius", "F": "degree Fahrenheit"}
 # Plurals that are not the name + "s" ("X per Y" and "X of Y" pluralize X: en_unit).
 _EN_PLURAL_EXTRA = {"square foot": "square feet", "foot": "feet", "inch": "inches",
                     "pound foot": "pound feet", "horsepower": "horsepower", "P S I": "P S I",

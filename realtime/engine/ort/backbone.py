@@ -70,10 +70,15 @@ class OrtBackbone:
         self.threads, self.spin = threads, spin
         kv_type = {i.name: i.type for i in self.session.get_inputs()}["past_key_values.0.key"]
         self.kv_dtype: type = np.int8 if kv_type == "tensor(int8)" else np.float32  # the graph's K/V cache
-        widths = [o.shape[-1] for o in self.session.get_outputs() if o.name == "logits"]
-        self.has_logits, self.logits_width = bool(widths), (widths or [0])[0]
+        # Q * V where the graph outputs logits (graph.write_backbone given the heads), else 0
+        self.logits_width: int = next((o.shape[-1] for o in self.session.get_outputs()
+                                       if o.name == "logits"), 0)
         self._binding = self.session.io_binding()
         self._window: tuple[int, int, OrtKV | None] = (-1, -1, None)  # (base, rows, K/V bound)
+
+    @property
+    def has_logits(self) -> bool:
+        return self.logits_width > 0
 
     def run(self, x: torch.Tensor, mask: np.ndarray, kv: OrtKV, base: int,
             logits: torch.Tensor | None = None) -> torch.Tensor:

@@ -126,11 +126,12 @@ class OrtGPT(GptEnds):
         order = placed.order
         ordered = np.array([positions[i] for i in order], dtype=np.int64)
         mask = (np.arange(max(positions) + 1) <= ordered[:, None]).astype(np.int64)
-        logits = torch.empty(len(positions), self.backbone.logits_width, dtype=torch.float32)
+        logits = (torch.empty(len(positions), self.backbone.logits_width, dtype=torch.float32)
+                  if self.backbone.has_logits else None)
         hidden = self.backbone.run(_rows(x, order).unsqueeze(1), mask, cache, placed.base, logits)
         cache.written(placed, [n + 1 for n in positions])
         hidden = _unordered(hidden[:, 0], order)
-        if self.backbone.has_logits:
+        if logits is not None:
             shape = self.shape
             self._step = (hidden, _unordered(logits, order).view(-1, shape.num_vq, shape.num_audio_tokens))
         return hidden

@@ -40,7 +40,15 @@ from collections.abc import Callable
 from realtime.speech.en.dates import counted
 from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs
 from realtime.speech.rewrite import Rule, rule
-from realtime.speech.units import MAGNITUDE_WORDS, MAGNITUDES, UNIT_END, UNIT_RE, UNITS, en_unit
+from realtime.speech.units import (
+    MAGNITUDE_WORDS,
+    MAGNITUDES,
+    TEMPERATURE_SCALES,
+    UNIT_END,
+    UNIT_RE,
+    UNITS,
+    en_unit,
+)
 
 # First names that take a regnal number: "the fourteenth", not "fourteen".
 _REGNAL_NAMES = (
@@ -134,8 +142,8 @@ _TIME_UNITS = "sec|secs|min|mins|hr|hrs|wk|wks|mo|mos|yr|yrs"
 
 def _at_least(m: re.Match[str]) -> str:
     scale = m.group(2) or ("C" if m.group(3) else "F" if m.group(4) else None)
-    unit = (" degrees " + ("Celsius" if scale == "C" else "Fahrenheit") if scale
-            else " percent" if m.group(5) else " " + en_unit(UNITS[m.group(6)][0], "2") if m.group(6) else "")
+    name = TEMPERATURE_SCALES[scale] if scale else UNITS[m.group(6)][0] if m.group(6) else None
+    unit = " " + en_unit(name, "2") if name else " percent" if m.group(5) else ""
     return number(m.group(1)) + " plus" + unit
 
 

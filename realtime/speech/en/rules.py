@@ -17,6 +17,7 @@ from realtime.speech.units import (
     LIST_MARKER,
     MAX_SPOKEN_DIGITS,
     NUM,
+    TEMPERATURE_SCALES,
     UNIT_END,
     UNIT_RE,
     UNITS,
@@ -40,12 +41,9 @@ def _percent(m: re.Match[str]) -> str:
     return _range(m.group(1), m.group(2)) + word
 
 
-_SCALES = {"C": "degree Celsius", "F": "degree Fahrenheit"}
-
-
 def _temperature(m: re.Match[str]) -> str:
     scale = (m.group(3) or "").upper() or ("C" if m.group(4) else "F" if m.group(5) else "")
-    name = _SCALES.get(scale, "degree")
+    name = TEMPERATURE_SCALES.get(scale, "degree")
     return _range(m.group(1), m.group(2)) + " " + en_unit(name, m.group(2) or m.group(1))
 
 
@@ -287,7 +285,7 @@ RULES: tuple[Rule, ...] = (
          _temperature),
     # "Bake at 425 F": an oven's temperature without its degree sign
     rule("oven temperature", r"\b((?i:bake|roast|preheat|oven|broil)\s(?:at|to)\s)(\d{2,3})\s?([CF])\b",
-         lambda m: f"{m.group(1)}{number(m.group(2))} " + en_unit(_SCALES[m.group(3)], "2")),
+         lambda m: f"{m.group(1)}{number(m.group(2))} " + en_unit(TEMPERATURE_SCALES[m.group(3)], "2")),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     fractions.FRACTION_UNIT_RULE,
     *shorthand.SIDES_RULES,
