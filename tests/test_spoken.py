@@ -135,7 +135,22 @@ def test_unspeakable_is_empty(normalizer):
 
 def test_unmatched_bracket_keeps_the_rest(normalizer):
     assert normalizer.spoken("Hello [world of text.").text == "Hello ,world of text."
-    assert normalizer.spoken("a ] b [c] d").text == "a , b [c] d"
+    assert normalizer.spoken("a ] b [c] d").text == "a , b d"  # "[c]": a note's mark
+
+
+@pytest.mark.parametrize("sentence,said,unvoiced", [
+    # Reference marks are skipped and listed; a link's text is read.
+    ("It rose [1], then fell [2, 3].", "It rose, then fell.", ("[1]", "[2, 3]")),
+    ("It rose.[4] It fell [a] [citation needed].", "It rose. It fell.", ("[4]", "[a]", "[citation needed]")),
+    ("See [1](https://example.com) now.", "See one now.", ()),
+    # Any other bracketed word is read, as a pause; the model's own tags are kept, digits and all.
+    ("It was [sic] wrong.", "It was ,sic, wrong.", ()),
+    ("Ha [laugh_1] ha [break_3] [uv_break] end.", "Ha [laugh_1] ha [break_3] [uv_break] end.", ()),
+    ("Then [Stts] [spk_emb] go.", "Then   go.", ()),
+])
+def test_reference_marks_are_skipped_and_reported(normalizer, sentence, said, unvoiced):
+    spoken = normalizer.spoken(sentence)
+    assert (spoken.text, spoken.unvoiced) == (said, unvoiced)
 
 
 def test_markdown_links_and_quote_markers_are_not_read(normalizer):

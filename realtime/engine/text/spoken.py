@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import realtime.engine.compat  # noqa: F401  (before ChatTTS)
 from realtime.engine.api import RequestError
+from realtime.engine.text.tokenizer import CHATTTS_TOKENS
 from realtime.speech import lang as langs
 from realtime.speech.normalize import TextTooLong, fold_width, pieces
 
@@ -43,7 +44,13 @@ log = logging.getLogger(__name__)
 
 RESERVED_TAGS = ("[Stts]", "[spk_emb]", "[empty_spk]", "[Ptts]")
 _TAG = re.compile(r"\[[\w_]+\]")
-_BRACKET = re.compile(r"\[[\w_]+\]|[\[\]]")
+_BRACKET = re.compile(r"\[([\w_]+)\]|[\[\]]")
+# The model's own control tags, which a client may write ("[uv_break]", "[laugh_1]").
+_CONTROL_TAGS = frozenset(CHATTTS_TOKENS) - frozenset(RESERVED_TAGS)
+# A reference mark a reader skips, not a link's text: "[1]", "[2, 5]", "[3–7]", "[a]",
+# "[citation needed]"; listed as unspoken.
+_CITATION = re.compile(r"\s*+\[(?:\d{1,3}(?:\s?[,–-]\s?\d{1,3}){0,8}|[a-z]|note\s\d{1,3}"
+                       r"|(?:citation|clarification)\sneeded)\](?!\()")
 # Markdown an LLM writes that a listener should not hear: a link's address
 # ("[the docs](https://...)" reads "the docs") and a quote's marker ("> ").
 _MARKDOWN_LINK = re.compile(r"\[([^\[\]]{1,200})\]\([^()\s]{0,2000}\)")
@@ -95,8 +102,20 @@ def clean(text: str) -> str:
     if "[" in text or "]" in text:
         if "](" in text:
             text = _MARKDOWN_LINK.sub(r"\1", text)
-        text = _BRACKET.sub(lambda m: m.group(0) if len(m.group(0)) > 1 else ",", text)
+        text = _BRACKET.sub(_bracket, _CITATION.sub("", text))
     return text.strip()
+
+
+def _bracket(m: re.Match[str]) -> str:
+    """A control tag stays; any other bracket is a pause ("[sic]" reads ", sic,")."""
+    if m.group(0) in _CONTROL_TAGS:
+        return m.group(0)
+    return "," + m.group(1) + "," if m.group(1) else ","
+
+
+def citations(text: str) -> tuple[str, ...]:
+    """The reference marks ``clean`` removes, as written ("[1]")."""
+    return tuple(m.group(0).strip() for m in _CITATION.finditer(text)) if "[" in text else ()
 
 
 def speakable(text: str) -> bool:
@@ -120,7 +139,7 @@ class UpstreamCleanup:
         """The runs of letters and digits in ``text`` that the clean-up
         removes (spaces inside a run kept): "Привет мир" in "Привет мир 好"."""
         runs: list[str] = []
-        for m in _FOREIGN_RUN.finditer(text):
+        for m in _FOREIGN_RUN.finditer(_TAG.sub(" ", text)):  # "[laugh_1]" is said as it is
             run = m.group(0)
             kept = self.reject.sub("", run.translate(self.simplifier))
             if not any(ch.isalnum() for ch in kept):
@@ -170,7 +189,8 @@ class TextNormalizer:
         said = "".join(s for _, s in out)
         if not speakable(said):
             return Spoken("", chosen, tuple((o, "") for o, _ in out))
-        return Spoken(said, chosen, tuple(out), self.cleanup.unvoiced("".join(s for _, s in raw)))
+        return Spoken(said, chosen, tuple(out),
+                      citations(sentence) + self.cleanup.unvoiced("".join(s for _, s in raw)))
 
     def _upstream(self, text: str, lang: str) -> str:
         if not text:
