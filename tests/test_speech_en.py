@@ -107,8 +107,8 @@ CASES = [
     ("It's 25°C today.", "It's twenty five degrees Celsius today."),
     ("It's 77°F today.", "It's seventy seven degrees Fahrenheit today."),
     ('Turn it 90° left.', 'Turn it ninety degrees left.'),
-    ('Add 1/2 cup.', 'Add one half cup.'),
-    ('Add 3/4 cup.', 'Add three quarters cup.'),
+    ('Add 1/2 cup.', 'Add half a cup.'),
+    ('Add 3/4 cup.', 'Add three quarters of a cup.'),
     ('About 2/3 of them.', 'About two thirds of them.'),
     ('It takes 1 1/2 hours.', 'It takes one and a half hours.'),
     ('About ½ of it.', 'About one half of it.'),
@@ -120,7 +120,7 @@ CASES = [
     ('x = 5', 'x equals five'),
     ('5 > 3 and 2 < 4', 'five is greater than three and two is less than four'),
     ('Pages 10-20.', 'Pages ten to twenty.'),
-    ("It's 2x faster.", "It's two x faster."),
+    ("It's 2x faster.", "It's two times faster."),
     ('Dr. Smith is here.', 'Doctor Smith is here.'),
     ('Mr. and Mrs. Jones.', 'Mister and Misses Jones.'),
     ('Ms. Lee met Prof. Chen.', 'Miz Lee met Professor Chen.'),
@@ -176,7 +176,7 @@ CASES = [
     ('GPT-4 was released in March 2023.', 'GPT four was released in March twenty twenty three.'),
     ('He was born on 07/04/1990.', 'He was born on July fourth, nineteen ninety.'),
     ('Save 20% off orders over $50!', 'Save twenty percent off orders over fifty dollars!'),
-    ("That's 1.5x the speed.", "That's one point five x the speed."),
+    ("That's 1.5x the speed.", "That's one point five times the speed."),
     ('Room 101 at 3 PM.', 'Room one hundred one at three p m.'),
 ]
 

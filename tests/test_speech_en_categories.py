@@ -240,7 +240,7 @@ CASES: Cases = {
         ('The 50th time.', 'The fiftieth time.'),
     ],
     'fraction': [
-        ('Add 1/2 cup.', 'Add one half cup.'),
+        ('Add 1/2 cup.', 'Add half a cup.'),
         ('Use 3/4 of it.', 'Use three quarters of it.'),
         ('Only 2/3 remain.', 'Only two thirds remain.'),
         ('About 1 1/2 hours.', 'About one and a half hours.'),
@@ -250,7 +250,7 @@ CASES: Cases = {
         ('Scored 98/100.', 'Scored ninety eight out of one hundred.'),
         ('Rated 4.5/5 stars.', 'Rated four point five out of five stars.'),
         ('Cut 1/4 off.', 'Cut one quarter off.'),
-        ('Pour 3/8 inch.', 'Pour three eighths inch.'),
+        ('Pour 3/8 inch.', 'Pour three eighths of an inch.'),
         ('Roughly 5/6 agree.', 'Roughly five sixths agree.'),
         ('Just 1/10 of it.', 'Just one tenth of it.'),
         ('Mix 2 1/4 cups.', 'Mix two and a quarter cups.'),
@@ -302,7 +302,7 @@ CASES: Cases = {
         ('P2P lending grew.', 'P to P lending grew.'),
         ('Unit k3000 is live.', 'Unit k three thousand is live.'),
         ('Part SU-27/448120-bxr.', 'Part SU twenty seven four four eight one two zero bxr.'),
-        ('The A380 landed.', 'The A three hundred eighty landed.'),
+        ('The A380 landed.', 'The A three eighty landed.'),
         ('Item 31k07B moved.', 'Item thirty one k zero seven B moved.'),
     ],
     'roman': [
@@ -347,7 +347,7 @@ CASES: Cases = {
         ('Vol. 2 is out.', 'Volume two is out.'),
         ('Eq. 2 holds.', 'Equation two holds.'),
         ('Read § 7.', 'Read section seven.'),
-        ('Approx. 5 left.', 'approximately five left.'),
+        ('Approx. 5 left.', 'Approximately five left.'),
     ],
 }
 

@@ -85,7 +85,7 @@ CASES = [
     ("On 13/5 nothing.", "On thirteen fifths nothing."),
     # Fractions of a unit.
     ("Add 1/2 tsp salt and 1 1/2 tbsp oil.", "Add half a teaspoon salt and one and a half tablespoons oil."),
-    ("Wait 1/4 hr, add 2/3 oz.", "Wait one quarter of an hour, add two thirds of an ounce."),
+    ("Wait 1/4 hr, add 2/3 oz.", "Wait a quarter of an hour, add two thirds of an ounce."),
     # Blood pressure is "over", only with its unit or after the words.
     ("It was 120/80 mmHg.", "It was one hundred twenty over eighty millimeters of mercury."),
     ("Blood pressure was 140/90.", "Blood pressure was one hundred forty over ninety."),

@@ -89,7 +89,7 @@ CASES = [
     ("A 3-2 win.", "A three to two win."),
     ("They lost 4-1 at home.", "They lost four to one at home."),
     ("The final score: 2-1.", "The final score: two to one."),
-    ("Part 864-2 is here.", "Part eight hundred sixty four , two is here."),
+    ("Part 864-2 is here.", "Part eight hundred sixty four, two is here."),
     # Arrows, underscores, "w/", year over year.
     ("16GB -> 48GB.", "sixteen gigabytes to forty eight gigabytes."),
     ("A → B.", "A to B."),
@@ -153,7 +153,7 @@ CASES = [
     ("Stream H.264 at 1080p60 or 720p.", "Stream H two sixty four at ten eighty p sixty or seven twenty p."),
     # Hours of a clock run down and are a range; a larger number running down is no range.
     ("Open 8-6, Sat 9-1.", "Open eight to six, Sat nine to one."),
-    ("Part 13-2 is here.", "Part thirteen , two is here."),
+    ("Part 13-2 is here.", "Part thirteen, two is here."),
     # The edges of a slash's date: a month (12, not 13) and a day (13-31, not 16).
     ("By 12/13, 13/14, 1/31, 1/32 and 1/13.",
      "By December thirteenth, thirteen fourteenths, January thirty first, one thirty second and January"
@@ -223,7 +223,7 @@ CASES = [
     ("On Mon, 3/4 or Friday 5/9; eat 1/2.", "On Monday, March fourth or Friday, May ninth; eat one half."),
     ("It passed 218-214 in a 6-3 ruling; pages 864-2.",
      "It passed two hundred eighteen to two hundred fourteen in a six to three ruling; pages eight hundred"
-     " sixty four , two."),
+     " sixty four, two."),
     ("The apt. faces the dept. store, incl. tax. The name is apt.",
      "The apartment faces the department store, including tax. The name is apt."),
     ("The RTX 4090, ISO 9001, RTX 4000 and 1500 W.",
@@ -324,10 +324,10 @@ CASES = [
      " ten thousand requests per second, fifty tokens per second, three iterations per second, five cc"
      " per hour."),
     ("Take 1 pill 2x daily, 3x a day, 1x weekly; 2x faster.",
-     "Take one pill twice daily, three times a day, once weekly; two x faster."),
+     "Take one pill twice daily, three times a day, once weekly; two times faster."),
     ("Prop. 47, Art. 5 and para. 3; I love art. 5 stars.",
      "Proposition forty seven, Article five and paragraph three; I love art. five stars."),
-    ("Americans—roughly 1 in 8—live here.", "Americans , roughly one in eight , live here."),
+    ("Americans—roughly 1 in 8—live here.", "Americans, roughly one in eight, live here."),
     ("Btw, IDK if it works, TBH; brb, thx, tmrw, bday.",
      "By the way, I don't know if it works, to be honest; be right back, thanks, tomorrow, birthday."),
     ("At 42.36° N, 71.06° W.",
@@ -371,7 +371,7 @@ CASES = [
      " twenty pixels."),
     ("SKU: 884-221-09, Model no. XR-2000B, valid 12/1–12/31, 1/2–3/4 cup.",
      "SKU: eight eight four, two two one, zero nine, Model number XR two thousand B, valid December first"
-     " to December thirty first, one half to three quarters cup."),
+     " to December thirty first, half to three quarters of a cup."),
     ('Expect 3"–5" of snow; use a 9x13-inch pan and 2 c. flour.',
      "Expect three to five inches of snow; use a nine by thirteen inch pan and two cups flour."),
     ("A 401k, a 50-50 chance, the 80/20 rule, 2 tix for Sat., pages 50-60.",

@@ -52,7 +52,7 @@ PLAIN = [
     ("We'll see.", "We will see.", "Well see."),
     ("He'll go.", "He will go.", "Hell go."),
     ("It is well-known.", "It is well known.", "It is well,known."),
-    ("Wait—what now.", "Wait , what now.", "Waitwhat now."),
+    ("Wait—what now.", "Wait, what now.", "Waitwhat now."),
 ])
 def test_contractions_and_word_hyphens_read_as_words(normalizer, upstream, sentence, ours, theirs):
     assert needs_rules(sentence)

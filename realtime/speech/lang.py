@@ -35,14 +35,14 @@ _TRIGGER = re.compile(
     r"[0-9０-９$€£¥￥₩₹₽₺%％‰°º℃℉+＋×÷=＝<>≤≥≠±~～@&#−＃½¼¾⅓⅔²³√^§Ａ-Ｚａ-ｚ]"
     r"|[A-Za-z]\s?/\s?[A-Za-z]|[A-Za-z]{2}\.[a-z]{2,6}\b|\bfile://"
     r"|[A-Za-z]\s(?:[IVXLC]{2,6}\b|[VX]\b|I(?=[,.;:!?)]|$|\s(?:of|and)\b))|\b(?:Mon|Tues?|Thu|Thurs?|Fri)\b"
-    r"|\b(?:Wed|Sat|Sun|M)\s?[-–—]|\b(?:on|for|by|this|next|last|until)\s(?:Sat|Sun|Wed)\b"
+    r"|\b(?:Wed|Sat|Sun|M)\.?\s?[-–—/]|\b(?:on|for|by|this|next|last|until)\s(?:Sat|Sun|Wed)\b"
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|vs|etc|approx|No|e\.g|i\.e)\."
     r"|[A-Za-z]-[A-Za-z]|[A-Za-z\d][—―][A-Za-z\d]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
     r"|,\s[A-Z]{2}(?:[\s,.;]|$)"  # "Dallas, TX": a state after a city
     r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|WWII?)\b|(?<!\S)w/|->|=>|[→⇒⟶¢]"
     r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)"
-    r"|\b(?i:dept|govt|incl|excl|avg|misc)\.\s|[a-z]\sv\.\s[A-Z]"
+    r"|\b(?i:dept|govt|incl|excl|avg|misc|pop)\.\s|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
     r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|[\s`(]--?[A-Za-z]",

@@ -83,6 +83,7 @@ def run(sentence: str, rules: Sequence[Rule]) -> list[Span]:
 
 
 _NO_SPACE_AFTER = frozenset("([{\"'“‘#$/")
+_NO_SPACE_BEFORE = frozenset(",;:.!?")  # a reading that is a pause joins the word before it
 
 
 def spaced(spans: list[Span]) -> list[tuple[str, str]]:
@@ -97,7 +98,8 @@ def spaced(spans: list[Span]) -> list[tuple[str, str]]:
             spoken = spoken.strip()
             before = pieces[-1][1] if pieces else ""
             after = spans[i + 1].spoken if i + 1 < len(spans) else ""
-            if before and not before[-1].isspace() and before[-1] not in _NO_SPACE_AFTER:
+            if before and not before[-1].isspace() and before[-1] not in _NO_SPACE_AFTER \
+                    and spoken[0] not in _NO_SPACE_BEFORE:
                 spoken = " " + spoken
             if after and after[0].isalnum():
                 spoken += " "

@@ -182,6 +182,16 @@ def _weekday(m: re.Match[str]) -> str:
     return keep_final_period(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
 
 
+def _weekday_list(m: re.Match[str]) -> str:
+    """ "Mon/Wed/Fri" -> "Monday, Wednesday and Friday" (upstream drops a slash)."""
+    days = [_WEEKDAYS[d.strip(" ./")[:3].lower()] for d in _ONE_DAY.findall(m.group(0))]
+    return keep_final_period(m, ", ".join(days[:-1]) + " and " + days[-1])
+
+
+_ONE_DAY = re.compile(r"[A-Za-z]+\.?")
+_ANY_DAY = r"(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
+
+
 def _short_date_range(m: re.Match[str]) -> str | None:
     """ "12/1–12/31": two dates when a day is past 12 (no fraction's denominator
     is, but 16), not "1/2–3/4 cup"."""
@@ -232,6 +242,8 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
          + r")\b(?:\.?,?\s(\d{4})(?!\d))?", _day_month),  # "14th Feb. 1852"
     rule("weekday letters", r"\bM\s?[-–—]\s?F\b(?!-)", lambda m: "Monday to Friday"),  # "open M–F 9–5"
+    rule("weekday list", r"\b" + _ANY_DAY + r"\.?(?:\s?/\s?" + _ANY_DAY + r"\.?)++(?![A-Za-z])",
+         _weekday_list),  # "Mon/Wed/Fri"
     rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
     rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
     # "2 tix for Sat.": after a word that dates, "Sat", "Sun", "Wed" are the days

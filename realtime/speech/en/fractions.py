@@ -54,16 +54,33 @@ def _fraction(m: re.Match[str]) -> str | None:
 def _fraction_unit(m: re.Match[str]) -> str | None:
     """ "1/2 tsp" -> "half a teaspoon", "3/4 cup" -> "three quarters of a cup",
     "1 1/2 tsp" -> "one and a half teaspoons" (the unit rule would read "2 tsp")."""
-    whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
+    unit = UNITS[m.group(4)][0]
+    return _share(m.group(1), int(m.group(2)), int(m.group(3)), unit)
+
+
+def _share(whole: str | None, num: int, den: int, unit: str) -> str | None:
     if not 0 < num < den:
         return None
-    unit = UNITS[m.group(4)][0]
     if whole:
         return number(whole) + " and " + fraction_words(num, den, True) + " " + en_unit(unit, "2")
     article = "an" if unit[0] in "aeiou" or unit.startswith("hour") else "a"
     if (num, den) == (1, 2):
         return f"half {article} {unit}"
-    return f"{fraction_words(num, den, False)} of {article} {unit}"
+    share = fraction_words(num, den, True)  # "a quarter", "two thirds"
+    if share.startswith("a e"):
+        share = "an" + share[1:]  # "an eighth of an inch"
+    return f"{share} of {article} {unit}"
+
+
+def _share_of_measure(m: re.Match[str]) -> str | None:
+    """ "3/4 cup" -> "three quarters of a cup", "1/2–3/4 cup" -> "half to three quarters of a cup"."""
+    last = _share(None, int(m.group(3)), int(m.group(4)), m.group(5))
+    if last is None or not m.group(1):
+        return last
+    num, den = int(m.group(1)), int(m.group(2))
+    if not 0 < num < den:
+        return None
+    return ("half" if (num, den) == (1, 2) else fraction_words(num, den, True)) + " to " + last
 
 
 def _unicode_fraction(m: re.Match[str]) -> str:
@@ -79,6 +96,11 @@ FRACTION_WORD_RULE = rule("fraction before a word", r"(?<![\w/.])()(\d{1,2})/(\d
 # Before the unit rule would read "2 tsp" of "1/2 tsp".
 FRACTION_UNIT_RULE = rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")"
                           + UNIT_END, _fraction_unit)
+# "3/4 cup", "1/2 hour": a share of one measure, said as of one ("three quarters of a cup")
+FRACTION_WORD_UNIT_RULE = rule("fraction of a measure", r"(?<![\w/.])(?<!\d\s)(?:(\d)/(\d{1,2})\s?[-–]\s?)?"
+                               r"(\d)/(\d{1,2})\s(cup|teaspoon|tablespoon|hour|mile|inch|pound|ounce|stick|gallon|liter|litre"
+                               r"|pint|quart|dozen|acre|yard|day|week|month|year|minute|second|lap|loaf|can"
+                               r"|glass|bottle|page|slice)(?:e?s)?\b", _share_of_measure)
 # After the ratings ("4.5/5 stars").
 RULES: tuple[Rule, ...] = (
     rule("fraction range", r"(?<=[\d½¼¾⅓⅔])\s?[-–—]\s?(?=\d*[½¼¾⅓⅔])|(?<=\d/\d)\s?[-–—]\s?(?=\d{1,2}/\d)",

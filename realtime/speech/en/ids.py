@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en.words import cardinal, digits, number
+from realtime.speech.en.words import cardinal, digits, number, plural
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import DIGIT_GROUPS, LETTER_PAIR
 
@@ -79,7 +79,10 @@ _RUN = re.compile(r"(\d+)|([A-Za-z]+)")
 
 
 def _code(m: re.Match[str]) -> str:
-    return _code_words(m.group(0))
+    code = m.group(0)
+    if code[-1] == "s" and code[-2].isdigit() and code[0].isalpha():
+        return plural(_code_words(code[:-1]))  # "H100s", "MP3s": many of the named thing
+    return _code_words(code)
 
 
 def _code_words(code: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en import address, context, dates, fractions, ids, money, shorthand, web
-from realtime.speech.en.words import cardinal, digits, number, ordinal, year
+from realtime.speech.en.words import cardinal, digits, number, ordinal, plural, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
     BULLET,
@@ -73,12 +73,6 @@ def _unit_per(m: re.Match[str]) -> str:
     return _range(m.group(1), m.group(2)) + " " + en_unit(UNITS[m.group(3)][0], count) + " per " + per
 
 
-def _plural_word(words: str) -> str:
-    head, _, last = words.rpartition(" ")
-    last = last[:-1] + "ies" if last.endswith("y") else last + ("es" if last.endswith("x") else "s")
-    return (head + " " if head else "") + last
-
-
 def _decade(m: re.Match[str]) -> str:
     written = m.group(1) or m.group(2)
     if len(m.group(0)) == 3 and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 8),
@@ -90,14 +84,15 @@ def _decade(m: re.Match[str]) -> str:
 
 
 # What a bare "30s" follows when it is a decade or an age ("in their 30s", "the 60s and 70s").
-_DECADE_BEFORE = re.compile(r"\b(?i:the|their|his|her|my|your|our|its|early|mid|late|and|or|to)[\s-]$")
+_DECADE_BEFORE = re.compile(r"\b(?i:the|their|his|her|my|your|our|its|early|mid|late|low|high|upper|lower"
+                            r"|and|or|to)[\s-]$")
 
 
 def _plural_year(written: str) -> str:
     n = int(written)
     if n < 100:
-        return _plural_word(cardinal(n))
-    return _plural_word(year(n) if n >= 1000 else cardinal(n))
+        return plural(cardinal(n))
+    return plural(year(n) if n >= 1000 else cardinal(n))
 
 
 def _suffix(n: int) -> str:
@@ -206,7 +201,7 @@ _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", 
                   "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is",
                   # mid-sentence only ("the name is apt."): see the rule
                   "apt": "apartment", "dept": "department", "govt": "government", "incl": "including",
-                  "excl": "excluding", "avg": "average", "misc": "miscellaneous"}
+                  "excl": "excluding", "avg": "average", "misc": "miscellaneous", "pop": "population"}
 _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
 
 
@@ -241,6 +236,8 @@ def _abbreviation(m: re.Match[str]) -> str:
             spoken = "Drive" if is_place and before.strip() and not capital_next else "Doctor"
     else:
         spoken = _ABBREVIATIONS[key]
+        if word[0].isupper():
+            spoken = spoken[0].upper() + spoken[1:]  # "Pop. 5,000": Population
     return keep_final_period(m, spoken)
 
 
@@ -259,6 +256,10 @@ RULES: tuple[Rule, ...] = (
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
     context.RACE_TIME_RULE,
+    # "a 1:10 ratio", "odds of 3:1": no clock time
+    rule("ratio word", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?=\s(?:ratio|odds|split|mix|dilution|scale)\b)"
+         r"|(?:(?<=\bratio\sof\s)|(?<=\bodds\sof\s))(\d{1,3}):(\d{1,3})(?![\d:])",
+         lambda m: f"{cardinal(int(m.group(1) or m.group(3)))} to {cardinal(int(m.group(2) or m.group(4)))}"),
     *dates.TIME_RULES,  # the clock, after them
     shorthand.FRACTION_INCH_RULE,
     fractions.FRACTION_WORD_RULE,
@@ -288,6 +289,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: f"{m.group(1)}{number(m.group(2))} " + en_unit(TEMPERATURE_SCALES[m.group(3)], "2")),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     fractions.FRACTION_UNIT_RULE,
+    fractions.FRACTION_WORD_UNIT_RULE,
     *shorthand.SIDES_RULES,
     rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
@@ -342,16 +344,21 @@ RULES: tuple[Rule, ...] = (
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("how often", r"(?<![\w.])(\d{1,2})[xX]\s(?=(?:daily|weekly|monthly|yearly|a\s(?:day|week|month|year)"
          r"|per\s(?:day|week|month|year)|an\shour)\b)", _how_often),  # "2x daily": twice daily
-    rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b", lambda m: number(m.group(1)) + " x"),  # 2x faster
+    # "10x faster" is ten times faster; "a 4x zoom", "2x points" keep their "x"
+    rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b(?:(?=\s(?:more|less|fewer|as|the|over|faster|slower"
+         r"|larger|smaller|bigger|higher|lower|cheaper|better|worse|longer|shorter|quicker|greater|stronger|heavier"
+         r"|lighter|safer|denser)\b)())?",
+         lambda m: number(m.group(1)) + (" times" if m.group(2) is not None else " x")),
     *shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\."
-         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc))\.(?=\s[a-z\d$€£])", _abbreviation),
+         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop))\.(?=\s[a-z\d$€£])", _abbreviation),
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
-    rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
+    rule("at", r"(?<=\s)@(?=\s)|^@$", lambda m: "at"),  # "$12@12%": the amounts read around it
+    rule("spaced slash", r"^\s/\s$", lambda m: ", "),  # "72°F / 22°C": both read, upstream drops "/"
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\d|\.\d)",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",

@@ -36,7 +36,7 @@ import re
 
 from realtime.speech.en.fractions import fraction_words
 from realtime.speech.en.web import NUMBERED_BEFORE
-from realtime.speech.en.words import cardinal, number, pairs, year
+from realtime.speech.en.words import cardinal, number, pairs, plural, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
 
@@ -55,9 +55,13 @@ def is_score(m: re.Match[str]) -> bool:
     return _SCORE_BEFORE.search(before) is not None or _SCORE_AFTER.match(after) is not None
 
 
+_COUNT_THEN_PAREN = re.compile(r"\d\s?\($")
+
+
 def _estimated(m: re.Match[str]) -> str:
     """ "est. cost" -> "estimated cost"; "Est. 1885", a year after it: "Established"."""
-    word = "established" if m.group(2) else "estimated"
+    after_count = _COUNT_THEN_PAREN.search(m.string, max(0, m.start() - 4), m.start()) is not None
+    word = "established" if m.group(2) and not after_count else "estimated"  # "3,000 (est. 2019)"
     return word.capitalize() if m.group(1)[0] == "E" else word
 
 
@@ -190,6 +194,8 @@ def _shorthand(m: re.Match[str]) -> str | None:
 TITLE_RULES: tuple[Rule, ...] = (
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
+    rule("year's estimate", r"(?<=\()(1[5-9]\d\d|20\d\d)\s[Ee]st\.?(?=\))",
+         lambda m: year(int(m.group(1))) + " estimate"),  # "pop. 1,204,000 (2023 est.)"
 )
 # Before the date rules claim both ends (upstream would pause on "-").
 DATE_RULES: tuple[Rule, ...] = (
@@ -228,9 +234,9 @@ COUNTED_RULES: tuple[Rule, ...] = (
 # "a": "$5 a month" is no adjective), so it is singular ("a 2 TB drive", "a $5 bill").
 NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
               r"[A-Za-z])")
-# "a 60-min podcast": singular, as an adjective (before the unit rule)
+# "a 60-min podcast", "12-oz. cans": singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
-                           + r"(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
+                           + r"\.?(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
 
 
 def _sides(m: re.Match[str]) -> str:
@@ -261,6 +267,26 @@ YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|
                              lambda m: year(int(m.group(1) or m.group(2))))
 
 
+def _many(words: str, s: str) -> str:
+    """A name's number, counted many where a plural "s" follows it ("two F-35s")."""
+    return plural(words) if s else words
+
+
+def _model_number(m: re.Match[str]) -> str:
+    """ "RTX 4090" -> "RTX forty ninety", "ISO 9001" -> "ISO ninety oh one", "RTX 4090s"."""
+    return f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))
+
+
+def _airliner(m: re.Match[str]) -> str:
+    """ "747-400" -> "seven forty seven four hundred", "A380s" -> "A three eighties"."""
+    first = next(i for i in (1, 5, 9) if m.group(i + 1))  # the alternative that matched
+    maker, model, variant, many = m.group(first, first + 1, first + 2, first + 3)
+    name = (maker + " " if maker else "") + pairs(int(model))
+    if variant:
+        name += " " + cardinal(int(variant))
+    return _many(name, many)
+
+
 def _pre_release(m: re.Match[str]) -> str:
     """ "1.0.0-beta.2" -> "... beta two", "2.1-rc1" -> "... R C one"."""
     stage = "R C" if m.group(1).lower() == "rc" else m.group(1)
@@ -269,27 +295,26 @@ def _pre_release(m: re.Match[str]) -> str:
 
 # Before a hyphen between a name and a number is read as a pause, a range or "to".
 HYPHENED_NAME_RULES: tuple[Rule, ...] = (
-    rule("letter model", r"\b([A-Z])-([1-9]\d{2})\b(?![-.]\d)",
-         lambda m: f"{m.group(1)} {pairs(int(m.group(2)))}"),  # "F-150": F one fifty
+    rule("letter model", r"\b([A-Z])-([1-9]\d{1,2})(s?)\b(?![-.]\d)",
+         lambda m: f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))),  # "F-150", "F-35s"
     rule("memory kind", r"\b((?:LP|G)?DDR)(\d)(X?)-(\d{4})\b",
          lambda m: f"{m.group(1)} {cardinal(int(m.group(2)))}{' X' if m.group(3) else ''} "
                    f"{cardinal(int(m.group(4)))}"),  # "DDR5-6000": no range
+    # "Boeing 787", "the 737 MAX", "747s", "777-300ER", "an A320-200": said in pairs, a variant whole
+    rule("airliner", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))()(7[0-8]7)(?:-([1-9]00|[1-9]0?))?(s?)"
+         r"(?=[A-Z]{0,2}\b)"
+         r"|\b()(7[0-8]7)(?:-([1-9]00|[1-9]0?)(?=[A-Z]{0,2}s?\b)|(?=s\b|\s(?:MAX|Max|Dreamliner|jets?|aircraft"
+         r"|airliners?|planes?|freighters?)\b))(s?)|\b(A)(3[0-8]\d)(?:-([1-9]00|[1-9]0?))?(s?)\b", _airliner),
+    rule("model numbers", r"\b([A-Z]{2,5})\s([1-9]\d{3})(s)\b", _model_number),  # "RTX 4090s": no seconds
     rule("pre-release", r"(?<=\d)-(alpha|beta|rc|RC|preview)\.?(\d{1,3})\b", _pre_release),
 )
-
-
-def _model_number(m: re.Match[str]) -> str:
-    """ "RTX 4090" -> "RTX forty ninety", "ISO 9001" -> "ISO ninety oh one"."""
-    return f"{m.group(1)} {pairs(int(m.group(2)))}"
 
 
 # Before the code rule reads "49 ers", "v twenty".
 NAME_RULES: tuple[Rule, ...] = (
     # "Boeing 787", "the 737 MAX": said in pairs
-    rule("airliner", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))7[0-8]7\b|\b7[0-8]7(?=\s(?:MAX|Max|Dreamliner|jets?"
-         r"|aircraft|airliners?|planes?|freighters?)\b)", lambda m: pairs(int(m.group(0)))),
-    rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END + ")",
-         _model_number),
+    rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})()(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END
+         + ")", _model_number),
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
     rule("M.2", r"\bM\.2\b", lambda m: "M dot two"),  # the drive's form factor
     rule("any minor version", r"\b(\d{1,3})\.x\b",

@@ -63,6 +63,14 @@ def pairs(n: int) -> str:
     return f"{cardinal(high)} {'oh ' if low < 10 else ''}{cardinal(low)}"
 
 
+def plural(words: str) -> str:
+    """The last word counted many: "nineteen ninety" -> "nineteen nineties",
+    "one hundred" -> "one hundreds", "six" -> "sixes"."""
+    head, _, last = words.rpartition(" ")
+    last = last[:-1] + "ies" if last.endswith("y") else last + ("es" if last.endswith(("x", "s")) else "s")
+    return (head + " " if head else "") + last
+
+
 _WORDS = {"-": "minus ", "+": "plus ", "zero": "", "point": " point "}  # ".5": "point five"
 
 

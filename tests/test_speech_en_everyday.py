@@ -1,0 +1,82 @@
+"""English readings of everyday writing where a plain reading goes wrong: a model number
+counted many ("two RTX 4090s" is no "seconds"), a share of a kitchen measure, weekdays
+joined by slashes, "10x faster", a mixing ratio, "the low 70s", two measures either side of
+a spaced slash, an estimate's year, "pop." (realtime/speech/en/shorthand.py, fractions.py,
+dates.py, rules.py). Each reading has its counterpart that must stay as it is."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.speech.lang import needs_rules
+from realtime.speech.normalize import normalize
+from realtime.speech.sentences import split_sentences
+
+NAMES = [
+    # Named things counted many: the number's last word takes the plural.
+    ("The 747s and two RTX 4090s.", "The seven forty sevens and two RTX forty nineties."),
+    ("Buy 8 H100s, 16 A100s and MP3s.", "Buy eight H one hundreds, sixteen A one hundreds and MP threes."),
+    ("Two F-35s and an F-16.", "Two F thirty fives and an F sixteen."),
+    ("The A380s and an A320.", "The A three eighties and an A three twenty."),
+    # A variant after a hyphen is its own number: no pause, no "to".
+    ("The 777-300ER and Boeing 747-400.", "The seven seventy seven three hundred ER and Boeing seven forty"
+     " seven four hundred."),
+    ("A 787-9 and an A321-200s.", "A seven eighty seven nine and an A three twenty one two hundreds."),
+    ("Boeing 777X and Boeing 7478.", "Boeing seven seventy seven X and Boeing seven thousand four hundred"
+     " seventy eight."),
+    # Counterparts: seconds, a decade, a name without a plural.
+    ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
+    ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
+]
+MEASURES = [
+    # A share of one measure, said as of one; a range of shares; the plural written.
+    ("Mix 3/4 cup, 1/2 hour, 1/8 inch.", "Mix three quarters of a cup, half an hour, an eighth of an inch."),
+    ("Add 1/4-1/2 teaspoon and 2/3 cups.", "Add a quarter to half a teaspoon and two thirds of a cup."),
+    ("Add 1/2–3/4 cup.", "Add half to three quarters of a cup."),
+    ("About 1 1/2 hours, 2 1/4 cups.", "About one and a half hours, two and a quarter cups."),
+    ("Eat 1/2 now, 5/4 cup.", "Eat one half now, five quarters cup."),
+    ("Buy two 12-oz. cans.", "Buy two twelve ounce cans."),
+    # Two measures either side of a spaced slash: both read, with a pause.
+    ("It was 72°F / 22°C.", "It was seventy two degrees Fahrenheit, twenty two degrees Celsius."),
+    ("It weighs 2 kg / 4.4 lb.", "It weighs two kilograms, four point four pounds."),
+    ("Borrow $12@12% now.", "Borrow twelve dollars at twelve percent now."),
+]
+COUNTS = [
+    # Weekdays joined by slashes; "Wed", "Sat", "Sun" alone are words.
+    ("Open Mon/Wed/Fri and Sat./Sun.", "Open Monday, Wednesday and Friday and Saturday and Sunday."),
+    ("Tue / Thu only.", "Tuesday and Thursday only."),
+    ("We wed Sat and sun.", "We wed Sat and sun."),
+    # A multiple before a comparison is "times"; elsewhere the "x" stays.
+    ("It is 10x faster, 4x less, 1.5x the price, 3X more.",
+     "It is ten times faster, four times less, one point five times the price, three times more."),
+    ("A 4x zoom and 2x points.", "A four x zoom and two x points."),
+    # A mixing ratio is no clock time.
+    ("A 1:10 ratio, odds of 5:2, a ratio of 16:9.", "A one to ten ratio, odds of five to two, a ratio of"
+     " sixteen to nine."),
+    ("A 2:30 meeting.", "A two thirty meeting."),
+    # A decade after a word that places it in the decade.
+    ("In the high 90s, upper 80s, low 70s, lower 60s.",
+     "In the high nineties, upper eighties, low seventies, lower sixties."),
+    ("Do 20 reps of 30s.", "Do twenty reps of thirty seconds."),
+    # An estimate's year; "est." after a count is an estimate, after a name "established".
+    ("Pop. 1,204,000 (2023 est.)", "Population one million two hundred four thousand (twenty twenty three"
+     " estimate)"),
+    ("About 3,000 (est. 2019), Harvard (est. 1636).",
+     "About three thousand (estimated twenty nineteen), Harvard (established sixteen thirty six)."),
+    ("Lyon (pop. 522,000) is big.", "Lyon (population five hundred twenty two thousand) is big."),
+]
+
+
+@pytest.mark.parametrize("written,spoken", NAMES + MEASURES + COUNTS)
+def test_reading(written, spoken):
+    assert normalize(written, "en") == spoken
+
+
+@pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now."])
+def test_precheck_sends_them_to_the_rules(sentence):
+    assert needs_rules(sentence)
+
+
+def test_population_does_not_end_a_sentence():
+    assert split_sentences("Lyon (pop. 522,000) is big. I like K-pop. It is fun.") == [
+        "Lyon (pop. 522,000) is big.", "I like K-pop.", "It is fun."]
