@@ -24,6 +24,21 @@ NAMES = [
     ("A 787-9 and an A321-200s.", "A seven eighty seven nine and an A three twenty one two hundreds."),
     ("Boeing 777X and Boeing 7478.", "Boeing seven seventy seven X and Boeing seven thousand four hundred"
      " seventy eight."),
+    # A named release's parts are numbers; a decimal's digits elsewhere.
+    ("Python 3.12, Node 18.17, iOS 17.4 and version 2.10.", "Python three point twelve, Node eighteen point"
+     " seventeen, iOS seventeen point four and version two point ten."),
+    ("Python 3.11.4, 3.12 kg and Mr 3.12.", "Python three point eleven point four, three point one two"
+     " kilograms and Mr three point one two."),
+    ("Windows 10/11 and iPhone 14/15.", "Windows ten or eleven and iPhone fourteen or fifteen."),
+    ("Windows 9/10, Win 10/12, add 10/11.", "Windows nine out of ten, Win ten twelfths, add ten elevenths."),
+    ("Per Sec. 4(b), secs. 3 and 30 sec. later.",
+     "Per Section four b, sections three and thirty seconds later."),
+    # A prescription's times; the zone between two clocks.
+    ("Take 10 mg b.i.d., 5 mg t.i.d., 2 mg q.i.d., 1 tab p.r.n., q6h, q4-6h.",
+     "Take ten milligrams twice a day, five milligrams three times a day, two milligrams four times a day,"
+     " one tab as needed, every six hours, every four to six hours."),
+    ("Take it q.d.", "Take it once a day."),
+    ("At 8:15 p.m. ET/5:15 p.m. PT.", "At eight fifteen p m ET, five fifteen p m PT."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -75,6 +90,16 @@ def test_reading(written, spoken):
 @pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now."])
 def test_precheck_sends_them_to_the_rules(sentence):
     assert needs_rules(sentence)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Sen. Warren (D-Mass.) voted no.", ["Sen. Warren (D-Mass.) voted no."]),
+    ("It grew (see Fig. 3.) and fell.", ["It grew (see Fig. 3.) and fell."]),
+    ("He said (it was late.) Then he left.", ["He said (it was late.)", "Then he left."]),
+    ("At 8:15 p.m. ET/5:15 p.m. PT. Go.", ["At 8:15 p.m. ET/5:15 p.m. PT.", "Go."]),
+])
+def test_an_aside_or_a_zone_ends_no_sentence(text, expected):
+    assert split_sentences(text) == expected
 
 
 def test_population_does_not_end_a_sentence():

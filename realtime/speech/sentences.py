@@ -84,7 +84,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
 _COMPASS = re.compile(r"\s+(?:[NS][EW]?|[EW])(?=[\s.,;:!?]|$)")
 _TIME_ZONE = re.compile(r"\s+(?:[ECMP][SD]?T|UTC|GMT|CES?T|BST|IST|JST|AES?T|AEDT|HST|AKS?T)"
-                        r"(?=[\s.,;:!?)]|$)")
+                        r"(?=[\s.,;:!?)/]|$)")
 _MONTH = re.compile(r"\s+(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")  # not "May I"
 # A lone capital's dot between names: "Franklin D. Roosevelt", "J. K. Rowling".
 _NAME_BEFORE = re.compile(r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+$")
@@ -258,6 +258,8 @@ class SentenceSplitter:
             return True
         if not after.isspace():
             return False
+        if run[-1] == ")" and not self._next_word_is_new_sentence(j, final):
+            return False  # "(D-Mass.) voted no": the aside's own stop, its sentence goes on
         if "…" in run or run.count(".") >= 2:
             return self._next_word_is_new_sentence(j, final)
         if run == "!" and i and buf[i - 1].isdigit() and self._next_is(_OPERATOR_NEXT, j, final):

@@ -33,11 +33,19 @@ COUNT_AFTER = re.compile(r"\s(?:cores|threads|nodes|servers|machines|people|user
                          r"|students|players|seats|rooms|patients|questions|tests|respondents)\b")
 
 
+# A product's name before its two releases ("Windows 10/11"), not a word that dates ("By 10/11").
+_NAME_BEFORE = re.compile(r"\b(?!(?:By|On|In|From|Until|Since|At|Due|To|For|Of|And|Or|Before|After|Through"
+                          r"|Till|The|Between|Ends?|Starts?)\s)(?:[A-Z][A-Za-z]+|i[A-Z][a-z]+)\s$")
+
+
 def _fraction(m: re.Match[str]) -> str | None:
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
     if den == 0 or num == 0:
         return None
     of_after = m.string.startswith(" of", m.end())
+    if den == num + 1 and num >= 10 and not whole and _NAME_BEFORE.search(m.string, max(0, m.start() - 20),
+                                                                           m.start()):
+        return cardinal(num) + " or " + cardinal(den)  # "Windows 10/11": two releases
     if (num, den) in ((24, 7), (9, 11)) or num == den or num + den == 100 and not whole:
         spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11", "80/20"
     elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:

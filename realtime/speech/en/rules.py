@@ -256,6 +256,8 @@ RULES: tuple[Rule, ...] = (
     rule("short phone", r"(?<![\w+.,-])(\d{3})-(\d{4})(?![\d-])", lambda m: digits(m.group(1)) + ", "
          + digits(m.group(2))),
     context.RACE_TIME_RULE,
+    # "8:15 p.m. ET/5:15 p.m. PT": the second clock after a pause (upstream drops "/")
+    rule("zone slash", r"\b([ECMP][SD]?T|UTC|GMT|BST|CES?T)/(?=\s?\d)", lambda m: m.group(1) + ","),
     # "a 1:10 ratio", "odds of 3:1": no clock time
     rule("ratio word", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?=\s(?:ratio|odds|split|mix|dilution|scale)\b)"
          r"|(?:(?<=\bratio\sof\s)|(?<=\bodds\sof\s))(\d{1,3}):(\d{1,3})(?![\d:])",

@@ -70,6 +70,17 @@ def _exponent(m: re.Match[str]) -> str:
     return {2: " squared", 3: " cubed"}.get(power, " to the power of " + cardinal(power))
 
 
+_DOSES = {"b": "twice a day", "t": "three times a day", "q": "four times a day", "p": "as needed"}
+
+
+def _dosing(m: re.Match[str]) -> str:
+    if m.group(1):
+        hours = cardinal(int(m.group(1))) + (" to " + cardinal(int(m.group(2))) if m.group(2) else "")
+        return keep_final_period(m, f"every {hours} hours")
+    written = m.group(0).lower()
+    return keep_final_period(m, "once a day" if written.startswith("q.d") else _DOSES[written[0]])
+
+
 _TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
 
 
@@ -193,6 +204,8 @@ def _shorthand(m: re.Match[str]) -> str | None:
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
+    rule("section", r"(?<!\d)(?<!\d\s)\b([Ss])ec(s?)\.(?=\s?\d)",
+         lambda m: f"{m.group(1)}ection{m.group(2)} "),  # "Sec. 4(b)"; "30 sec. later" is no section
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     rule("year's estimate", r"(?<=\()(1[5-9]\d\d|20\d\d)\s[Ee]st\.?(?=\))",
          lambda m: year(int(m.group(1))) + " estimate"),  # "pop. 1,204,000 (2023 est.)"
@@ -306,6 +319,9 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
          r"|\b()(7[0-8]7)(?:-([1-9]00|[1-9]0?)(?=[A-Z]{0,2}s?\b)|(?=s\b|\s(?:MAX|Max|Dreamliner|jets?|aircraft"
          r"|airliners?|planes?|freighters?)\b))(s?)|\b(A)(3[0-8]\d)(?:-([1-9]00|[1-9]0?))?(s?)\b", _airliner),
     rule("model numbers", r"\b([A-Z]{2,5})\s([1-9]\d{3})(s)\b", _model_number),  # "RTX 4090s": no seconds
+    # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
+    rule("dosing", r"\b(?:(?i:b\.i\.d|t\.i\.d|q\.i\.d|p\.r\.n|q\.d)(?!\w)\.?|q(\d{1,2})(?:-(\d{1,2}))?h\b)",
+         _dosing),
     rule("pre-release", r"(?<=\d)-(alpha|beta|rc|RC|preview)\.?(\d{1,3})\b", _pre_release),
 )
 
@@ -319,6 +335,12 @@ NAME_RULES: tuple[Rule, ...] = (
     rule("M.2", r"\bM\.2\b", lambda m: "M dot two"),  # the drive's form factor
     rule("any minor version", r"\b(\d{1,3})\.x\b",
          lambda m: cardinal(int(m.group(1))) + " dot x"),  # "Node 20.x"
+    # "Python 3.12", "iOS 17.4": a release's parts are numbers, not a decimal's digits
+    rule("named version", r"\b((?:Python|Node(?:\.js)?|iOS|iPadOS|macOS|Android|Ubuntu|Debian|Fedora|Java|PHP"
+         r"|Ruby|Rust|Kotlin|Swift|Perl|Django|Rails|React|Angular|TypeScript|Chrome|Firefox|Safari|Windows"
+         r"|Linux|kernel|CUDA|PyTorch|TensorFlow|Unity|Blender|GPT|Llama|Gemini|Claude|Qwen|[Vv]ersion"
+         r"|[Rr]elease)\s)(\d{1,2})\.(\d{1,2})(?!\d|\.\d)",
+         lambda m: f"{m.group(1)}{cardinal(int(m.group(2)))} point {cardinal(int(m.group(3)))}"),
     rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
          lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
 )
