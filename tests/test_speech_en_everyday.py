@@ -39,6 +39,13 @@ NAMES = [
      " one tab as needed, every six hours, every four to six hours."),
     ("Take it q.d.", "Take it once a day."),
     ("At 8:15 p.m. ET/5:15 p.m. PT.", "At eight fifteen p m ET, five fifteen p m PT."),
+    # A lone Greek letter is named; a Greek word is another script (listed unspoken by the caller).
+    ("A = πr², Δt, α + β, a β-blocker, 5 μm.", "A equals pi r squared, delta t, alpha plus beta, a beta"
+     " blocker, five micrometers."),
+    ("Say Καλημέρα.", "Say Καλημέρα."),
+    # A range of quarters.
+    ("It covers Q1–Q3 and Q2-Q4 2024.", "It covers the first to the third quarter and the second to the"
+     " fourth quarter of twenty twenty four."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),

@@ -223,6 +223,9 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
+    rule("quarters", r"\bQ([1-4])\s?[-–—]\s?Q([1-4])\b(?:\s(\d{4}))?",
+         lambda m: f"{_the(m)}{ordinal(int(m.group(1)))} to the {ordinal(int(m.group(2)))} quarter"
+                   + (" of " + _year(int(m.group(3))) if m.group(3) else "")),  # "Q1–Q3 2024"
     rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
     # a fiscal or calendar year: "FY2024", "FY24", "FY '25" (its digits are no code)
     rule("fiscal year", r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b(?![-–/]\d)",

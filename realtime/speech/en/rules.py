@@ -167,6 +167,10 @@ _ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is
              "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
              "√": "square root of", "²": "squared", "³": "cubed",
              "−": "minus"}  # U+2212: only maths writes it
+# A lone Greek letter ("A = πr²", "Δt", "β-blocker"); upstream drops it.
+_GREEK = {"π": "pi", "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "delta", "ε": "epsilon",
+          "θ": "theta", "λ": "lambda", "μ": "mu", "ρ": "rho", "σ": "sigma", "Σ": "sigma", "τ": "tau",
+          "φ": "phi", "ω": "omega", "Ω": "omega"}
 
 
 _LEFT = re.compile(r"(\d++)\s?$")
@@ -359,6 +363,8 @@ RULES: tuple[Rule, ...] = (
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
+    rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
+         lambda m: _GREEK[m.group(1)] + (" " if m.group(2) else "")),
     rule("at", r"(?<=\s)@(?=\s)|^@$", lambda m: "at"),  # "$12@12%": the amounts read around it
     rule("spaced slash", r"^\s/\s$", lambda m: ", "),  # "72°F / 22°C": both read, upstream drops "/"
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\d|\.\d)",

@@ -192,6 +192,10 @@ _OPERATORS = {"<=": "小于等于", ">=": "大于等于", "!=": "不等于", "==
               "±": "正负", "≈": "约等于"}
 _ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正负", "≤": "小于等于", "≥": "大于等于",
              "×": "乘", "÷": "除以", "&": "和", "√": "根号", "²": "的平方", "³": "的立方"}
+# A lone Greek letter ("圆周率π", "Δ为变化量"), as Chinese reads it; upstream drops it.
+_GREEK = {"π": "派", "α": "阿尔法", "β": "贝塔", "γ": "伽马", "δ": "德尔塔", "Δ": "德尔塔", "ε": "艾普西龙",
+          "θ": "西塔", "λ": "兰姆达", "μ": "缪", "ρ": "柔", "σ": "西格玛", "Σ": "西格玛", "τ": "陶",
+          "φ": "斐", "ω": "欧米伽", "Ω": "欧米伽"}
 
 
 def _pressure(m: re.Match[str]) -> str | None:
@@ -288,8 +292,8 @@ RULES: tuple[Rule, ...] = (
          + CURRENCY_CODE_RE + r"|€|£)(?![A-Za-z])", _money_after),
     rule("percent", "(" + NUM + r")(?:%|％)?\s?(?:[-~～到]|-|–)\s?(" + UNSIGNED + r")\s?(%|％|‰)", _percent),
     rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
-    # "10月1日-10月7日", "3月-5月": a dash after a date's day or month is 到, no minus sign
-    rule("date range", r"(?<=[日号月])\s?[-–—~～]\s?(?=\d)", lambda m: "到"),
+    # "10月1日-10月7日", "3月-5月", "2019年~2021年": a dash after a date is 到, no minus sign
+    rule("date range", r"(?<=[日号月年])\s?[-–—~～]\s?(?=\d|$)", lambda m: "到"),  # the year read before
     rule("temperature range", "(" + NUM + r")\s?[-–~～到至]\s?(" + NUM
          + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature_range),
     rule("temperature", "(" + NUM + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature),
@@ -306,6 +310,8 @@ RULES: tuple[Rule, ...] = (
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
+    rule("greek letter", r"(?<![\u0370-\u03ff])[παβγδΔεθλμρστφωΣΩ](?![\u0370-\u03ff])",
+         lambda m: _GREEK[m.group(0)]),
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: "加"),  # "5G+AI"
     rule("two", r"(?<![\d.第])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
