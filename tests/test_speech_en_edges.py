@@ -54,7 +54,7 @@ CASES = [
     ("Elizabeth I went home at 5.", "Elizabeth I went home at five."),  # the rules run here
     # What no rule can read is left to the plain readings, never an exception.
     ("At 0:30 pm.", "At zero to thirty pm."),
-    ("From 11:00-0:30 pm.", "From eleven o'clock- zero to thirty pm."),
+    ("From 11:00-0:30 pm.", "From eleven o'clock to zero to thirty pm."),
     ("From 9:00-10:30.", "From nine o'clock to ten thirty."),
     ("On 2024-13-45.", "On twenty twenty four to thirteen to forty five."),
     # Dates: two-digit years, day ranges with and without a year.

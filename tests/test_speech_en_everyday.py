@@ -10,6 +10,7 @@ import pytest
 
 from realtime.speech.lang import needs_rules
 from realtime.speech.normalize import normalize
+from realtime.speech.rewrite import rule, run
 from realtime.speech.sentences import split_sentences
 
 NAMES = [
@@ -46,6 +47,13 @@ NAMES = [
     # A range of quarters.
     ("It covers Q1–Q3 and Q2-Q4 2024.", "It covers the first to the third quarter and the second to the"
      " fourth quarter of twenty twenty four."),
+    # A mark alone between two readings: a dash or tilde a range, a slash or an em dash a pause.
+    ("It is 20°C~25°C, 10 kg–20 kg, 3rd–5th, 5 kg - 9 kg.", "It is twenty degrees Celsius to twenty five"
+     " degrees Celsius, ten kilograms to twenty kilograms, third to fifth, five kilograms to nine"
+     " kilograms."),
+    ("Pay $5/$10 or 5 km—10 km.", "Pay five dollars, ten dollars or five kilometers, ten kilometers."),
+    ("Ends 5 kg- or more.", "Ends five kilograms- or more."),
+    ("– 5 kg –", "– five kilograms –"),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -92,6 +100,13 @@ COUNTS = [
 @pytest.mark.parametrize("written,spoken", NAMES + MEASURES + COUNTS)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken
+
+
+def test_a_joint_is_read_only_between_two_readings():
+    spans = run("x 5 kg – 9 kg – y", [rule("unit", r"\d kg", lambda m: "K")], {"–": "to"})
+    assert [(s.original, s.spoken) for s in spans] == [
+        ("x ", "x "), ("5 kg", "K"), (" – ", "to"), ("9 kg", "K"), (" – y", " – y")]
+    assert "到" in normalize("温度20℃-25℃，2019年~2021年。", "zh")
 
 
 @pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now."])

@@ -44,5 +44,5 @@ def pieces(sentence: str, lang: str) -> list[tuple[str, str]]:
         return [(sentence, sentence)] if sentence else []
     sentence = fold_width(sentence)
     if lang == "zh":
-        return joined(run(sentence, zh.RULES))
-    return spaced(run(sentence, en.RULES))
+        return joined(run(sentence, zh.RULES, zh.JOINTS))
+    return spaced(run(sentence, en.RULES, en.JOINTS))

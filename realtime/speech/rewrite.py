@@ -13,7 +13,7 @@ backtrack, since the input is anything a client sends.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 # A reader returns the spoken text for a match, or None to leave it alone.
@@ -74,11 +74,19 @@ def _apply(spans: list[Span], r: Rule) -> list[Span]:
     return out
 
 
-def run(sentence: str, rules: Sequence[Rule]) -> list[Span]:
-    """The sentence's spans after every rule, in order."""
+def run(sentence: str, rules: Sequence[Rule], joints: Mapping[str, str] | None = None) -> list[Span]:
+    """The sentence's spans after every rule, in order; then ``joints``' reading
+    of a mark left alone between two readings ("20°C–25°C": each rule saw one
+    side, upstream's clean-up would drop the "–")."""
     spans = [Span(sentence, sentence)]
     for r in rules:
         spans = _apply(spans, r)
+    if joints:
+        for i in range(1, len(spans) - 1):
+            span = spans[i]
+            said = joints.get(span.original.strip())
+            if said is not None and not span.done and spans[i - 1].done and spans[i + 1].done:
+                spans[i] = Span(span.original, said, done=True)
     return spans
 
 

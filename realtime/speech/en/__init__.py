@@ -4,6 +4,6 @@ addresses, identifiers and phone numbers (``ids``), typed text (``web``),
 readings from the word around a number (``context``), fractions, written
 shorthand, and the number words themselves (``words``)."""
 
-from realtime.speech.en.rules import RULES
+from realtime.speech.en.rules import JOINTS, RULES
 
-__all__ = ["RULES"]
+__all__ = ["JOINTS", "RULES"]

@@ -365,8 +365,7 @@ RULES: tuple[Rule, ...] = (
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
     rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
          lambda m: _GREEK[m.group(1)] + (" " if m.group(2) else "")),
-    rule("at", r"(?<=\s)@(?=\s)|^@$", lambda m: "at"),  # "$12@12%": the amounts read around it
-    rule("spaced slash", r"^\s/\s$", lambda m: ", "),  # "72°F / 22°C": both read, upstream drops "/"
+    rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\d|\.\d)",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),
     rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?!\d|\.\d)",
@@ -375,4 +374,7 @@ RULES: tuple[Rule, ...] = (
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )
-
+# A mark alone between two readings (rewrite.run): a dash or tilde is a range
+# ("3rd–5th", "20°C~25°C"), a slash or an em dash a pause ("72°F / 22°C"), "@" "at"
+# ("$12@12%").
+JOINTS = {"-": "to", "–": "to", "~": "to", "～": "to", "—": ",", "/": ",", "@": "at"}

@@ -2,6 +2,6 @@
 shorthand of addresses, ranges and scores (``shorthand``) and the number
 words (``words``)."""
 
-from realtime.speech.zh.rules import RULES
+from realtime.speech.zh.rules import JOINTS, RULES
 
-__all__ = ["RULES"]
+__all__ = ["JOINTS", "RULES"]

@@ -152,7 +152,7 @@ def _temperature(m: re.Match[str]) -> str:
 
 
 def _temperature_range(m: re.Match[str]) -> str:
-    """ "20～25℃", "-5-5℃": 二十到二十五摄氏度, 零下五到五摄氏度."""
+    """ "20～25℃", "-5-5℃", "20℃-25℃": 二十到二十五摄氏度, 零下五到五摄氏度."""
     return _degrees(m.group(1)) + "到" + _degrees(m.group(2)) + _scale(m.group(3))
 
 
@@ -294,7 +294,7 @@ RULES: tuple[Rule, ...] = (
     rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
     # "10月1日-10月7日", "3月-5月", "2019年~2021年": a dash after a date is 到, no minus sign
     rule("date range", r"(?<=[日号月年])\s?[-–—~～]\s?(?=\d|$)", lambda m: "到"),  # the year read before
-    rule("temperature range", "(" + NUM + r")\s?[-–~～到至]\s?(" + NUM
+    rule("temperature range", "(" + NUM + r")\s?(?:°\s?[CcFf](?![A-Za-z])|℃|℉|°)?\s?[-–~～到至]\s?(" + NUM
          + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature_range),
     rule("temperature", "(" + NUM + r")\s?(°\s?[CcFf](?![A-Za-z])|℃|℉|°)", _temperature),
     rule("unit", "(" + NUM + r")(?:\s?[-~～到]\s?(" + UNSIGNED + r"))?\s?(" + UNIT_RE + ")" + UNIT_END,
@@ -319,3 +319,5 @@ RULES: tuple[Rule, ...] = (
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )
+# A mark alone between two readings (rewrite.run): "2019年~2021年", "20℃-25℃".
+JOINTS = {"-": "到", "–": "到", "—": "到", "~": "到", "～": "到", "/": "，"}
