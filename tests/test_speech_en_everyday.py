@@ -54,6 +54,14 @@ NAMES = [
     ("Pay $5/$10 or 5 km—10 km.", "Pay five dollars, ten dollars or five kilometers, ten kilometers."),
     ("Ends 5 kg- or more.", "Ends five kilograms- or more."),
     ("– 5 kg –", "– five kilograms –"),
+    # Euros written the continental way; an English "€7.50" and "€1,299" stay English.
+    ("Pay €7,50, 7,50 €, €1.299,00 or 1.299 €.", "Pay seven euros and fifty cents, seven euros and fifty"
+     " cents, one thousand two hundred ninety nine euros or one thousand two hundred ninety nine euros."),
+    ("Pay €7.50, €1,299 or 5 €.", "Pay seven euros and fifty cents, one thousand two hundred ninety nine"
+     " euros or five euros."),
+    # A year before a country's initials; an associate professor.
+    ("In the 2020 U.S. election, an assoc. prof. won.", "In the twenty twenty U.S. election, an associate"
+     " professor won."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -124,6 +132,8 @@ def test_an_aside_or_a_zone_ends_no_sentence(text, expected):
     assert split_sentences(text) == expected
 
 
-def test_population_does_not_end_a_sentence():
+def test_population_and_associate_end_no_sentence():
     assert split_sentences("Lyon (pop. 522,000) is big. I like K-pop. It is fun.") == [
         "Lyon (pop. 522,000) is big.", "I like K-pop.", "It is fun."]
+    assert split_sentences("She is an assoc. prof. at Yale. Yes.") == [
+        "She is an assoc. prof. at Yale.", "Yes."]

@@ -42,7 +42,7 @@ _TRIGGER = re.compile(
     r"|,\s[A-Z]{2}(?:[\s,.;]|$)"  # "Dallas, TX": a state after a city
     r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|WWII?)\b|(?<!\S)w/|->|=>|[→⇒⟶¢]"
     r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)"
-    r"|\b(?i:[btq]\.i\.d|p\.r\.n|q\.d)\.|\b(?i:dept|govt|incl|excl|avg|misc|pop)\.\s|[a-z]\sv\.\s[A-Z]"
+    r"|\b(?i:[btq]\.i\.d|p\.r\.n|q\.d)\.|\b(?i:dept|govt|incl|excl|avg|misc|pop|assoc)\.\s|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
     r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|[\s`(]--?[A-Za-z]",

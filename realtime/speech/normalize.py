@@ -9,6 +9,10 @@ touch (``lang.needs_rules``) is one untouched piece without running any.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from functools import lru_cache
+
 from realtime.speech import en, zh
 from realtime.speech.lang import decide, needs_rules
 from realtime.speech.rewrite import joined, run, spaced
@@ -24,8 +28,33 @@ _FULL_WIDTH = str.maketrans(_FULL, "".join(chr(ord(c) - 0xFEE0) for c in _FULL))
 
 
 def fold_width(text: str) -> str:
-    """Full-width letters, digits and signs as their ASCII forms ("ｉＰｈｏｎｅ" -> "iPhone")."""
-    return text.translate(_FULL_WIDTH)
+    """Full-width letters, digits and signs as their ASCII forms ("ｉＰｈｏｎｅ" ->
+    "iPhone"), and Latin letters without their accents ("café" -> "cafe"):
+    upstream's clean-up keeps only ASCII letters, so "crème brûlée" would
+    read "crme brle"."""
+    text = text.translate(_FULL_WIDTH)
+    if text.isascii():
+        return text
+    return _ACCENTED.sub(_plain_latin, text)
+
+
+# Latin-1 Supplement to Latin Extended-B and Latin Extended Additional, letters only.
+_ACCENTED = re.compile(r"[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+_NO_DECOMPOSITION = {"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ø": "o", "Ø": "O",
+                     "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th",
+                     "ı": "i", "ħ": "h", "Ħ": "H"}
+
+
+@lru_cache(maxsize=1024)
+def _plain(ch: str) -> str:
+    if ch in _NO_DECOMPOSITION:
+        return _NO_DECOMPOSITION[ch]
+    base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    return base if base.isascii() and base.isalpha() else ch
+
+
+def _plain_latin(m: re.Match[str]) -> str:
+    return _plain(m.group(0))
 
 
 class TextTooLong(ValueError):

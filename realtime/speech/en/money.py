@@ -89,7 +89,18 @@ def _pre_decimal(m: re.Match[str]) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 2 else " and ".join(parts)
 
 
+def _continental(m: re.Match[str]) -> str | None:
+    """ "€7,50", "7,50 €", "1.299,00 €": a euro amount written with a decimal comma
+    and dots between thousands (an English "€7.50" is left to "money before")."""
+    whole, cents = m.group(2), m.group(3)
+    if not cents and "." not in whole:
+        return None
+    return money("€", whole.replace(".", "") + ("." + cents if cents else ""), None, None)
+
+
 RULES: tuple[Rule, ...] = (
+    rule("continental euros", r"(?<![\w.,€])(€\s?)?(\d{1,3}(?:\.\d{3})*+)(?:,(\d{2}))?(?(1)|\s?€)"
+         r"(?!\d|[,.]\d)", _continental),
     # Shillings need pounds before them or pence after them: "10s" alone is ten seconds.
     rule("pounds shillings pence", r"(?<![\w$€£¥￥])£(?P<l>\d{1,7})\s(?P<s>\d{1,2})s(?:\s(?P<d>\d{1,2})d)?\b",
          _pre_decimal),

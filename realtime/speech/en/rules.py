@@ -205,7 +205,8 @@ _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", 
                   "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is",
                   # mid-sentence only ("the name is apt."): see the rule
                   "apt": "apartment", "dept": "department", "govt": "government", "incl": "including",
-                  "excl": "excluding", "avg": "average", "misc": "miscellaneous", "pop": "population"}
+                  "excl": "excluding", "avg": "average", "misc": "miscellaneous", "pop": "population",
+                  "assoc": "associate"}
 _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
 
 
@@ -240,8 +241,8 @@ def _abbreviation(m: re.Match[str]) -> str:
             spoken = "Drive" if is_place and before.strip() and not capital_next else "Doctor"
     else:
         spoken = _ABBREVIATIONS[key]
-        if word[0].isupper():
-            spoken = spoken[0].upper() + spoken[1:]  # "Pop. 5,000": Population
+        first = spoken[0].upper() if word[0].isupper() else spoken[0].lower()
+        spoken = first + spoken[1:]  # "Pop. 5,000": Population; "an assoc. prof.": professor
     return keep_final_period(m, spoken)
 
 
@@ -358,8 +359,8 @@ RULES: tuple[Rule, ...] = (
     *shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
-    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\."
-         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop))\.(?=\s[a-z\d$€£])", _abbreviation),
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\."
+         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop|assoc))\.(?=\s[a-z\d$€£])", _abbreviation),
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
