@@ -289,7 +289,7 @@ CASES: Cases = {
         ('Card ending in 4411.', 'Card ending in four four one one.'),
         ('Account number 12345678.', 'Account number one two three four five six seven eight.'),
         ('Order number 55012.', 'Order number five five zero one two.'),
-        ('Tracking 1Z999.', 'Tracking one Z nine hundred ninety nine.'),
+        ('Tracking 1Z999.', 'Tracking one Z nine nine nine.'),
         ('Ref 88213 is open.', 'Ref eight eight two one three is open.'),
         ('PIN: 1234.', 'PIN: one two three four.'),
         ('Model C3B41D works.', 'Model C three B forty one D works.'),

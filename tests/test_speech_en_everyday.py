@@ -62,6 +62,13 @@ NAMES = [
     # A year before a country's initials; an associate professor.
     ("In the 2020 U.S. election, an assoc. prof. won.", "In the twenty twenty U.S. election, an associate"
      " professor won."),
+    # An identifier with letters after a word that introduces one: letters as letters, digits one by one.
+    ("Order #A12-3345 ships; tracking 1Z999AA1012; ref AB1234.", "Order number A one two, three three four"
+     " five ships; tracking one Z nine nine nine A A one zero one two; ref A B one two three four."),
+    # A spaced en dash between numbers is a range, a spaced hyphen subtracts; a spaced dash between
+    # words is a pause.
+    ("Pages 5 – 10, 5 - 3 = 2, late – very late.", "Pages five to ten, five minus three equals two, late,"
+     " very late."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),

@@ -196,10 +196,13 @@ _EQUATION = re.compile(r"[-−]?[\d.,]+(?:\s?[-−–+×*/÷]\s?[-−]?[\d.,]+)*
 
 def is_minus(m: re.Match[str]) -> bool:
     """Whether a dash between two numbers subtracts ("5 - 3", "5-3=2")
-    rather than spans a range ("3-5 days"): spaced, or an equation (numbers
-    and operators up to an "=": "aged 18-65 (n = 1,024)" is still a range)."""
+    rather than spans a range ("3-5 days"): a hyphen or minus sign spaced
+    (a spaced en dash is typeset's range: "pages 5 – 10"), or an equation
+    (numbers and operators up to an "=": "aged 18-65 (n = 1,024)" is still a
+    range)."""
     after = m.string[m.end():m.end() + EQUATION_REACH]  # bounded: linear over the sentence
-    return bool(m.group(1) and m.group(3)) or _EQUATION.match(after) is not None
+    spaced = bool(m.group(1) and m.group(3)) and m.group(2) in "-−"
+    return spaced or _EQUATION.match(after) is not None
 
 
 def valid_date(month: int, day: int) -> bool:

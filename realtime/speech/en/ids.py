@@ -43,7 +43,8 @@ _DIRECT = (r"ending in|ends in|ending with|(?:last|final) (?:four|4|two|2) digit
 _NEEDS_NUMBER = (r"card|account|acct|order|ticket|invoice|case|booking|policy|claim|transaction|member"
                  r"|membership|customer|reference|tracking|confirmation|serial|model|part|item|sku|receipt")
 _INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")(?:\s(?:number|no\.|no(?=:)|num|id|code)|\s?#)|" + _DIRECT + r")"
-          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20}|\d{2,6}(?:-\d{2,6}){1,4})\b(?!-)")
+          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20}|\d{2,6}(?:-\d{2,6}){1,4}"
+          r"|[A-Z]{1,3}\d{2,10}(?:-[A-Z\d]{2,10}){0,4}|\d{1,3}[A-Z]{1,3}[A-Z\d]{3,30})\b(?!-)")
 
 
 _NUMBER_SIGN = re.compile(r"\b(?i:no\.?|num)(?=\s|$|:)|\s?#")
@@ -62,9 +63,15 @@ def _number_word(m: re.Match[str]) -> str | None:
 NUMBER_SIGN_RULE = rule("number word", r"\b[Nn]o(s?)\.\s?(?=\d)", _number_word)
 
 
+def _id_group(group: str) -> str:
+    """ "3345" -> "three three four five", "A12" -> "A one two": letters as letters."""
+    return " ".join(digits(run.group(1)) if run.group(1) else " ".join(run.group(2))
+                    for run in _RUN.finditer(group))
+
+
 def _identifier(m: re.Match[str]) -> str:
     """ "order #55012", "item no. 4411": the sign said ("number"), then the digits."""
-    said = ", ".join(digits(group) for group in m.group(2).split("-"))  # "884-221-09": group by group
+    said = ", ".join(_id_group(group) for group in m.group(2).split("-"))  # "884-221-09": group by group
     return _NUMBER_SIGN.sub(" number", m.group(1)).replace("  ", " ") + " " + said
 
 

@@ -328,8 +328,8 @@ RULES: tuple[Rule, ...] = (
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
-    # upstream drops an em dash: "Americans—roughly" would be one word
-    rule("em dash", r"(?<=[A-Za-z\d])[—―](?=[A-Za-z\d])", lambda m: ", "),
+    # upstream drops a dash: "Americans—roughly" would be one word, "late – very late" no pause
+    rule("em dash", r"(?<=[A-Za-z\d])(?:[—―]|\s[–—―]\s)(?=[A-Za-z\d])", lambda m: ", "),
     # upstream reads "-" as a comma: "well-known" would pause mid-word
     rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
     rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),
