@@ -99,6 +99,9 @@ COUNTS = [
     ("A 1:10 ratio, odds of 5:2, a ratio of 16:9.", "A one to ten ratio, odds of five to two, a ratio of"
      " sixteen to nine."),
     ("A 2:30 meeting.", "A two thirty meeting."),
+    ("A 1:50,000 scale map.", "A one to fifty thousand scale map."),
+    ("Room 4B is on the 4th fl. The 2nd fl. lobby.",
+     "Room four B is on the fourth floor. The second floor lobby."),
     # A decade after a word that places it in the decade.
     ("In the high 90s, upper 80s, low 70s, lower 60s.",
      "In the high nineties, upper eighties, low seventies, lower sixties."),
@@ -133,6 +136,7 @@ def test_precheck_sends_them_to_the_rules(sentence):
     ("Sen. Warren (D-Mass.) voted no.", ["Sen. Warren (D-Mass.) voted no."]),
     ("It grew (see Fig. 3.) and fell.", ["It grew (see Fig. 3.) and fell."]),
     ("He said (it was late.) Then he left.", ["He said (it was late.)", "Then he left."]),
+    ("Apple Inc. (NASDAQ: AAPL) fell.", ["Apple Inc. (NASDAQ: AAPL) fell."]),
     ("At 8:15 p.m. ET/5:15 p.m. PT. Go.", ["At 8:15 p.m. ET/5:15 p.m. PT.", "Go."]),
 ])
 def test_an_aside_or_a_zone_ends_no_sentence(text, expected):

@@ -329,10 +329,10 @@ class SentenceSplitter:
         return bool(nxt) and is_cjk(nxt)
 
     def _next_word_is_new_sentence(self, j: int, final: bool) -> bool:
-        """After an ambiguous end: a lowercase letter, a digit, "§" or a currency
-        sign ("approx. $1.2 bn") continues it."""
+        """After an ambiguous end: a lowercase letter, a digit, "§", a currency
+        sign ("approx. $1.2 bn") or an aside ("Apple Inc. (NASDAQ: AAPL)") continues it."""
         nxt = self._next_char(j, final)
-        return not (nxt.islower() or nxt.isdigit() or nxt in "§$€£¥₹")
+        return not (nxt.islower() or nxt.isdigit() or nxt in "§$€£¥₹(")
 
     def _cut_point(self) -> int:
         """Where to cut a sentence longer than max_chars (1 <= cut <= max_chars).

@@ -196,6 +196,12 @@ def _operator(m: re.Match[str]) -> str:
     return _OPERATORS[op]
 
 
+def _stop_kept(m: re.Match[str]) -> str:
+    """The abbreviation's dot where it also ends the sentence ("the 4th fl. The lobby")."""
+    after = m.string[m.end():m.end() + 2]
+    return "." if not after or after[0] == " " and after[1:].isupper() else ""
+
+
 def _symbol(m: re.Match[str]) -> str:
     return _ANYWHERE[m.group(0)]
 
@@ -264,9 +270,10 @@ RULES: tuple[Rule, ...] = (
     # "8:15 p.m. ET/5:15 p.m. PT": the second clock after a pause (upstream drops "/")
     rule("zone slash", r"\b([ECMP][SD]?T|UTC|GMT|BST|CES?T)/(?=\s?\d)", lambda m: m.group(1) + ","),
     # "a 1:10 ratio", "odds of 3:1": no clock time
-    rule("ratio word", r"(?<![\d:])(\d{1,3}):(\d{1,3})(?=\s(?:ratio|odds|split|mix|dilution|scale)\b)"
+    rule("ratio word", r"(?<![\d:])(\d{1,3}):(\d{1,3}(?:,\d{3})*+)"
+         r"(?=\s(?:ratio|odds|split|mix|dilution|scale)\b)"  # "a 1:50,000 scale map"
          r"|(?:(?<=\bratio\sof\s)|(?<=\bodds\sof\s))(\d{1,3}):(\d{1,3})(?![\d:])",
-         lambda m: f"{cardinal(int(m.group(1) or m.group(3)))} to {cardinal(int(m.group(2) or m.group(4)))}"),
+         lambda m: f"{number(m.group(1) or m.group(3))} to {number(m.group(2) or m.group(4))}"),
     *dates.TIME_RULES,  # the clock, after them
     shorthand.FRACTION_INCH_RULE,
     fractions.FRACTION_WORD_RULE,
@@ -309,6 +316,8 @@ RULES: tuple[Rule, ...] = (
     rule("unit", _AFTER_OPERATOR + "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?("
          + UNIT_RE + ")" + UNIT_END + r"(?:\.(?=\s[a-z]))?",  # "3 Tbsp. olive oil": no stop
          _unit),
+    rule("floor", r"(?<![\w.,/])(\d{1,3})(?:st|nd|rd|th)\s(?:fl|flr)\.",
+         lambda m: ordinal(int(m.group(1))) + " floor" + _stop_kept(m)),  # "on the 4th fl."
     rule("ordinal", r"(?<![\w.,/])(\d{1,3}(?:,\d{3})++|\d++)(st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
