@@ -102,6 +102,9 @@ COUNTS = [
     ("A 1:50,000 scale map.", "A one to fifty thousand scale map."),
     ("Room 4B is on the 4th fl. The 2nd fl. lobby.",
      "Room four B is on the fourth floor. The second floor lobby."),
+    # A table's cells, paused; a heart between "I" and a name.
+    ("| Pro | $25/mo | 5 |", "| Pro, twenty five dollars per month, five,"),
+    ("I ❤️ NY and I ♥ you.", "I love NY and I love you."),
     # A decade after a word that places it in the decade.
     ("In the high 90s, upper 80s, low 70s, lower 60s.",
      "In the high nineties, upper eighties, low seventies, lower sixties."),
@@ -127,7 +130,9 @@ def test_a_joint_is_read_only_between_two_readings():
     assert "到" in normalize("温度20℃-25℃，2019年~2021年。", "zh")
 
 
-@pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now."])
+@pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now.",
+                                      "| Plan | Price |", "I ❤ NY.", "Take it q.d.", "α rays.",
+                                      "Late – very late."])
 def test_precheck_sends_them_to_the_rules(sentence):
     assert needs_rules(sentence)
 

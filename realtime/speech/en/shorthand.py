@@ -382,7 +382,7 @@ def _comparison(m: re.Match[str]) -> str | None:
 
 
 COMPARISON_RULES: tuple[Rule, ...] = (
-    rule("heart", r"(?<=\bI\s)<3(?![\d.,])", lambda m: "love"),  # "I <3 NY"
+    rule("heart", r"(?<=\bI\s)(?:<3(?![\d.,])|[❤♥]\ufe0f?)", lambda m: "love"),  # "I <3 NY", "I ❤️ NY"
     rule("comparison", r"(?<![<>=!-])(<=|>=|[<>≤≥])(?![<>=])(?!<[-−])\s?"
          r"(?=[-−+]?[$€£¥]?\.?\d|[A-Za-z](?![\w>]))", _comparison),
 )

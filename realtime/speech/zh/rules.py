@@ -310,6 +310,7 @@ RULES: tuple[Rule, ...] = (
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
+    rule("table cell", r"(?<=\S)\s*[|｜]\s*(?=\S|$)", lambda m: "，"),  # "| 套餐 | 价格 |": cells, paused
     rule("greek letter", r"(?<![\u0370-\u03ff])[παβγδΔεθλμρστφωΣΩ](?![\u0370-\u03ff])",
          lambda m: _GREEK[m.group(0)]),
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: "加"),  # "5G+AI"
@@ -320,4 +321,4 @@ RULES: tuple[Rule, ...] = (
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
 )
 # A mark alone between two readings (rewrite.run): "2019年~2021年", "20℃-25℃".
-JOINTS = {"-": "到", "–": "到", "—": "到", "~": "到", "～": "到", "/": "，"}
+JOINTS = {"-": "到", "–": "到", "—": "到", "~": "到", "～": "到", "/": "，", "|": "，", "｜": "，"}
