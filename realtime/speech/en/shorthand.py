@@ -3,7 +3,8 @@
 What an LLM writes for a reader and a listener needs said:
 
 - titles before a name ("Sen. Warren", "Lt. Col. Rhodes": capitalised, with
-  their dot), "est." (estimated; "Est. 1885": established);
+  their dot), "est." (estimated; "Est. 1885": established; "(2023 est.)"),
+  "Sec. 4(b)"; a prescription's times ("b.i.d.", "q6h");
 - a spaced dash between dates ("Jan 1 - Dec 31": "to"), a year cut to two
   digits ("'08": "oh eight"; a quarter's "Q4 '23" is the quarter rule's);
 - counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm", "25 bps",
@@ -16,8 +17,9 @@ What an LLM writes for a reader and a listener needs said:
   ft": twelve by fourteen feet);
 - names: a year between "the" or "a" and a name ("the 2020 Tokyo
   Olympics", "a 2019 Honda Civic"), four digits after capitals in pairs
-  ("RTX 4090"), airliners ("the 737 MAX"), teams ("49ers"), software
-  versions ("v20.11.0");
+  ("RTX 4090"), airliners ("the 737 MAX", "777-300ER"), counted many ("the
+  747s", "two RTX 4090s"), teams ("49ers"), software versions ("v20.11.0",
+  "Python 3.12");
 - symbols upstream's clean-up would drop or glue: "YoY", "y/y", "w/",
   "mc^2", a spaced "+", "r/python", "p.a.", phone keys ("press * then #";
   "a * b" is "times"), comparisons ("p < 0.05"), "an A-", arrows,
@@ -329,7 +331,6 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
 
 # Before the code rule reads "49 ers", "v twenty".
 NAME_RULES: tuple[Rule, ...] = (
-    # "Boeing 787", "the 737 MAX": said in pairs
     rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})()(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END
          + ")", _model_number),
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
