@@ -105,6 +105,10 @@ COUNTS = [
     # A table's cells, paused; a heart between "I" and a name.
     ("| Pro | $25/mo | 5 |", "| Pro, twenty five dollars per month, five,"),
     ("I ❤️ NY and I ♥ you.", "I love NY and I love you."),
+    # Sports: a year before a league's initials and its event, the betting line.
+    ("The 2026 FIFA World Cup, the 2024 NBA season, the 2000 GB drive; the over/under.",
+     "The twenty twenty six FIFA World Cup, the twenty twenty four NBA season, the two thousand gigabyte"
+     " drive; the over under."),
     # A decade after a word that places it in the decade.
     ("In the high 90s, upper 80s, low 70s, lower 60s.",
      "In the high nineties, upper eighties, low seventies, lower sixties."),
@@ -142,6 +146,8 @@ def test_precheck_sends_them_to_the_rules(sentence):
     ("It grew (see Fig. 3.) and fell.", ["It grew (see Fig. 3.) and fell."]),
     ("He said (it was late.) Then he left.", ["He said (it was late.)", "Then he left."]),
     ("Apple Inc. (NASDAQ: AAPL) fell.", ["Apple Inc. (NASDAQ: AAPL) fell."]),
+    ("He had 10 reb. and 9 ast. in 41 min. Then he sat.",
+     ["He had 10 reb. and 9 ast. in 41 min.", "Then he sat."]),
     ("At 8:15 p.m. ET/5:15 p.m. PT. Go.", ["At 8:15 p.m. ET/5:15 p.m. PT.", "Go."]),
 ])
 def test_an_aside_or_a_zone_ends_no_sentence(text, expected):

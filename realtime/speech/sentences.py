@@ -78,6 +78,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
+                          "reb", "ast", "stl", "blk",  # "9 ast. in 41 min."
                           "in", "yd", "yds", "gal", "qt", "qty", "rs", "incl", "excl", "govt", "sq", "pop",
                           "assoc",
                           # weekdays: "Thu. 12/12"

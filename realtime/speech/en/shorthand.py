@@ -278,7 +278,8 @@ ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s
 # "the 2020 Tokyo Olympics", "a 2019 Honda Civic" (a model year: 1900-2029), before
 # a bare number is read as a quantity
 YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)"
-                             r"(?=\s[A-Z](?:[a-z]|\.[A-Z]\.))"  # "the 2020 U.S. election"
+                             r"(?=\s[A-Z](?:[a-z]|\.[A-Z]\.|[A-Z]++\s(?:[A-Z][a-z]|season|draft|playoffs"
+                             r"|finals|election)))"  # "the 2020 U.S. election", "the 2026 FIFA World Cup"
                              r"|(?<=\b[Aa]\s)(19\d\d|20[0-2]\d)(?=\s[A-Z][a-z])",
                              lambda m: year(int(m.group(1) or m.group(2))))
 

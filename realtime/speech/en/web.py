@@ -165,7 +165,7 @@ EARLY_RULES: tuple[Rule, ...] = (
          + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
 )
 RULES: tuple[Rule, ...] = (
-    rule("and/or", r"\b(?i:and)/(?i:or)\b", lambda m: "and or"),
+    rule("and/or", r"\b(?i:and)/(?i:or)\b|\b(?i:over)/(?i:under)\b", lambda m: m.group(0).replace("/", " ")),
     rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
     # "a * b / c": between one-letter operands, "divided by" after another operator
     # ("x = a / b"), else "slash" ("A / B testing")
