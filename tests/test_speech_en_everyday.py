@@ -69,6 +69,10 @@ NAMES = [
     # words is a pause.
     ("Pages 5 – 10, 5 - 3 = 2, late – very late.", "Pages five to ten, five minus three equals two, late,"
      " very late."),
+    # A processor's model after its generation; a protocol's version.
+    ("The i7-13700K, i9-9900K, i3-1215U, i3-8109U.", "The i seven thirteen seven hundred K, i nine ninety"
+     " nine hundred K, i three twelve fifteen U, i three eighty one oh nine U."),
+    ("Use HTTP/2, HTTP/1.1 or A/B.", "Use HTTP two, HTTP one point one or A slash B."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -113,6 +117,9 @@ COUNTS = [
     ("In the high 90s, upper 80s, low 70s, lower 60s.",
      "In the high nineties, upper eighties, low seventies, lower sixties."),
     ("Do 20 reps of 30s.", "Do twenty reps of thirty seconds."),
+    ("Set the timeout to 30s; the 60s to 70s.",
+     "Set the timeout to thirty seconds; the sixties to seventies."),
+    ("Let x = y / 0 and A / B.", "Let x equals y divided by zero and A slash B."),
     # An estimate's year; "est." after a count is an estimate, after a name "established".
     ("Pop. 1,204,000 (2023 est.)", "Population one million two hundred four thousand (twenty twenty three"
      " estimate)"),

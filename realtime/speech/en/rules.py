@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en import address, context, dates, fractions, ids, money, shorthand, web
+from realtime.speech.en import address, context, dates, fractions, ids, money, names, shorthand, web
 from realtime.speech.en.words import cardinal, digits, number, ordinal, plural, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
@@ -75,7 +75,7 @@ def _unit_per(m: re.Match[str]) -> str:
 
 def _decade(m: re.Match[str]) -> str:
     written = m.group(1) or m.group(2)
-    if len(m.group(0)) == 3 and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 8),
+    if len(m.group(0)) == 3 and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 12),
                                                                          m.start()):
         return number(written) + " seconds"  # "wait 30s", "a timeout of 60s"
     if len(written) == 4 and not 1000 <= int(written) <= 2099:
@@ -84,8 +84,9 @@ def _decade(m: re.Match[str]) -> str:
 
 
 # What a bare "30s" follows when it is a decade or an age ("in their 30s", "the 60s and 70s").
-_DECADE_BEFORE = re.compile(r"\b(?i:the|their|his|her|my|your|our|its|early|mid|late|low|high|upper|lower"
-                            r"|and|or|to)[\s-]$")
+# "and", "or", "to" only after another decade: "the 60s and 70s", not "a timeout to 30s".
+_DECADE_BEFORE = re.compile(r"(?:\b(?i:the|their|his|her|my|your|our|its|early|mid|late|low|high|upper|lower)"
+                            r"|\d0['’]?s\s(?i:and|or|to))[\s-]$")
 
 
 def _plural_year(written: str) -> str:
@@ -288,7 +289,7 @@ RULES: tuple[Rule, ...] = (
     context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
-    *shorthand.HYPHENED_NAME_RULES,
+    *names.HYPHENED_NAME_RULES,
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
     *shorthand.COMPARISON_RULES,  # "p < 0.05", "< 5 ms": before the numbers are read
     *money.RULES,
@@ -354,7 +355,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: m.group(1) + " " + digits(m.group(2))),  # call 911
     rule("short code", r"\b((?i:text|txt|sms)\s\S{1,20}\sto)\s(\d{4,6})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # "text STOP to 12345"
-    shorthand.YEAR_BEFORE_NAME_RULE,
+    names.YEAR_BEFORE_NAME_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
     rule("bare year", r"(?<![\d.,$€£¥\w#-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
@@ -366,7 +367,7 @@ RULES: tuple[Rule, ...] = (
          r"|larger|smaller|bigger|higher|lower|cheaper|better|worse|longer|shorter|quicker|greater|stronger|heavier"
          r"|lighter|safer|denser)\b)())?",
          lambda m: number(m.group(1)) + (" times" if m.group(2) is not None else " x")),
-    *shorthand.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
+    *names.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\."

@@ -38,7 +38,7 @@ import re
 
 from realtime.speech.en.fractions import fraction_words
 from realtime.speech.en.web import NUMBERED_BEFORE
-from realtime.speech.en.words import cardinal, number, pairs, plural, year
+from realtime.speech.en.words import cardinal, number, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNITS, UNSIGNED, en_unit
 
@@ -81,9 +81,6 @@ def _dosing(m: re.Match[str]) -> str:
         return keep_final_period(m, f"every {hours} hours")
     written = m.group(0).lower()
     return keep_final_period(m, "once a day" if written.startswith("q.d") else _DOSES[written[0]])
-
-
-_TEAMS = {"49ers": "forty niners", "76ers": "seventy sixers"}
 
 
 def _inches(m: re.Match[str]) -> str | None:
@@ -209,6 +206,9 @@ TITLE_RULES: tuple[Rule, ...] = (
     rule("section", r"(?<!\d)(?<!\d\s)\b([Ss])ec(s?)\.(?=\s?\d)",
          lambda m: f"{m.group(1)}ection{m.group(2)} "),  # "Sec. 4(b)"; "30 sec. later" is no section
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
+    # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
+    rule("dosing", r"\b(?:(?i:b\.i\.d|t\.i\.d|q\.i\.d|p\.r\.n|q\.d)(?!\w)\.?|q(\d{1,2})(?:-(\d{1,2}))?h\b)",
+         _dosing),
     rule("year's estimate", r"(?<=\()(1[5-9]\d\d|20\d\d)\s[Ee]st\.?(?=\))",
          lambda m: year(int(m.group(1))) + " estimate"),  # "pop. 1,204,000 (2023 est.)"
 )
@@ -275,78 +275,6 @@ SIDES_RULES: tuple[Rule, ...] = (
 ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s)(" + UNSIGNED
                          + r")\s?(" + UNIT_RE + ")" + UNIT_END + NOUN_AFTER,
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
-# "the 2020 Tokyo Olympics", "a 2019 Honda Civic" (a model year: 1900-2029), before
-# a bare number is read as a quantity
-YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|20\d\d)"
-                             r"(?=\s[A-Z](?:[a-z]|\.[A-Z]\.|[A-Z]++\s(?:[A-Z][a-z]|season|draft|playoffs"
-                             r"|finals|election)))"  # "the 2020 U.S. election", "the 2026 FIFA World Cup"
-                             r"|(?<=\b[Aa]\s)(19\d\d|20[0-2]\d)(?=\s[A-Z][a-z])",
-                             lambda m: year(int(m.group(1) or m.group(2))))
-
-
-def _many(words: str, s: str) -> str:
-    """A name's number, counted many where a plural "s" follows it ("two F-35s")."""
-    return plural(words) if s else words
-
-
-def _model_number(m: re.Match[str]) -> str:
-    """ "RTX 4090" -> "RTX forty ninety", "ISO 9001" -> "ISO ninety oh one", "RTX 4090s"."""
-    return f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))
-
-
-def _airliner(m: re.Match[str]) -> str:
-    """ "747-400" -> "seven forty seven four hundred", "A380s" -> "A three eighties"."""
-    first = next(i for i in (1, 5, 9) if m.group(i + 1))  # the alternative that matched
-    maker, model, variant, many = m.group(first, first + 1, first + 2, first + 3)
-    name = (maker + " " if maker else "") + pairs(int(model))
-    if variant:
-        name += " " + cardinal(int(variant))
-    return _many(name, many)
-
-
-def _pre_release(m: re.Match[str]) -> str:
-    """ "1.0.0-beta.2" -> "... beta two", "2.1-rc1" -> "... R C one"."""
-    stage = "R C" if m.group(1).lower() == "rc" else m.group(1)
-    return f" {stage} {cardinal(int(m.group(2)))}"
-
-
-# Before a hyphen between a name and a number is read as a pause, a range or "to".
-HYPHENED_NAME_RULES: tuple[Rule, ...] = (
-    rule("letter model", r"\b([A-Z])-([1-9]\d{1,2})(s?)\b(?![-.]\d)",
-         lambda m: f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))),  # "F-150", "F-35s"
-    rule("memory kind", r"\b((?:LP|G)?DDR)(\d)(X?)-(\d{4})\b",
-         lambda m: f"{m.group(1)} {cardinal(int(m.group(2)))}{' X' if m.group(3) else ''} "
-                   f"{cardinal(int(m.group(4)))}"),  # "DDR5-6000": no range
-    # "Boeing 787", "the 737 MAX", "747s", "777-300ER", "an A320-200": said in pairs, a variant whole
-    rule("airliner", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))()(7[0-8]7)(?:-([1-9]00|[1-9]0?))?(s?)"
-         r"(?=[A-Z]{0,2}\b)"
-         r"|\b()(7[0-8]7)(?:-([1-9]00|[1-9]0?)(?=[A-Z]{0,2}s?\b)|(?=s\b|\s(?:MAX|Max|Dreamliner|jets?|aircraft"
-         r"|airliners?|planes?|freighters?)\b))(s?)|\b(A)(3[0-8]\d)(?:-([1-9]00|[1-9]0?))?(s?)\b", _airliner),
-    rule("model numbers", r"\b([A-Z]{2,5})\s([1-9]\d{3})(s)\b", _model_number),  # "RTX 4090s": no seconds
-    # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
-    rule("dosing", r"\b(?:(?i:b\.i\.d|t\.i\.d|q\.i\.d|p\.r\.n|q\.d)(?!\w)\.?|q(\d{1,2})(?:-(\d{1,2}))?h\b)",
-         _dosing),
-    rule("pre-release", r"(?<=\d)-(alpha|beta|rc|RC|preview)\.?(\d{1,3})\b", _pre_release),
-)
-
-
-# Before the code rule reads "49 ers", "v twenty".
-NAME_RULES: tuple[Rule, ...] = (
-    rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})()(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END
-         + ")", _model_number),
-    rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
-    rule("M.2", r"\bM\.2\b", lambda m: "M dot two"),  # the drive's form factor
-    rule("any minor version", r"\b(\d{1,3})\.x\b",
-         lambda m: cardinal(int(m.group(1))) + " dot x"),  # "Node 20.x"
-    # "Python 3.12", "iOS 17.4": a release's parts are numbers, not a decimal's digits
-    rule("named version", r"\b((?:Python|Node(?:\.js)?|iOS|iPadOS|macOS|Android|Ubuntu|Debian|Fedora|Java|PHP"
-         r"|Ruby|Rust|Kotlin|Swift|Perl|Django|Rails|React|Angular|TypeScript|Chrome|Firefox|Safari|Windows"
-         r"|Linux|kernel|CUDA|PyTorch|TensorFlow|Unity|Blender|GPT|Llama|Gemini|Claude|Qwen|[Vv]ersion"
-         r"|[Rr]elease)\s)(\d{1,2})\.(\d{1,2})(?!\d|\.\d)",
-         lambda m: f"{m.group(1)}{cardinal(int(m.group(2)))} point {cardinal(int(m.group(3)))}"),
-    rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
-         lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
-)
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
     rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm])\b|(?<!\S)w/o?(?=\s)", _shorthand),

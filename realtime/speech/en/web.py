@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en.words import cardinal, digits
+from realtime.speech.en.words import cardinal, digits, number
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import TLDS
 
@@ -165,11 +165,13 @@ EARLY_RULES: tuple[Rule, ...] = (
          + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
 )
 RULES: tuple[Rule, ...] = (
+    rule("protocol version", r"\b(HTTP|SMB|SNMP)/([1-3](?:\.[01])?)\b",
+         lambda m: f"{m.group(1)} {number(m.group(2))}"),  # "HTTP/2": HTTP two
     rule("and/or", r"\b(?i:and)/(?i:or)\b|\b(?i:over)/(?i:under)\b", lambda m: m.group(0).replace("/", " ")),
     rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
     # "a * b / c": between one-letter operands, "divided by" after another operator
     # ("x = a / b"), else "slash" ("A / B testing")
-    rule("letter slash", r"(?<=\b[A-Za-z])\s/\s(?=[A-Za-z]\b)", _letter_slash),
+    rule("letter slash", r"(?<=\b[A-Za-z])\s/\s(?=[A-Za-z]\b|\d)", _letter_slash),  # "x = y / 0" too
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: " plus "),  # Ctrl+Alt+Del, Alt+F4
     rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|\s|$)"
