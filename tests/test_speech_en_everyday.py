@@ -17,6 +17,7 @@ NAMES = [
     # Named things counted many: the number's last word takes the plural.
     ("The 747s and two RTX 4090s.", "The seven forty sevens and two RTX forty nineties."),
     ("Buy 8 H100s, 16 A100s and MP3s.", "Buy eight H one hundreds, sixteen A one hundreds and MP threes."),
+    ("Two Pixel8s and a times b / c.", "Two Pixel eights and a times b divided by c."),
     ("Two F-35s and an F-16.", "Two F thirty fives and an F sixteen."),
     ("The A380s and an A320.", "The A three eighties and an A three twenty."),
     # A variant after a hyphen is its own number: no pause, no "to".
@@ -72,6 +73,7 @@ NAMES = [
     # A processor's model after its generation; a protocol's version.
     ("The i7-13700K, i9-9900K, i3-1215U, i3-8109U.", "The i seven thirteen seven hundred K, i nine ninety"
      " nine hundred K, i three twelve fifteen U, i three eighty one oh nine U."),
+    ("The i7-12650H and i7-7700HQ.", "The i seven twelve six fifty H and i seven seventy seven hundred H Q."),
     ("Use HTTP/2, HTTP/1.1 or A/B.", "Use HTTP two, HTTP one point one or A slash B."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
@@ -82,6 +84,7 @@ MEASURES = [
     ("Mix 3/4 cup, 1/2 hour, 1/8 inch.", "Mix three quarters of a cup, half an hour, an eighth of an inch."),
     ("Add 1/4-1/2 teaspoon and 2/3 cups.", "Add a quarter to half a teaspoon and two thirds of a cup."),
     ("Add 1/2–3/4 cup.", "Add half to three quarters of a cup."),
+    ("Add 4/4 cup and 1/4-3/3 cup.", "Add four four cup and one quarter to three three cup."),  # no share
     ("About 1 1/2 hours, 2 1/4 cups.", "About one and a half hours, two and a quarter cups."),
     ("Eat 1/2 now, 5/4 cup.", "Eat one half now, five quarters cup."),
     ("Buy two 12-oz. cans.", "Buy two twelve ounce cans."),
@@ -93,7 +96,10 @@ MEASURES = [
 COUNTS = [
     # Weekdays joined by slashes; "Wed", "Sat", "Sun" alone are words.
     ("Open Mon/Wed/Fri and Sat./Sun.", "Open Monday, Wednesday and Friday and Saturday and Sunday."),
-    ("Tue / Thu only.", "Tuesday and Thursday only."),
+    ("Tue / Thu only; Tues/Thurs too.", "Tuesday and Thursday only; Tuesday and Thursday too."),
+    # A lowercase "march" or "may" before a number is the verb unless a word dates it.
+    ("They march 2000 soldiers; they may 2000 times; in march 2020.", "They march two thousand soldiers;"
+     " they may two thousand times; in March twenty twenty."),
     ("We wed Sat and sun.", "We wed Sat and sun."),
     # A multiple before a comparison is "times"; elsewhere the "x" stays.
     ("It is 10x faster, 4x less, 1.5x the price, 3X more.",

@@ -105,9 +105,14 @@ def _quarter(m: re.Match[str]) -> str:
 
 
 def _month_year(m: re.Match[str]) -> str | None:
-    if verb_not_month(m.group(1), True) and m.group(1) == "march":
-        return None  # "march 2000 soldiers"
+    if m.group(1) in ("march", "may") and not _DATING_BEFORE.search(m.string, max(0, m.start() - 10),
+                                                                     m.start()):
+        return None  # "they march 2000 soldiers": the verb; "in march 2020" dates
     return MONTHS[month_number(m.group(1)) - 1] + " " + year(int(m.group(2)))
+
+
+_DATING_BEFORE = re.compile(r"\b(?i:in|of|since|by|until|till|from|during|early|late|mid|last|next|this"
+                            r"|before|after|through)[\s-]$")
 
 
 def counted(value: int, unit: str) -> str:
@@ -184,11 +189,11 @@ def _weekday(m: re.Match[str]) -> str:
 
 def _weekday_list(m: re.Match[str]) -> str:
     """ "Mon/Wed/Fri" -> "Monday, Wednesday and Friday" (upstream drops a slash)."""
-    days = [_WEEKDAYS[d.strip(" ./")[:3].lower()] for d in _ONE_DAY.findall(m.group(0))]
+    days = [_WEEKDAYS[d[:3].lower()] for d in _ONE_DAY.findall(m.group(0))]
     return keep_final_period(m, ", ".join(days[:-1]) + " and " + days[-1])
 
 
-_ONE_DAY = re.compile(r"[A-Za-z]+\.?")
+_ONE_DAY = re.compile(r"[A-Za-z]+")
 _ANY_DAY = r"(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
 
 
