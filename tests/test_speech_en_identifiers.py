@@ -19,6 +19,8 @@ ADDRESSES = [
     ('Salem, OR, 97301.', 'Salem, Oregon, nine seven three zero one.'),
     ('Austin, TX 78701-1234.', 'Austin, Texas seven eight seven zero one, one two three four.'),
     ('Dallas, TX.', 'Dallas, Texas.'),
+    ('(M = 34.2, SD = 8.1).', '(M equals thirty four point two, SD equals eight point one).'),  # no city
+    ('St. Louis, MO is big.', 'Saint Louis, Missouri is big.'),
     ('Go to Reno, NV, now.', 'Go to Reno, Nevada, now.'),
     ('He lives at 12 Elm St. It is quiet.', 'He lives at twelve Elm Street. It is quiet.'),
     ('He lives at 12 Elm St. 4 doors down.', 'He lives at twelve Elm Street four doors down.'),

@@ -82,9 +82,14 @@ def _street(m: re.Match[str]) -> str:
 _WORDLIKE = frozenset(["OK", "IN", "OR", "ME", "HI", "OH", "ID", "AL", "LA", "PA", "MA"])
 
 
+# A city's name before the comma: "Dallas, TX", not "M = 34.2, SD = 8.1".
+_CITY_BEFORE = re.compile(r"[A-Z][a-z]+\.?,\s$")
+
+
 def _state(m: re.Match[str]) -> str | None:
     zipcode = ", ".join(digits(g) for g in m.groups()[2:] if g)
-    if not zipcode and m.group(1) in _WORDLIKE:
+    if not zipcode and (m.group(1) in _WORDLIKE
+                        or not _CITY_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
         return None
     spoken = _STATES[m.group(1)]
     return spoken + (m.group(2) or " " if zipcode else "") + zipcode
