@@ -339,7 +339,8 @@ RULES: tuple[Rule, ...] = (
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
     # upstream drops a dash: "Americans—roughly" would be one word, "late – very late" no pause
-    rule("em dash", r"(?<=[A-Za-z\d])(?:[—―]|\s[–—―]\s)(?=[A-Za-z\d])", lambda m: ", "),
+    rule("em dash", r"(?<=[A-Za-z\d])(?:[—―]|\s[–—―]\s)(?=[A-Za-z\d])|^\s[–—―]\s(?=[A-Za-z\d])",
+         lambda m: ", "),  # "40% — today only": a reading before it
     rule("table cell", r"(?<=\S)\s*\|\s*(?=\S|$)", lambda m: ", "),  # "| Pro | $25/mo |": cells, paused
     # upstream reads "-" as a comma: "well-known" would pause mid-word
     rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
@@ -388,5 +389,6 @@ RULES: tuple[Rule, ...] = (
 )
 # A mark alone between two readings (rewrite.run): a dash or tilde is a range
 # ("3rd–5th", "20°C~25°C"), a slash, an em dash or a table's "|" a pause ("72°F / 22°C"),
-# "@" "at" ("$12@12%").
-JOINTS = {"-": "to", "–": "to", "~": "to", "～": "to", "—": ",", "/": ",", "@": "at", "|": ","}
+# "@" "at" ("$12@12%"), "x" "by" ('12" x 8"').
+JOINTS = {"-": "to", "–": "to", "~": "to", "～": "to", "—": ",", "/": ",", "@": "at", "|": ",", "x": "by",
+          "×": "by"}
