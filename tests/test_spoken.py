@@ -153,8 +153,14 @@ def test_unmatched_bracket_keeps_the_rest(normalizer):
     ("It was [sic] wrong.", "It was ,sic, wrong.", ()),
     ("Ha [laugh_1] ha [break_3] [uv_break] end.", "Ha [laugh_1] ha [break_3] [uv_break] end.", ()),
     ("Then [Stts] [spk_emb] go.", "Then   go.", ()),
+    ("Footnote[^1] here. [^note-2]: See it.", "Footnote here., See it.", ("[^1]", "[^note-2]")),
+    # HTML inside Markdown: the tags go (a line break's leaves a space); "<b and c>" is no tag.
+    ("Term<sup>2</sup> and H<sub>2</sub>O.", "Term two and H two O.", ()),
+    ("Press <kbd>Ctrl</kbd>+<kbd>C</kbd>.", "Press Ctrl plus C.", ()),
+    ('A <a href="https://x.org" target=\'_b\'>link</a><br/>next.', "A link next.", ()),
+    ("If x <b and c> y.", "If x is less than b and c is greater than y.", ()),
 ])
-def test_reference_marks_are_skipped_and_reported(normalizer, sentence, said, unvoiced):
+def test_reference_marks_and_markup_are_skipped(normalizer, sentence, said, unvoiced):
     spoken = normalizer.spoken(sentence)
     assert (spoken.text, spoken.unvoiced) == (said, unvoiced)
 

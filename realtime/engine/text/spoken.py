@@ -49,8 +49,13 @@ _BRACKET = re.compile(r"\[([\w_]+)\]|[\[\]]")
 _CONTROL_TAGS = frozenset(CHATTTS_TOKENS) - frozenset(RESERVED_TAGS)
 # A reference mark a reader skips, not a link's text: "[1]", "[2, 5]", "[3–7]", "[a]",
 # "[citation needed]"; listed as unspoken.
-_CITATION = re.compile(r"\s*+\[(?:\d{1,3}(?:\s?[,–-]\s?\d{1,3}){0,8}|[a-z]|note\s\d{1,3}"
-                       r"|(?:citation|clarification)\sneeded)\](?!\()")
+_CITATION = re.compile(r"\s*+\[(?:\d{1,3}(?:\s?[,–-]\s?\d{1,3}){0,8}|[a-z]|note\s\d{1,3}|\^[\w-]{1,20}"
+                       r"|(?:citation|clarification)\sneeded)\](?!\()")  # "[^1]" a Markdown footnote's
+# HTML an LLM writes inside Markdown ("H<sub>2</sub>O", "<kbd>Ctrl</kbd>", "<br>"): the
+# tags go, a block's leaves a space.
+_HTML_TAG = re.compile(r"</?(?:(sup|sub|b|i|u|em|strong|code|kbd|span|small|mark|s|del|ins|a|abbr)"
+                       r"|br|p|div|li|ul|ol|tr|td|th|table|h[1-6]|hr|blockquote|pre)"
+                       r"(?:\s++[\w:-]++=(?:\"[^\"<>]*+\"|'[^'<>]*+'|[^\s\"'<>]++))*+\s*+/?>", re.IGNORECASE)
 # Markdown an LLM writes that a listener should not hear: a link's address
 # ("[the docs](https://...)" reads "the docs") and a quote's marker ("> ").
 _MARKDOWN_LINK = re.compile(r"\[([^\[\]]{1,200})\]\([^()\s]{0,2000}\)")
@@ -91,14 +96,16 @@ def _clean_char(ch: str) -> str:
 
 def clean(text: str) -> str:
     """What no rule should see removed: control characters, reserved tags,
-    a Markdown link's address and a quote's marker; unmatched brackets
-    become commas."""
+    a Markdown link's address, a quote's marker, HTML tags and reference
+    marks; unmatched brackets become commas."""
     if not text.isprintable():
         text = "".join(_clean_char(ch) for ch in text)
     for tag in RESERVED_TAGS:
         text = text.replace(tag, "")
     if text.lstrip().startswith(">"):
         text = _QUOTE_MARKER.sub("", text)
+    if "<" in text:
+        text = _HTML_TAG.sub(lambda m: "" if m.group(1) else " ", text)
     if "[" in text or "]" in text:
         if "](" in text:
             text = _MARKDOWN_LINK.sub(r"\1", text)
