@@ -159,6 +159,8 @@ def test_unmatched_bracket_keeps_the_rest(normalizer):
     ("Press <kbd>Ctrl</kbd>+<kbd>C</kbd>.", "Press Ctrl plus C.", ()),
     ('A <a href="https://x.org" target=\'_b\'>link</a><br/>next.', "A link next.", ()),
     ("If x <b and c> y.", "If x is less than b and c is greater than y.", ()),
+    ("```python", "", ()),  # a code block's fence (its sentence is listed whole by the caller)
+    ("Use ```x``` here.", "Use x here.", ()),
 ])
 def test_reference_marks_and_markup_are_skipped(normalizer, sentence, said, unvoiced):
     spoken = normalizer.spoken(sentence)

@@ -60,6 +60,7 @@ _HTML_TAG = re.compile(r"</?(?:(sup|sub|b|i|u|em|strong|code|kbd|span|small|mark
 # ("[the docs](https://...)" reads "the docs") and a quote's marker ("> ").
 _MARKDOWN_LINK = re.compile(r"\[([^\[\]]{1,200})\]\([^()\s]{0,2000}\)")
 _QUOTE_MARKER = re.compile(r"^\s*(?:>\s*)*>\s+")
+_CODE_FENCE = re.compile(r"^\s*+(?:```|~~~)[\w+#.-]*+\s*+$")  # "```python": a code block's fence
 _TAG_OR_TEXT = re.compile(r"(\[[\w_]+\])|[^\[]+")
 _UNSPOKEN = re.compile(r"[\s\W_]+", re.UNICODE)
 # Letters and digits that are neither ASCII letters nor Han (which the model
@@ -96,14 +97,16 @@ def _clean_char(ch: str) -> str:
 
 def clean(text: str) -> str:
     """What no rule should see removed: control characters, reserved tags,
-    a Markdown link's address, a quote's marker, HTML tags and reference
-    marks; unmatched brackets become commas."""
+    a Markdown link's address, a quote's marker, a code block's fence, HTML
+    tags and reference marks; unmatched brackets become commas."""
     if not text.isprintable():
         text = "".join(_clean_char(ch) for ch in text)
     for tag in RESERVED_TAGS:
         text = text.replace(tag, "")
     if text.lstrip().startswith(">"):
         text = _QUOTE_MARKER.sub("", text)
+    if "```" in text or "~~~" in text:
+        text = _CODE_FENCE.sub("", text)
     if "<" in text:
         text = _HTML_TAG.sub(lambda m: "" if m.group(1) else " ", text)
     if "[" in text or "]" in text:
