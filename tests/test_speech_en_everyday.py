@@ -107,6 +107,12 @@ COUNTS = [
     ("It is 10x faster, 4x less, 1.5x the price, 3X more.",
      "It is ten times faster, four times less, one point five times the price, three times more."),
     ("A 4x zoom and 2x points.", "A four x zoom and two x points."),
+    ("Costs rose 2.5x. Speed: 2x", "Costs rose two point five times. Speed: two times"),
+    # A power of ten in superscript; a scale named without a number.
+    ("It is 3×10⁸ m/s and 1.6 × 10⁻¹⁹ C.", "It is three times ten to the power of eight meters per second and"
+     " one point six times ten to the power of minus nineteen C."),
+    ("It is -40° in both °C and °F.", "It is minus forty degrees in both degrees Celsius and degrees"
+     " Fahrenheit."),
     # A mixing ratio is no clock time.
     ("A 1:10 ratio, odds of 5:2, a ratio of 16:9.", "A one to ten ratio, odds of five to two, a ratio of"
      " sixteen to nine."),

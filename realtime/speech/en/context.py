@@ -168,10 +168,11 @@ def _pace(m: re.Match[str]) -> str | None:
 
 
 def _scientific(m: re.Match[str]) -> str:
-    """ "3×10^8 m/s", "1.5e6": the mantissa, "times ten to the power of", the
+    """ "3×10^8 m/s", "3×10⁸ m/s", "1.5e6": the mantissa, "times ten to the power of", the
     exponent, and the unit that follows it (the unit rule would take the exponent)."""
-    spoken = number(m.group(1)) + " times ten to the power of " + number(m.group(2) or m.group(3))
-    unit = m.group(4)
+    power = (m.group(2) or m.group(3) or m.group(4)).translate(_SUPERSCRIPTS)
+    spoken = number(m.group(1)) + " times ten to the power of " + number(power)
+    unit = m.group(5)
     return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
 
 
@@ -184,8 +185,10 @@ def _pressure(m: re.Match[str]) -> str | None:
     return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
 
 
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
-                       r"(?:\s?[×xX*]\s?10\^([-−]?\d{1,3})|[eE]([-+−]?\d{1,3}))(?![\d.]\d)"
+                       r"(?:\s?[×xX*·]\s?10(?:\^([-−]?\d{1,3})|(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))|[eE]([-+−]?\d{1,3}))"
+                       r"(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
 APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")  # "(~2 L)"

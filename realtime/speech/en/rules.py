@@ -299,6 +299,9 @@ RULES: tuple[Rule, ...] = (
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
          r"\s?(?:[°º]\s?([CcFf])\b|(℃)|(℉)|[°º])",
          _temperature),
+    # "in both °C and °F": a scale named without a number
+    rule("scale", r"(?<![\d°º])(?<!\d\s)[°º]\s?([CF])\b",
+         lambda m: en_unit(TEMPERATURE_SCALES[m.group(1)], "2")),
     # "Bake at 425 F": an oven's temperature without its degree sign
     rule("oven temperature", r"\b((?i:bake|roast|preheat|oven|broil)\s(?:at|to)\s)(\d{2,3})\s?([CF])\b",
          lambda m: f"{m.group(1)}{number(m.group(2))} " + en_unit(TEMPERATURE_SCALES[m.group(3)], "2")),
@@ -366,7 +369,7 @@ RULES: tuple[Rule, ...] = (
     # "10x faster" is ten times faster; "a 4x zoom", "2x points" keep their "x"
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b(?:(?=\s(?:more|less|fewer|as|the|over|faster|slower"
          r"|larger|smaller|bigger|higher|lower|cheaper|better|worse|longer|shorter|quicker|greater|stronger|heavier"
-         r"|lighter|safer|denser)\b)())?",
+         r"|lighter|safer|denser)\b|[.,;:!?)]|$)())?",  # "costs rose 2.5x."
          lambda m: number(m.group(1)) + (" times" if m.group(2) is not None else " x")),
     *names.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
