@@ -72,6 +72,8 @@ NAMES = [
     # words is a pause.
     ("Pages 5 – 10, 5 - 3 = 2, late – very late.", "Pages five to ten, five minus three equals two, late,"
      " very late."),
+    ('WASHINGTON (AP) — The vote; he said "no" — then left.', 'WASHINGTON (AP), The vote; he said "no", then'
+     ' left.'),
     # A processor's model after its generation; a protocol's version.
     ("The i7-13700K, i9-9900K, i3-1215U, i3-8109U.", "The i seven thirteen seven hundred K, i nine ninety"
      " nine hundred K, i three twelve fifteen U, i three eighty one oh nine U."),
