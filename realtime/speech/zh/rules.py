@@ -311,6 +311,7 @@ RULES: tuple[Rule, ...] = (
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
     rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
     rule("table cell", r"(?<=\S)\s*[|｜]\s*(?=\S|$)", lambda m: "，"),  # "| 套餐 | 价格 |": cells, paused
+    rule("dash", r"——|──", lambda m: "，"),  # "他说——我不去": a pause; upstream drops it
     rule("greek letter", r"(?<![\u0370-\u03ff])[παβγδΔεθλμρστφωΣΩ](?![\u0370-\u03ff])",
          lambda m: _GREEK[m.group(0)]),
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: "加"),  # "5G+AI"
