@@ -62,6 +62,8 @@ NAMES = [
      " cents, one thousand two hundred ninety nine euros or one thousand two hundred ninety nine euros."),
     ("Pay €7.50, €1,299 or 5 €.", "Pay seven euros and fifty cents, one thousand two hundred ninety nine"
      " euros or five euros."),
+    ("Pay 50 zł, PLN 20.50, 1 zł, ฿100, ZAR 300 or DKK 75.", "Pay fifty zlotys, twenty zlotys and fifty"
+     " groszy, one zloty, one hundred baht, three hundred rand or seventy five kroner."),
     # A year before a country's initials; an associate professor.
     ("In the 2020 U.S. election, an assoc. prof. won.", "In the twenty twenty U.S. election, an associate"
      " professor won."),

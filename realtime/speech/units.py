@@ -112,6 +112,7 @@ _EN_PLURAL_EXTRA = {"square foot": "square feet", "foot": "feet", "inch": "inche
                     "hertz": "hertz", "gigahertz": "gigahertz", "megahertz": "megahertz",
                     "kilohertz": "kilohertz", "penny": "pence", "yen": "yen", "yuan": "yuan", "won": "won",
                     "real": "reais", "krona": "kronor", "krone": "kroner", "paisa": "paise", "lira": "lire",
+                    "grosz": "groszy", "baht": "baht", "satang": "satang", "rand": "rand",
                     "degree Celsius": "degrees Celsius", "degree Fahrenheit": "degrees Fahrenheit"}
 
 
@@ -153,6 +154,10 @@ CURRENCIES: dict[str, tuple[str, str, str]] = {
     "MXN": ("peso", "centavo", "比索"), "NZ$": ("New Zealand dollar", "cent", "新西兰元"),
     "S$": ("Singapore dollar", "cent", "新加坡元"), "SGD": ("Singapore dollar", "cent", "新加坡元"),
     "SEK": ("krona", "ore", "瑞典克朗"), "NOK": ("krone", "ore", "挪威克朗"),
+    "DKK": ("krone", "ore", "丹麦克朗"),
+    # "50 zł" (its "ł" folded before the rules), "PLN 20", "฿100", "ZAR 300"
+    "zl": ("zloty", "grosz", "兹罗提"), "PLN": ("zloty", "grosz", "兹罗提"),
+    "฿": ("baht", "satang", "泰铢"), "THB": ("baht", "satang", "泰铢"), "ZAR": ("rand", "cent", "南非兰特"),
 }
 CURRENCY_SYMBOL_RE = _alternation(k for k in CURRENCIES if not k.isalpha())
 CURRENCY_CODE_RE = _alternation(k for k in CURRENCIES if k.isalpha())
