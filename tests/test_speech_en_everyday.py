@@ -67,6 +67,7 @@ NAMES = [
     # A year before a country's initials; an associate professor.
     ("In the 2020 U.S. election, an assoc. prof. won.", "In the twenty twenty U.S. election, an associate"
      " professor won."),
+    ('She is a.k.a. "The Boss" (cf. Fig. 2).', 'She is also known as "The Boss" (compare Figure two).'),
     # An identifier with letters after a word that introduces one: letters as letters, digits one by one.
     ("Order #A12-3345 ships; tracking 1Z999AA1012; ref AB1234.", "Order number A one two, three three four"
      " five ships; tracking one Z nine nine nine A A one zero one two; ref A B one two three four."),
@@ -171,6 +172,7 @@ def test_precheck_sends_them_to_the_rules(sentence):
     ("It grew (see Fig. 3.) and fell.", ["It grew (see Fig. 3.) and fell."]),
     ("He said (it was late.) Then he left.", ["He said (it was late.)", "Then he left."]),
     ("Apple Inc. (NASDAQ: AAPL) fell.", ["Apple Inc. (NASDAQ: AAPL) fell."]),
+    ('She is a.k.a. "The Boss" (cf. Fig. 2). Yes.', ['She is a.k.a. "The Boss" (cf. Fig. 2).', "Yes."]),
     ("He had 10 reb. and 9 ast. in 41 min. Then he sat.",
      ["He had 10 reb. and 9 ast. in 41 min.", "Then he sat."]),
     ("At 8:15 p.m. ET/5:15 p.m. PT. Go.", ["At 8:15 p.m. ET/5:15 p.m. PT.", "Go."]),

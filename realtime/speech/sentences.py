@@ -64,7 +64,7 @@ _CLAUSE = frozenset("，,、;；：:—–")
 _ASCII_CLAUSE = frozenset(",;:")
 
 # Titles and Latin abbreviations that never end a sentence ("Dr. Smith").
-_NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e"})
+_NEVER_FINAL = frozenset({"dr", "mr", "mrs", "ms", "prof", "st", "vs", "e.g", "i.e", "a.k.a", "cf"})
 _WEEKDAYS = frozenset({"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"})
 # Abbreviations that end a sentence unless the next word is lowercase or a digit.
 _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "corp", "approx",
@@ -77,7 +77,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "prop", "art", "para", "bk", "mi",  # "Prop. 47", "Art. 5", "3 mi. to"
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"
                           "est", "min", "mins", "max", "hr", "hrs", "wk", "wks", "mo", "mos", "yr", "yrs",
-                          "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "cf", "avg", "misc",
+                          "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "avg", "misc",
                           "reb", "ast", "stl", "blk",  # "9 ast. in 41 min."
                           "in", "yd", "yds", "gal", "qt", "qty", "rs", "incl", "excl", "govt", "sq", "pop",
                           "assoc",

@@ -210,6 +210,7 @@ def _symbol(m: re.Match[str]) -> str:
 _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", "prof": "Professor",
                   "jr": "Junior", "sr": "Senior", "mt": "Mount", "ave": "Avenue", "vs": "versus",
                   "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is",
+                  "cf": "compare", "a.k.a": "also known as",
                   # mid-sentence only ("the name is apt."): see the rule
                   "apt": "apartment", "dept": "department", "govt": "government", "incl": "including",
                   "excl": "excluding", "avg": "average", "misc": "miscellaneous", "pop": "population",
@@ -374,7 +375,8 @@ RULES: tuple[Rule, ...] = (
     *names.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
-    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx)|e\.g|i\.e)\."
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx|cf)|e\.g|i\.e"
+         r"|a\.k\.a)\."
          r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop|assoc))\.(?=\s[a-z\d$€£])", _abbreviation),
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
