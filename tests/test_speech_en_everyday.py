@@ -82,6 +82,11 @@ NAMES = [
      " nine hundred K, i three twelve fifteen U, i three eighty one oh nine U."),
     ("The i7-12650H and i7-7700HQ.", "The i seven twelve six fifty H and i seven seventy seven hundred H Q."),
     ("Use HTTP/2, HTTP/1.1 or A/B.", "Use HTTP two, HTTP one point one or A slash B."),
+    # Contractions whose apostrophe would leave another word: "'d" is "had" before a participle.
+    ("I'd've gone if you'd asked; she'd gone, I'd need it, we'd proceeded.", "I would have gone if you had"
+     " asked; she had gone, I would need it, we had proceeded."),
+    # An ellipsis is three dots, which upstream keeps as a pause (it drops the one mark).
+    ("It was 3–2… incredible.", "It was three to two... incredible."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),

@@ -55,6 +55,7 @@ PLAIN = [
     ("It is well-known.", "It is well known.", "It is well,known."),
     ("Wait—what now.", "Wait, what now.", "Waitwhat now."),
     ("Late – very late — or not.", "Late, very late, or not.", "Late  very late  or not."),
+    ("Wait… what now.", "Wait... what now.", "Wait what now."),
     ("Ünïcödé accents café naïve", "Unicode accents cafe naive", "ncd accents caf nave"),
     ("Crème brûlée at São Paulo.", "Creme brulee at Sao Paulo.", "Crme brle at So Paulo."),
     ("Straße, Æsir, Łódź, Nguyễn.", "Strasse, Aesir, Lodz, Nguyen.", "Strae, sir, d, Nguyn."),

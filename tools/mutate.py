@@ -78,7 +78,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "wait-policy": (["realtime/engine/cpu/omp_env.py"], ["tests/test_runtime_threads.py"]),
     "speech": (["realtime/speech/en/context.py", "realtime/speech/en/dates.py",
                 "realtime/speech/en/shorthand.py", "realtime/speech/en/fractions.py",
-                "realtime/speech/en/names.py"],
+                "realtime/speech/en/names.py", "realtime/speech/en/contractions.py"],
                ["tests/test_speech_en_context.py", "tests/test_speech_en.py",
                 "tests/test_speech_en_edges.py", "tests/test_speech_en_categories.py",
                 "tests/test_speech_en_everyday.py"]),

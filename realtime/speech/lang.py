@@ -40,7 +40,7 @@ _TRIGGER = re.compile(
     r"|[A-Za-z]-[A-Za-z]|[A-Za-z\d][—―][A-Za-z\d]|\S\s[–—―]\s\S|——|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
     r"|,\s[A-Z]{2}(?:[\s,.;]|$)"  # "Dallas, TX": a state after a city
-    r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|WWII?)\b|(?<!\S)w/|->|=>|[→⇒⟶¢]"
+    r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|WWII?)\b|(?<!\S)w/|->|=>|[→⇒⟶¢…]"
     r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)"
     r"|\b(?i:[btq]\.i\.d|p\.r\.n|q\.d)\.|\b(?i:dept|govt|incl|excl|avg|misc|pop|assoc)\.\s|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.en import address, context, dates, fractions, ids, money, names, shorthand, web
+from realtime.speech.en import (
+    address,
+    context,
+    contractions,
+    dates,
+    fractions,
+    ids,
+    money,
+    names,
+    shorthand,
+    web,
+)
 from realtime.speech.en.words import cardinal, digits, number, ordinal, plural, year
 from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
 from realtime.speech.units import (
@@ -218,24 +229,6 @@ _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", 
 _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.", "221 Baker St."
 
 
-# Contractions whose apostrophe upstream's clean-up drops, leaving another
-# word ("we'll" -> "well", "he'll" -> "hell"): expanded. The rest ("don't",
-# "it's", "let's") sound the same without it and stay.
-_CONTRACTED = {"ll": "will", "re": "are", "d": "would", "ve": "have", "m": "am"}
-_CONTRACTS = {"i": "ll d ve m", "you": "ll re d ve", "we": "ll re d ve", "they": "ll re d ve",
-              "he": "ll d", "she": "ll d", "it": "ll d", "who": "ll re d ve", "that": "ll d"}
-
-
-def _contraction(m: re.Match[str]) -> str | None:
-    pronoun, suffix = m.group(1), m.group(2).lower()
-    if suffix not in _CONTRACTS.get(pronoun.lower(), "").split():
-        return None
-    verb = _CONTRACTED[suffix]
-    if suffix == "d" and re.match(r"\s+(?:been|better)\b", m.string[m.end():m.end() + 8]):
-        verb = "had"  # "I'd been", "you'd better"
-    return pronoun + " " + verb
-
-
 def _abbreviation(m: re.Match[str]) -> str:
     word = m.group(1) or m.group(2)
     key = word.lower()
@@ -348,7 +341,7 @@ RULES: tuple[Rule, ...] = (
     rule("table cell", r"(?<=\S)\s*\|\s*(?=\S|$)", lambda m: ", "),  # "| Pro | $25/mo |": cells, paused
     # upstream reads "-" as a comma: "well-known" would pause mid-word
     rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
-    rule("contraction", r"\b([A-Za-z]{1,4})['’]([A-Za-z]{1,2})\b", _contraction),
+    contractions.RULE,
     shorthand.RATE_RULE,
     rule("per letter", r"(?<=\d)/([A-Za-z])\b(?![/.-]\w)", lambda m: "per " + m.group(1)),  # 5/s
     rule("word per", r"(?<![\w.])(\d++(?:\.\d++)?)\s?([A-Za-z]{1,4})/([A-Za-z]{1,4})\b",

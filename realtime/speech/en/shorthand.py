@@ -289,6 +289,7 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     # "3 tbsp per lb of meat"
     rule("per unit word", r"\bper\s(lbs?|oz|kg|km|mi|hrs?|mins?|secs?|sq ft|ft|yd|gal|qt|pt|tsp|tbsp|mo|yr"
          r"|wk)\b(?!\.\w)\.?", lambda m: keep_final_period(m, "per " + _PER_WORD[m.group(1)])),
+    rule("ellipsis", r"…", lambda m: "..."),  # upstream keeps three dots, drops the one mark
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
 )
