@@ -48,9 +48,9 @@ _BRACKET = re.compile(r"\[([\w_]+)\]|[\[\]]")
 # The model's own control tags, which a client may write ("[uv_break]", "[laugh_1]").
 _CONTROL_TAGS = frozenset(CHATTTS_TOKENS) - frozenset(RESERVED_TAGS)
 # A reference mark a reader skips, not a link's text: "[1]", "[2, 5]", "[3–7]", "[a]",
-# "[citation needed]"; listed as unspoken.
+# "[citation needed]", a Markdown footnote's "[^1]"; listed as unspoken.
 _CITATION = re.compile(r"\s*+\[(?:\d{1,3}(?:\s?[,–-]\s?\d{1,3}){0,8}|[a-z]|note\s\d{1,3}|\^[\w-]{1,20}"
-                       r"|(?:citation|clarification)\sneeded)\](?!\()")  # "[^1]" a Markdown footnote's
+                       r"|(?:citation|clarification)\sneeded)\](?!\()")
 # HTML an LLM writes inside Markdown ("H<sub>2</sub>O", "<kbd>Ctrl</kbd>", "<br>"): the
 # tags go, a block's leaves a space.
 _HTML_TAG = re.compile(r"</?(?:(sup|sub|b|i|u|em|strong|code|kbd|span|small|mark|s|del|ins|a|abbr)"
@@ -76,9 +76,10 @@ class Spoken:
     left); ``lang``: "en" or "zh"; ``pieces``: (original span, spoken text)
     in order, covering the cleaned sentence, their spoken parts joined equal
     to ``text``; an untouched span is ``(s, s)`` before upstream's clean-up;
-    ``unvoiced``: the runs of letters and digits in a sentence that says
-    something which the model cannot say (another script: "안녕" in
-    "朋友们안녕"), in order, for ``done.unspoken``."""
+    ``unvoiced``: the reference marks skipped ("[1]"), then the runs of
+    letters and digits in a sentence that says something which the model
+    cannot say (another script: "안녕" in "朋友们안녕"), each in order, for
+    ``done.unspoken``."""
 
     text: str
     lang: str
