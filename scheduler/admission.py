@@ -102,9 +102,11 @@ class Admission:
                 f"needs {capacity.target_rate(bucket):.1f}); --admission strict refuses them",
                 self.config.retry_after_max_s)
         if not capacity.keeps_rate(streams + 1, bucket):
+            held = capacity.stream_capacity(bucket)
             return self._overloaded(
-                f"the interactive lane is at its capacity of {capacity.stream_capacity(bucket)} "
-                "real-time streams", capacity.earliest_end(now) - now)
+                f"the interactive lane is at its capacity of {held} real-time "
+                f"stream{'' if held == 1 else 's'} at this utterance's length",
+                capacity.earliest_end(now) - now)
         if capacity.behind(now, bucket):  # the model is slower than the cost model says
             return self._overloaded("admitted interactive streams are behind real time",
                                     capacity.earliest_end(now) - now)

@@ -98,7 +98,17 @@ def test_capacity_is_the_streams_that_keep_real_time_with_headroom():
     assert admit_streams(h, 2, length=50) == [None, None]
     ref = h.sched.admit(h.utterance("third", I, 1, length=50), h.now)
     assert ref.reason is RefusalReason.OVERLOADED
-    assert ref.message == "the interactive lane is at its capacity of 2 real-time streams"
+    assert ref.message == ("the interactive lane is at its capacity of 2 real-time streams at this "
+                           "utterance's length")
+
+
+def test_a_capacity_of_one_stream_is_named_in_the_singular():
+    linear = CostModel.from_table({(b, k): 0.012 * b for b in (1, 2, 4, 8) for k in BUCKETS})
+    h = Harness(config=SchedulerConfig(batch_sizes=(1, 2, 4, 8)), cost=linear)  # rows cost what streams do
+    assert h.sched.capacity.stream_capacity(256) == 1
+    assert admit_streams(h, 1, length=50) == [None]
+    ref = h.sched.admit(h.utterance("second", I, 1, length=50), h.now)
+    assert "capacity of 1 real-time stream at" in ref.message
 
 
 def test_a_machine_slower_than_real_time_still_serves_one_stream():
