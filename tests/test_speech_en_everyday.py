@@ -87,6 +87,10 @@ NAMES = [
      " asked; she had gone, I would need it, we had proceeded."),
     # An ellipsis is three dots, which upstream keeps as a pause (it drops the one mark).
     ("It was 3–2… incredible.", "It was three to two... incredible."),
+    # A range of months; a paragraph's mark.
+    ("The Jan.–Mar. quarter, Apr–Jun 2024, Mar-15 and the march-may thing.", "The January to March quarter,"
+     " April to June twenty twenty four, March fifteenth and the march may thing."),
+    ("Chapter 3, ¶ 4 and ¶¶ 5-6.", "Chapter three, paragraph four and paragraphs five to six."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -167,7 +171,7 @@ def test_a_joint_is_read_only_between_two_readings():
 
 @pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now.",
                                       "| Plan | Price |", "I ❤ NY.", "Take it q.d.", "α rays.",
-                                      "Late – very late."])
+                                      "Late – very late.", "The Jan.–Mar. quarter."])
 def test_precheck_sends_them_to_the_rules(sentence):
     assert needs_rules(sentence)
 

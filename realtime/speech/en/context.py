@@ -100,7 +100,8 @@ def _roman(m: re.Match[str]) -> str | None:
 _REFERENCES = {"pp": "pages", "p": "page", "fig": "figure", "figs": "figures", "ch": "chapter",
                "prop": "proposition", "art": "article", "para": "paragraph",
                "chap": "chapter", "vol": "volume", "vols": "volumes", "eq": "equation",
-               "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections"}
+               "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections",
+               "¶": "paragraph", "¶¶": "paragraphs"}
 
 
 def _reference(m: re.Match[str]) -> str:
@@ -238,7 +239,7 @@ RULES: tuple[Rule, ...] = (
     rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
          lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
-         r"|[Pp]rop|Art|[Pp]ara)\.|(§§?))"
+         r"|[Pp]rop|Art|[Pp]ara)\.|(§§?|¶¶?))"
          r"\s?(?=\d)",
          _reference),
     rule("numbered part", r"\b(" + _NUMBERED_RE + r"|(?:Vol|Ch|Chap|Pt|Bk)\.)\s"

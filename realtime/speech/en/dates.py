@@ -187,6 +187,15 @@ def _weekday(m: re.Match[str]) -> str:
     return keep_final_period(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
 
 
+_CAPITAL_MONTH = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+                  r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")
+
+
+def _month_range(m: re.Match[str]) -> str:
+    first, last = (MONTHS[month_number(m.group(i)) - 1] for i in (1, 2))
+    return keep_final_period(m, f"{first} to {last}" + (" " + year(int(m.group(3))) if m.group(3) else ""))
+
+
 def _weekday_list(m: re.Match[str]) -> str:
     """ "Mon/Wed/Fri" -> "Monday, Wednesday and Friday" (upstream drops a slash)."""
     days = [_WEEKDAYS[d[:3].lower()] for d in _ONE_DAY.findall(m.group(0))]
@@ -242,6 +251,9 @@ DATE_RULES: tuple[Rule, ...] = (
          r"(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
     # "Sat., Nov. 9": before a date a dotted "Wed", "Sat" or "Sun" is the day, not the word
     rule("weekday before a date", r"\b(Wed|Sat|Sun)\.(?=,?\s(?:" + MONTH_RE + r")\b)()", _weekday),
+    # "Jan.–Mar.", "Apr-Jun 2024": a range of months (upstream drops the dash); capitalised
+    rule("month range", r"\b(" + _CAPITAL_MONTH + r")\.?\s?[-–—]\s?(" + _CAPITAL_MONTH + r")\b(?:\.(?!\d))?"
+         r"(?:,?\s(\d{4})\b)?(?!\s?\d)", _month_range),
     rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"
          r"(?:st|nd|rd|th)?(?:,?\s(\d{4}))?(?![\d:])", _month_days),
