@@ -85,6 +85,7 @@ NAMES = [
     # Contractions whose apostrophe would leave another word: "'d" is "had" before a participle.
     ("I'd've gone if you'd asked; she'd gone, I'd need it, we'd proceeded.", "I would have gone if you had"
      " asked; she had gone, I would need it, we had proceeded."),
+    ("I don't have 2 and I'd.", "I don't have two and I would."),  # no pronoun; "'d" ending the sentence
     # An ellipsis is three dots, which upstream keeps as a pause (it drops the one mark).
     ("It was 3–2… incredible.", "It was three to two... incredible."),
     # A range of months; a paragraph's mark.
