@@ -92,6 +92,11 @@ NAMES = [
     ("The Jan.–Mar. quarter, Apr–Jun 2024, Mar-15 and the march-may thing.", "The January to March quarter,"
      " April to June twenty twenty four, March fifteenth and the march may thing."),
     ("Chapter 3, ¶ 4 and ¶¶ 5-6.", "Chapter three, paragraph four and paragraphs five to six."),
+    # Social text: a tag, a handle, the languages C# and F#; a period written short after a word.
+    ("Loving it #SundayFunday @sarah_j in C# and F#; see #5 and ABC#x.", "Loving it hash SundayFunday at"
+     " sarah underscore j in C sharp and F sharp; see number five and ABC hash x."),
+    ("Up 2x vs last yr., every wk and this mo; wait a mo.", "Up two x versus last year, every week and this"
+     " month; wait a mo."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -172,7 +177,7 @@ def test_a_joint_is_read_only_between_two_readings():
 
 @pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now.",
                                       "| Plan | Price |", "I ❤ NY.", "Take it q.d.", "α rays.",
-                                      "Late – very late.", "The Jan.–Mar. quarter."])
+                                      "Late – very late.", "The Jan.–Mar. quarter.", "Every wk."])
 def test_precheck_sends_them_to_the_rules(sentence):
     assert needs_rules(sentence)
 

@@ -174,6 +174,7 @@ _PER_WORD = {**{u: UNITS[u][0] for u in ("lbs", "lb", "oz", "kg", "km", "mi", "h
                                          "sec", "secs", "sq ft", "ft", "yd", "gal", "tsp", "tbsp")},
              "qt": "quart", "pt": "pint", "mo": "month", "yr": "year", "wk": "week"}
 # "10k req/s": the counted word and the time it is per.
+_PERIODS = {"yr": "year", "mo": "month", "wk": "week"}
 _RATED = {"req": "requests", "reqs": "requests", "ops": "operations", "tok": "tokens", "msg": "messages",
           "msgs": "messages", "it": "iterations", "img": "images", "txn": "transactions",
           "txns": "transactions", "tx": "transactions"}
@@ -289,6 +290,9 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     # "3 tbsp per lb of meat"
     rule("per unit word", r"\bper\s(lbs?|oz|kg|km|mi|hrs?|mins?|secs?|sq ft|ft|yd|gal|qt|pt|tsp|tbsp|mo|yr"
          r"|wk)\b(?!\.\w)\.?", lambda m: keep_final_period(m, "per " + _PER_WORD[m.group(1)])),
+    # "last yr.", "this wk": the period after a word that places it (not "5 yrs", the unit rule's)
+    rule("period word", r"\b((?i:last|this|next|every|each)\s)(yr|mo|wk)\b(?!\.\w)\.?",
+         lambda m: keep_final_period(m, m.group(1) + _PERIODS[m.group(2)])),
     rule("ellipsis", r"…", lambda m: "..."),  # upstream keeps three dots, drops the one mark
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),

@@ -117,8 +117,15 @@ NUMBERED_BEFORE = re.compile(r"\b(?i:order|ticket|case|item|invoice|ref|referenc
 
 
 def _tag(m: re.Match[str]) -> str:
+    """ "#5" after a numbering word: "number"; "C#", "F#": "sharp"; "#tbt": "hash" (as NeMo's
+    test data reads a tag)."""
     before = m.string[max(0, m.start() - 14):m.start()]  # bounded: linear over the sentence
-    return "number" if m.group(0) == "#" and NUMBERED_BEFORE.search(before) else _symbols(m)
+    if m.group(0) == "#":
+        if NUMBERED_BEFORE.search(before):
+            return "number"
+        if before.endswith(("C", "F")) and not before[-2:-1].isalnum():
+            return "sharp"  # the languages C# and F#
+    return _symbols(m)
 
 
 _LOCAL = r"[\w.+&-]{1,64}"
@@ -174,6 +181,6 @@ RULES: tuple[Rule, ...] = (
     rule("letter slash", r"(?<=\b[A-Za-z])\s/\s(?=[A-Za-z]\b|\d)", _letter_slash),  # "x = y / 0" too
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: " plus "),  # Ctrl+Alt+Del, Alt+F4
-    rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|\s|$)"
+    rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|[\s,.;:!?)]|$)"
          r"|(?<=\d)@|@(?=\d)", _tag),
 )
