@@ -42,7 +42,8 @@ _COUNTED = (r"[个人米元块岁年月日号天次件只名位条张公千万�
             r"支瓶杯套双对把根项部栋平立升倍度周%％℃°.]")
 # After a dotted "1195.8" these make it an amount ("1195.8亿美元"), not a year and month.
 _AMOUNT_AFTER = r"\s?[万亿千百元块美欧英日港澳加倍]"
-_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门天周倍夜斤片粒颗盒袋点"  # 2点: 两点
+# A lone 2 before these is 两 ("2个", "2点半", "2岁").
+_TWO_BEFORE = "个只件本张条位次台辆双对把头匹种根块杯碗份项名座间栋场部门天周倍夜斤片粒颗盒袋点岁"
 
 
 def _phone(m: re.Match[str]) -> str:
