@@ -97,6 +97,7 @@ NAMES = [
      " sarah underscore j in C sharp and F sharp; see number five and ABC hash x."),
     ("Up 2x vs last yr., every wk and this mo; wait a mo.", "Up two x versus last year, every week and this"
      " month; wait a mo."),
+    ("TL;DR: it works; tl;dr.", "T L D R: it works; T L D R."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),
@@ -177,7 +178,8 @@ def test_a_joint_is_read_only_between_two_readings():
 
 @pytest.mark.parametrize("sentence", ["Open Sat./Sun.", "Wed/Sat only.", "Lyon, pop. 5 now.",
                                       "| Plan | Price |", "I ❤ NY.", "Take it q.d.", "α rays.",
-                                      "Late – very late.", "The Jan.–Mar. quarter.", "Every wk."])
+                                      "Late – very late.", "The Jan.–Mar. quarter.", "Every wk.",
+                                      "TL;DR: yes."])
 def test_precheck_sends_them_to_the_rules(sentence):
     assert needs_rules(sentence)
 

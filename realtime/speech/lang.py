@@ -46,7 +46,7 @@ _TRIGGER = re.compile(
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s?[-–—]\s?[A-Z]"
-    r"|\b(?i:last|this|next|every|each)\s(?:yr|mo|wk)\b"
+    r"|\b(?i:last|this|next|every|each)\s(?:yr|mo|wk)\b|\b(?i:tl;\s?dr)\b"
     r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|[\s`(]--?[A-Za-z]",
 )
 

@@ -293,6 +293,7 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     # "last yr.", "this wk": the period after a word that places it (not "5 yrs", the unit rule's)
     rule("period word", r"\b((?i:last|this|next|every|each)\s)(yr|mo|wk)\b(?!\.\w)\.?",
          lambda m: keep_final_period(m, m.group(1) + _PERIODS[m.group(2)])),
+    rule("tl;dr", r"\b(?i:tl;\s?dr)\b", lambda m: "T L D R"),  # its ";" would be read as a pause
     rule("ellipsis", r"…", lambda m: "..."),  # upstream keeps three dots, drops the one mark
     rule("arrow", r"\s?(?:->|=>|→|⇒|⟶)\s?", lambda m: " to "),
     rule("underscore", r"(?<=[A-Za-z\d])_++(?=[A-Za-z\d])", lambda m: " underscore "),
