@@ -116,6 +116,14 @@ PHONES = [
     ('Dial +44 (0)20 7946 0958.',
      'Dial plus four four, zero, two zero, seven nine four six, zero nine five eight.'),
     ('Reach +4420794609.', 'Reach plus four four two zero seven nine four six zero nine.'),
+    # A leading "1." as the dots between the groups; an extension after the number; a number
+    # dialled with a leading zero, group by group (short runs stay numbers).
+    ('Call 1.800.555.0199 x12.',
+     'Call one, eight zero zero, five five five, zero one nine nine extension one two.'),
+    ('Call 555-123-4567 ext. 7.', 'Call five five five, one two three, four five six seven extension seven.'),
+    ('Dial 0049 30 1234567 or 07700 900123.', 'Dial zero zero four nine, three zero, one two three four five'
+     ' six seven or zero seven seven zero zero, nine zero zero one two three.'),
+    ('Pick 007 12 now.', 'Pick zero zero seven twelve now.'),
 ]
 
 

@@ -165,9 +165,10 @@ CODE_RULE = rule("code", r"(?<![\w.@])(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])"
 
 # --- telephone numbers --------------------------------------------------------------
 
-def _groups(m: re.Match[str]) -> str:
+def _groups(m: re.Match[str], count: int | None = None) -> str:
+    """Groups 2.. (the first ``count`` of them), digit by digit; a country code (group 1) first."""
     plus = m.group(1)
-    spoken = ", ".join(digits(g) for g in m.groups()[1:] if g)
+    spoken = ", ".join(digits(g) for g in m.groups()[1:][:count] if g)
     return ("plus " + digits(plus) + ", " if plus else "") + spoken
 
 
@@ -176,6 +177,19 @@ def _international(m: re.Match[str]) -> str | None:
     if sum(map(len, groups)) < 8:
         return None
     return "plus " + ", ".join(digits(g) for g in groups)
+
+
+def _phone(m: re.Match[str]) -> str:
+    """A North American number, its extension after it ("x12", "ext. 7") said as one."""
+    spoken = _groups(m, 6)
+    return spoken + " extension " + digits(m.group(8)) if m.group(8) else spoken
+
+
+def _dialled(m: re.Match[str]) -> str | None:
+    groups = [m.group(1), *m.group(2).split()]
+    if sum(map(len, groups)) < 9:
+        return None
+    return ", ".join(digits(g) for g in groups)
 
 
 def _unbroken(m: re.Match[str]) -> str:
@@ -189,8 +203,8 @@ _TOLL_FREE = {"800": "eight hundred", "888": "eight eight eight", "877": "eight 
 
 # Before the list markers: "(555) 123-4567" is none.
 PHONE_RULES: tuple[Rule, ...] = (
-    rule("phone", r"(?<![\w+-])(?:\+(\d{1,3})[\s.-]?|(1)-)?(?:\((\d{3})\)[\s-]?|(\d{3})[\s.-])"
-         r"(\d{3})[\s.-](\d{4})(?:-(\d{1,4}))?(?![\d-])", _groups),
+    rule("phone", r"(?<![\w+-])(?:\+(\d{1,3})[\s.-]?|(1)[-.])?(?:\((\d{3})\)[\s-]?|(\d{3})[\s.-])"
+         r"(\d{3})[\s.-](\d{4})(?:-(\d{1,4}))?(?![\d-])(?:\s?(?:x|ext\.?)\s?(\d{1,5})\b)?", _phone),
     rule("social security", r"(?<![\w+.-])()(\d{3})-(\d{2})-(\d{4})(?![\d-])", _groups),
     rule("toll free", r"(?<![\w+-])1-(8[0-8][0-8])-(?=[A-Z0-9]{1,7}(?:-[A-Z0-9]{1,7}){0,3}\b)",
          lambda m: "one, " + _TOLL_FREE.get(m.group(1), digits(m.group(1))) + ", " if m.group(1) in _TOLL_FREE
@@ -198,4 +212,6 @@ PHONE_RULES: tuple[Rule, ...] = (
     rule("international phone", r"(?<![\w+])\+(\d{1,3})((?:[\s.-](?:\(0\)\s?)?\d{1,4}){2,5})(?!\d|[.-]\d)",
          _international),
     rule("international unbroken", r"(?<![\w+])\+(\d{8,15})(?!\d)", _unbroken),
+    # "0049 30 1234567", "07700 900123": dialled with a leading zero, group by group
+    rule("dialled", r"(?<![\w+.,])(00\d{1,3}|0\d{2,4})((?:\s\d{2,8}){1,3})(?![\d.,]\d|\d)", _dialled),
 )
