@@ -111,6 +111,9 @@ MEASURES = [
     ("About 1 1/2 hours, 2 1/4 cups.", "About one and a half hours, two and a quarter cups."),
     ("Eat 1/2 now, 5/4 cup.", "Eat one half now, five quarters cup."),
     ("Buy two 12-oz. cans.", "Buy two twelve ounce cans."),
+    # A mixed number with a hyphen ("1-1/4"), lumber counted many, a torque's unit.
+    ('A #8 x 1-1/4" screw; 1-1/2 cups; 2x4s; 25 ft-lbs.', "A number eight by one and a quarter inch screw;"
+     " one and a half cups; two by fours; twenty five foot pounds."),
     # Two measures either side of a spaced slash: both read, with a pause.
     ("It was 72°F / 22°C.", "It was seventy two degrees Fahrenheit, twenty two degrees Celsius."),
     ("It weighs 2 kg / 4.4 lb.", "It weighs two kilograms, four point four pounds."),

@@ -105,7 +105,8 @@ FRACTION_WORD_RULE = rule("fraction before a word", r"(?<![\w/.])()(\d{1,2})/(\d
 FRACTION_UNIT_RULE = rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")"
                           + UNIT_END, _fraction_unit)
 # "3/4 cup", "1/2 hour": a share of one measure, said as of one ("three quarters of a cup")
-FRACTION_WORD_UNIT_RULE = rule("fraction of a measure", r"(?<![\w/.])(?<!\d\s)(?:(\d)/(\d{1,2})\s?[-–]\s?)?"
+FRACTION_WORD_UNIT_RULE = rule("fraction of a measure", r"(?<![\w/.])(?<!\d[\s-])"
+                               r"(?:(\d)/(\d{1,2})\s?[-–]\s?)?"
                                r"(\d)/(\d{1,2})\s(cup|teaspoon|tablespoon|hour|mile|inch|pound|ounce|stick|gallon|liter|litre"
                                r"|pint|quart|dozen|acre|yard|day|week|month|year|minute|second|lap|loaf|can"
                                r"|glass|bottle|page|slice)(?:e?s)?\b", _share_of_measure)
@@ -114,5 +115,5 @@ RULES: tuple[Rule, ...] = (
     rule("fraction range", r"(?<=[\d½¼¾⅓⅔])\s?[-–—]\s?(?=\d*[½¼¾⅓⅔])|(?<=\d/\d)\s?[-–—]\s?(?=\d{1,2}/\d)",
          lambda m: " to "),  # "1–1½ hours", "1/2–3/4 cup"
     rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
-    rule("fraction", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
+    rule("fraction", r"(?<![\w/.])(?:(\d++)[\s-])?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
 )

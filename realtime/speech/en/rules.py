@@ -303,6 +303,8 @@ RULES: tuple[Rule, ...] = (
     fractions.FRACTION_UNIT_RULE,
     fractions.FRACTION_WORD_UNIT_RULE,
     *shorthand.SIDES_RULES,
+    rule("lumber", r"(?<![\w.])(\d{1,2})x(\d{1,2})s\b",
+         lambda m: f"{cardinal(int(m.group(1)))} by {plural(cardinal(int(m.group(2))))}"),  # "2x4s"
     rule("dimensions", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")(?:\s?[x×]\s?(" + UNSIGNED
          + r"))?(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _dimensions),  # 3 x 4 m, 4x6
     rule("scaled unit", "(" + NUM + r")\s(thousand|million|billion|trillion)\s(" + UNIT_RE + ")" + UNIT_END,

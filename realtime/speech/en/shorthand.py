@@ -219,7 +219,7 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),
 )
 # Before the inch mark is read on its own ('4"').
-FRACTION_INCH_RULE = rule("fraction inch", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})[\"”″]",
+FRACTION_INCH_RULE = rule("fraction inch", r"(?<![\w/.])(?:(\d++)[\s-])?(\d{1,2})/(\d{1,2})[\"”″]",
                           _fraction_inch)
 # Before percent, temperature and the units.
 COUNTED_RULES: tuple[Rule, ...] = (
