@@ -160,6 +160,8 @@ def test_unmatched_bracket_keeps_the_rest(normalizer):
     ("Press <kbd>Ctrl</kbd>+<kbd>C</kbd>.", "Press Ctrl plus C.", ()),
     ('A <a href="https://x.org" target=\'_b\'>link</a><br/>next.', "A link next.", ()),
     ("If x <b and c> y.", "If x is less than b and c is greater than y.", ()),
+    ("The HTML tag <p> defines a paragraph.", "The HTML tag ,p, defines a paragraph.", ()),  # written about
+    ("<p>Hello</p> and a <b>bold</b> move.", "Hello  and a bold move.", ()),  # closed in the text
     ("```python", "", ()),  # a code block's fence (its sentence is listed whole by the caller)
     ("Use ```x``` here.", "Use x here.", ()),
 ])

@@ -53,7 +53,7 @@ _CITATION = re.compile(r"\s*+\[(?:\d{1,3}(?:\s?[,–-]\s?\d{1,3}){0,8}|[a-z]|not
                        r"|(?:citation|clarification)\sneeded)\](?!\()")
 # HTML an LLM writes inside Markdown ("H<sub>2</sub>O", "<kbd>Ctrl</kbd>", "<br>"): the
 # tags go, a block's leaves a space.
-_HTML_TAG = re.compile(r"</?(?:(sup|sub|b|i|u|em|strong|code|kbd|span|small|mark|s|del|ins|a|abbr)"
+_HTML_TAG = re.compile(r"</?((sup|sub|b|i|u|em|strong|code|kbd|span|small|mark|s|del|ins|a|abbr)"
                        r"|br|p|div|li|ul|ol|tr|td|th|table|h[1-6]|hr|blockquote|pre)"
                        r"(?:\s++[\w:-]++=(?:\"[^\"<>]*+\"|'[^'<>]*+'|[^\s\"'<>]++))*+\s*+/?>", re.IGNORECASE)
 # Markdown an LLM writes that a listener should not hear: a link's address
@@ -109,12 +109,29 @@ def clean(text: str) -> str:
     if "```" in text or "~~~" in text:
         text = _CODE_FENCE.sub("", text)
     if "<" in text:
-        text = _HTML_TAG.sub(lambda m: "" if m.group(1) else " ", text)
+        text = _strip_markup(text)
     if "[" in text or "]" in text:
         if "](" in text:
             text = _MARKDOWN_LINK.sub(r"\1", text)
         text = _BRACKET.sub(_bracket, _CITATION.sub("", text))
     return text.strip()
+
+
+def _strip_markup(text: str) -> str:
+    """HTML tags that mark text up go: those closed in the text ("<b>x</b>") and
+    those touching a word ("H<sub>2", "one<br>two"). A tag written about, alone
+    between spaces ("the <p> tag"), stays for the rules and upstream to read
+    ("p"): dropping it would drop a word."""
+    closed = {m.group(1).lower() for m in _HTML_TAG.finditer(text) if m.group(0).startswith("</")}
+
+    def strip(m: re.Match[str]) -> str:
+        s, e = m.start(), m.end()
+        touching = s > 0 and not text[s - 1].isspace() or e < len(text) and not text[e].isspace()
+        if m.group(1).lower() not in closed and not touching:
+            return m.group(0)
+        return "" if m.group(2) else " "  # inline: nothing; a block's: a space
+
+    return _HTML_TAG.sub(strip, text)
 
 
 def _bracket(m: re.Match[str]) -> str:
