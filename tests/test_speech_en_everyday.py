@@ -98,6 +98,12 @@ NAMES = [
     ("Up 2x vs last yr., every wk and this mo; wait a mo.", "Up two x versus last year, every week and this"
      " month; wait a mo."),
     ("TL;DR: it works; tl;dr.", "T L D R: it works; T L D R."),
+    # Seven digits before a counted noun are a quantity (an id otherwise); a dotted ISO date; no
+    # year before a decimal point.
+    ("It has 1001111 people; call 5551234567.", "It has one million one thousand one hundred eleven people;"
+     " call five five five one two three four five six seven."),
+    ("On 2012.01.05, v. 2024.13.40 came.", "On January fifth, twenty twelve, v. two thousand twenty four"
+     " point thirteen point forty came."),
     # Counterparts: seconds, a decade, a name without a plural.
     ("Wait 30s, then 747 s.", "Wait thirty seconds, then seven hundred forty seven seconds."),
     ("The RTX 4090 and ISO 9001.", "The RTX forty ninety and ISO ninety oh one."),

@@ -9,7 +9,10 @@ per category, how many readings agree, then each disagreement:
   ``tests/nemo_text_processing/en/data_text_normalization/test_cases_<category>.txt``
   (``written~spoken`` a line);
 - Chinese: WeTextProcessing's ``tn/chinese/test/data/<category>.txt``
-  (``written => spoken`` a line), read with the hint "zh".
+  (``written => spoken`` a line), read with the hint "zh";
+- English again: WeTextProcessing's ``tn/english/test/data/<category>.txt``
+  (its conventions differ from NeMo's and ours on purpose in places: "negative
+  twelve", "the fifth of january", "twelve point oh five dollars").
 
 A reading agrees when the two are the same words: case, spaces,
 punctuation and the word "and" are ignored (NeMo writes "one hundred and
@@ -40,6 +43,9 @@ WETEXT_CATEGORIES = ("number", "cardinal", "char", "date", "fraction", "math", "
 # WeTextProcessing's processing options, not readings: 儿化 and filler removal,
 # traditional to simplified, <oov> tags. Reported apart, not in the total.
 WETEXT_OPTIONS = ("postprocessor", "preprocessor", "normalizer_tag_oov")
+WETEXT_EN_DATA = "tn/english/test/data"
+WETEXT_EN_CATEGORIES = ("cardinal", "date", "decimal", "electronic", "fraction", "measure", "money",
+                        "normalizer", "ordinal", "range", "roman", "telephone", "time", "whitelist", "word")
 
 _AND = re.compile(r"(?<![^\W\d_])and(?![^\W\d_])", re.IGNORECASE)
 _LOOSE = re.compile(r"[\W_]+")
@@ -112,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         _report("all", agreed, total)
         print("  processing options (not readings, not in the total):")
         _measure(read, args.wetext, WETEXT_DATA, WETEXT_OPTIONS, "{}.txt", " => ", "zh", args.show)
+        print("\nEnglish, against WeTextProcessing's English test data:")
+        agreed, total = _measure(read, args.wetext, WETEXT_EN_DATA, WETEXT_EN_CATEGORIES, "{}.txt", " => ",
+                                 "en", args.show)
+        _report("all", agreed, total)
     if not (args.nemo or args.wetext):
         parser.error("give --nemo and/or --wetext")
     return 0

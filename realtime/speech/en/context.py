@@ -112,9 +112,10 @@ def _reference(m: re.Match[str]) -> str:
 
 _RACE = re.compile(r"\s?(?:runs?|races?|runners?|walks?)\b|[.,;:!?)]|$")
 # Before things counted, a letter is a magnitude on one digit or as "B" too: "7B parameters".
-_COUNTED = re.compile(r"\s(?:parameters|params|tokens|users|people|downloads|views|visits|visitors"
-                      r"|subscribers|followers|customers|records|rows|images|samples|requests|queries"
-                      r"|messages|transactions|devices|installs|words|lines|stars|dollars|years)\b")
+COUNTED = re.compile(r"\s(?:parameters|params|tokens|users|people|downloads|views|visits|visitors"
+                     r"|subscribers|followers|customers|records|rows|images|samples|requests|queries"
+                     r"|messages|transactions|devices|installs|words|lines|stars|dollars|years|residents"
+                     r"|inhabitants|cases|deaths|votes|copies|units|items|pages|times|miles|tons|barrels)\b")
 _ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s$")
 
 
@@ -122,7 +123,7 @@ def _magnitude(m: re.Match[str]) -> str | None:
     amount, suffix = m.group(1), m.group(2)
     whole = amount.replace(",", "").partition(".")[0]
     decimal = "." in amount
-    if not decimal and (suffix == "B" or len(whole) < 2) and not _COUNTED.match(m.string, m.end()):
+    if not decimal and (suffix == "B" or len(whole) < 2) and not COUNTED.match(m.string, m.end()):
         return None
     before = m.string[max(0, m.start() - 4):m.start()]  # bounded: linear over the sentence
     if suffix == "k" and not decimal and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):

@@ -38,7 +38,8 @@ def _day_first(y: int | str | None, month: int, day: int) -> str:
 
 
 def _iso(m: re.Match[str]) -> str | None:
-    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    first = 1 if m.group(1) else 4
+    y, mo, d = (int(m.group(first + i)) for i in range(3))
     return _date(y, mo, d) if valid_date(mo, d) else None
 
 
@@ -234,7 +235,8 @@ _HOUR_MINUTE = r"([01]?\d|2[0-3]):([0-5]\d)"
 _DATE_WORDS = (r"[Oo]n|[Aa]s of|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|ends|expires|begins"
                r"|starts|opens|closes|[Dd]eadline")
 DATE_RULES: tuple[Rule, ...] = (
-    rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])", _iso),
+    rule("iso date", r"(?<![\d/.-])(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?![\d/-])"
+         r"|(?<![\d/.-])(\d{4})\.(\d{2})\.(\d{2})(?![\d/-]|\.\d)", _iso),  # "2012.01.05" too
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     rule("quarters", r"\bQ([1-4])\s?[-–—]\s?Q([1-4])\b(?:\s(\d{4}))?",

@@ -158,8 +158,9 @@ def _how_often(m: re.Match[str]) -> str:
 def _number(m: re.Match[str]) -> str:
     text = m.group(0)
     bare = text.lstrip("-−+")
-    if "," not in bare and "." not in bare and len(bare) >= _LONG_RUN and bare.rstrip("0")[2:]:
-        return digits(bare)  # 5551234567, 4111111111111111: an id, not a quantity
+    if "," not in bare and "." not in bare and len(bare) >= _LONG_RUN and bare.rstrip("0")[2:] \
+            and not context.COUNTED.match(m.string, m.end()):
+        return digits(bare)  # 5551234567, 4111111111111111: an id; "1001111 people" are counted
     return number(text)
 
 
@@ -358,7 +359,7 @@ RULES: tuple[Rule, ...] = (
     names.YEAR_BEFORE_NAME_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
-    rule("bare year", r"(?<![\d.,$€£¥\w#-])(1[1-9]\d\d|20\d\d)(?=[.!?,;:)]|$)",
+    rule("bare year", r"(?<![\d.,$€£¥\w#-])(1[1-9]\d\d|20\d\d)(?=[!?,;:)]|\.(?!\d)|$)",
          lambda m: year(int(m.group(1)))),  # "tips for 2024!", "1155" alone
     rule("how often", r"(?<![\w.])(\d{1,2})[xX]\s(?=(?:daily|weekly|monthly|yearly|a\s(?:day|week|month|year)"
          r"|per\s(?:day|week|month|year)|an\shour)\b)", _how_often),  # "2x daily": twice daily
