@@ -45,6 +45,8 @@ NAMES = [
     ("A = πr², Δt, α + β, a β-blocker, 5 μm.", "A equals pi r squared, delta t, alpha plus beta, a beta"
      " blocker, five micrometers."),
     ("Say Καλημέρα.", "Say Καλημέρα."),
+    ("Beads of 3 x 5 μm, 2 * 10 μm and the μ of it.", "Beads of three by five micrometers, two times ten"
+     " micrometers and the mu of it."),
     # A range of quarters.
     ("It covers Q1–Q3 and Q2-Q4 2024.", "It covers the first to the third quarter and the second to the"
      " fourth quarter of twenty twenty four."),

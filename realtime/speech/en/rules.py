@@ -180,6 +180,8 @@ _ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is
              "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
              "√": "square root of", "²": "squared", "³": "cubed",
              "−": "minus"}  # U+2212: only maths writes it
+_MICRO = {"m": "micrometers", "g": "micrograms", "s": "microseconds", "L": "microliters", "V": "microvolts",
+          "A": "microamps", "W": "microwatts"}
 # A lone Greek letter ("A = πr²", "Δt", "β-blocker"); upstream drops it.
 _GREEK = {"π": "pi", "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "delta", "ε": "epsilon",
           "θ": "theta", "λ": "lambda", "μ": "mu", "ρ": "rho", "σ": "sigma", "Σ": "sigma", "τ": "tau",
@@ -377,6 +379,8 @@ RULES: tuple[Rule, ...] = (
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
+    rule("micro unit", r"(?<![\w\u0370-\u03ff])[μµ](m|g|s|L|V|A|W)\b",
+         lambda m: _MICRO[m.group(1)]),  # "10 μm" past an operator: "ten times ten micrometers"
     rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
          lambda m: _GREEK[m.group(1)] + (" " if m.group(2) else "")),
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
