@@ -50,6 +50,8 @@ NAMES = [
     # A range of quarters.
     ("It covers Q1–Q3 and Q2-Q4 2024.", "It covers the first to the third quarter and the second to the"
      " fourth quarter of twenty twenty four."),
+    ("Growth in 1H23, 2H 2024 and H1 '25; an H1 heading.", "Growth in the first half of twenty three, the"
+     " second half of twenty twenty four and the first half of twenty five; an H one heading."),
     # A mark alone between two readings: a dash or tilde a range, a slash or an em dash a pause.
     ("It is 20°C~25°C, 10 kg–20 kg, 3rd–5th, 5 kg - 9 kg.", "It is twenty degrees Celsius to twenty five"
      " degrees Celsius, ten kilograms to twenty kilograms, third to fifth, five kilograms to nine"

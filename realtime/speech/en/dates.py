@@ -96,6 +96,10 @@ def _the(m: re.Match[str]) -> str:
     return "" if _DETERMINER.search(m.string, max(0, m.start() - 8), m.start()) else "the "
 
 
+def _year_of(written: str) -> str:
+    return _year(int(written) if len(written) == 4 else written)
+
+
 def _quarter(m: re.Match[str]) -> str:
     """ "2Q22", "Q3 2024": the second quarter of twenty two, the third quarter of twenty twenty four."""
     q = m.group(1) or m.group(3)
@@ -239,6 +243,10 @@ DATE_RULES: tuple[Rule, ...] = (
          r"|(?<![\d/.-])(\d{4})\.(\d{2})\.(\d{2})(?![\d/-]|\.\d)", _iso),  # "2012.01.05" too
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
+    # "1H23", "H2 2024", "H1 '25": a half year, only with its year ("H1" alone is a heading)
+    rule("half year", r"\b([12])H\s?(\d{2}|\d{4})\b|\bH([12])(?:\s(\d{4})|\s?['’](\d{2}))\b",
+         lambda m: f"{_the(m)}{('first', 'second')[int(m.group(1) or m.group(3)) - 1]} half of "
+                   + _year_of(m.group(2) or m.group(4) or m.group(5))),
     rule("quarters", r"\bQ([1-4])\s?[-–—]\s?Q([1-4])\b(?:\s(\d{4}))?",
          lambda m: f"{_the(m)}{ordinal(int(m.group(1)))} to the {ordinal(int(m.group(2)))} quarter"
                    + (" of " + _year(int(m.group(3))) if m.group(3) else "")),  # "Q1–Q3 2024"
