@@ -124,6 +124,8 @@ PHONES = [
     ('Dial 0049 30 1234567 or 07700 900123.', 'Dial zero zero four nine, three zero, one two three four five'
      ' six seven or zero seven seven zero zero, nine zero zero one two three.'),
     ('Pick 007 12 now.', 'Pick zero zero seven twelve now.'),
+    ('Dial 0123 45678 now.', 'Dial zero one two three, four five six seven eight now.'),  # nine digits
+    ('Pick 0123 4567 now.', 'Pick zero one two three four thousand five hundred sixty seven now.'),  # eight
 ]
 
 
