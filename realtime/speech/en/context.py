@@ -192,6 +192,16 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*·]\s?10(?:\^([-−]?\d{1,3})|(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))|[eE]([-+−]?\d{1,3}))"
                        r"(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
+# "p. 5", "Fig. 3", "Sec. 4(b)", "§ 1983": the word before the number, before the number's
+# own rule claims it ("4(b)" is a subdivision's) and leaves the word no digit to see.
+REFERENCE_RULES: tuple[Rule, ...] = (
+    rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
+         lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
+    rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
+         r"|[Pp]rop|Art|[Pp]ara)\.|(§§?|¶¶?))"
+         r"\s?(?=\d)",
+         _reference),
+)
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
 APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")  # "(~2 L)"
 # "ran the 5K in 22:41", "a time of 14:05": no clock is "in" an hour past noon (before the clock).
@@ -237,12 +247,6 @@ RULES: tuple[Rule, ...] = (
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
     rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
          _magnitude),
-    rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
-         lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
-    rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
-         r"|[Pp]rop|Art|[Pp]ara)\.|(§§?|¶¶?))"
-         r"\s?(?=\d)",
-         _reference),
     rule("numbered part", r"\b(" + _NUMBERED_RE + r"|(?:Vol|Ch|Chap|Pt|Bk)\.)\s"
          r"((?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b",
          lambda m: f"{_NUMBERING_WORDS.get(m.group(1), m.group(1))} {cardinal(roman_value(m.group(2)))}"),

@@ -259,6 +259,7 @@ RULES: tuple[Rule, ...] = (
     ids.NUMBER_SIGN_RULE,
     *address.RULES,
     *shorthand.TITLE_RULES,  # before the words after them are read
+    *context.REFERENCE_RULES,
     context.APPROX_RULE,
     *shorthand.DATE_RULES,  # before the date rules claim both ends
     *dates.DATE_RULES,  # before phone numbers

@@ -4,7 +4,7 @@ What an LLM writes for a reader and a listener needs said:
 
 - titles before a name ("Sen. Warren", "Lt. Col. Rhodes": capitalised, with
   their dot), "est." (estimated; "Est. 1885": established; "(2023 est.)"),
-  "Sec. 4(b)"; a prescription's times ("b.i.d.", "q6h");
+  a prescription's times ("b.i.d.", "q6h");
 - a spaced dash between dates ("Jan 1 - Dec 31": "to"), a year cut to two
   digits ("'08": "oh eight"; a quarter's "Q4 '23" is the quarter rule's);
 - counts after a number ("0.5pp", "23 pct", "12 pts", "72 bpm", "25 bps",
@@ -204,8 +204,6 @@ def _shorthand(m: re.Match[str]) -> str | None:
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
-    rule("section", r"(?<!\d)(?<!\d\s)\b([Ss])ec(s?)\.(?=\s?\d)",
-         lambda m: f"{m.group(1)}ection{m.group(2)} "),  # "Sec. 4(b)"; "30 sec. later" is no section
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
     rule("dosing", r"\b(?:(?i:b\.i\.d|t\.i\.d|q\.i\.d|p\.r\.n|q\.d)(?!\w)\.?|q(\d{1,2})(?:-(\d{1,2}))?h\b)",
