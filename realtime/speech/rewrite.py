@@ -39,6 +39,13 @@ def keep_final_period(m: re.Match[str], spoken: str) -> str:
     return spoken + "." if m.group(0).endswith(".") and m.end() == len(m.string) else spoken
 
 
+def stop_kept(m: re.Match[str]) -> str:
+    """ "." where the match's own dot also ends a sentence: at the text's end or
+    before a capital ("Elm St. It was", "the 4th fl. The lobby"); else ""."""
+    after = m.string[m.end():m.end() + 2]
+    return "." if m.group(0).endswith(".") and (not after.strip() or after[1:].isupper()) else ""
+
+
 # Upstream's control tags ([uv_break], [laugh_0]) pass through every rule untouched.
 TAG_RULE = Rule("tag", re.compile(r"\[[\w_]+\]"), lambda m: m.group(0))
 

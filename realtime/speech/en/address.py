@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en.words import cardinal, digits, ordinal
-from realtime.speech.rewrite import Rule, rule
+from realtime.speech.rewrite import Rule, rule, stop_kept
 
 _STATES = {
     "AL": "Alabama", "AK": "Alaska", "AZ": "Arizona", "AR": "Arkansas", "CA": "California",
@@ -72,10 +72,7 @@ def _street(m: re.Match[str]) -> str:
     spoken += _street_name(name) + _KINDS[kind.lower()]
     if m.group(6):
         spoken += " " + _DIRECTIONS[m.group(6)]  # "Pennsylvania Ave. NW"
-    after = m.string[m.end():m.end() + 2]
-    if m.group(0).endswith(".") and (not after.strip() or after[1:].isupper()):
-        spoken += "."  # "Elm St. It was": the sentence ended there
-    return spoken
+    return spoken + stop_kept(m)  # "Elm St. It was": the sentence ended there
 
 
 # Codes that are also words ("Sure, OK."): a state only before a ZIP code.

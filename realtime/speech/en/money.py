@@ -83,9 +83,8 @@ def _adjective(m: re.Match[str]) -> str | None:
 def _pre_decimal(m: re.Match[str]) -> str:
     """ "£3 4s 6d", "4s 6d", "£2 10s": each amount with its coin, "and" before the last."""
     found = m.groupdict()
-    parts = [f"{cardinal(int(found[key]))} {one if found[key] == '1' else many}"
-             for key, one, many in (("l", "pound", "pounds"), ("s", "shilling", "shillings"),
-                                    ("d", "penny", "pence")) if found.get(key)]
+    parts = [f"{cardinal(int(found[key]))} {en_unit(coin, found[key])}"
+             for key, coin in (("l", "pound"), ("s", "shilling"), ("d", "penny")) if found.get(key)]
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 2 else " and ".join(parts)
 
 

@@ -22,7 +22,7 @@ from realtime.speech.en import (
     web,
 )
 from realtime.speech.en.words import cardinal, digits, number, ordinal, plural, year
-from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule
+from realtime.speech.rewrite import TAG_RULE, Rule, keep_final_period, rule, stop_kept
 from realtime.speech.units import (
     BULLET,
     LIST_MARKER,
@@ -211,12 +211,6 @@ def _operator(m: re.Match[str]) -> str:
     return _OPERATORS[op]
 
 
-def _stop_kept(m: re.Match[str]) -> str:
-    """The abbreviation's dot where it also ends the sentence ("the 4th fl. The lobby")."""
-    after = m.string[m.end():m.end() + 2]
-    return "." if not after or after[0] == " " and after[1:].isupper() else ""
-
-
 def _symbol(m: re.Match[str]) -> str:
     return _ANYWHERE[m.group(0)]
 
@@ -321,7 +315,7 @@ RULES: tuple[Rule, ...] = (
          + UNIT_RE + ")" + UNIT_END + r"(?:\.(?=\s[a-z]))?",  # "3 Tbsp. olive oil": no stop
          _unit),
     rule("floor", r"(?<![\w.,/])(\d{1,3})(?:st|nd|rd|th)\s(?:fl|flr)\.",
-         lambda m: ordinal(int(m.group(1))) + " floor" + _stop_kept(m)),  # "on the 4th fl."
+         lambda m: ordinal(int(m.group(1))) + " floor" + stop_kept(m)),  # "on the 4th fl."
     rule("ordinal", r"(?<![\w.,/])(\d{1,3}(?:,\d{3})++|\d++)(st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
