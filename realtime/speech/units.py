@@ -182,8 +182,9 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
 MONTH_BY_PREFIX = {m[:3].lower(): i + 1 for i, m in enumerate(MONTHS)}
 # Any case ("june 14", "OCT. 9"); readers refuse a lowercase "may" or "march"
 # without a year ("these 3 may help", "we march 5 miles"): those are verbs.
-MONTH_RE = (r"(?i:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
-            r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+MONTH_NAMES_RE = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+                  r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")  # capitalised
+MONTH_RE = "(?i:" + MONTH_NAMES_RE + ")"
 _VERBS = frozenset({"may", "march"})
 
 

@@ -16,7 +16,7 @@ import re
 from realtime.speech.en.fractions import COUNT_AFTER
 from realtime.speech.en.words import cardinal, number, ordinal, year
 from realtime.speech.rewrite import Rule, keep_final_period, rule
-from realtime.speech.units import MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
+from realtime.speech.units import MONTH_NAMES_RE, MONTH_RE, MONTHS, month_number, valid_date, verb_not_month
 
 
 def _year(y: int | str) -> str:
@@ -183,17 +183,14 @@ def _hour_half(m: re.Match[str]) -> str:
 
 _WEEKDAYS = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday", "fri": "Friday",
              "sat": "Saturday", "sun": "Sunday"}
-_DAY = r"(Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?"
+_ANY_DAY = r"(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
+_DAY = "(" + _ANY_DAY + r")\.?"
 
 
 def _weekday(m: re.Match[str]) -> str:
     """ "Mon–Fri", "Tue": the day's name ("Sun", "Sat", "Wed" alone are words)."""
     first = _WEEKDAYS[m.group(1)[:3].lower()]
     return keep_final_period(m, first + (" to " + _WEEKDAYS[m.group(2)[:3].lower()] if m.group(2) else ""))
-
-
-_CAPITAL_MONTH = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
-                  r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")
 
 
 def _month_range(m: re.Match[str]) -> str:
@@ -208,7 +205,6 @@ def _weekday_list(m: re.Match[str]) -> str:
 
 
 _ONE_DAY = re.compile(r"[A-Za-z]+")
-_ANY_DAY = r"(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
 
 
 def _short_date_range(m: re.Match[str]) -> str | None:
@@ -256,13 +252,13 @@ DATE_RULES: tuple[Rule, ...] = (
          lambda m: f"{m.group(1)} " + _year(int(m.group(2)) if len(m.group(2)) == 4 else m.group(2))),
     rule("short date range", r"(?<![\d/.])(\d{1,2})/(\d{1,2})\s?[-–—]\s?(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)",
          _short_date_range),
-    rule("short date", r"\b(" + _DATE_WORDS + r"|(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)"
-         r"(?:day|nesday|sday|urday)?\.?,?)\s"
+    rule("short date", r"\b(" + _DATE_WORDS + r"|" + _ANY_DAY
+         + r"(?:day|nesday|sday|urday)?\.?,?)\s"
          r"(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)", _short_date),
     # "Sat., Nov. 9": before a date a dotted "Wed", "Sat" or "Sun" is the day, not the word
     rule("weekday before a date", r"\b(Wed|Sat|Sun)\.(?=,?\s(?:" + MONTH_RE + r")\b)()", _weekday),
     # "Jan.–Mar.", "Apr-Jun 2024": a range of months (upstream drops the dash); capitalised
-    rule("month range", r"\b(" + _CAPITAL_MONTH + r")\.?\s?[-–—]\s?(" + _CAPITAL_MONTH + r")\b(?:\.(?!\d))?"
+    rule("month range", r"\b(" + MONTH_NAMES_RE + r")\.?\s?[-–—]\s?(" + MONTH_NAMES_RE + r")\b(?:\.(?!\d))?"
          r"(?:,?\s(\d{4})\b)?(?!\s?\d)", _month_range),
     rule("month-day", r"\b(" + MONTH_RE + r")-(\d{1,2})(?:-(\d{4}))?\b", _month_day),
     rule("month days", r"\b(" + MONTH_RE + r")\.?\s(\d{1,2})(?:st|nd|rd|th)?\s?[-–—]\s?(\d{1,2})"

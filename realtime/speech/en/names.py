@@ -41,10 +41,12 @@ def _model_number(m: re.Match[str]) -> str:
     return f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))
 
 
+_VARIANT = r"(?:-([1-9]00|[1-9]0?))"  # "-400", "-8": an airliner's variant
+
+
 def _airliner(m: re.Match[str]) -> str:
     """ "747-400" -> "seven forty seven four hundred", "A380s" -> "A three eighties"."""
-    first = next(i for i in (1, 5, 9) if m.group(i + 1))  # the alternative that matched
-    maker, model, variant, many = m.group(first, first + 1, first + 2, first + 3)
+    maker, model, variant, many = m.groups()
     name = (maker + " " if maker else "") + pairs(int(model))
     if variant:
         name += " " + cardinal(int(variant))
@@ -80,10 +82,11 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
          lambda m: f"{m.group(1)} {cardinal(int(m.group(2)))}{' X' if m.group(3) else ''} "
                    f"{cardinal(int(m.group(4)))}"),  # "DDR5-6000": no range
     # "Boeing 787", "the 737 MAX", "747s", "777-300ER", "an A320-200": said in pairs, a variant whole
-    rule("airliner", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))()(7[0-8]7)(?:-([1-9]00|[1-9]0?))?(s?)"
-         r"(?=[A-Z]{0,2}\b)"
-         r"|\b()(7[0-8]7)(?:-([1-9]00|[1-9]0?)(?=[A-Z]{0,2}s?\b)|(?=s\b|\s(?:MAX|Max|Dreamliner|jets?|aircraft"
-         r"|airliners?|planes?|freighters?)\b))(s?)|\b(A)(3[0-8]\d)(?:-([1-9]00|[1-9]0?))?(s?)\b", _airliner),
+    rule("Boeing", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))()(7[0-8]7)" + _VARIANT + r"?(s?)(?=[A-Z]{0,2}\b)",
+         _airliner),
+    rule("airliner", r"\b()(7[0-8]7)(?:" + _VARIANT + r"(?=[A-Z]{0,2}s?\b)|(?=s\b|\s(?:MAX|Max|Dreamliner"
+         r"|jets?|aircraft|airliners?|planes?|freighters?)\b))(s?)", _airliner),
+    rule("Airbus", r"\b(A)(3[0-8]\d)" + _VARIANT + r"?(s?)\b", _airliner),
     rule("model numbers", r"\b([A-Z]{2,5})\s([1-9]\d{3})(s)\b", _model_number),  # "RTX 4090s": no seconds
     rule("pre-release", r"(?<=\d)-(alpha|beta|rc|RC|preview)\.?(\d{1,3})\b", _pre_release),
     rule("processor", r"\b([iI][3579])-(\d{4,5})([A-Z]{0,3})\b", _processor),  # "i7-13700K"
