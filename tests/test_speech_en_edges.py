@@ -190,7 +190,7 @@ CASES = [
     ("We walked 1 1/2 then 2 3/5.", "We walked one and a half then two and three fifths."),
     ("Add 1/2 oz and 1 1/2 tsp and 3/4 hr.",
      "Add half an ounce and one and a half teaspoons and three quarters of an hour."),
-    ("Score 0/5 and 5/0.", "Score zero divided by five and five divided by zero."),
+    ("Score 0/5 and 5/0.", "Score zero out of five and five divided by zero."),
     ("A 5/128 drill bit.", "A five one hundred twenty eighths drill bit."),
     ("After 9/11 it changed.", "After nine eleven it changed."),
     ("The 49ers beat the Chiefs 31-20.", "The forty niners beat the Chiefs thirty one to twenty."),
@@ -272,8 +272,8 @@ CASES = [
      "A quarter inch thick board is a quarter of an inch thick, five quarters of an inch wide."),
     # "+" after an amount with thousands separators; a fiscal year's digits.
     ("From 2,300+ reviews in FY2024, FY24 and FY 2024-25.",
-     "From two thousand three hundred plus reviews in FY twenty twenty four, FY twenty four and FY"
-     " twenty twenty four to twenty five."),
+     "From two thousand three hundred plus reviews in fiscal year twenty twenty four, fiscal year twenty"
+     " four and fiscal year twenty twenty four to twenty five."),
     # A dotted clock before a time of day; "BP" before a pressure; an oven's bare "F".
     ("Not 7.30 tonight but 10.45 this morning; 7.30 kg.",
      "Not seven thirty tonight but ten forty five this morning; seven point three zero kilograms."),

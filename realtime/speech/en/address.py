@@ -10,7 +10,8 @@ A unit or a road before its number is said in full ("Apt. 4B" -> "Apartment
 four B", "Hwy. 101" -> "Highway one zero one"), a highway's direction after
 it ("I-80 W" -> "I eighty West"). A state's code after a
 city's comma is the state ("Santa Clara, CA 95051" -> "Santa Clara,
-California nine five zero five one"), and a ZIP code after a state is read
+California nine five zero five one"; a code that is also a word, "OK", "OR", "IN",
+only before a ZIP code or after a place's word: "born in Tulsa, OK"), and a ZIP code after a state is read
 digit by digit ("IL 62704").
 """
 
@@ -75,18 +76,22 @@ def _street(m: re.Match[str]) -> str:
     return spoken + stop_kept(m)  # "Elm St. It was": the sentence ended there
 
 
-# Codes that are also words ("Sure, OK."): a state only before a ZIP code.
-_WORDLIKE = frozenset(["OK", "IN", "OR", "ME", "HI", "OH", "ID", "AL", "LA", "PA", "MA"])
+# Codes that are also words ("Sure, OK."): a state before a ZIP code, or after a city
+# that a word of place leads to ("born in Tulsa, OK").
+_WORDLIKE = frozenset(["OK", "IN", "OR", "ME", "HI", "OH", "ID"])
 
 
 # A city's name before the comma: "Dallas, TX", not "M = 34.2, SD = 8.1".
 _CITY_BEFORE = re.compile(r"[A-Z][a-z]+\.?,\s$")
+_PLACE_BEFORE = re.compile(r"\b(?:in|from|to|at|near|of|outside|around|visit|visited|visiting)"
+                           r"\s(?:[A-Z][a-z]+\.?\s){0,2}[A-Z][a-z]+,\s$")
 
 
 def _state(m: re.Match[str]) -> str | None:
     zipcode = ", ".join(digits(g) for g in m.groups()[2:] if g)
-    if not zipcode and (m.group(1) in _WORDLIKE
-                        or not _CITY_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
+    before = max(0, m.start() - 40), m.start()
+    place = _PLACE_BEFORE if m.group(1) in _WORDLIKE else _CITY_BEFORE
+    if not zipcode and not place.search(m.string, *before):
         return None
     spoken = _STATES[m.group(1)]
     return spoken + (m.group(2) or " " if zipcode else "") + zipcode

@@ -29,7 +29,11 @@
   power of six".
 - Blood pressure: "120/80 mmHg", "blood pressure was 140/90", "BP 120/80" -> "one
   hundred twenty over eighty millimeters of mercury", ... (not a fraction).
-- Flight numbers ("flight UA 857") digit by digit.
+- Flight numbers ("flight UA 857") digit by digit; a flight level ("FL350" -> "flight
+  level three five zero").
+- A countdown: "T-minus 10:00" -> "T minus ten minutes".
+- A listing's rooms: "3BR/2BA" -> "three bedroom, two bath", "2.5 ba" -> "two and a
+  half bath"; a PCIe link's width: "PCIe 4.0 x16", "x8 lanes" -> "by sixteen", "by eight".
 """
 
 from __future__ import annotations
@@ -204,9 +208,12 @@ REFERENCE_RULES: tuple[Rule, ...] = (
 )
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
 APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")  # "(~2 L)"
-# "ran the 5K in 22:41", "a time of 14:05": no clock is "in" an hour past noon (before the clock).
-RACE_TIME_RULE = rule("race time", r"(?<=\b(?:in|of)\s)(1[3-9]|[2-5]\d):([0-5]\d)(?![\d:]|\s?[ap]\.?m\b)",
-                      lambda m: _minutes_seconds(int(m.group(1)), int(m.group(2))))
+# "ran the 5K in 22:41", "a time of 14:05": no clock is "in" an hour past noon (before the clock);
+# "T-minus 10:00" counts down minutes and seconds
+RACE_TIME_RULE = rule("race time", r"(?<=\b(?:in|of)\s)(1[3-9]|[2-5]\d):([0-5]\d)(?![\d:]|\s?[ap]\.?m\b)"
+                      r"|(?<=\b[Tt][-\s]minus\s)(\d{1,2}):([0-5]\d)(?![\d:])",
+                      lambda m: _minutes_seconds(int(m.group(1) or m.group(3)),
+                                                 int(m.group(2) or m.group(4))))
 PACE_RULE = rule("pace", r"(?<![\d.])(\d{1,2})['’′](\d{2})(?:[\"”″]|'')", _pace)
 
 
@@ -229,7 +236,34 @@ def _resolution(m: re.Match[str]) -> str | None:
     return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}{rate}"
 
 
+def _rooms(m: re.Match[str]) -> str:
+    """ "3BR/2BA" -> "three bedroom, two bath", "2.5 ba" -> "two and a half bath"."""
+    beds, baths = m.group(1) or m.group(3), m.group(2)
+    spoken = [cardinal(int(beds)) + " bedroom"]
+    if baths:
+        whole, _, half = baths.partition(".")
+        spoken.append(cardinal(int(whole)) + (" and a half" if half else "") + " bath")
+    return ", ".join(spoken)
+
+
+# "PCIe 4.0 x16", "an x8 slot": a link's width is "by sixteen"
+_PCIE_BEFORE = re.compile(r"PCI(?:e|\sExpress)(?:\s(?:\d\.\d|[Gg]en\s?\d))?\s$")
+
+
+def _lanes(m: re.Match[str]) -> str | None:
+    if m.string[max(0, m.start() - 4):m.start()].lower() in ("an ", " an "):
+        return None  # "an x8 slot" is said "an ex eight"
+    if not (m.group(2) is not None or _PCIE_BEFORE.search(m.string, max(0, m.start() - 24), m.start())):
+        return None
+    return "by " + cardinal(int(m.group(1)))
+
+
 RULES: tuple[Rule, ...] = (
+    rule("rooms", r"\b(\d)\s?(?:BR|BD|bd|br|bdrm|bed)\s?(?:/|,\s?|\s)\s?(\d(?:\.5)?)\s?(?:BA|ba|bath)\b"
+         r"|\b(\d)\s?(?:BR|BD|bdrm)\b", _rooms),  # "a 3BR condo"
+    rule("lanes", r"(?<![\w.])[x×](1|2|4|8|16|32)\b(?:(?=\s(?:slots?|lanes?|links?|connectors?)\b)()|)",
+         _lanes),
+    rule("flight level", r"\bFL\s?(\d{3})\b", lambda m: "flight level " + digits(m.group(1))),  # "FL350"
     rule("resolution", r"(?<![\w.])(\d{3,4})([pi])(\d{2,3})?\b", _resolution),
     rule("years old", r"(?<![\w.])(\d{1,3})\s?(?:y/o|y\.o\.|yo)(?![\w/])", _years_old),  # "35 y/o"
     rule("at least", r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?)\+(?![\w+])"

@@ -6,7 +6,10 @@ Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
 ("May 6, 2024", "6 May 2024", "May 2024"); years are read as years
 ("twenty twenty-four"). Times: "10:30", "10:05", "14:00", "10:30:15",
 "5pm", "5:30 p.m."; afternoon hours of a 24-hour time are read on the
-12-hour clock with "p m" ("14:30" -> "two thirty p m").
+12-hour clock with "p m" ("14:30" -> "two thirty p m"); zero seconds on the clock are
+not said ("10:00:00 p.m." -> "ten p m"); a zone in dotted lower case is its capitals
+("e.s.t." -> "EST"). Quarters and halves of a year or of a fiscal year: "Q3 FY2025" ->
+"the third quarter of fiscal year twenty twenty five" ("Apple's Q3": no "the").
 """
 
 from __future__ import annotations
@@ -88,7 +91,8 @@ def _day_month(m: re.Match[str]) -> str | None:
 
 
 # A word that already determines what follows: "our Q3", "its 4th of July" take no "the".
-_DETERMINER = re.compile(r"\b(?i:the|our|its|their|his|her|my|your|this|that|last|next|each|every|whose)\s$")
+_DETERMINER = re.compile(r"\b(?i:the|our|its|their|his|her|my|your|this|that|last|next|each|every|whose)\s$"
+                         r"|\w['’]s?\s$")  # "Apple's Q3", "the companies' Q3"
 
 
 def _the(m: re.Match[str]) -> str:
@@ -106,7 +110,21 @@ def _quarter(m: re.Match[str]) -> str:
     y = m.group(2) or m.group(4) or m.group(5)
     the = _the(m)
     spoken = f"{the}{ordinal(int(q))} quarter"
+    if m.group(6):
+        return spoken + " of " + _fiscal(m.group(6), m.group(7))  # "Q3 FY25"
     return spoken + (" of " + _year(int(y) if len(y) == 4 else y) if y else "")
+
+
+_FISCAL = r"(FY|CY)\s?['’]?(\d{4}|\d{2})\b"
+
+
+def _fiscal(kind: str, written: str | None) -> str:
+    """ "FY", "2024" -> "fiscal year twenty twenty four"."""
+    return ("fiscal year" if kind == "FY" else "calendar year") + (" " + _year_of(written) if written else "")
+
+
+def _fiscal_year(m: re.Match[str]) -> str:
+    return _fiscal(m.group(1), m.group(2)) if m.group(1) else _fiscal(m.group(3), None)
 
 
 def _month_year(m: re.Match[str]) -> str | None:
@@ -152,6 +170,8 @@ def _read_clock(h: int, mm: int, seconds: str | None, half: str) -> str | None:
     if ss is not None and not half:
         parts = [counted(v, u) for v, u in ((h, "hour"), (mm, "minute"), (ss, "second")) if v]
         return ", ".join(parts) or "zero seconds"
+    if ss == 0:
+        ss = None  # "10:00:00 p.m.": on the clock, no seconds are said
     if 13 <= h <= 23:
         h, half = h - 12, "p"
     elif half and not 1 <= h <= 12:
@@ -240,16 +260,19 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     # "1H23", "H2 2024", "H1 '25": a half year, only with its year ("H1" alone is a heading)
-    rule("half year", r"\b([12])H\s?(\d{2}|\d{4})\b|\bH([12])(?:\s(\d{4})|\s?['’](\d{2}))\b",
-         lambda m: f"{_the(m)}{('first', 'second')[int(m.group(1) or m.group(3)) - 1]} half of "
-                   + _year_of(m.group(2) or m.group(4) or m.group(5))),
+    rule("half year", r"\b([12])H\s?(\d{2}|\d{4})\b|\bH([12])(?:\s(\d{4})|\s?['’](\d{2}))\b"
+         r"|\bH([12])\s" + _FISCAL,
+         lambda m: f"{_the(m)}{('first', 'second')[int(m.group(1) or m.group(3) or m.group(6)) - 1]} half of "
+                   + (_fiscal(m.group(7), m.group(8)) if m.group(6) else _year_of(m.group(2) or m.group(4)
+                                                                                  or m.group(5)))),
     rule("quarters", r"\bQ([1-4])\s?[-–—]\s?Q([1-4])\b(?:\s(\d{4}))?",
          lambda m: f"{_the(m)}{ordinal(int(m.group(1)))} to the {ordinal(int(m.group(2)))} quarter"
                    + (" of " + _year(int(m.group(3))) if m.group(3) else "")),  # "Q1–Q3 2024"
-    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2}))?\b", _quarter),
+    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2})|\s" + _FISCAL
+         + r")?\b", _quarter),
     # a fiscal or calendar year: "FY2024", "FY24", "FY '25" (its digits are no code)
-    rule("fiscal year", r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b(?![-–/]\d)",
-         lambda m: f"{m.group(1)} " + _year(int(m.group(2)) if len(m.group(2)) == 4 else m.group(2))),
+    rule("fiscal year", r"\b" + _FISCAL + r"(?![-–/]\d)|\b(FY|CY)(?=\s?\d{4}[-–/]\d|\s?['’]\d\d\b)",
+         _fiscal_year),
     rule("short date range", r"(?<![\d/.])(\d{1,2})/(\d{1,2})\s?[-–—]\s?(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)",
          _short_date_range),
     rule("short date", r"\b(" + _DATE_WORDS + r"|" + _ANY_DAY
@@ -299,6 +322,9 @@ def _offset(m: re.Match[str]) -> str:
 
 
 TIME_RULES: tuple[Rule, ...] = (
+    # "10 p.m. e.s.t.": a zone in dotted lower case, said as its capitals are
+    rule("dotted zone", r"(?<![\w.])([ecmp])\.([sd])\.t\.",
+         lambda m: keep_final_period(m, f"{m.group(1).upper()}{m.group(2).upper()}T")),
     rule("zone offset", r"\b(GMT|UTC)\s?([+−-])\s?(1[0-4]|0?\d)(?::?([0-5]\d))?(?![\d:])", _offset),
     # "noon–2pm", "12–1:30pm": the dash between an hour and a clock time is "to"
     rule("hour to clock", r"\b(?:(noon|midnight)|(?<![\d:.])(1[0-2]|0?[1-9]))\s?[-–—]\s?"

@@ -1,5 +1,6 @@
 """English readings of names written with numbers: the year before a name
-("the 2020 Tokyo Olympics"), four digits after capitals in pairs ("RTX
+("the 2020 Tokyo Olympics") or a thing of its year ("the 2020 census", "a 2019
+study", "its 2023 annual report"; "the 2000 people" stays a count), four digits after capitals in pairs ("RTX
 4090", "ISO 9001"), airliners and their variants ("the 737 MAX",
 "777-300ER", "an A320-200"), processors ("i7-13700K"), letter models
 ("F-150", "F-35s"), memory kinds ("DDR5-6000"), teams ("49ers"), software
@@ -29,6 +30,27 @@ YEAR_BEFORE_NAME_RULE = rule("year before a name", r"(?<=\b[Tt]he\s)(1[5-9]\d\d|
                              r"|finals|election)))"  # "the 2020 U.S. election", "the 2026 FIFA World Cup"
                              r"|(?<=\b[Aa]\s)(19\d\d|20[0-2]\d)(?=\s[A-Z][a-z])",
                              lambda m: year(int(m.group(1) or m.group(2))))
+
+# "the 2020 census", "a 1999 study", "its 2023 report", "Apple's 2024 lineup": a year before
+# a thing of its year; "the 2000 people", "a 1500 word essay" stay counts
+_OF_A_YEAR = (r"season|census|elections?|campaign|budget|crisis|recession|pandemic|earthquake|hurricane"
+              r"|tsunami|floods?|wildfires?|riots?|uprising|revolution|coup|war|crash|collapse|merger|report"
+              r"|survey|study|paper|edition|model|film|movie|album|single|debut|tour|draft|championship"
+              r"|finals?|playoffs|games|olympics|world\s[Cc]up|summit|conference|convention|debate|primary"
+              r"|primaries|midterms|act|law|treaty|agreement|accord|ruling|verdict|trial|scandal|attacks?"
+              r"|bombing|shooting|outbreak|strike|protests?|vintage|class|cohort|graduates|fiscal\syear"
+              r"|school\syear|tax\syear|awards?|ceremony|prize|marathon|tournament|series|harvest|novel"
+              r"|memoir|remake|sequel|reboot|redesign|reform|amendment|guidelines|revision|poll|polls"
+              r"|estimate|forecast|earnings|filing|speech|visit|expedition|mission|launch|festival|expo"
+              r"|exhibition|concert|lineup|release|recall|rebrand|relaunch|holiday\sseason|winter|summer"
+              r"|spring|autumn|fall|[Ww]orld\s[Ss]eries|[Ss]uper\s[Bb]owl")
+YEAR_BEFORE_A_THING_RULE = rule("year before a thing", r"(?:(?<=\b[Tt]he\s)|(?<=\b[Aa]\s)|(?<=\b[Ii]ts\s)"
+                                r"|(?<=\b[Hh]is\s)|(?<=\b[Hh]er\s)|(?<=\b[Oo]ur\s)|(?<=\b[Tt]heir\s)"
+                                r"|(?<=\b[Tt]his\s)|(?<=\b[Tt]hat\s)|(?<=\w['’]s\s))(1[5-9]\d\d|20\d\d)"
+                                r"(?=\s(?:(?:annual|general|presidential|national|federal|regular|world|global"
+                                r"|state|local|summer|winter|original|final|first)\s)?(?:" + _OF_A_YEAR
+                                + r")\b)",
+                                lambda m: year(int(m.group(1))))
 
 
 def _many(words: str, s: str) -> str:

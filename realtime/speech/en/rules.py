@@ -320,7 +320,8 @@ RULES: tuple[Rule, ...] = (
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
          lambda m: number(m.group(1) or m.group(3)) + " out of " + number(m.group(2) or m.group(4))),
-    rule("rated", r"\b((?i:rated|rates|rating|scored)\s)(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?![\w/])",
+    rule("rated", r"\b((?i:rated|rates|rating|scored|scores?(?:\s(?:of|was|is))?|graded"
+         r"|grade(?:\s(?:of|was))?|marks?(?:\s(?:of|was))?):?\s)(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?![\w/]|\s(?:of|the)\b)",
          lambda m: m.group(1) + number(m.group(2)) + " out of " + number(m.group(3))),  # "Rated 4/5"
     *fractions.RULES,
     rule("circa", r"\b(?:c|ca)\.\s?(\d{2,4})(?![\d,.]\d)(?:\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w))?",
@@ -354,6 +355,7 @@ RULES: tuple[Rule, ...] = (
     rule("short code", r"\b((?i:text|txt|sms)\s\S{1,20}\sto)\s(\d{4,6})\b",
          lambda m: m.group(1) + " " + digits(m.group(2))),  # "text STOP to 12345"
     names.YEAR_BEFORE_NAME_RULE,
+    names.YEAR_BEFORE_A_THING_RULE,
     rule("year first", r"^(1[1-9]\d\d|20\d\d)(?=\s(?:was|is|were|saw|for|marked|began|ended|became)\b|,)",
          lambda m: year(int(m.group(1)))),  # "1990 was ...": a year opens the sentence
     rule("bare year", r"(?<![\d.,$€£¥\w#-])(1[1-9]\d\d|20\d\d)(?=[!?,;:)]|\.(?!\d)|$)",

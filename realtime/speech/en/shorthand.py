@@ -214,7 +214,8 @@ TITLE_RULES: tuple[Rule, ...] = (
 # Before the date rules claim both ends (upstream would pause on "-").
 DATE_RULES: tuple[Rule, ...] = (
     rule("date range", r"(?<=\d)\s?[-–—]\s?(?=" + MONTH_RE + r"\.?\s\d)", lambda m: " to "),
-    rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)(?<!H[12]\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)", _short_year),
+    rule("short year", r"(?<![\w'’])(?<!Q[1-4]\s)(?<!H[12]\s)(?<![FC]Y\s)['’](\d{2})\b(?!['’]?s\b|['’]|\d)",
+         _short_year),
 )
 # Before the inch mark is read on its own ('4"').
 FRACTION_INCH_RULE = rule("fraction inch", r"(?<![\w/.])(?:(\d++)[\s-])?(\d{1,2})/(\d{1,2})[\"”″]",

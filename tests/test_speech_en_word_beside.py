@@ -1,0 +1,93 @@
+"""English numbers whose reading the word beside them decides: a year before a thing of
+its year ("the 2020 census"), a fiscal year and its quarter, a score out of its total, a
+clock's zero seconds, a countdown, a zone in dotted lower case, rooms of a listing, a
+link's width, a flight level, a state after its city (realtime/speech/en/names.py,
+dates.py, context.py, address.py, rules.py). Each reading has its counterpart that must
+stay as it is."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.speech.normalize import normalize
+
+YEARS = [
+    # A year before a thing of its year, after an article, a possessive or "its".
+    ("As of the 2020 census, a 2019 study and its 2023 annual report.",
+     "As of the twenty twenty census, a twenty nineteen study and its twenty twenty three annual report."),
+    ("The 1999 season; Apple's 2024 lineup; the 2018 general election.",
+     "The nineteen ninety nine season; Apple's twenty twenty four lineup; the twenty eighteen general"
+     " election."),
+    # Counts stay counts: a plural noun, a unit, a word that is no thing of a year.
+    ("The 2000 people ran the 1500 meters in a 1500 word essay.",
+     "The two thousand people ran the one thousand five hundred meters in a one thousand five hundred"
+     " word essay."),
+    ("Their 1200 reports and the 1450 votes.",
+     "Their one thousand two hundred reports and the one thousand four hundred fifty votes."),
+]
+
+FISCAL = [
+    # A fiscal year by name, its quarter and half "of" it; a possessive takes no "the".
+    ("Apple's Q3 FY2025 revenue beat FY24.",
+     "Apple's third quarter of fiscal year twenty twenty five revenue beat fiscal year twenty four."),
+    ("In Q1 FY '25, H1 FY24 and CY2023.",
+     "In the first quarter of fiscal year twenty five, the first half of fiscal year twenty four and calendar"
+     " year twenty twenty three."),
+    ("The firms' Q2 and our Q4 beat Q3 2024.",
+     "The firms' second quarter and our fourth quarter beat the third quarter of twenty twenty four."),
+]
+
+SCORES = [
+    # After a word that scores, a slash is "out of".
+    ("The score was 10/11 on the quiz.", "The score was ten out of eleven on the quiz."),
+    ("Final score: 7/8; a grade of 45/50; she scored 18/20.",
+     "Final score: seven out of eight; a grade of forty five out of fifty; she scored eighteen out of"
+     " twenty."),
+    # A share of something stays a fraction.
+    ("He scores 3/4 of the time.", "He scores three quarters of the time."),
+]
+
+CLOCKS = [
+    # On the clock zero seconds are not said; with seconds they are.
+    ("It's 10:00:00 p.m. now, not 10:30:15 PM.", "It's ten p m now, not ten thirty and fifteen seconds p m."),
+    ("A run of 1:02:03.", "A run of one hour, two minutes, three seconds."),
+    # A countdown reads minutes and seconds.
+    ("T-minus 10:00 and counting; T minus 2:30.",
+     "T minus ten minutes and counting; T minus two minutes, thirty seconds."),
+    # A zone in dotted lower case, said as its capitals.
+    ("At 9 p.m. e.s.t. or 6 p.m. p.d.t.", "At nine p m EST or six p m PDT."),
+    ("At 9 p.m. e.s.t.", "At nine p m EST."),
+]
+
+LISTINGS = [
+    ("The apartment is 3BR/2BA with 1,200 sq ft.",
+     "The apartment is three bedroom, two bath with one thousand two hundred square feet."),
+    ("A 3BR condo; 2 bd, 2.5 ba; a 4 bed 3 bath home.",
+     "A three bedroom condo; two bedroom, two and a half bath; a four bedroom, three bath home."),
+    # "BR" alone, after no number, is kept.
+    ("A BR of 3 and a BA in history.", "A BR of three and a BA in history."),
+]
+
+HARDWARE = [
+    ("The card needs a PCIe 4.0 x16 slot.", "The card needs a PCIe four point zero by sixteen slot."),
+    ("PCIe Gen4 x4 and PCIe x16; two x8 lanes.",
+     "PCIe Gen four by four and PCIe by sixteen; two by eight lanes."),
+    # Not a link: an article said "an", a product, an unknown width.
+    ("An x8 slot; multiply x2 by 3; an x16.", "An x eight slot; multiply x two by three; an x sixteen."),
+    ("Climb to FL350 and maintain.", "Climb to flight level three five zero and maintain."),
+]
+
+STATES = [
+    # A state that is no word after its city; one that is a word after a place's word.
+    ("Stroudsburg, PA is small; she moved to Boston, MA.",
+     "Stroudsburg, Pennsylvania is small; she moved to Boston, Massachusetts."),
+    ("Born in Tulsa, OK and raised in Portland, OR, then from Oklahoma City, OK.",
+     "Born in Tulsa, Oklahoma and raised in Portland, Oregon, then from Oklahoma City, Oklahoma."),
+    # The words stay words.
+    ("Sure, OK. Yes, ME too. Fine, OR not.", "Sure, OK. Yes, ME too. Fine, OR not."),
+]
+
+
+@pytest.mark.parametrize("written,spoken", YEARS + FISCAL + SCORES + CLOCKS + LISTINGS + HARDWARE + STATES)
+def test_reading(written, spoken):
+    assert normalize(written, "en") == spoken
