@@ -1,8 +1,9 @@
 """English numbers whose reading the word beside them decides: a year before a thing of
 its year ("the 2020 census"), a fiscal year and its quarter, a score out of its total, a
 clock's zero seconds, a countdown, a zone in dotted lower case, rooms of a listing, a
-link's width, a flight level, a state after its city (realtime/speech/en/names.py,
-dates.py, context.py, address.py, rules.py). Each reading has its counterpart that must
+link's width, a flight level, a state after its city, a chip's model after its name, an
+algorithm's order ("O(n log n)") (realtime/speech/en/names.py, dates.py, context.py,
+address.py, rules.py, shorthand.py). Each reading has its counterpart that must
 stay as it is."""
 
 from __future__ import annotations
@@ -77,6 +78,29 @@ HARDWARE = [
     ("Climb to FL350 and maintain.", "Climb to flight level three five zero and maintain."),
 ]
 
+CHIPS = [
+    ("The AMD Ryzen 9 7950X and Ryzen 7 5800X3D.",
+     "The AMD Ryzen nine seventy nine fifty X and Ryzen seven fifty eight hundred X three D."),
+    ("Core Ultra 7 155H, EPYC 9654 and Threadripper PRO 7995WX.",
+     "Core Ultra seven one fifty five H, EPYC ninety six fifty four and Threadripper PRO seventy nine"
+     " ninety five W X."),
+    ("Ryzen 5 and Ryzen 9.", "Ryzen five and Ryzen nine."),
+    ("The 787's range is 7,530 nmi at 450 kts.",
+     "The seven eighty seven's range is seven thousand five hundred thirty nautical miles at four hundred"
+     " fifty knots."),
+]
+
+ORDERS = [
+    ("It runs in O(n log n) time and O(1) space.", "It runs in O of n log n time and O of one space."),
+    ("O(n^2), O(n²), Θ(n*m), O(2^n) and O(n^k).",
+     "O of n squared, O of n squared, theta of n times m, O of two to the n and O of n to the k."),
+    # Without a digit the sentence still reaches the rules.
+    ("Lookups take O(log n); sorting O(n!); search O(sqrt n).",
+     "Lookups take O of log n; sorting O of n factorial; search O of square root of n."),
+    # Not an order: a list, a word.
+    ("O(a, b) and Oh(no).", "O(a, b) and Oh(no)."),
+]
+
 STATES = [
     # A state that is no word after its city; one that is a word after a place's word.
     ("Stroudsburg, PA is small; she moved to Boston, MA.",
@@ -88,6 +112,7 @@ STATES = [
 ]
 
 
-@pytest.mark.parametrize("written,spoken", YEARS + FISCAL + SCORES + CLOCKS + LISTINGS + HARDWARE + STATES)
+@pytest.mark.parametrize("written,spoken", YEARS + FISCAL + SCORES + CLOCKS + LISTINGS + HARDWARE + CHIPS
+                         + ORDERS + STATES)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken

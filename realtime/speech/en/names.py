@@ -2,7 +2,8 @@
 ("the 2020 Tokyo Olympics") or a thing of its year ("the 2020 census", "a 2019
 study", "its 2023 annual report"; "the 2000 people" stays a count), four digits after capitals in pairs ("RTX
 4090", "ISO 9001"), airliners and their variants ("the 737 MAX",
-"777-300ER", "an A320-200"), processors ("i7-13700K"), letter models
+"777-300ER", "an A320-200", "the 787's"), processors ("i7-13700K", "Ryzen 9 7950X",
+"Core Ultra 7 155H"), letter models
 ("F-150", "F-35s"), memory kinds ("DDR5-6000"), teams ("49ers"), software
 releases ("v20.11.0", "Python 3.12", "1.0.0-beta.2"); a name counted many
 takes the plural on its number ("the 747s", "two RTX 4090s").
@@ -90,6 +91,16 @@ def _processor(m: re.Match[str]) -> str:
                                   " ".join(m.group(3)))))
 
 
+def _chip(m: re.Match[str]) -> str:
+    """ "Ryzen 9 7950X" -> "Ryzen nine seventy nine fifty X", "Ryzen 7 5800X3D" -> "... fifty
+    eight hundred X three D", "Core Ultra 7 155H" -> "... one fifty five H"."""
+    n = int(m.group(3))
+    model = cardinal(n // 100) + " hundred" if n >= 1000 and n % 100 == 0 else pairs(n)
+    tier = cardinal(int(m.group(2))) + " " if m.group(2) else ""
+    return f"{m.group(1)}{tier}{model}" + "".join(" " + (cardinal(int(c)) if c.isdigit() else c)
+                                                   for c in m.group(4))
+
+
 def _pre_release(m: re.Match[str]) -> str:
     """ "1.0.0-beta.2" -> "... beta two", "2.1-rc1" -> "... R C one"."""
     stage = "R C" if m.group(1).lower() == "rc" else m.group(1)
@@ -107,11 +118,13 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
     rule("Boeing", r"(?:(?<=Boeing\s)|(?<=Boeing's\s))()(7[0-8]7)" + _VARIANT + r"?(s?)(?=[A-Z]{0,2}\b)",
          _airliner),
     rule("airliner", r"\b()(7[0-8]7)(?:" + _VARIANT + r"(?=[A-Z]{0,2}s?\b)|(?=s\b|\s(?:MAX|Max|Dreamliner"
-         r"|jets?|aircraft|airliners?|planes?|freighters?)\b))(s?)", _airliner),
+         r"|jets?|aircraft|airliners?|planes?|freighters?)\b|['’]s\b))(s?)", _airliner),  # "the 787's range"
     rule("Airbus", r"\b(A)(3[0-8]\d)" + _VARIANT + r"?(s?)\b", _airliner),
     rule("model numbers", r"\b([A-Z]{2,5})\s([1-9]\d{3})(s)\b", _model_number),  # "RTX 4090s": no seconds
     rule("pre-release", r"(?<=\d)-(alpha|beta|rc|RC|preview)\.?(\d{1,3})\b", _pre_release),
     rule("processor", r"\b([iI][3579])-(\d{4,5})([A-Z]{0,3})\b", _processor),  # "i7-13700K"
+    rule("chip", r"\b((?:Ryzen|Threadripper|EPYC|Athlon|Core\sUltra)\s(?:(?:Pro|PRO)\s)?)(?:(\d)\s)?"
+         r"(\d{3,4})((?:[A-Z]{1,2}\d?[A-Z]?)?)\b", _chip),
 )
 
 

@@ -15,11 +15,7 @@ What an LLM writes for a reader and a listener needs said:
 - sizes as adjectives, singular: hyphened ("a 60-min podcast") or after an
   article ("a 2 TB drive"); a unit on each side of an "x" ("12 ft × 14
   ft": twelve by fourteen feet);
-- names: a year between "the" or "a" and a name ("the 2020 Tokyo
-  Olympics", "a 2019 Honda Civic"), four digits after capitals in pairs
-  ("RTX 4090"), airliners ("the 737 MAX", "777-300ER"), counted many ("the
-  747s", "two RTX 4090s"), teams ("49ers"), software versions ("v20.11.0",
-  "Python 3.12");
+- an algorithm's order: "O(n log n)" -> "O of n log n", "O(n^2)" -> "O of n squared";
 - symbols upstream's clean-up would drop or glue: "YoY", "y/y", "w/",
   "mc^2", a spaced "+", "r/python", "p.a.", phone keys ("press * then #";
   "a * b" is "times"), comparisons ("p < 0.05"), "an A-", arrows,
@@ -68,8 +64,39 @@ def _estimated(m: re.Match[str]) -> str:
 
 
 def _exponent(m: re.Match[str]) -> str:
-    power = int(m.group(1))
-    return {2: " squared", 3: " cubed"}.get(power, " to the power of " + cardinal(power))
+    return " " + _exponent_words(int(m.group(1)))
+
+
+_BIG_O_PART = re.compile(r"\s*+(?:(\d{1,3})|(log|lg|ln|sqrt|[a-zA-Z])|\^(\d|[a-z])|([²³])|([*·×+/!]))")
+_BIG_O_SIGNS = {"*": "times", "·": "times", "×": "times", "+": "plus", "/": "over", "!": "factorial"}
+
+
+def _big_o(m: re.Match[str]) -> str | None:
+    """ "O(n log n)" -> "O of n log n", "O(n^2)" -> "O of n squared", "Θ(1)" -> "theta of one"."""
+    words, pos, inner = [], 0, m.group(2)
+    for part in _BIG_O_PART.finditer(inner):
+        if part.start() != pos:
+            return None
+        pos = part.end()
+        count, name, power, small, sign = part.groups()
+        if count:
+            words.append(cardinal(int(count)))
+        elif name:
+            words.append("square root of" if name == "sqrt" else name)
+        elif power or small:
+            if power and power.isalpha():
+                words.append("to the " + power)  # "2^n"
+            else:
+                words.append(_exponent_words(int(power) if power else "²³".index(small) + 2))
+        else:
+            words.append(_BIG_O_SIGNS[sign])
+    if pos != len(inner.rstrip()) or not words:
+        return None
+    return {"O": "O", "Θ": "theta", "Ω": "omega"}[m.group(1)] + " of " + " ".join(words)
+
+
+def _exponent_words(power: int) -> str:
+    return {2: "squared", 3: "cubed"}.get(power, "to the power of " + cardinal(power))
 
 
 _DOSES = {"b": "twice a day", "t": "three times a day", "q": "four times a day", "p": "as needed"}
@@ -280,6 +307,7 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm])\b|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
          r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
+    rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("grade minus", r"(?<=\s)([A-D])-(?=[\s,;:.!?)]|$)", lambda m: m.group(1) + " minus"),  # "an A-"
