@@ -2,9 +2,10 @@
 its year ("the 2020 census"), a fiscal year and its quarter, a score out of its total, a
 clock's zero seconds, a countdown, a zone in dotted lower case, rooms of a listing, a
 link's width, a flight level, a state after its city, a chip's model after its name, an
-algorithm's order ("O(n log n)") (realtime/speech/en/names.py, dates.py, context.py,
-address.py, rules.py, shorthand.py). Each reading has its counterpart that must
-stay as it is."""
+algorithm's order ("O(n log n)"), a batting average, a caliber, a contract's years and
+money, a sum before the thing it sizes, a slash before a span of time
+(realtime/speech/en/names.py, dates.py, context.py, address.py, money.py, rules.py,
+shorthand.py). Each reading has its counterpart that must stay as it is."""
 
 from __future__ import annotations
 
@@ -101,6 +102,29 @@ ORDERS = [
     ("O(a, b) and Oh(no).", "O(a, b) and Oh(no)."),
 ]
 
+SPORTS = [
+    ("He hit .312 with a .275 average, batting .300; hitting .087; a .250 hitter.",
+     "He hit three twelve with a two seventy five average, batting three hundred; hitting oh eighty"
+     " seven; a two fifty hitter."),
+    # No average: a decimal elsewhere.
+    ("The ratio was .312 overall.", "The ratio was point three one two overall."),
+    ("A .45 caliber, a .308 Winchester and .22 LR ammo.",
+     "A forty five caliber, a three oh eight Winchester and twenty two LR ammo."),
+    ("The Chiefs are favorites, O/U 47.5.", "The Chiefs are favorites, over under forty seven point five."),
+    # A record running down is no pause.
+    ("Improving to 45-30 on the season; they fell to 20-25 this year.",
+     "Improving to forty five to thirty on the season; they fell to twenty to twenty five this year."),
+    ("He signed a 4-yr/$120M deal.", "He signed a four year, one hundred twenty million dollar deal."),
+    ("A 2-year, $30 million contract; the $1.5 billion question.",
+     "A two year, thirty million dollar contract; the one point five billion dollar question."),
+    # Money that sizes nothing stays many.
+    ("He paid $30 million for it.", "He paid thirty million dollars for it."),
+    # After a slash a reading keeps its space (upstream drops the slash: no "Priceten").
+    ("Price/10 kg bag.", "Price/ ten kilograms bag."),
+    ("Max 4 doses/24 hrs, 1 tablet/12 hours.",
+     "Max four doses per twenty four hours, one tablet per twelve hours."),
+]
+
 STATES = [
     # A state that is no word after its city; one that is a word after a place's word.
     ("Stroudsburg, PA is small; she moved to Boston, MA.",
@@ -113,6 +137,6 @@ STATES = [
 
 
 @pytest.mark.parametrize("written,spoken", YEARS + FISCAL + SCORES + CLOCKS + LISTINGS + HARDWARE + CHIPS
-                         + ORDERS + STATES)
+                         + ORDERS + SPORTS + STATES)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken

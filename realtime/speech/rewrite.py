@@ -97,7 +97,7 @@ def run(sentence: str, rules: Sequence[Rule], joints: Mapping[str, str] | None =
     return spans
 
 
-_NO_SPACE_AFTER = frozenset("([{\"'“‘#$/")
+_NO_SPACE_AFTER = frozenset("([{\"'“‘#$")
 _NO_SPACE_BEFORE = frozenset(",;:.!?")  # a reading that is a pause joins the word before it
 
 

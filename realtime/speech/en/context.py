@@ -32,6 +32,8 @@
 - Flight numbers ("flight UA 857") digit by digit; a flight level ("FL350" -> "flight
   level three five zero").
 - A countdown: "T-minus 10:00" -> "T minus ten minutes".
+- A batting average after a word that hits or averages: "hit .312" -> "hit three twelve",
+  "a .250 hitter"; a caliber: ".45 caliber" -> "forty five caliber", ".308 Winchester".
 - A listing's rooms: "3BR/2BA" -> "three bedroom, two bath", "2.5 ba" -> "two and a
   half bath"; a PCIe link's width: "PCIe 4.0 x16", "x8 lanes" -> "by sixteen", "by eight".
 """
@@ -258,7 +260,25 @@ def _lanes(m: re.Match[str]) -> str | None:
     return "by " + cardinal(int(m.group(1)))
 
 
+_AVERAGE_BEFORE = re.compile(r"\b(?i:hit|hits|hitting|batting|batted|average\sof|avg)\s$")
+_AVERAGE_AFTER = re.compile(r"\s(?:average|avg|hitter|clip|batting|OBP|on-base)\b")
+
+
+def _average(m: re.Match[str]) -> str | None:
+    """A batting average in its thousandths: ".312" -> "three twelve", ".087" -> "oh eighty seven"."""
+    if not (_AVERAGE_BEFORE.search(m.string, max(0, m.start() - 12), m.start())
+            or _AVERAGE_AFTER.match(m.string, m.end())):
+        return None
+    n = int(m.group(1))
+    return pairs(n) if n >= 100 else "oh " + cardinal(n)
+
+
 RULES: tuple[Rule, ...] = (
+    # "hit .312", "a .275 average", "batting .300": an average said as people say it
+    rule("batting average", r"(?<![\w.])\.(\d{3})\b(?![.,]?\d)", _average),
+    # ".45 caliber", "a .308 Winchester": a caliber's hundredths or thousandths of an inch
+    rule("caliber", r"(?<![\w.])\.(\d{2,3})(?=\s(?:caliber|calibre|cal\b|Winchester|Magnum|ACP|LR|Special"
+         r"|rifle|pistol|revolver|handgun|round|bullet|ammo))", lambda m: pairs(int(m.group(1)))),
     rule("rooms", r"\b(\d)\s?(?:BR|BD|bd|br|bdrm|bed)\s?(?:/|,\s?|\s)\s?(\d(?:\.5)?)\s?(?:BA|ba|bath)\b"
          r"|\b(\d)\s?(?:BR|BD|bdrm)\b", _rooms),  # "a 3BR condo"
     rule("lanes", r"(?<![\w.])[x×](1|2|4|8|16|32)\b(?:(?=\s(?:slots?|lanes?|links?|connectors?)\b)()|)",

@@ -5,7 +5,10 @@ and Britain's money before 1971, pounds, shillings and pence: "£3 4s 6d" ->
 A symbol or a code before the amount, or a code after it; a scale written
 onto it ("$3T", "$4.5B", "€2bn"); dollars and cents said apart. An amount
 after "a" or "an" and before its noun is an adjective, singular as a size
-is: "a $5 bill" -> "a five dollar bill", "a $1.2 million deal".
+is: "a $5 bill" -> "a five dollar bill", "a $1.2 million deal"; so is one before a thing it
+sizes, wherever the article is ("a 2-year, $30 million contract", "the $1.5 billion
+question"). A contract's years before its money: "4-yr/$120M" -> "four year, one hundred
+twenty million dollar".
 """
 
 from __future__ import annotations
@@ -104,8 +107,17 @@ RULES: tuple[Rule, ...] = (
     rule("pounds shillings pence", r"(?<![\w$€£¥￥])£(?P<l>\d{1,7})\s(?P<s>\d{1,2})s(?:\s(?P<d>\d{1,2})d)?\b",
          _pre_decimal),
     rule("shillings pence", r"(?<![\w.£])(?P<s>\d{1,2})s\s(?P<d>\d{1,2})d\b", _pre_decimal),
+    # "4-yr/$120M", "2 yrs/$30M": a contract's years, then its money
+    rule("contract", r"(?<![\w.])(\d{1,2})[-\s]?(?:yrs?|years?)\s?/\s?(?=" + CURRENCY_SYMBOL_RE + r"\d)",
+         lambda m: cardinal(int(m.group(1))) + " year, "),
     rule("money adjective", r"\b([Aa]n?\s)(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?" + NOUN_AFTER, _adjective),
+    # "a 2-year, $30 million contract": a sum before a thing it sizes, wherever the article is
+    rule("money before its thing", r"(?<![\w$€£¥￥])()(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
+         + MAGNITUDE_RE + r")\b)?(?=\s(?:deal|contract|extension|budget|loan|settlement|package|fine|lawsuit"
+         r"|investment|acquisition|buyout|round|offer|bid|valuation|program|project|fund|grant|bond|payout"
+         r"|expansion|renovation|upgrade|makeover|bailout|stimulus|judgment|verdict|jackpot|prize|purse"
+         r"|salary|bonus|signing|price\stag|question|industry|business|market)\b)", _adjective),
     rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?", _range),

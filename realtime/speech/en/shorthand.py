@@ -16,14 +16,16 @@ What an LLM writes for a reader and a listener needs said:
   article ("a 2 TB drive"); a unit on each side of an "x" ("12 ft × 14
   ft": twelve by fourteen feet);
 - an algorithm's order: "O(n log n)" -> "O of n log n", "O(n^2)" -> "O of n squared";
+  a betting line's "O/U" (over under); a slash before a span of time: "4 doses/24 hrs"
+  -> "four doses per twenty four hours";
 - symbols upstream's clean-up would drop or glue: "YoY", "y/y", "w/",
   "mc^2", a spaced "+", "r/python", "p.a.", phone keys ("press * then #";
   "a * b" is "times"), comparisons ("p < 0.05"), "an A-", arrows,
   underscores, "10k req/s" and a slash between two words ("cores/32");
   chat shorthand ("btw", "idk");
 - scores: a dash running down between two numbers after or before a
-  result word ("won 105-98", "a 3-2 win") is "to" (``is_score``, for the
-  operator rule).
+  result word ("won 105-98", "a 3-2 win", "improving to 45-30 on the season") is "to"
+  (``is_score``, for the operator rule).
 
 Each group is placed in ``en.RULES`` where its priority puts it (names below).
 """
@@ -41,9 +43,11 @@ from realtime.speech.units import MONTH_RE, NUM, TITLES, UNIT_END, UNIT_RE, UNIT
 # A result, where a number runs down: "won 3-2", "a 105-98 loss", "score: 2-1", "passed 218-214".
 _SCORE_BEFORE = re.compile(r"\b(?i:scored?|scores|won|wins?|lost|loses|lose|beat|beats|defeated|leads?|led"
                            r"|trail(?:s|ed)?|drew|tied|went|final|finished|record|victory|votes?|voted|poll"
-                           r"|tally|passed|failed|approved|rejected|confirmed|ruled)\b(?:\W{1,3}\w+){1,4}$")
+                           r"|tally|passed|failed|approved|rejected|confirmed|ruled|improv(?:ed|es|ing)"
+                           r"|fell|falls|dropped|slipped|climbed|moved)\b(?:\W{1,3}\w+){1,4}$")
 _SCORE_AFTER = re.compile(r"\S*\s(?i:wins?|victory|loss|defeat|lead|record|win|vote|decision|final|ruling"
-                          r"|majority|margin|split)\b")
+                          r"|majority|margin|split|on\sthe\s(?:season|year|road)|this\s(?:season|year)"
+                          r"|at\shome|overall|in\sconference)\b")
 
 
 def is_score(m: re.Match[str]) -> bool:
@@ -221,7 +225,7 @@ def _chat(m: re.Match[str]) -> str:
 
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without",
               "WWI": "World War One", "WWII": "World War Two", "y/y": "year over year",
-              "q/q": "quarter over quarter", "m/m": "month over month"}
+              "q/q": "quarter over quarter", "m/m": "month over month", "O/U": "over under"}
 
 
 def _shorthand(m: re.Match[str]) -> str | None:
@@ -230,6 +234,9 @@ def _shorthand(m: re.Match[str]) -> str | None:
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
 TITLE_RULES: tuple[Rule, ...] = (
+    # "max 4 doses/24 hrs": a slash before a span of time is "per" (upstream drops it)
+    rule("per time", r"(?<=[A-Za-z])/(?=\d{1,3}\s?(?:hrs?|hours?|h|days?|wks?|weeks?|mins?|minutes?|mos?"
+         r"|months?|yrs?|years?)\b)", lambda m: " per "),
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
@@ -304,7 +311,7 @@ ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
-    rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm])\b|(?<!\S)w/o?(?=\s)", _shorthand),
+    rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm]|O/U)\b|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
          r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
     rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
