@@ -85,7 +85,7 @@ NAMES = [
     ("The i7-13700K, i9-9900K, i3-1215U, i3-8109U.", "The i seven thirteen seven hundred K, i nine ninety"
      " nine hundred K, i three twelve fifteen U, i three eighty one oh nine U."),
     ("The i7-12650H and i7-7700HQ.", "The i seven twelve six fifty H and i seven seventy seven hundred H Q."),
-    ("Use HTTP/2, HTTP/1.1 or A/B.", "Use HTTP two, HTTP one point one or A slash B."),
+    ("Use HTTP/2, HTTP/1.1 or X/Y.", "Use HTTP two, HTTP one point one or X slash Y."),
     # Contractions whose apostrophe would leave another word: "'d" is "had" before a participle.
     ("I'd've gone if you'd asked; she'd gone, I'd need it, we'd proceeded.", "I would have gone if you had"
      " asked; she had gone, I would need it, we had proceeded."),

@@ -11,7 +11,9 @@ four B", "Hwy. 101" -> "Highway one zero one"), a highway's direction after
 it ("I-80 W" -> "I eighty West"). A state's code after a
 city's comma is the state ("Santa Clara, CA 95051" -> "Santa Clara,
 California nine five zero five one"; a code that is also a word, "OK", "OR", "IN",
-only before a ZIP code or after a place's word: "born in Tulsa, OK"), and a ZIP code after a state is read
+only before a ZIP code or after a place's word: "born in Tulsa, OK"; the wires'
+abbreviations likewise: "Gary, Ind.", "SAN JOSE, Calif.", and a lawmaker's "(D-Calif.)" ->
+"Democrat of California"), and a ZIP code after a state is read
 digit by digit ("IL 62704").
 """
 
@@ -36,6 +38,19 @@ _STATES = {
     "DC": "D C", "PR": "Puerto Rico", "GU": "Guam", "VI": "Virgin Islands",
 }
 _STATE_RE = "|".join(_STATES)
+# The news wires' abbreviations of states ("Calif.", "N.Y."), each with its code.
+_AP_STATES = {
+    "Ala": "AL", "Ariz": "AZ", "Ark": "AR", "Calif": "CA", "Colo": "CO", "Conn": "CT", "Del": "DE",
+    "Fla": "FL", "Ga": "GA", "Ill": "IL", "Ind": "IN", "Kan": "KS", "Kans": "KS", "Ky": "KY", "La": "LA",
+    "Md": "MD", "Mass": "MA", "Mich": "MI", "Minn": "MN", "Miss": "MS", "Mo": "MO", "Mont": "MT",
+    "Neb": "NE", "Nebr": "NE", "Nev": "NV", "N.H": "NH", "N.J": "NJ", "N.M": "NM", "N.Y": "NY",
+    "N.C": "NC", "N.D": "ND", "Okla": "OK", "Ore": "OR", "Pa": "PA", "R.I": "RI", "S.C": "SC",
+    "S.D": "SD", "Tenn": "TN", "Tex": "TX", "Vt": "VT", "Va": "VA", "Wash": "WA", "W.Va": "WV",
+    "Wis": "WI", "Wyo": "WY",
+}
+_AP_STATE_RE = "|".join(sorted((k.replace(".", r"\.") for k in _AP_STATES), key=len, reverse=True))
+_FULL_STATE_RE = "|".join(sorted(set(_STATES.values()) - {"D C"}, key=len, reverse=True))
+_PARTIES = {"D": "Democrat", "R": "Republican", "I": "Independent"}
 _KINDS = {"st": "Street", "ave": "Avenue", "av": "Avenue", "blvd": "Boulevard", "rd": "Road",
           "dr": "Drive", "ln": "Lane", "ct": "Court", "expy": "Expressway", "hwy": "Highway",
           "pkwy": "Parkway", "pl": "Place", "ter": "Terrace", "cir": "Circle", "sq": "Square",
@@ -97,6 +112,29 @@ def _state(m: re.Match[str]) -> str | None:
     return spoken + (m.group(2) or " " if zipcode else "") + zipcode
 
 
+# A dateline's city in capitals ("SAN JOSE, Calif."); abbreviations that are also words or
+# names ("Hello, Miss. Smith", "Yes, Pa.") need it or a place's word before the city.
+_DATELINE_BEFORE = re.compile(r"\b[A-Z]{2,}\.?,\s$")
+_WORDLIKE_AP = frozenset(["Miss", "Pa", "Mo", "Del", "Wash", "Ill", "Ind", "La", "Ga", "Va", "Md", "Conn",
+                          "Mass", "Ore", "Tex", "Ala", "Kan", "Vt"])
+
+
+def _ap_state(m: re.Match[str]) -> str | None:
+    """ "Gary, Ind." -> "Gary, Indiana", "SAN JOSE, Calif." -> "... California"."""
+    before = max(0, m.start() - 40), m.start()
+    place = _PLACE_BEFORE if m.group(1) in _WORDLIKE_AP else _CITY_BEFORE
+    if not (_DATELINE_BEFORE.search(m.string, *before) or place.search(m.string, *before)):
+        return None
+    return _STATES[_AP_STATES[m.group(1)]] + stop_kept(m)
+
+
+def _party_state(m: re.Match[str]) -> str:
+    """ "(D-Calif.)", "(R-Ohio)", "(I-VT)": a lawmaker's party of a state."""
+    party, state = _PARTIES[m.group(1)], m.group(2) or m.group(3) or m.group(4)
+    name = _STATES[_AP_STATES[state]] if state in _AP_STATES else _STATES.get(state, state)
+    return f"{party} of {name}"
+
+
 # A unit of a building before its number or letter ("Apt. 4B", "Ste 200", "Rm. 12").
 _UNITS = {"apt": "Apartment", "ste": "Suite", "bldg": "Building", "rm": "Room", "fl": "Floor"}
 
@@ -106,7 +144,11 @@ def _road(m: re.Match[str]) -> str:
     return {"hwy": "Highway", "rte": "Route"}[m.group(1).lower()] + " " + house_number(m.group(2))
 
 
+# Before a dateline's wire ("/PRNewswire/") is read.
+WIRE_STATE_RULE = rule("wire state", r"(?<=,\s)(" + _AP_STATE_RE + r")\.(?=$|[\s,;:)])", _ap_state)
 RULES: tuple[Rule, ...] = (
+    rule("party and state", r"(?<=\()([DRI])-(?:(" + _AP_STATE_RE + r")\.|(" + _STATE_RE + r")\b|("
+         + _FULL_STATE_RE + r")\b)(?=\))", _party_state),
     rule("building unit", r"\b((?i:apt|ste|bldg|rm)|Fl)\b\.?\s?#?\s?(?=\d|[A-Z]\b)",
          lambda m: _UNITS[m.group(1).lower()] + " "),
     rule("road number", r"\b(Hwy|HWY|Rte|RTE)\.?\s(\d{1,4})\b", _road),

@@ -100,7 +100,15 @@ def _continental(m: re.Match[str]) -> str | None:
     return money("€", whole.replace(".", "") + ("." + cents if cents else ""), None, None)
 
 
+def _pair(m: re.Match[str]) -> str | None:
+    """A currency pair as traders say it: "EUR/USD" -> "euro dollar"."""
+    if m.group(1) not in CURRENCIES or m.group(2) not in CURRENCIES:
+        return None
+    return CURRENCIES[m.group(1)][0] + " " + CURRENCIES[m.group(2)][0]
+
+
 RULES: tuple[Rule, ...] = (
+    rule("currency pair", r"\b([A-Z]{3})/([A-Z]{3})\b", _pair),
     rule("continental euros", r"(?<![\w.,€])(€\s?)?(\d{1,3}(?:\.\d{3})*+)(?:,(\d{2}))?(?(1)|\s?€)"
          r"(?!\d|[,.]\d)", _continental),
     # Shillings need pounds before them or pence after them: "10s" alone is ten seconds.

@@ -227,7 +227,7 @@ _PLACE_BEFORE = re.compile(r"(?:\S\s+[A-Z][a-z]+|\d+[a-z]*)\s+$")  # "Main St.",
 
 
 def _abbreviation(m: re.Match[str]) -> str:
-    word = m.group(1) or m.group(2)
+    word = m.group(1) or m.group(2) or m.group(3)
     key = word.lower()
     if key in ("st", "dr"):
         before = m.string[max(0, m.start() - 40):m.start()]  # bounded: linear over the sentence
@@ -249,6 +249,8 @@ RULES: tuple[Rule, ...] = (
     rule("bullet", BULLET, lambda m: ""),
     *ids.PHONE_RULES,  # "(555) 123-4567" is no list marker
     rule("list marker", LIST_MARKER, lambda m: cardinal(int(m.group(1) or m.group(2))) + ","),
+    address.WIRE_STATE_RULE,
+    shorthand.WIRE_RULE,
     *web.EARLY_RULES,
     ids.NUMBER_SIGN_RULE,
     *address.RULES,
@@ -365,14 +367,15 @@ RULES: tuple[Rule, ...] = (
     # "10x faster" is ten times faster; "a 4x zoom", "2x points" keep their "x"
     rule("times", r"(?<![\w.])(\d++(?:\.\d++)?)[xX]\b(?:(?=\s(?:more|less|fewer|as|the|over|faster|slower"
          r"|larger|smaller|bigger|higher|lower|cheaper|better|worse|longer|shorter|quicker|greater|stronger|heavier"
-         r"|lighter|safer|denser)\b)())?",
+         r"|lighter|safer|denser|EBITDA|earnings|revenue|sales|book|leverage)\b)())?",
          lambda m: number(m.group(1)) + (" times" if m.group(2) is not None else " x")),
     *names.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
     rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx|cf)|e\.g|i\.e"
          r"|a\.k\.a)\."
-         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop|assoc))\.(?=\s[a-z\d$€£])", _abbreviation),
+         r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop|assoc))\.(?=\s[a-z\d$€£])"
+         r"|\b((?i:dept|govt|incl|excl|avg|misc|assoc))\.(?=$|[,;:)])", _abbreviation),  # no word ends there
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),

@@ -223,9 +223,12 @@ def _chat(m: re.Match[str]) -> str:
     return said[0].upper() + said[1:] if m.group(0)[0].isupper() and m.start() == 0 else said
 
 
+_WIRES = {"prnewswire": "PR Newswire", "businesswire": "Business Wire", "globenewswire": "Globe Newswire",
+          "accesswire": "Access Wire", "newsfile": "Newsfile"}
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without",
               "WWI": "World War One", "WWII": "World War Two", "y/y": "year over year",
-              "q/q": "quarter over quarter", "m/m": "month over month", "O/U": "over under"}
+              "q/q": "quarter over quarter", "m/m": "month over month", "O/U": "over under",
+              "YTD": "year to date", "A/B": "A B", "I/O": "I O", "P/E": "P E", "N/A": "not applicable"}
 
 
 def _shorthand(m: re.Match[str]) -> str | None:
@@ -233,6 +236,9 @@ def _shorthand(m: re.Match[str]) -> str | None:
 
 
 # Before the words after them are read: their lookahead sees only text not yet rewritten.
+# A press release's dateline: "NEW YORK, Dec. 4, 2026 /PRNewswire/ --" (before a path is read).
+WIRE_RULE = rule("wire", r"\s?/((?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswire|Accesswire|Newsfile))/",
+                 lambda m: ", " + _WIRES.get(m.group(1).lower().replace(" ", ""), m.group(1)) + ",")
 TITLE_RULES: tuple[Rule, ...] = (
     # "max 4 doses/24 hrs": a slash before a span of time is "per" (upstream drops it)
     rule("per time", r"(?<=[A-Za-z])/(?=\d{1,3}\s?(?:hrs?|hours?|h|days?|wks?|weeks?|mins?|minutes?|mos?"
@@ -311,7 +317,8 @@ ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
-    rule("shorthand", r"\b(?:YoY|QoQ|WWII|WWI|[yqm]/[yqm]|O/U)\b|(?<!\S)w/o?(?=\s)", _shorthand),
+    rule("shorthand", r"\b(?:YoY|QoQ|YTD|WWII|WWI|[yqm]/[yqm]|O/U|A/B|I/O|P/E|N/A)\b|(?<!\S)w/o?(?=\s)",
+         _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
          r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
     rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
