@@ -104,6 +104,14 @@ ADDRESSES_ONLINE = [
     ('Try --dry-run first.', 'Try dash dash dry dash run first.'),
     ('Use the `--help` flag (or -h).', 'Use the ` dash dash help` flag (or dash h).'),  # in a code span
     ('The -ing form.', 'The -ing form.'),
+    # A file name in a code span; a dotfile; the shell's "&&" and "||"; the architecture.
+    ('Open `config.yaml` and `main.py`.', 'Open ` config dot yaml` and ` main dot py`.'),
+    ('Edit the .env file and .gitignore, not the .envy one.',
+     'Edit the dot env file and dot gitignore, not the .envy one.'),
+    ('Run `npm run build && npm start || exit`.', 'Run `npm run build and npm start or exit`.'),
+    ('Run a&&b and a||b; a || b.', 'Run a and b and a or b; a or b.'),
+    ('Builds for x86-64, x86_64 and x86.', 'Builds for x eighty six sixty four, x eighty six sixty four and x'
+     ' eighty six.'),
 ]
 # Country codes, SSNs, toll-free words, "(0)" inside a country, an unbroken number.
 PHONES = [

@@ -109,6 +109,7 @@ def _pre_release(m: re.Match[str]) -> str:
 
 # Before a hyphen between a name and a number is read as a pause, a range or "to".
 HYPHENED_NAME_RULES: tuple[Rule, ...] = (
+    rule("x86-64", r"\b(?i:x86)[-_]64\b", lambda m: "x eighty six sixty four"),  # the architecture, no range
     rule("letter model", r"\b([A-Z])-([1-9]\d{1,2})(s?)\b(?![-.]\d)",
          lambda m: f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))),  # "F-150", "F-35s"
     rule("memory kind", r"\b((?:LP|G)?DDR)(\d)(X?)-(\d{4})\b",

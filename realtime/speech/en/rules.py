@@ -338,10 +338,7 @@ RULES: tuple[Rule, ...] = (
     rule("ratio", r"(?<![\d:])(\d{1,3}):(\d{1,2})(?![\d:])",
          lambda m: cardinal(int(m.group(1))) + " to " + cardinal(int(m.group(2)))),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
-    # upstream drops a dash: "Americans—roughly" would be one word, "late – very late" no pause
-    rule("em dash", r"(?<=[A-Za-z\d])[—―](?=[A-Za-z\d])|(?:(?<=\S)|^)\s[–—―]\s(?=[A-Za-z\d\"'“‘(])",
-         lambda m: ", "),  # "40% — today only": a reading before it; "WASHINGTON (AP) — The"
-    rule("table cell", r"(?<=\S)\s*\|\s*(?=\S|$)", lambda m: ", "),  # "| Pro | $25/mo |": cells, paused
+    *shorthand.MARK_RULES,
     # upstream reads "-" as a comma: "well-known" would pause mid-word
     rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
     contractions.RULE,

@@ -169,7 +169,11 @@ EARLY_RULES: tuple[Rule, ...] = (
     rule("home", r"(?<=\bcd\s)~(?=[\s.,;:!?]|$)", lambda m: "tilde"),  # "cd ~": the home folder
     rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
-         + _QUERY + r")(?=[\s,;!?)，。！？；）]|\.?$|\.\s)", _url),
+         + _QUERY + r")(?=[\s,;!?)，。！？；）`\"”]|\.?$|\.\s)", _url),  # "`config.yaml`" too
+    # a dotfile: ".env", ".bashrc", ".gitignore"
+    rule("dotfile", r"(?<![\w./~-])\.(env|bashrc|zshrc|profile|gitignore|dockerignore|npmrc|vimrc"
+         r"|editorconfig)\b",
+         lambda m: "dot " + m.group(1)),
 )
 RULES: tuple[Rule, ...] = (
     rule("protocol version", r"\b(HTTP|SMB|SNMP)/([1-3](?:\.[01])?)\b",
