@@ -47,6 +47,8 @@ MARKETS = [
     # An abbreviation that is no word is said at the sentence's end or before a pause too.
     ("About 1.5x the 30-day avg.", "About one point five times the thirty day average."),
     ("The avg., the min and the Sales dept.", "The average, the min and the Sales department."),
+    # An accountant's negative percent keeps its "%".
+    ("Net loss: (3.2)% vs 1.2%.", "Net loss: minus three point two percent versus one point two percent."),
     # One that is a word stays.
     ("The name is apt.", "The name is apt."),
 ]

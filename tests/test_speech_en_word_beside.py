@@ -119,6 +119,8 @@ SPORTS = [
      "A two year, thirty million dollar contract; the one point five billion dollar question."),
     # Money that sizes nothing stays many.
     ("He paid $30 million for it.", "He paid thirty million dollars for it."),
+    ("Call me b/w 2 and 4; a b/w photo.", "Call me between two and four; a b slash w photo."),
+    ("She is 5' 4\" and he is 5'11\".", "She is five foot four and he is five foot eleven."),
     # After a slash a reading keeps its space (upstream drops the slash: no "Priceten").
     ("Price/10 kg bag.", "Price/ ten kilograms bag."),
     ("Max 4 doses/24 hrs, 1 tablet/12 hours.",

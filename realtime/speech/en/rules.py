@@ -274,7 +274,7 @@ RULES: tuple[Rule, ...] = (
     fractions.FRACTION_WORD_RULE,
     *ids.RULES,
     context.PACE_RULE,
-    rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′](\d{1,2})(?:[\"”″]|'')",
+    rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′]\s?(\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
     rule("match minute", r"(?<=\b(?:in|at)\s)(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
          lambda m: "the " + ordinal(int(m.group(1))) + " minute"),  # "scored in 90'"

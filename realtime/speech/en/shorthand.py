@@ -228,7 +228,8 @@ _WIRES = {"prnewswire": "PR Newswire", "businesswire": "Business Wire", "globene
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without",
               "WWI": "World War One", "WWII": "World War Two", "y/y": "year over year",
               "q/q": "quarter over quarter", "m/m": "month over month", "O/U": "over under",
-              "YTD": "year to date", "A/B": "A B", "I/O": "I O", "P/E": "P E", "N/A": "not applicable"}
+              "YTD": "year to date", "A/B": "A B", "I/O": "I O", "P/E": "P E", "N/A": "not applicable",
+              "b/w": "between"}
 
 
 def _shorthand(m: re.Match[str]) -> str | None:
@@ -262,6 +263,9 @@ FRACTION_INCH_RULE = rule("fraction inch", r"(?<![\w/.])(?:(\d++)[\s-])?(\d{1,2}
                           _fraction_inch)
 # Before percent, temperature and the units.
 COUNTED_RULES: tuple[Rule, ...] = (
+    # "(3.2)%": an accountant's negative (upstream would drop the "%" after the bracket)
+    rule("negative percent", r"(?<![\w)])\((" + UNSIGNED + r")\)\s?%", lambda m: "minus " + number(m.group(1))
+         + " percent"),
     rule("cents", "(" + NUM + r")\s?¢", lambda m: number(m.group(1)) + " " + en_unit("cent", m.group(1))),
     rule("counted", "(" + NUM + r")\s?(?:(pp|ppts|pct|pts|bpm|bps|bp|fps|reb|ast|stl|blk)\b|([★☆]))\.?",
          _counted),
@@ -317,8 +321,8 @@ ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
-    rule("shorthand", r"\b(?:YoY|QoQ|YTD|WWII|WWI|[yqm]/[yqm]|O/U|A/B|I/O|P/E|N/A)\b|(?<!\S)w/o?(?=\s)",
-         _shorthand),
+    rule("shorthand", r"\b(?:YoY|QoQ|YTD|WWII|WWI|[yqm]/[yqm]|O/U|A/B|I/O|P/E|N/A|b/w(?=\s\d))\b"
+         r"|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
          r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
     rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
