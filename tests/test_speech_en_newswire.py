@@ -47,6 +47,10 @@ MARKETS = [
     # An abbreviation that is no word is said at the sentence's end or before a pause too.
     ("About 1.5x the 30-day avg.", "About one point five times the thirty day average."),
     ("The avg., the min and the Sales dept.", "The average, the min and the Sales department."),
+    # Before a scale a decimal's trailing zeros are not said.
+    ("Votes: ~77.3M vs. ~75.0M; a $1.0 million prize; $10.0bn; 3.40k users; 1.05M.",
+     "Votes: about seventy seven point three million versus about seventy five million; a one million dollar"
+     " prize; ten billion dollars; three point four thousand users; one point zero five million."),
     # An accountant's negative percent keeps its "%".
     ("Net loss: (3.2)% vs 1.2%.", "Net loss: minus three point two percent versus one point two percent."),
     # One that is a word stays.

@@ -44,7 +44,7 @@ import re
 from collections.abc import Callable
 
 from realtime.speech.en.dates import counted
-from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs
+from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, scaled
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import (
     MAGNITUDE_WORDS,
@@ -134,7 +134,7 @@ def _magnitude(m: re.Match[str]) -> str | None:
     before = m.string[max(0, m.start() - 4):m.start()]  # bounded: linear over the sentence
     if suffix == "k" and not decimal and (_RACE.match(m.string, m.end()) or _ARTICLE.search(before)):
         return None  # "a 10k run", "the 10k.": a distance, read "ten K" ("1.2k," is a count)
-    return number(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
+    return scaled(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[suffix]]
 
 
 def _years_old(m: re.Match[str]) -> str:

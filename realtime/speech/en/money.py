@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from realtime.speech.en.shorthand import NOUN_AFTER
-from realtime.speech.en.words import cardinal, number
+from realtime.speech.en.words import cardinal, number, scaled
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import (
     CURRENCIES,
@@ -37,7 +37,7 @@ def money(currency: str, amount: str, magnitude: str | None, sign: str | None) -
     minus = "minus " if sign else ""
     if magnitude:
         scale = MAGNITUDES[magnitude]
-        return f"{minus}{number(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
+        return f"{minus}{scaled(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if len(frac) > 2 and len(frac.rstrip("0")) <= 2:
         frac = frac.rstrip("0") or "0"  # "$30.500": fifty cents; "$4.000": four dollars
@@ -76,7 +76,7 @@ def _adjective(m: re.Match[str]) -> str | None:
     amount, scale = m.group(3), m.group(4)
     if "." in amount and not scale:
         return None
-    words = number(amount) + (" " + MAGNITUDE_WORDS[MAGNITUDES[scale]] if scale else "")
+    words = (scaled(amount) + " " + MAGNITUDE_WORDS[MAGNITUDES[scale]]) if scale else number(amount)
     article = m.group(1)
     if article.strip() in ("a", "A") and words.startswith(("eight", "eleven")):
         article = article[0] + "n "  # "a $80 fee": said "an eighty dollar fee"

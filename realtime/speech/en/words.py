@@ -77,3 +77,9 @@ _WORDS = {"-": "minus ", "+": "plus ", "zero": "", "point": " point "}  # ".5": 
 def number(text: str) -> str:
     """A written number: "-3,000.25" -> "minus three thousand point two five"."""
     return read_number(text, cardinal, digits, _WORDS)
+
+
+def scaled(text: str) -> str:
+    """A number before its scale word: "75.0" (million) -> "seventy five", "1.50" -> "one point five"."""
+    whole, dot, frac = text.partition(".")
+    return number(whole + (dot + frac.rstrip("0") if frac.rstrip("0") else ""))
