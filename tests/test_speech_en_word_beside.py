@@ -91,6 +91,25 @@ CHIPS = [
      " fifty knots."),
 ]
 
+NAMED_NUMBERS = [
+    # Tax forms and plans, a freeway: said in pairs.
+    ("File Form 1040, Form 941 and a 1099-NEC; your 1040 is due; 1099 forms.",
+     "File Form ten forty, Form nine forty one and a ten ninety nine NEC; your ten forty is due; ten"
+     " ninety nine forms."),
+    ("A 529 plan on the 405 freeway.", "A five twenty nine plan on the four oh five freeway."),
+    # Counts stay counts.
+    ("1099 reasons, the 250 plans and 405 cars.", "one thousand ninety nine reasons, the two hundred fifty"
+     " plans and four hundred five cars."),
+    # The military's clock: a leading zero or a word of time before it.
+    ("Report at 0800 hours; the op starts at 1430 hrs, by 0600 or at 0905 hrs.",
+     "Report at oh eight hundred hours; the op starts at fourteen thirty hours, by oh six hundred or at"
+     " oh nine oh five hours."),
+    ("1500 hours of service and 1430 hrs of footage.",
+     "one thousand five hundred hours of service and one thousand four hundred thirty hours of footage."),
+    ("Take the 7 train to Union Sq. Park, 3 sq. ft, or Times Sq.",
+     "Take the seven train to Union Square Park, three square feet, or Times Square."),
+]
+
 ORDERS = [
     ("It runs in O(n log n) time and O(1) space.", "It runs in O of n log n time and O of one space."),
     ("O(n^2), O(n²), Θ(n*m), O(2^n) and O(n^k).",
@@ -139,6 +158,6 @@ STATES = [
 
 
 @pytest.mark.parametrize("written,spoken", YEARS + FISCAL + SCORES + CLOCKS + LISTINGS + HARDWARE + CHIPS
-                         + ORDERS + SPORTS + STATES)
+                         + NAMED_NUMBERS + ORDERS + SPORTS + STATES)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken

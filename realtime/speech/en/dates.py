@@ -8,7 +8,8 @@ Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
 "5pm", "5:30 p.m."; afternoon hours of a 24-hour time are read on the
 12-hour clock with "p m" ("14:30" -> "two thirty p m"); zero seconds on the clock are
 not said ("10:00:00 p.m." -> "ten p m"); a zone in dotted lower case is its capitals
-("e.s.t." -> "EST"). Quarters and halves of a year or of a fiscal year: "Q3 FY2025" ->
+("e.s.t." -> "EST"); the military's clock with a leading zero or a word of time before it
+("0800 hours" -> "oh eight hundred hours", "at 1430 hrs" -> "fourteen thirty hours"). Quarters and halves of a year or of a fiscal year: "Q3 FY2025" ->
 "the third quarter of fiscal year twenty twenty five" ("Apple's Q3": no "the").
 """
 
@@ -321,7 +322,23 @@ def _offset(m: re.Match[str]) -> str:
             + (" " + cardinal(minutes) if minutes else ""))
 
 
+_AT_BEFORE = re.compile(r"\b(?i:at|by|until|till|from|before|after|since|to)\s$")
+
+
+def _military(m: re.Match[str]) -> str | None:
+    """ "0800 hours" -> "oh eight hundred hours", "at 1430 hrs" -> "fourteen thirty"; a count
+    ("1500 hours of service") has no leading zero and no word of time before it."""
+    hh, mm = m.group(1) or m.group(4), int(m.group(2) or m.group(5))
+    if not (hh[0] == "0" or _AT_BEFORE.search(m.string, max(0, m.start() - 7), m.start())):
+        return None
+    h = int(hh)
+    hour = "zero" if h == 0 else ("oh " if hh[0] == "0" else "") + cardinal(h)
+    return hour + (" hundred" if mm == 0 else " " + _minutes(mm)) + (" hours" if m.group(3) else "")
+
+
 TIME_RULES: tuple[Rule, ...] = (
+    rule("military time", r"(?<![\d:.,$])([01]\d|2[0-3])([0-5]\d)\s?(hours|hrs)\b"
+         r"|(?<![\d:.,$])(0\d)([0-5]\d)(?=[\s,.;:!?]|$)(?<=(?:at|by)\s\d{4})", _military),
     # "10 p.m. e.s.t.": a zone in dotted lower case, said as its capitals are
     rule("dotted zone", r"(?<![\w.])([ecmp])\.([sd])\.t\.",
          lambda m: keep_final_period(m, f"{m.group(1).upper()}{m.group(2).upper()}T")),

@@ -4,7 +4,8 @@ study", "its 2023 annual report"; "the 2000 people" stays a count), four digits 
 4090", "ISO 9001"), airliners and their variants ("the 737 MAX",
 "777-300ER", "an A320-200", "the 787's"), processors ("i7-13700K", "Ryzen 9 7950X",
 "Core Ultra 7 155H"), letter models
-("F-150", "F-35s"), memory kinds ("DDR5-6000"), teams ("49ers"), software
+("F-150", "F-35s"), tax forms and plans ("Form 1040", "1099-NEC", "a 529 plan"), a
+freeway ("the 405 freeway"), memory kinds ("DDR5-6000"), teams ("49ers"), software
 releases ("v20.11.0", "Python 3.12", "1.0.0-beta.2"); a name counted many
 takes the plural on its number ("the 747s", "two RTX 4090s").
 
@@ -107,8 +108,20 @@ def _pre_release(m: re.Match[str]) -> str:
     return f" {stage} {cardinal(int(m.group(2)))}"
 
 
+def _form(m: re.Match[str]) -> str:
+    """ "Form 1040" -> "Form ten forty", "1099-NEC" -> "ten ninety nine NEC", "a 529 plan"."""
+    number, suffix = m.group(2) or m.group(5) or m.group(8), m.group(3) or m.group(6)
+    return (m.group(1) or "") + pairs(int(number)) + (" " + suffix if suffix else "")
+
+
 # Before a hyphen between a name and a number is read as a pause, a range or "to".
 HYPHENED_NAME_RULES: tuple[Rule, ...] = (
+    # tax forms and plans by number, said in pairs: "Form 941", "1099-NEC", "a 529 plan"
+    rule("form", r"\b(Form\s)(\d{3,4})(?:-([A-Z]{1,4}))?\b"
+         r"|\b()(1040|1099|1098|1095)(?:-([A-Z]{1,4})\b|(?=\s(?:forms?|filers?|income|contractors?)\b)"
+         r"|(?<=[Aa]\s1\d{3})|(?<=[Yy]our\s1\d{3})|(?<=[Tt]he\s1\d{3}))"
+         r"|\b()(529|457)()(?=\s(?:plans?|accounts?)\b)",
+         _form),
     rule("x86-64", r"\b(?i:x86)[-_]64\b", lambda m: "x eighty six sixty four"),  # the architecture, no range
     rule("letter model", r"\b([A-Z])-([1-9]\d{1,2})(s?)\b(?![-.]\d)",
          lambda m: f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))),  # "F-150", "F-35s"
@@ -131,6 +144,10 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
 
 # Before the code rule reads "49 ers", "v twenty".
 NAME_RULES: tuple[Rule, ...] = (
+    # "the 405 freeway", "the 101 highway": a road's number as drivers say it
+    rule("freeway", r"(?<=\b[Tt]he\s)(\d{1,3})(?=\s(?:[Ff]reeway|[Ff]wy|[Ee]xpressway|[Tt]ollway"
+         r"|[Hh]ighway)\b)",
+         lambda m: pairs(int(m.group(1)))),
     rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})()(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END
          + ")", _model_number),
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"

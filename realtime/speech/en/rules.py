@@ -216,7 +216,8 @@ def _symbol(m: re.Match[str]) -> str:
 
 
 _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", "prof": "Professor",
-                  "jr": "Junior", "sr": "Senior", "mt": "Mount", "ave": "Avenue", "vs": "versus",
+                  "jr": "Junior", "sr": "Senior", "mt": "Mount", "ave": "Avenue", "sq": "Square",
+                  "vs": "versus",
                   "etc": "et cetera", "approx": "approximately", "e.g": "for example", "i.e": "that is",
                   "cf": "compare", "a.k.a": "also known as",
                   # mid-sentence only ("the name is apt."): see the rule
@@ -369,7 +370,7 @@ RULES: tuple[Rule, ...] = (
     *names.NAME_RULES,  # before "code" reads "49 ers", "v twenty"
     ids.CODE_RULE,
     rule("number sign", r"(?:\b[Nn]o\.|#)\s?(?=\d)", lambda m: "number"),
-    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|St|(?i:vs|etc|approx|cf)|e\.g|i\.e"
+    rule("abbreviation", r"\b(Dr|Mrs|Mr|Ms|Prof|prof|Jr|Sr|Mt|Ave|Sq|St|(?i:vs|etc|approx|cf)|e\.g|i\.e"
          r"|a\.k\.a)\."
          r"|\b((?i:apt|dept|govt|incl|excl|avg|misc|pop|assoc))\.(?=\s[a-z\d$€£])"
          r"|\b((?i:dept|govt|incl|excl|avg|misc|assoc))\.(?=$|[,;:)])", _abbreviation),  # no word ends there
