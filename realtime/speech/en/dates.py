@@ -9,8 +9,9 @@ Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
 12-hour clock with "p m" ("14:30" -> "two thirty p m"); zero seconds on the clock are
 not said ("10:00:00 p.m." -> "ten p m"); a zone in dotted lower case is its capitals
 ("e.s.t." -> "EST"); the military's clock with a leading zero or a word of time before it
-("0800 hours" -> "oh eight hundred hours", "at 1430 hrs" -> "fourteen thirty hours"). Quarters and halves of a year or of a fiscal year: "Q3 FY2025" ->
-"the third quarter of fiscal year twenty twenty five" ("Apple's Q3": no "the").
+("0800 hours" -> "oh eight hundred hours", "at 1430 hrs" -> "fourteen thirty hours").
+Quarters and halves of a year or of a fiscal year: "Q3 FY2025" -> "the third quarter of
+fiscal year twenty twenty five" ("Apple's Q3": no "the").
 """
 
 from __future__ import annotations
