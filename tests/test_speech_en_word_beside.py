@@ -35,6 +35,8 @@ FISCAL = [
     ("In Q1 FY '25, H1 FY24 and CY2023.",
      "In the first quarter of fiscal year twenty five, the first half of fiscal year twenty four and calendar"
      " year twenty twenty three."),
+    # A two-digit year keeps its written digits.
+    ("Q1 '05 and 1H05.", "the first quarter of zero five and the first half of zero five."),
     ("The firms' Q2 and our Q4 beat Q3 2024.",
      "The firms' second quarter and our fourth quarter beat the third quarter of twenty twenty four."),
 ]
@@ -75,7 +77,8 @@ HARDWARE = [
     ("PCIe Gen4 x4 and PCIe x16; two x8 lanes.",
      "PCIe Gen four by four and PCIe by sixteen; two by eight lanes."),
     # Not a link: an article said "an", a product, an unknown width.
-    ("An x8 slot; multiply x2 by 3; an x16.", "An x eight slot; multiply x two by three; an x sixteen."),
+    ("An x8 slot; multiply x2 by 3; buy an x16.",
+     "An x eight slot; multiply x two by three; buy an x sixteen."),
     ("Climb to FL350 and maintain.", "Climb to flight level three five zero and maintain."),
 ]
 
@@ -117,14 +120,16 @@ ORDERS = [
     # Without a digit the sentence still reaches the rules.
     ("Lookups take O(log n); sorting O(n!); search O(sqrt n).",
      "Lookups take O of log n; sorting O of n factorial; search O of square root of n."),
-    # Not an order: a list, a word.
-    ("O(a, b) and Oh(no).", "O(a, b) and Oh(no)."),
+    ("Ω(n log n) is a lower bound.", "omega of n log n is a lower bound."),
+    # Not an order: a list, a word, nothing inside.
+    ("O(a, b) and Oh(no) and O( ).", "O(a, b) and Oh(no) and O( )."),
 ]
 
 SPORTS = [
     ("He hit .312 with a .275 average, batting .300; hitting .087; a .250 hitter.",
      "He hit three twelve with a two seventy five average, batting three hundred; hitting oh eighty"
      " seven; a two fifty hitter."),
+    ("Hit .300 or better; hitting .100.", "Hit three hundred or better; hitting one hundred."),
     # No average: a decimal elsewhere.
     ("The ratio was .312 overall.", "The ratio was point three one two overall."),
     ("A .45 caliber, a .308 Winchester and .22 LR ammo.",
