@@ -304,7 +304,8 @@ RULES: tuple[Rule, ...] = (
     rule("unicode fraction", r"[½¼¾⅓⅔]", lambda m: _UNICODE_FRACTIONS[m.group(0)]),
     rule("fraction", r"(?<![\w/.])(\d{1,6})\s?/\s?(\d{1,6})(?![\w/])", _fraction),
     rule("wan", r"(?<![\w.])(\d{1,4}(?:\.\d{1,2})?|\d{2,4})([wWk]|(?<=\d\d)K)(?![A-Za-z])",
-         lambda m: number(m.group(1)) + ("万" if m.group(2) in "wW" else "千")),  # 300w -> 三百万
+         lambda m: number(m.group(1)) + "万" if m.group(2) in "wW" else _scaled(m.group(1), "k")),
+    # 300w -> 三百万; 128k -> 十二万八千 (never "一百二十八千")
     rule("power", r"(?<![\d.])(\d{1,6})\^(\d{1,3})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
     rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
