@@ -27,6 +27,7 @@ STATES = [
      "He lives in Gary, Indiana, near Chicago; she moved to Tulsa, Oklahoma, in May."),
     ("NEW YORK, N.Y. -- Shares rose. Reno, Nev. is hot.",
      "NEW YORK, New York -- Shares rose. Reno, Nevada is hot."),
+    ("Reno, Nev. is hot.", "Reno, Nevada is hot."),
     # An abbreviation that is also a word or a name needs a place before it.
     ("Hello, Miss. Smith. Yes, Pa. I know. Thanks, Ala. Bye.",
      "Hello, Miss. Smith. Yes, Pa. I know. Thanks, Ala. Bye."),
@@ -39,8 +40,8 @@ STATES = [
 MARKETS = [
     ("The EUR/USD pair fell; USD/JPY and GBP/USD rose.",
      "The euro dollar pair fell; dollar yen and pound dollar rose."),
-    # Not a pair of currencies: three capitals that name none.
-    ("ABC/DEF", "ABC slash DEF"),
+    # Not a pair of currencies: three capitals that name none, or only one side.
+    ("ABC/DEF, USD/ABC and ABC/USD.", "ABC slash DEF, USD slash ABC and ABC slash USD."),
     ("It trades at 12x EBITDA, up 18% YTD, with a P/E of 35.",
      "It trades at twelve times EBITDA, up eighteen percent year to date, with a P E of thirty five."),
     ("A/B testing is I/O bound; N/A.", "A B testing is I O bound; not applicable."),
