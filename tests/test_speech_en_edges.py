@@ -152,7 +152,7 @@ CASES = [
     ('He said "I have 5" and left.', 'He said "I have five" and left.'),
     ("Stream H.264 at 1080p60 or 720p.", "Stream H two sixty four at ten eighty p sixty or seven twenty p."),
     # Hours of a clock run down and are a range; a larger number running down is no range.
-    ("Open 8-6, Sat 9-1.", "Open eight to six, Sat nine to one."),
+    ("Open 8-6, Sat 9-1.", "Open eight to six, Saturday nine to one."),
     ("Part 13-2 is here.", "Part thirteen, two is here."),
     # The edges of a slash's date: a month (12, not 13) and a day (13-31, not 16).
     ("By 12/13, 13/14, 1/31, 1/32 and 1/13.",

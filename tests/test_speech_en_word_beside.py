@@ -58,6 +58,11 @@ CLOCKS = [
     # A countdown reads minutes and seconds.
     ("T-minus 10:00 and counting; T minus 2:30.",
      "T minus ten minutes and counting; T minus two minutes, thirty seconds."),
+    # Opening hours: a day before them, a clock time running to an hour.
+    ("Mon–Fri 9–5, Sat 10am-4pm, Sun closed; Sun: 11:30-3; from 9:30-5.",
+     "Monday to Friday nine to five, Saturday ten a m to four p m, Sunday closed; Sunday: eleven thirty to"
+     " three; from nine thirty to five."),
+    ("The Sun 12 times; 11:30-3.5.", "The Sun twelve times; eleven thirty minus three point five."),
     # A zone in dotted lower case, said as its capitals.
     ("At 9 p.m. e.s.t. or 6 p.m. p.d.t.", "At nine p m EST or six p m PDT."),
     ("At 9 p.m. e.s.t.", "At nine p m EST."),

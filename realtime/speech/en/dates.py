@@ -9,7 +9,8 @@ Dates: ISO "2024-05-06" and "2024/5/6" (year first), US "5/6/2024"
 12-hour clock with "p m" ("14:30" -> "two thirty p m"); zero seconds on the clock are
 not said ("10:00:00 p.m." -> "ten p m"); a zone in dotted lower case is its capitals
 ("e.s.t." -> "EST"); the military's clock with a leading zero or a word of time before it
-("0800 hours" -> "oh eight hundred hours", "at 1430 hrs" -> "fourteen thirty hours").
+("0800 hours" -> "oh eight hundred hours", "at 1430 hrs" -> "fourteen thirty hours");
+opening hours ("Sun 12–6", "Sat closed": the day; "9:30-5": "nine thirty to five").
 Quarters and halves of a year or of a fiscal year: "Q3 FY2025" -> "the third quarter of
 fiscal year twenty twenty five" ("Apple's Q3": no "the").
 """
@@ -301,6 +302,10 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("weekday word", r"(?:(?<=\bon\s)|(?<=\bfor\s)|(?<=\bby\s)|(?<=\bthis\s)|(?<=\bnext\s)|(?<=\blast\s)"
          r"|(?<=\buntil\s))(Sat|Sun|Wed)(?:\.(?!\w)|(?=$|[,;!?)]|\s(?:at|morning|afternoon|evening|night|and"
          r"|or|to|until|before|after)\b))()", _weekday),  # not "on Sun deck", "by Wed Lake"
+    # opening hours: "Sat 10–4", "Sun 12-6pm", "Sun closed"
+    rule("weekday hours", r"\b(Sat|Sun|Wed)\.?(?=:?\s(?:\d{1,2}(?::\d\d)?\s?(?:[AaPp]\.?[Mm]\.?)?"
+         r"\s?[-–—]\s?\d"
+         r"|closed\b|(?i:noon)\b))()", _weekday),
     rule("month year", r"\b(" + MONTH_RE + r")\.?,?\s(\d{4})(?!\d)", _month_year),
     # "the War of 1812 ended", "the summer of 1969,": a year after a name's or a season's
     # "of" ("a total of 1500 people" is a count: a noun follows)
@@ -354,6 +359,11 @@ TIME_RULES: tuple[Rule, ...] = (
     rule("dotted clock of the day", r"(?<![\d:.,$€£])(1[0-2]|0?[1-9])\.([0-5]\d)()()"
          r"(?=\s(?:tonight|tomorrow|this\s(?:morning|afternoon|evening)|in\sthe\s(?:morning|afternoon|evening)"
          r"|o['’]clock)\b)", _clock),
+    # "9:30-5", "Sun 11:30-3": a clock time, then the hour it runs to (no "minus")
+    rule("clock to hour", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?(1[0-2]|0?[1-9])"
+         r"(?![\d:]|[.,]\d|\s?[AaPp]\.?[Mm]\b)",
+         lambda m: f"{_read_clock(int(m.group(1)), int(m.group(2)), None, '')} to "
+                   f"{cardinal(int(m.group(3)))}"),
     rule("clock range", r"(?<![\d:.])" + _HOUR_MINUTE + r"\s?[-–—]\s?" + _HOUR_MINUTE + r"(?![\d:])"
          + _HALF + "?", _clock_range),
     rule("clock", r"(?<![\d:.])([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _HALF + "?",
