@@ -288,7 +288,7 @@ CASES = [
      "It hit forty plus degrees Celsius, thirty five plus degrees Celsius, ninety plus degrees Fahrenheit,"
      " twenty plus percent and eighteen plus; rated four out of five, scored nine out of ten."),
     ("Under Rule 12(b)(6), 3(a)(ii) and 2(c), a 401(k); f(x) = 2(a)(xx).",
-     "Under Rule twelve b six, three a two and two c, a four oh one k; f(x) equals two(a)(xx)."),
+     "Under Rule twelve b six, three a two and two c, a four oh one k; f of x equals two(a)(xx)."),
     # A chain of single digits is said digit by digit; a highway's compass letter; ages.
     ("The 3-2-1 rule, 5-4-3-2-1, 3-5 days; take I-80 W, not 80 W.",
      "The three two one rule, five four three two one, three to five days; take I eighty West, not eighty"

@@ -150,6 +150,10 @@ def test_unmatched_bracket_keeps_the_rest(normalizer):
     ("It rose [1], then fell [2, 3].", "It rose, then fell.", ("[1]", "[2, 3]")),
     ("It rose.[4] It fell [a] [citation needed].", "It rose. It fell.", ("[4]", "[a]", "[citation needed]")),
     ("See [1](https://example.com) now.", "See one now.", ()),
+    # No citation counts from zero: an interval is read.
+    ("So x ∈ [0, 1] and y ∈ [0, 10].", "So x in , zero, one, and y in , zero, ten,.", ()),
+    # Subscript digits are digits (upstream's clean-up would drop them).
+    ("Water is H₂O and CO₂.", "Water is H two O and CO two.", ()),
     # Any other bracketed word is read, as a pause; the model's own tags are kept, digits and all.
     ("It was [sic] wrong.", "It was ,sic, wrong.", ()),
     ("Ha [laugh_1] ha [break_3] [uv_break] end.", "Ha [laugh_1] ha [break_3] [uv_break] end.", ()),

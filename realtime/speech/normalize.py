@@ -24,7 +24,7 @@ MAX_CHARS = 20_000
 # only those, and upstream's clean-up would drop the full-width letters.
 _FULL = ("０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺ"
          "ａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ％＋＝＄＠＃＆")
-_FULL_WIDTH = str.maketrans(_FULL, "".join(chr(ord(c) - 0xFEE0) for c in _FULL))
+_FULL_WIDTH = str.maketrans(_FULL + "₀₁₂₃₄₅₆₇₈₉", "".join(chr(ord(c) - 0xFEE0) for c in _FULL) + "0123456789")
 
 
 def fold_width(text: str) -> str:
@@ -32,7 +32,7 @@ def fold_width(text: str) -> str:
     "iPhone"), and Latin letters without their accents ("café" -> "cafe"):
     upstream's clean-up keeps only ASCII letters, so "crème brûlée" would
     read "crme brle"."""
-    text = text.translate(_FULL_WIDTH)
+    text = text.translate(_FULL_WIDTH)  # subscript digits too: "H₂O", "CO₂", "x₁"
     if text.isascii():
         return text
     return _ACCENTED.sub(_plain_latin, text)

@@ -91,12 +91,17 @@ def run(sentence: str, rules: Sequence[Rule], joints: Mapping[str, str] | None =
     if joints:
         for i in range(1, len(spans) - 1):
             span = spans[i]
-            said = joints.get(span.original.strip())
+            mark = span.original.strip()
+            said = joints.get(mark)
+            if mark.isalpha() and not (_DIGIT.search(spans[i - 1].original)
+                                       and _DIGIT.match(spans[i + 1].original.lstrip())):
+                said = None  # a letter joins measures only ('12" x 8"'), not "= x²"
             if said is not None and not span.done and spans[i - 1].done and spans[i + 1].done:
                 spans[i] = Span(span.original, said, done=True)
     return spans
 
 
+_DIGIT = re.compile(r"[0-9]")
 _NO_SPACE_AFTER = frozenset("([{\"'“‘#$")
 _NO_SPACE_BEFORE = frozenset(",;:.!?")  # a reading that is a pause joins the word before it
 

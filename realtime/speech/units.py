@@ -105,6 +105,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "mg/L": ("milligram per liter", "毫克每升"),
     "g/L": ("gram per liter", "克每升"), "mmol/L": ("millimole per liter", "毫摩尔每升"),
     "mg/dL": ("milligram per deciliter", "毫克每分升"), "px": ("pixel", "像素"),
+    "nM": ("nanomolar", "纳摩尔每升"), "mM": ("millimolar", "毫摩尔每升"), "μM": ("micromolar", "微摩尔每升"),
+    "µM": ("micromolar", "微摩尔每升"),
 }
 # A temperature's scale letter ("°C", "℃", "425 F") -> the unit's name (en_unit pluralizes it).
 TEMPERATURE_SCALES = {"C": "degree Celsius", "F": "degree Fahrenheit"}
@@ -115,6 +117,7 @@ _EN_PLURAL_EXTRA = {"square foot": "square feet", "foot": "feet", "inch": "inche
                     "kilohertz": "kilohertz", "penny": "pence", "yen": "yen", "yuan": "yuan", "won": "won",
                     "real": "reais", "krona": "kronor", "krone": "kroner", "paisa": "paise", "lira": "lire",
                     "grosz": "groszy", "baht": "baht", "satang": "satang", "rand": "rand",
+                    "nanomolar": "nanomolar", "millimolar": "millimolar", "micromolar": "micromolar",
                     "degree Celsius": "degrees Celsius", "degree Fahrenheit": "degrees Fahrenheit"}
 
 

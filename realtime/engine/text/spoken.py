@@ -49,8 +49,9 @@ _BRACKET = re.compile(r"\[([\w_]+)\]|[\[\]]")
 _CONTROL_TAGS = frozenset(CHATTTS_TOKENS) - frozenset(RESERVED_TAGS)
 # A reference mark a reader skips, not a link's text: "[1]", "[2, 5]", "[3–7]", "[a]",
 # "[citation needed]", a Markdown footnote's "[^1]"; listed as unspoken.
-_CITATION = re.compile(r"\s*+\[(?:\d{1,3}(?:\s?[,–-]\s?\d{1,3}){0,8}|[a-z]|note\s\d{1,3}|\^[\w-]{1,20}"
-                       r"|(?:citation|clarification)\sneeded)\](?!\()")
+# (No citation counts from zero: "x ∈ [0, 1]" is an interval, read.)
+_CITATION = re.compile(r"\s*+\[(?:[1-9]\d{0,2}(?:\s?[,–-]\s?[1-9]\d{0,2}){0,8}|[a-z]|note\s\d{1,3}"
+                       r"|\^[\w-]{1,20}|(?:citation|clarification)\sneeded)\](?!\()")
 # HTML an LLM writes inside Markdown ("H<sub>2</sub>O", "<kbd>Ctrl</kbd>", "<br>"): the
 # tags go, a block's leaves a space.
 _HTML_TAG = re.compile(r"</?((sup|sub|b|i|u|em|strong|code|kbd|span|small|mark|s|del|ins|a|abbr)"

@@ -194,6 +194,11 @@ def _pressure(m: re.Match[str]) -> str | None:
 
 
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+# "10⁻⁶ M", "x⁴", "2¹⁰": a power written in superscripts (a lone "²" or "³" is the symbol rule's)
+POWER_RULE = rule("power", r"(?<![\w.])(\d{1,3}|[A-Za-z])(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{2,3}|⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]|[⁰¹⁴⁵⁶⁷⁸⁹])"
+                  r"(?![\w⁰¹²³⁴⁵⁶⁷⁸⁹])",
+                  lambda m: (number(m.group(1)) if m.group(1).isdigit() else m.group(1)) + " to the power of "
+                  + number(m.group(2).translate(_SUPERSCRIPTS)))
 SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*·]\s?10(?:\^([-−]?\d{1,3})|(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))|[eE]([-+−]?\d{1,3}))"
                        r"(?![\d.]\d)"
@@ -205,7 +210,7 @@ REFERENCE_RULES: tuple[Rule, ...] = (
          lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
          r"|[Pp]rop|Art|[Pp]ara)\.|(§§?|¶¶?))"
-         r"\s?(?=\d)",
+         r"\s?(?=\d|\(\d)",  # "Eq. (3)" too
          _reference),
 )
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.

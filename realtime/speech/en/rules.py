@@ -19,6 +19,7 @@ from realtime.speech.en import (
     money,
     names,
     shorthand,
+    symbols,
     web,
 )
 from realtime.speech.en.words import cardinal, digits, number, ordinal, plural, year
@@ -64,7 +65,7 @@ def _unit(m: re.Match[str]) -> str:
 
 
 # A number right after an operator or a letter belongs to them ("4+5 m2", "Q7s").
-_AFTER_OPERATOR = r"(?<![+×*÷=^A-Za-z])(?<![+×*÷=^]\s)"
+_AFTER_OPERATOR = r"(?<![+×*÷=^A-Za-z])(?<![+×*÷^]\s)"
 
 
 def _dimensions(m: re.Match[str]) -> str | None:
@@ -176,18 +177,6 @@ _OPERATORS = {"<=": "is at most", ">=": "is at least", "!=": "is not equal to", 
               "/": "divided by", "=": "equals", "<": "is less than", ">": "is greater than",
               "≤": "is at most", "≥": "is at least", "≠": "is not equal to", "^": "to the power of",
               "±": "plus or minus", "≈": "is about", "~": "to", "～": "to"}
-_ANYWHERE = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
-             "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
-             "√": "square root of", "²": "squared", "³": "cubed",
-             "−": "minus"}  # U+2212: only maths writes it
-_MICRO = {"m": "micrometers", "g": "micrograms", "s": "microseconds", "L": "microliters", "V": "microvolts",
-          "A": "microamps", "W": "microwatts"}
-# A lone Greek letter ("A = πr²", "Δt", "β-blocker"); upstream drops it.
-_GREEK = {"π": "pi", "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "delta", "ε": "epsilon",
-          "θ": "theta", "λ": "lambda", "μ": "mu", "ρ": "rho", "σ": "sigma", "Σ": "sigma", "τ": "tau",
-          "φ": "phi", "ω": "omega", "Ω": "omega"}
-
-
 _LEFT = re.compile(r"(\d++)\s?$")
 _RIGHT = re.compile(r"\s?[-−]?(\d++)")
 
@@ -209,10 +198,6 @@ def _operator(m: re.Match[str]) -> str:
             return ","
         return "to"
     return _OPERATORS[op]
-
-
-def _symbol(m: re.Match[str]) -> str:
-    return _ANYWHERE[m.group(0)]
 
 
 _ABBREVIATIONS = {"dr": "Doctor", "mr": "Mister", "mrs": "Misses", "ms": "Miz", "prof": "Professor",
@@ -282,6 +267,7 @@ RULES: tuple[Rule, ...] = (
     rule("feet mark", r"(?<![\w.'’′])(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
          lambda m: cardinal(int(m.group(1))) + " " + en_unit("foot", m.group(1))),  # "the door is 7' tall"
     context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space
+    context.POWER_RULE,
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
     *names.HYPHENED_NAME_RULES,
@@ -376,11 +362,7 @@ RULES: tuple[Rule, ...] = (
          r"|\b((?i:dept|govt|incl|excl|avg|misc|assoc))\.(?=$|[,;:)])", _abbreviation),  # no word ends there
     *shorthand.SYMBOL_RULES,
     rule("versus", r"\bvs\b|(?<=[a-z]\s)v\.(?=\s[A-Z])", lambda m: "versus"),  # "Roe v. Wade"
-    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−]", _symbol),
-    rule("micro unit", r"(?<![\w\u0370-\u03ff])[μµ](m|g|s|L|V|A|W)\b",
-         lambda m: _MICRO[m.group(1)]),  # "10 μm" past an operator: "ten times ten micrometers"
-    rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
-         lambda m: _GREEK[m.group(1)] + (" " if m.group(2) else "")),
+    *symbols.RULES,
     rule("at", r"(?<=\s)@(?=\s)", lambda m: "at"),
     rule("ip address", r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\d|\.\d)",
          lambda m: " dot ".join(digits(p) for p in m.group(0).split("."))),

@@ -325,6 +325,8 @@ SYMBOL_RULES: tuple[Rule, ...] = (
          r"|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
          r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
+    rule("function", r"\b([A-Za-z])\(([A-Za-z])\)(?![\w(])",
+         lambda m: f"{m.group(1)} of {m.group(2)}"),  # "f(x)", "P(A)"
     rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
