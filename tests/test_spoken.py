@@ -152,8 +152,17 @@ def test_unmatched_bracket_keeps_the_rest(normalizer):
     ("See [1](https://example.com) now.", "See one now.", ()),
     # No citation counts from zero: an interval is read.
     ("So x ∈ [0, 1] and y ∈ [0, 10].", "So x in , zero, one, and y in , zero, ten,.", ()),
-    # Subscript digits are digits (upstream's clean-up would drop them).
+    # Subscript digits are digits (upstream's clean-up would drop them); so are numbers
+    # written as one sign, and a vulgar fraction's parts.
     ("Water is H₂O and CO₂.", "Water is H two O and CO two.", ()),
+    ("Step ① mix, step ⑩ bake; Chapter Ⅲ; Henry Ⅷ; Item № 5.",
+     "Step one mix, step ten bake, Chapter three, Henry the eighth, Item number five.", ()),
+    ("Add ⅛ cup and 2⅜ tsp; use 3⁄4 cup; a 2½-hour drive.",
+     "Add an eighth of a cup and two and three eighths teaspoons, use three quarters of a cup, a two and a"
+     " half hour drive.", ()),
+    ("It costs 5 ₿ or 0.5 BTC.", "It costs five bitcoins or zero point five bitcoins.", ()),
+    # A footnote's superscript after a word is no number to read: listed.
+    ("The claim¹ is false.", "The claim is false.", ("¹",)),
     # Any other bracketed word is read, as a pause; the model's own tags are kept, digits and all.
     ("It was [sic] wrong.", "It was ,sic, wrong.", ()),
     ("Ha [laugh_1] ha [break_3] [uv_break] end.", "Ha [laugh_1] ha [break_3] [uv_break] end.", ()),

@@ -24,7 +24,17 @@ MAX_CHARS = 20_000
 # only those, and upstream's clean-up would drop the full-width letters.
 _FULL = ("０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺ"
          "ａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ％＋＝＄＠＃＆")
-_FULL_WIDTH = str.maketrans(_FULL + "₀₁₂₃₄₅₆₇₈₉", "".join(chr(ord(c) - 0xFEE0) for c in _FULL) + "0123456789")
+_FULL_WIDTH = str.maketrans({
+    **{c: chr(ord(c) - 0xFEE0) for c in _FULL},
+    **{chr(0x2080 + d): str(d) for d in range(10)},  # subscript digits: "H₂O", "CO₂", "x₁"
+    # numbers written as one sign, which upstream's clean-up would drop: "①", "⑳", "Ⅲ", "ⅻ"
+    **{chr(0x2460 + n - 1): str(n) for n in range(1, 21)}, "⓪": "0",
+    **{chr(c): unicodedata.normalize("NFKC", chr(c)) for c in range(0x2160, 0x2180)},
+    "⁄": "/", "№": "No.",  # the fraction slash ("3⁄4"), the numero sign
+})
+# A vulgar fraction the rules do not read as one sign ("⅛ cup", "2⅜ in"): its digits, apart
+# from a whole number before it ("½", "¼", "¾", "⅓", "⅔" have readings of their own).
+_VULGAR = re.compile(r"(\d?)([⅐⅑⅒⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞])")
 
 
 def fold_width(text: str) -> str:
@@ -32,9 +42,11 @@ def fold_width(text: str) -> str:
     "iPhone"), and Latin letters without their accents ("café" -> "cafe"):
     upstream's clean-up keeps only ASCII letters, so "crème brûlée" would
     read "crme brle"."""
-    text = text.translate(_FULL_WIDTH)  # subscript digits too: "H₂O", "CO₂", "x₁"
+    text = text.translate(_FULL_WIDTH)
     if text.isascii():
         return text
+    text = _VULGAR.sub(lambda m: m.group(1) + (" " if m.group(1) else "")
+                       + unicodedata.normalize("NFKC", m.group(2)).replace("⁄", "/"), text)
     return _ACCENTED.sub(_plain_latin, text)
 
 

@@ -163,6 +163,7 @@ CURRENCIES: dict[str, tuple[str, str, str]] = {
     # "50 zł" (its "ł" folded before the rules), "PLN 20", "฿100", "ZAR 300"
     "zl": ("zloty", "grosz", "兹罗提"), "PLN": ("zloty", "grosz", "兹罗提"),
     "฿": ("baht", "satang", "泰铢"), "THB": ("baht", "satang", "泰铢"), "ZAR": ("rand", "cent", "南非兰特"),
+    "₿": ("bitcoin", "", "比特币"), "BTC": ("bitcoin", "", "比特币"),
 }
 CURRENCY_SYMBOL_RE = _alternation(k for k in CURRENCIES if not k.isalpha())
 CURRENCY_CODE_RE = _alternation(k for k in CURRENCIES if k.isalpha())

@@ -114,6 +114,7 @@ FRACTION_WORD_UNIT_RULE = rule("fraction of a measure", r"(?<![\w/.])(?<!\d[\s-]
 RULES: tuple[Rule, ...] = (
     rule("fraction range", r"(?<=[\d½¼¾⅓⅔])\s?[-–—]\s?(?=\d*[½¼¾⅓⅔])|(?<=\d/\d)\s?[-–—]\s?(?=\d{1,2}/\d)",
          lambda m: " to "),  # "1–1½ hours", "1/2–3/4 cup"
-    rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])", _unicode_fraction),
+    rule("unicode fraction", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])(?:-(?=[A-Za-z]))?",
+         _unicode_fraction),  # "a 2½-hour drive": no pause before "hour"
     rule("fraction", r"(?<![\w/.])(?:(\d++)[\s-])?(\d{1,5})/(\d{1,5})(?i:st|nd|rd|th)?(?![\w/])", _fraction),
 )

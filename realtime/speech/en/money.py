@@ -133,5 +133,5 @@ RULES: tuple[Rule, ...] = (
          + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?(\+(?![\w+]))?",
          _before),
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
-         + r"|€|£)(?![A-Za-z])", _after),
+         + r"|€|£|₿)(?![A-Za-z])", _after),
 )

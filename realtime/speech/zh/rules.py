@@ -290,7 +290,7 @@ RULES: tuple[Rule, ...] = (
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s?)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿|千)(?![A-Za-z]))?", _money),
     rule("money after", "(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿)(?![A-Za-z]))?\s?("
-         + CURRENCY_CODE_RE + r"|€|£)(?![A-Za-z])", _money_after),
+         + CURRENCY_CODE_RE + r"|€|£|₿)(?![A-Za-z])", _money_after),
     rule("percent", "(" + NUM + r")(?:%|％)?\s?(?:[-~～到]|-|–)\s?(" + UNSIGNED + r")\s?(%|％|‰)", _percent),
     rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
     # "10月1日-10月7日", "3月-5月", "2019年~2021年": a dash after a date is 到, no minus sign
