@@ -30,6 +30,9 @@ CASES = [
     ("IC50 = 12 nM; a 5 mM buffer; 10 μM.", "IC fifty equals twelve nanomolar; a five millimolar buffer; ten"
      " micromolar."),
     ("See Eq. (3) and eq. (12).", "See Equation(three) and equation(twelve)."),
+    ("A ∩ B = ∅ and A ∪ B ⊆ C, so p ∧ ¬q ∨ r; ∴ x ≪ y, ∵ 2 ∓ 1.",
+     "A intersection B equals the empty set and A union B subset of C, so p and not q or r; therefore x is"
+     " much less than y, because two minus or plus one."),
     # A letter between measures is "by"; between an operator and a number it is "times".
     ('A 12" x 8" box; x = 5 x 3.', "A twelve inches by eight inches box; x equals five times three."),
 ]

@@ -52,6 +52,10 @@ MARKETS = [
     ("Votes: ~77.3M vs. ~75.0M; a $1.0 million prize; $10.0bn; 3.40k users; 1.05M.",
      "Votes: about seventy seven point three million versus about seventy five million; a one million dollar"
      " prize; ten billion dollars; three point four thousand users; one point zero five million."),
+    # A currency's sign after the amount (upstream would drop it); a sign before the next amount
+    # is that one's.
+    ("It costs 5$, 500₽, 100₹ or 20 ¥; 5 $10.",
+     "It costs five dollars, five hundred rubles, one hundred rupees or twenty yen; five ten dollars."),
     # An accountant's negative percent keeps its "%".
     ("Net loss: (3.2)% vs 1.2%.", "Net loss: minus three point two percent versus one point two percent."),
     # One that is a word stays.

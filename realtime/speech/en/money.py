@@ -132,6 +132,7 @@ RULES: tuple[Rule, ...] = (
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?(\+(?![\w+]))?",
          _before),
+    # "100 USD", "7,50 €", "5$", "500₽": a code or a sign after the amount (upstream drops a sign)
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
-         + r"|€|£|₿)(?![A-Za-z])", _after),
+         + "|" + CURRENCY_SYMBOL_RE + r")(?![A-Za-z\d$€£¥￥])", _after),
 )

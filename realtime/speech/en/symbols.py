@@ -15,7 +15,11 @@ _SYMBOLS = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is 
             "≤": "is at most", "≥": "is at least", "×": "times", "÷": "divided by", "&": "and",
             "√": "square root of", "²": "squared", "³": "cubed", "∈": "in", "∉": "not in", "∞": "infinity",
             "∫": "integral", "∑": "sum", "∀": "for all", "∃": "there exists", "≡": "is equivalent to",
-            "∝": "is proportional to", "∂": "partial",
+            "∝": "is proportional to", "∂": "partial", "∓": "minus or plus", "∅": "the empty set",
+            "∩": "intersection", "∪": "union", "⊂": "subset of", "⊆": "subset of", "⊃": "superset of",
+            "⊇": "superset of", "∧": "and", "∨": "or", "¬": "not", "∴": "therefore", "∵": "because",
+            "∠": "angle", "∆": "delta", "∇": "nabla", "≅": "is congruent to", "≪": "is much less than",
+            "≫": "is much greater than", "∏": "product", "⋅": "times",
             "−": "minus"}  # U+2212: only maths writes it
 _MICRO = {"m": "micrometers", "g": "micrograms", "s": "microseconds", "L": "microliters", "V": "microvolts",
           "A": "microamps", "W": "microwatts"}
@@ -30,7 +34,7 @@ def _symbol(m: re.Match[str]) -> str:
 
 
 RULES: tuple[Rule, ...] = (
-    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−∈∉∞∫∑∀∃≡∝∂]", _symbol),
+    rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−∈∉∞∫∑∀∃≡∝∂∓∅∩∪⊂⊆⊃⊇∧∨¬∴∵∠∆∇≅≪≫∏⋅]", _symbol),
     rule("micro unit", r"(?<![\w\u0370-\u03ff])[μµ](m|g|s|L|V|A|W)\b",
          lambda m: _MICRO[m.group(1)]),  # "10 μm" past an operator: "ten times ten micrometers"
     rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
