@@ -192,7 +192,9 @@ _OPERATORS = {"<=": "小于等于", ">=": "大于等于", "!=": "不等于", "==
               "=": "等于", "<": "小于", ">": "大于", "≤": "小于等于", "≥": "大于等于", "≠": "不等于",
               "±": "正负", "≈": "约等于"}
 _ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正负", "≤": "小于等于", "≥": "大于等于",
-             "×": "乘", "÷": "除以", "&": "和", "√": "根号", "²": "的平方", "³": "的立方"}
+             "×": "乘", "÷": "除以", "&": "和", "√": "根号", "²": "的平方", "³": "的立方", "∞": "无穷大",
+             "∈": "属于", "∉": "不属于", "∑": "求和", "∫": "积分", "∀": "任意", "∃": "存在", "∴": "所以",
+             "∵": "因为", "∅": "空集", "∩": "交", "∪": "并", "→": "到", "−": "减"}
 # A lone Greek letter ("圆周率π", "Δ为变化量"), as Chinese reads it; upstream drops it.
 _GREEK = {"π": "派", "α": "阿尔法", "β": "贝塔", "γ": "伽马", "δ": "德尔塔", "Δ": "德尔塔", "ε": "艾普西龙",
           "θ": "西塔", "λ": "兰姆达", "μ": "缪", "ρ": "柔", "σ": "西格玛", "Σ": "西格玛", "τ": "陶",
@@ -290,7 +292,7 @@ RULES: tuple[Rule, ...] = (
     rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
          + r")\s?)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿|千)(?![A-Za-z]))?", _money),
     rule("money after", "(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r"|万|亿)(?![A-Za-z]))?\s?("
-         + CURRENCY_CODE_RE + r"|€|£|₿)(?![A-Za-z])", _money_after),
+         + CURRENCY_CODE_RE + "|" + CURRENCY_SYMBOL_RE + r")(?![A-Za-z\d$€£¥￥])", _money_after),
     rule("percent", "(" + NUM + r")(?:%|％)?\s?(?:[-~～到]|-|–)\s?(" + UNSIGNED + r")\s?(%|％|‰)", _percent),
     rule("percent one", "(" + NUM + r")()\s?(%|％|‰)", _percent),
     # "10月1日-10月7日", "3月-5月", "2019年~2021年": a dash after a date is 到, no minus sign
@@ -311,7 +313,7 @@ RULES: tuple[Rule, ...] = (
     rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
     rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
-    rule("symbol", r"[=≠≈±≤≥×÷&√²³]", lambda m: _ANYWHERE[m.group(0)]),
+    rule("symbol", r"[=≠≈±≤≥×÷&√²³∞∈∉∑∫∀∃∴∵∅∩∪→−]", lambda m: _ANYWHERE[m.group(0)]),
     rule("table cell", r"(?<=\S)\s*[|｜]\s*(?=\S|$)", lambda m: "，"),  # "| 套餐 | 价格 |": cells, paused
     rule("dash", r"——|──", lambda m: "，"),  # "他说——我不去": a pause; upstream drops it
     rule("greek letter", r"(?<![\u0370-\u03ff])[παβγδΔεθλμρστφωΣΩ](?![\u0370-\u03ff])",
