@@ -330,6 +330,14 @@ CASES = [
     ("Americans—roughly 1 in 8—live here.", "Americans, roughly one in eight, live here."),
     ("Btw, IDK if it works, TBH; brb, thx, tmrw, bday.",
      "By the way, I don't know if it works, to be honest; be right back, thanks, tomorrow, birthday."),
+    # Chat with digits in its words; "u" and "ur" beside a verb or before a word.
+    ("ok c u l8r, gr8 job; see u b4 2day ends; we need 3 ppl, ngl.",
+     "ok see you later, great job; see you before today ends; we need three people, not gonna lie."),
+    ("Can u send it by EOD? u free? is ur phone on? I'm busy rn, pls.",
+     "Can you send it by end of day? you free? is your phone on? I am busy right now, please."),
+    # A variable or a name stays.
+    ("Let u = 5; vector u and v; Ur of the Chaldees; the rn value.",
+     "Let u equals five; vector u and v; Ur of the Chaldees; the rn value."),
     ("At 42.36° N, 71.06° W.",
      "At forty two point three six degrees north, seventy one point zero six degrees west."),
     # A fraction hyphened to its word, a unit's dot before a number, model years, airliners.

@@ -45,7 +45,7 @@ _TRIGGER = re.compile(
     r"|gitignore|dockerignore|npmrc|vimrc|editorconfig)\b|(?<!\S)w/|->|=>|[→⇒⟶¢…]"
     r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)"
     r"|\b(?i:[btq]\.i\.d|p\.r\.n|q\.d)\.|\b(?i:dept|govt|incl|excl|avg|misc|pop|assoc)\.(?:\s|$|[,;:)])|[a-z]\sv\.\s[A-Z]"
-    r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
+    r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix|ppl|ngl|eod|pls|plz|rn|ur?)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s?[-–—]\s?[A-Z]"
     r"|\b(?i:last|this|next|every|each)\s(?:yr|mo|wk)\b|\b(?i:tl;\s?dr)\b"

@@ -215,7 +215,9 @@ _COMPASS = {"N": "north", "S": "south", "E": "east", "W": "west"}
 _CHAT = {"brb": "be right back", "idk": "I don't know", "tbh": "to be honest", "tmrw": "tomorrow",
          "thx": "thanks", "bday": "birthday", "btw": "by the way", "imo": "in my opinion",
          "imho": "in my humble opinion", "afaik": "as far as I know", "ttyl": "talk to you later",
-         "tix": "tickets"}
+         "tix": "tickets", "l8r": "later", "gr8": "great", "ppl": "people", "ngl": "not gonna lie",
+         "eod": "end of day", "b4": "before", "2day": "today", "2morrow": "tomorrow", "pls": "please",
+         "plz": "please", "rn": "right now", "u": "you", "ur": "your"}
 
 
 def _chat(m: re.Match[str]) -> str:
@@ -241,6 +243,7 @@ def _shorthand(m: re.Match[str]) -> str | None:
 WIRE_RULE = rule("wire", r"\s?/((?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswire|Accesswire|Newsfile))/",
                  lambda m: ", " + _WIRES.get(m.group(1).lower().replace(" ", ""), m.group(1)) + ",")
 TITLE_RULES: tuple[Rule, ...] = (
+    rule("chat number", r"\b(?:l8r|gr8|b4|2day|2morrow)\b", _chat),  # before a digit is read: "l8r"
     # "max 4 doses/24 hrs": a slash before a span of time is "per" (upstream drops it)
     rule("per time", r"(?<=[A-Za-z])/(?=\d{1,3}\s?(?:hrs?|hours?|h|days?|wks?|weeks?|mins?|minutes?|mos?"
          r"|months?|yrs?|years?)\b)", lambda m: " per "),
@@ -324,7 +327,14 @@ SYMBOL_RULES: tuple[Rule, ...] = (
     rule("shorthand", r"\b(?:YoY|QoQ|YTD|WWII|WWI|[yqm]/[yqm]|O/U|A/B|I/O|P/E|N/A|b/w(?=\s\d))\b"
          r"|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
-         r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL)\b", _chat),  # not IMO, THX: names too
+         r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL|[Pp]pl|[Nn]gl|EOD|[Pp]ls|[Pp]lz|ur(?=\s[a-z])"
+         r"|(?<=\s)rn(?=[,.!?;]|$))\b", _chat),  # not IMO, THX: names too
+    # chat's "u" and "ur" beside a verb: "can u", "thank u", "u free?", "c u l8r" (a lone "u" is
+    # a variable elsewhere)
+    rule("chat you", r"\b((?i:can|did|are|see|pay|send|tell|give|miss|love|will|would|could|thank|c)\s)"
+         r"(ur?)\b|\b()(ur?)(?=\s(?:free|there|ok|okay|coming|going|know|want|need|can|r|are)\b)",
+         lambda m: ("see " if m.group(1) in ("c ", "C ") else m.group(1) or m.group(3))
+         + _CHAT[m.group(2) or m.group(4)]),
     rule("function", r"\b([A-Za-z])\(([A-Za-z])\)(?![\w(])",
          lambda m: f"{m.group(1)} of {m.group(2)}"),  # "f(x)", "P(A)"
     rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
