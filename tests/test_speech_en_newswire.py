@@ -56,6 +56,10 @@ MARKETS = [
     # is that one's.
     ("It costs 5$, 500₽, 100₹ or 20 ¥; 5 $10.",
      "It costs five dollars, five hundred rubles, one hundred rupees or twenty yen; five ten dollars."),
+    # A sign before an amount: an extra charge is "plus" (upstream would drop the "+").
+    ("Late check-out +€30; a fee of +$5; 3+$5; -$20.",
+     "Late check out plus thirty euros; a fee of plus five dollars; three plus five dollars; minus twenty"
+     " dollars."),
     # An accountant's negative percent keeps its "%".
     ("Net loss: (3.2)% vs 1.2%.", "Net loss: minus three point two percent versus one point two percent."),
     # One that is a word stays.

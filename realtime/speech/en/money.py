@@ -34,7 +34,7 @@ from realtime.speech.units import (
 
 def money(currency: str, amount: str, magnitude: str | None, sign: str | None) -> str:
     major, minor, _ = CURRENCIES[currency]
-    minus = "minus " if sign else ""
+    minus = ("plus " if sign == "+" else "minus ") if sign else ""  # "+€30": an extra charge
     if magnitude:
         scale = MAGNITUDES[magnitude]
         return f"{minus}{scaled(amount)} {MAGNITUDE_WORDS[scale]} {en_unit(major, 'many')}"
@@ -129,7 +129,8 @@ RULES: tuple[Rule, ...] = (
     rule("money range", r"(?<![\w$€£¥￥])(" + CURRENCY_SYMBOL_RE + r")(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?\s?[-–—]\s?(" + CURRENCY_SYMBOL_RE + r")?(" + UNSIGNED + r")(?:\s?("
          + MAGNITUDE_RE + r")\b)?", _range),
-    rule("money before", r"(?<![\w$€£¥￥])([-−])?(" + CURRENCY_SYMBOL_RE + "|(?:" + CURRENCY_CODE_RE
+    rule("money before", r"(?<![\w$€£¥￥])([-−]|(?<![\w)])\+)?(" + CURRENCY_SYMBOL_RE + "|(?:"
+         + CURRENCY_CODE_RE
          + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?(\+(?![\w+]))?",
          _before),
     # "100 USD", "7,50 €", "5$", "500₽": a code or a sign after the amount (upstream drops a sign)
