@@ -82,8 +82,8 @@ HARDWARE = [
     ("PCIe Gen4 x4 and PCIe x16; two x8 lanes.",
      "PCIe Gen four by four and PCIe by sixteen; two by eight lanes."),
     # Not a link: an article said "an", a product, an unknown width.
-    ("An x8 slot; multiply x2 by 3; buy an x16.",
-     "An x eight slot; multiply x two by three; buy an x sixteen."),
+    ("An x8 slot; multiply x2 by 3; buy an x16 slot.",
+     "An x eight slot; multiply x two by three; buy an x sixteen slot."),
     ("Climb to FL350 and maintain.", "Climb to flight level three five zero and maintain."),
 ]
 
@@ -112,6 +112,9 @@ NAMED_NUMBERS = [
     ("Report at 0800 hours; the op starts at 1430 hrs, by 0600 or at 0905 hrs.",
      "Report at oh eight hundred hours; the op starts at fourteen thirty hours, by oh six hundred or at"
      " oh nine oh five hours."),
+    ("At 1430 hrs; 0600 hours, 0000 hours.", "At fourteen thirty hours; oh six hundred hours, zero hundred"
+     " hours."),
+    ("File Form 1040-SR.", "File Form ten forty SR."),
     ("1500 hours of service and 1430 hrs of footage.",
      "one thousand five hundred hours of service and one thousand four hundred thirty hours of footage."),
     ("Take the 7 train to Union Sq. Park, 3 sq. ft, or Times Sq.",
