@@ -258,10 +258,10 @@ CASES = [
     # Money: a sign or scale with the code after it; cents beyond two places; "A"/"a" before a vowel.
     ("A $8 fee and a $11 fee.", "An eight dollar fee and an eleven dollar fee."),
     ("It is -5 EUR, +5 EUR, 5 million USD, 1 EUR, -€5.",
-     "It is minus five euros, five euros, five million dollars, one euro, minus five euros."),
-    ("It is $30.500, $4.000, $1.05, $2.125, $0.01, $.50, $1.5 million.",
-     "It is thirty dollars and fifty cents, four dollars, one dollar and five cents, two point one two five"
-     " dollars, one cent, fifty cents, one point five million dollars."),
+     "It is minus five euros, plus five euros, five million dollars, one euro, minus five euros."),
+    ("It is $30.500, $4.000, $1.05, $1.250, $2.125, $0.01, $.50, $1.5 million.",
+     "It is thirty dollars and fifty cents, four dollars, one dollar and five cents, one dollar and twenty"
+     " five cents, two point one two five dollars, one cent, fifty cents, one point five million dollars."),
     # A fraction before an inch mark is a size: before its noun "inch", else "of an inch";
     # not inside a quotation.
     ('Use a 1/4" bit, 3/8" bolts, a 1 1/2" pipe; it is 3/4" thick; cut 1/2".',

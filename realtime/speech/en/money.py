@@ -54,7 +54,7 @@ def money(currency: str, amount: str, magnitude: str | None, sign: str | None) -
 
 def _after(m: re.Match[str]) -> str:
     amount = m.group(1)
-    sign = amount[0] if amount[0] in "-−" else None
+    sign = amount[0] if amount[0] in "-−+" else None
     return money(m.group(3), amount.lstrip("-−+"), m.group(2), sign)
 
 
