@@ -85,6 +85,13 @@ HARDWARE = [
     ("An x8 slot; multiply x2 by 3; buy an x16 slot.",
      "An x eight slot; multiply x two by three; buy an x sixteen slot."),
     ("Climb to FL350 and maintain.", "Climb to flight level three five zero and maintain."),
+    # Sizes to choose from are no code; a slash before an amount of a measure is "per".
+    ("Storage: 256GB/512GB/1TB; 6 L/100km; 250 kcal/100g; 3 kg/2.",
+     "Storage: two hundred fifty six gigabytes, five hundred twelve gigabytes, one terabyte; six liters per"
+     " one hundred kilometers; two hundred fifty kilocalories per one hundred grams; three kilograms, two."),
+    ("Wi-Fi 6E (802.11ax), 802.3bz, 802.1X and IEEE 802.11; it costs 802.11 dollars.",
+     "Wi Fi six E (eight oh two dot eleven a x), eight oh two dot three b z, eight oh two dot one X and IEEE"
+     " eight oh two dot eleven; it costs eight hundred two point one one dollars."),
 ]
 
 CHIPS = [
@@ -154,7 +161,7 @@ SPORTS = [
     ("Call me b/w 2 and 4; a b/w photo.", "Call me between two and four; a b slash w photo."),
     ("She is 5' 4\" and he is 5'11\".", "She is five foot four and he is five foot eleven."),
     # After a slash a reading keeps its space (upstream drops the slash: no "Priceten").
-    ("Price/10 kg bag.", "Price/ ten kilograms bag."),
+    ("Size/10 cm ruler.", "Size/ ten centimeters ruler."),
     ("Max 4 doses/24 hrs, 1 tablet/12 hours.",
      "Max four doses per twenty four hours, one tablet per twelve hours."),
 ]

@@ -136,7 +136,7 @@ def _alternation(names: Iterable[str]) -> str:
 
 
 UNIT_RE = _alternation(UNITS)
-UNIT_END = r"(?![A-Za-z0-9²³/])"  # "5 m" is meters, "5 min" minutes, "5 m/s" speed
+UNIT_END = r"(?![A-Za-z0-9²³]|/(?!\d))"  # "5 m" is meters, "5 min" minutes, "5 m/s" speed
 # Top-level domains that make "name.tld" a web address ("3.14", "e.g", "Node.js" are none).
 TLDS = ("com", "org", "net", "io", "ai", "dev", "edu", "gov", "co", "uk", "cn", "de", "fr", "jp", "app",
         "info", "me", "us", "tv", "ly", "gg", "hk", "tw")

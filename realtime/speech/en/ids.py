@@ -33,7 +33,7 @@ import re
 
 from realtime.speech.en.words import cardinal, digits, number, plural
 from realtime.speech.rewrite import Rule, rule
-from realtime.speech.units import DIGIT_GROUPS, LETTER_PAIR
+from realtime.speech.units import DIGIT_GROUPS, LETTER_PAIR, UNIT_RE
 
 # Words after which a run of digits is an identifier. Those that also count
 # things ("order 500 units", "case 12") need "number", "no." or "#" after them.
@@ -125,7 +125,13 @@ def _subdivision(m: re.Match[str]) -> str | None:
     return f"{cardinal(int(m.group(1)))} {m.group(2)}{said}"
 
 
+# "256GB/512GB/1TB": sizes to choose from, each an amount and its unit (no code)
+_SIZE = re.compile(r"\d{1,4}(?:\.\d{1,2})?\s?(?:" + UNIT_RE + ")")
+
+
 def _hyphenated(m: re.Match[str]) -> str | None:
+    if all(_SIZE.fullmatch(part) for part in re.split("[-/]", m.group(0))):
+        return None
     if re.fullmatch(r"\d+-\d+-[a-z]{3,}", m.group(0)):
         return None  # "10-15-minute": a range before a word
     if re.search(r"(?:^|-)\d+(?:st|nd|rd|th)(?:-|$)", m.group(0)):

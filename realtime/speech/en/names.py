@@ -123,6 +123,10 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
          r"|\b()(529|457)()(?=\s(?:plans?|accounts?)\b)",
          _form),
     rule("x86-64", r"\b(?i:x86)[-_]64\b", lambda m: "x eighty six sixty four"),  # the architecture, no range
+    # the IEEE's standards: "802.11ax" -> "eight oh two dot eleven a x", "802.3bz"
+    rule("IEEE standard", r"(?:(?<=IEEE\s)802\.(\d{1,2})([a-z]{0,2}|X)|\b802\.(\d{1,2})([a-z]{1,2}|X))\b",
+         lambda m: "eight oh two dot " + cardinal(int(m.group(1) or m.group(3)))
+         + "".join(" " + c for c in m.group(2) or m.group(4) or "")),
     rule("letter model", r"\b([A-Z])-([1-9]\d{1,2})(s?)\b(?![-.]\d)",
          lambda m: f"{m.group(1)} " + _many(pairs(int(m.group(2))), m.group(3))),  # "F-150", "F-35s"
     rule("memory kind", r"\b((?:LP|G)?DDR)(\d)(X?)-(\d{4})\b",

@@ -244,9 +244,10 @@ WIRE_RULE = rule("wire", r"\s?/((?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswi
                  lambda m: ", " + _WIRES.get(m.group(1).lower().replace(" ", ""), m.group(1)) + ",")
 TITLE_RULES: tuple[Rule, ...] = (
     rule("chat number", r"\b(?:l8r|gr8|b4|2day|2morrow)\b", _chat),  # before a digit is read: "l8r"
-    # "max 4 doses/24 hrs": a slash before a span of time is "per" (upstream drops it)
+    # "max 4 doses/24 hrs", "6 L/100km", "kcal/100g": a slash before a span of time or an
+    # amount of a measure is "per" (upstream drops it)
     rule("per time", r"(?<=[A-Za-z])/(?=\d{1,3}\s?(?:hrs?|hours?|h|days?|wks?|weeks?|mins?|minutes?|mos?"
-         r"|months?|yrs?|years?)\b)", lambda m: " per "),
+         r"|months?|yrs?|years?|km|kms|mi|miles?|g|kg|lbs?|oz|ml|mL|L)\b)", lambda m: " per "),
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
