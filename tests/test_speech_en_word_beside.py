@@ -166,6 +166,18 @@ SPORTS = [
      "Max four doses per twenty four hours, one tablet per twelve hours."),
 ]
 
+HISTORY = [
+    # A life's dates in brackets; a lone "I" before them is a monarch's numeral.
+    ("Elizabeth I (r. 1558–1603); Shakespeare (b. 1564, d. 1616); Homer (fl. 8th century BC).",
+     "Elizabeth the first (reigned fifteen fifty eight to sixteen oh three); Shakespeare (born fifteen sixty"
+     " four, died sixteen sixteen); Homer (flourished eighth century B C)."),
+    ("Plan b. 5 people; then I (really) tried.", "Plan b. five people; then I (really) tried."),
+    # The era before its year; after a century.
+    ("Vesuvius erupted in AD 79, in the 2nd millennium BCE; 476 AD.",
+     "Vesuvius erupted in A D seventy nine, in the second millennium B C E; four seventy six A D."),
+    ("Beethoven's 9th Symphony, Op. 125.", "Beethoven's ninth Symphony, Opus one hundred twenty five."),
+]
+
 STATES = [
     # A state that is no word after its city; one that is a word after a place's word.
     ("Stroudsburg, PA is small; she moved to Boston, MA.",
@@ -178,6 +190,6 @@ STATES = [
 
 
 @pytest.mark.parametrize("written,spoken", YEARS + FISCAL + SCORES + CLOCKS + LISTINGS + HARDWARE + CHIPS
-                         + NAMED_NUMBERS + ORDERS + SPORTS + STATES)
+                         + NAMED_NUMBERS + ORDERS + SPORTS + HISTORY + STATES)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken

@@ -4,7 +4,8 @@
   monarch's or pope's name), "World War II" -> "World War two" (any other
   capitalised word). Only I, V and X (1-39), so "CD", "MIX" and "DC" stay
   letters; a lone "I" is a numeral only after a monarch's name and before
-  punctuation, "of" or "and" ("Elizabeth I of England"), never "Then I".
+  punctuation, "of", "and" or a bracket ("Elizabeth I of England", "Francis I
+  (1494–1547)"), never "Then I".
 - References: "pp. 10-12" -> "pages ten to twelve", "Fig. 3", "Vol. 2",
   "Ch. 4", "Eq. 5", "Prop. 47", "Art. 5", "para. 3", "§ 7" (only before a
   number; "Vol. III", "Ch. XII" before a Roman numeral); a section's four
@@ -97,7 +98,7 @@ def _roman(m: re.Match[str]) -> str | None:
     regnal = name in _REGNAL
     if len(numeral) == 1:
         after = m.string[m.end():m.end() + 5]
-        if not regnal or numeral == "I" and not re.match(r"[,.;:!?)]|$|\s(?:of|and)\b", after):
+        if not regnal or numeral == "I" and not re.match(r"[,.;:!?)]|$|\s(?:of|and|\()", after):
             return None
     n = roman_value(numeral)
     return f"{name} the {ordinal(n)}" if regnal else f"{name} {cardinal(n)}"

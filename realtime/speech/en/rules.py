@@ -139,6 +139,11 @@ def _year_after_word(m: re.Match[str]) -> str | None:
 
 
 def _era(m: re.Match[str]) -> str:
+    """ "340 AD", "AD 79" (the era first: "A D seventy nine"), "the 3rd century BC"."""
+    if m.group(3):
+        return " ".join(m.group(3).replace(".", "").upper()) + " " + _in_era(m.group(4), None)
+    if m.group(5) or m.group(6):
+        return keep_final_period(m, " ".join((m.group(5) or m.group(6)).replace(".", "")))
     return keep_final_period(m, _in_era(m.group(1), m.group(2)))
 
 
@@ -315,7 +320,9 @@ RULES: tuple[Rule, ...] = (
     *fractions.RULES,
     rule("circa", r"\b(?:c|ca)\.\s?(\d{2,4})(?![\d,.]\d)(?:\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w))?",
          lambda m: keep_final_period(m, "circa " + _in_era(m.group(1), m.group(2)))),  # "c. 1200 BCE"
-    rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)", _era),
+    rule("era", r"(?<![\d.])(\d{1,4})\s?(A\.D\.?|B\.C\.?|AD|BCE|BC|CE)(?!\w)"
+         r"|\b(AD|A\.D\.)\s?(\d{1,4})\b(?![\d,.]\d)"
+         r"|(?<=century\s)(BCE|BC|AD|CE)\b\.?|(?<=millennium\s)(BCE|BC|AD|CE)\b\.?", _era),
     rule("year range", r"(?<![\w.,-])(1[1-9]\d\d|20\d\d)\s?[-–—]\s?(1[1-9]\d\d|20\d\d|\d\d)(?![\w-]|[.,]\d)",
          _year_range),  # 1990-1995, 1970-85
     rule("year", r"\b((?i:in|since|by|until|till|during|circa|year|around|before|after|from|between))"

@@ -15,14 +15,14 @@ What an LLM writes for a reader and a listener needs said:
 - sizes as adjectives, singular: hyphened ("a 60-min podcast") or after an
   article ("a 2 TB drive"); a unit on each side of an "x" ("12 ft × 14
   ft": twelve by fourteen feet);
-- an algorithm's order: "O(n log n)" -> "O of n log n", "O(n^2)" -> "O of n squared";
-  a betting line's "O/U" (over under); a slash before a span of time: "4 doses/24 hrs"
-  -> "four doses per twenty four hours";
-- symbols upstream's clean-up would drop or glue: "YoY", "y/y", "w/",
-  "mc^2", a spaced "+", "r/python", "p.a.", phone keys ("press * then #";
-  "a * b" is "times"), comparisons ("p < 0.05"), "an A-", arrows,
-  underscores, "10k req/s" and a slash between two words ("cores/32");
-  chat shorthand ("btw", "idk");
+- a betting line's "O/U" (over under); a slash before a span of time or an amount of
+  a measure: "4 doses/24 hrs" -> "four doses per twenty four hours", "6 L/100km";
+  a life's dates ("(b. 1564, d. 1616)": born, died; "r.", "fl."), "Op. 125" (Opus);
+- symbols upstream's clean-up would drop or glue: "YoY", "y/y", "w/", a spaced "+",
+  "r/python", "p.a.", phone keys ("press * then #"; "a * b" is "times"), comparisons
+  ("p < 0.05"), "an A-", arrows, underscores, "10k req/s" and a slash between two words ("cores/32");
+  chat shorthand ("btw", "idk", "l8r", "can u"); maths notation is symbols.py's
+  (``symbols.NOTATION_RULES`` run here, before "^" is read on its own);
 - scores: a dash running down between two numbers after or before a
   result word ("won 105-98", "a 3-2 win", "improving to 45-30 on the season") is "to"
   (``is_score``, for the operator rule).
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en import symbols
 from realtime.speech.en.fractions import fraction_words
 from realtime.speech.en.web import NUMBERED_BEFORE
 from realtime.speech.en.words import cardinal, number, year
@@ -65,42 +66,6 @@ def _estimated(m: re.Match[str]) -> str:
     after_count = _COUNT_THEN_PAREN.search(m.string, max(0, m.start() - 4), m.start()) is not None
     word = "established" if m.group(2) and not after_count else "estimated"  # "3,000 (est. 2019)"
     return word.capitalize() if m.group(1)[0] == "E" else word
-
-
-def _exponent(m: re.Match[str]) -> str:
-    return " " + _exponent_words(int(m.group(1)))
-
-
-_BIG_O_PART = re.compile(r"\s*+(?:(\d{1,3})|(log|lg|ln|sqrt|[a-zA-Z])|\^(\d|[a-z])|([²³])|([*·×+/!]))")
-_BIG_O_SIGNS = {"*": "times", "·": "times", "×": "times", "+": "plus", "/": "over", "!": "factorial"}
-
-
-def _big_o(m: re.Match[str]) -> str | None:
-    """ "O(n log n)" -> "O of n log n", "O(n^2)" -> "O of n squared", "Θ(1)" -> "theta of one"."""
-    words, pos, inner = [], 0, m.group(2)
-    for part in _BIG_O_PART.finditer(inner):
-        if part.start() != pos:
-            return None
-        pos = part.end()
-        count, name, power, small, sign = part.groups()
-        if count:
-            words.append(cardinal(int(count)))
-        elif name:
-            words.append("square root of" if name == "sqrt" else name)
-        elif power or small:
-            if power and power.isalpha():
-                words.append("to the " + power)  # "2^n"
-            else:
-                words.append(_exponent_words(int(power) if power else "²³".index(small) + 2))
-        else:
-            words.append(_BIG_O_SIGNS[sign])
-    if pos != len(inner.rstrip()) or not words:
-        return None
-    return {"O": "O", "Θ": "theta", "Ω": "omega"}[m.group(1)] + " of " + " ".join(words)
-
-
-def _exponent_words(power: int) -> str:
-    return {2: "squared", 3: "cubed"}.get(power, "to the power of " + cardinal(power))
 
 
 _DOSES = {"b": "twice a day", "t": "three times a day", "q": "four times a day", "p": "as needed"}
@@ -225,6 +190,7 @@ def _chat(m: re.Match[str]) -> str:
     return said[0].upper() + said[1:] if m.group(0)[0].isupper() and m.start() == 0 else said
 
 
+_LIFE = {"b": "born", "d": "died", "r": "reigned", "fl": "flourished"}
 _WIRES = {"prnewswire": "PR Newswire", "businesswire": "Business Wire", "globenewswire": "Globe Newswire",
           "accesswire": "Access Wire", "newsfile": "Newsfile"}
 _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "with", "w/o": "without",
@@ -243,6 +209,10 @@ def _shorthand(m: re.Match[str]) -> str | None:
 WIRE_RULE = rule("wire", r"\s?/((?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswire|Accesswire|Newsfile))/",
                  lambda m: ", " + _WIRES.get(m.group(1).lower().replace(" ", ""), m.group(1)) + ",")
 TITLE_RULES: tuple[Rule, ...] = (
+    # a life's dates: "(b. 1564, d. 1616)", "(r. 1558–1603)", "(fl. 8th century BC)"; a work's "Op. 125"
+    rule("life dates", r"(?:(?<=\()|(?<=[,;]\s))(b|d|r|fl)\.\s?(?=(?:c\.\s?|ca\.\s?)?\d)",
+         lambda m: _LIFE[m.group(1)] + " "),
+    rule("opus", r"\b(Op|op)\.\s?(?=\d)", lambda m: "Opus " if m.group(1) == "Op" else "opus "),
     rule("chat number", r"\b(?:l8r|gr8|b4|2day|2morrow)\b", _chat),  # before a digit is read: "l8r"
     # "max 4 doses/24 hrs", "6 L/100km", "kcal/100g": a slash before a span of time or an
     # amount of a measure is "per" (upstream drops it)
@@ -336,10 +306,7 @@ SYMBOL_RULES: tuple[Rule, ...] = (
          r"(ur?)\b|\b()(ur?)(?=\s(?:free|there|ok|okay|coming|going|know|want|need|can|r|are)\b)",
          lambda m: ("see " if m.group(1) in ("c ", "C ") else m.group(1) or m.group(3))
          + _CHAT[m.group(2) or m.group(4)]),
-    rule("function", r"\b([A-Za-z])\(([A-Za-z])\)(?![\w(])",
-         lambda m: f"{m.group(1)} of {m.group(2)}"),  # "f(x)", "P(A)"
-    rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
-    rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
+    *symbols.NOTATION_RULES,
     rule("plus", r"(?<!\S)\+(?=\s)", lambda m: "plus"),  # "a + b", "Ctrl + C"
     rule("grade minus", r"(?<=\s)([A-D])-(?=[\s,;:.!?)]|$)", lambda m: m.group(1) + " minus"),  # "an A-"
     rule("subreddit", r"(?<![\w/])([ru])/(?=\w{2,})", lambda m: m.group(1) + " slash "),  # r/python

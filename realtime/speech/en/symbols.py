@@ -1,5 +1,7 @@
-"""English readings of mathematical symbols and Greek letters, which upstream's
-clean-up would drop: "=" "equals", "≠" "is not equal to", "±" "plus or minus", "√"
+"""English readings of mathematical notation, symbols and Greek letters, which upstream's
+clean-up would drop or misread: an algorithm's order ("O(n log n)" -> "O of n log n",
+"O(n^2)" -> "O of n squared"), a function of a variable ("f(x)" -> "f of x"), a power
+("mc^2", "x^10"); "=" "equals", "≠" "is not equal to", "±" "plus or minus", "√"
 "square root of", "²" "squared", "∈" "in", "∞" "infinity", "∫" "integral", a lone
 Greek letter ("A = πr²": pi, "Δt": delta t, "a β-blocker": beta blocker) and a micro
 unit written with "μ" after an operator ("2 * 10 μm": micrometers).
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en.words import cardinal
 from realtime.speech.rewrite import Rule, rule
 
 _SYMBOLS = {"=": "equals", "==": "equals", "≠": "is not equal to", "≈": "is about", "±": "plus or minus",
@@ -39,4 +42,49 @@ RULES: tuple[Rule, ...] = (
          lambda m: _MICRO[m.group(1)]),  # "10 μm" past an operator: "ten times ten micrometers"
     rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
          lambda m: _GREEK[m.group(1)] + (" " if m.group(2) else "")),
+)
+
+
+def _exponent(m: re.Match[str]) -> str:
+    return " " + _exponent_words(int(m.group(1)))
+
+
+_BIG_O_PART = re.compile(r"\s*+(?:(\d{1,3})|(log|lg|ln|sqrt|[a-zA-Z])|\^(\d|[a-z])|([²³])|([*·×+/!]))")
+_BIG_O_SIGNS = {"*": "times", "·": "times", "×": "times", "+": "plus", "/": "over", "!": "factorial"}
+
+
+def _big_o(m: re.Match[str]) -> str | None:
+    """ "O(n log n)" -> "O of n log n", "O(n^2)" -> "O of n squared", "Θ(1)" -> "theta of one"."""
+    words, pos, inner = [], 0, m.group(2)
+    for part in _BIG_O_PART.finditer(inner):
+        if part.start() != pos:
+            return None
+        pos = part.end()
+        count, name, power, small, sign = part.groups()
+        if count:
+            words.append(cardinal(int(count)))
+        elif name:
+            words.append("square root of" if name == "sqrt" else name)
+        elif power or small:
+            if power and power.isalpha():
+                words.append("to the " + power)  # "2^n"
+            else:
+                words.append(_exponent_words(int(power) if power else "²³".index(small) + 2))
+        else:
+            words.append(_BIG_O_SIGNS[sign])
+    if pos != len(inner.rstrip()) or not words:
+        return None
+    return {"O": "O", "Θ": "theta", "Ω": "omega"}[m.group(1)] + " of " + " ".join(words)
+
+
+def _exponent_words(power: int) -> str:
+    return {2: "squared", 3: "cubed"}.get(power, "to the power of " + cardinal(power))
+
+
+# Notation before the symbols' own reading ("^" of "O(n^2)" is the order's, not an exponent's).
+NOTATION_RULES: tuple[Rule, ...] = (
+    rule("function", r"\b([A-Za-z])\(([A-Za-z])\)(?![\w(])",
+         lambda m: f"{m.group(1)} of {m.group(2)}"),  # "f(x)", "P(A)"
+    rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
+    rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
 )
