@@ -47,6 +47,10 @@ SCORES = [
     ("Final score: 7/8; a grade of 45/50; she scored 18/20.",
      "Final score: seven out of eight; a grade of forty five out of fifty; she scored eighteen out of"
      " twenty."),
+    # A full score on a scale of five or ten; "24/7/365".
+    ("He's a 10/10 would recommend, 5/5, a 24/7/365 service; 4/4 cup.",
+     "He's a ten out of ten would recommend, five out of five, a twenty four seven three sixty five service;"
+     " four four cup."),
     # A share of something stays a fraction.
     ("He scores 3/4 of the time.", "He scores three quarters of the time."),
 ]

@@ -46,6 +46,8 @@ def _fraction(m: re.Match[str]) -> str | None:
     if den == num + 1 and num >= 10 and not whole and _NAME_BEFORE.search(m.string, max(0, m.start() - 20),
                                                                            m.start()):
         return cardinal(num) + " or " + cardinal(den)  # "Windows 10/11": two releases
+    if num == den and den in (5, 10) and not whole:
+        return cardinal(num) + " out of " + cardinal(den)  # "a 10/10", "5/5": a full score
     if (num, den) in ((24, 7), (9, 11)) or num == den or num + den == 100 and not whole:
         spoken = cardinal(num) + " " + cardinal(den)  # "24/7", "50/50", "9/11", "80/20"
     elif not whole and not of_after and num <= 12 and 13 <= den <= 31 and den != 16:

@@ -161,6 +161,7 @@ RULES: tuple[Rule, ...] = (
     rule("plan", r"\b(401|403|457)([kb])\b",
          lambda m: _plan_said(m.group(1), m.group(2), None, False)),  # "a 401k"
     rule("letter to letter", LETTER_PAIR, lambda m: f"{m.group(1)} to {m.group(2)}"),
+    rule("always", r"(?<![\w/.])24/7/365(?![\w/])", lambda m: "twenty four seven three sixty five"),
     rule("slashed numbers", r"(?<![\w/.])\d{1,8}(?:/\d{1,8}){2,}(?![\w/])", _slashed),
 )
 # After every rule that gives a token's digits a meaning ("5km", "3rd", "1080p").
