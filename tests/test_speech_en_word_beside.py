@@ -116,6 +116,9 @@ NAMED_NUMBERS = [
      "File Form ten forty, Form nine forty one and a ten ninety nine NEC; your ten forty is due; ten"
      " ninety nine forms."),
     ("A 529 plan on the 405 freeway.", "A five twenty nine plan on the four oh five freeway."),
+    ("She scored 1520 on the SAT, a 1350 SAT score; Fahrenheit 451 and Blink-182.",
+     "She scored fifteen twenty on the SAT, a thirteen fifty SAT score; Fahrenheit four fifty one and Blink"
+     " one eighty two."),
     # Counts stay counts.
     ("1099 reasons, the 250 plans and 405 cars.", "one thousand ninety nine reasons, the two hundred fifty"
      " plans and four hundred five cars."),

@@ -116,6 +116,9 @@ def _form(m: re.Match[str]) -> str:
 
 # Before a hyphen between a name and a number is read as a pause, a range or "to".
 HYPHENED_NAME_RULES: tuple[Rule, ...] = (
+    # names said in pairs: "Fahrenheit 451", "Blink-182" (its hyphen is no range: read first)
+    rule("title in pairs", r"\b(Fahrenheit\s|Blink-)(451|182)\b",
+         lambda m: m.group(1).replace("-", " ") + pairs(int(m.group(2)))),
     # tax forms and plans by number, said in pairs: "Form 941", "1099-NEC", "a 529 plan"
     rule("form", r"\b(Form\s)(\d{3,4})(?:-([A-Z]{1,4}))?\b"
          r"|\b()(1040|1099|1098|1095)(?:-([A-Z]{1,4})\b|(?=\s(?:forms?|filers?|income|contractors?)\b)"
@@ -148,6 +151,8 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
 
 # Before the code rule reads "49 ers", "v twenty".
 NAME_RULES: tuple[Rule, ...] = (
+    # an SAT score in pairs: "1520 on the SAT", "a 1520 SAT score"
+    rule("SAT score", r"\b(1[0-6]\d0|[4-9]\d0)(?=\s(?:on\sthe\s)?SATs?\b)", lambda m: pairs(int(m.group(1)))),
     # "the 405 freeway", "the 101 highway": a road's number as drivers say it
     rule("freeway", r"(?<=\b[Tt]he\s)(\d{1,3})(?=\s(?:[Ff]reeway|[Ff]wy|[Ee]xpressway|[Tt]ollway"
          r"|[Hh]ighway)\b)",
