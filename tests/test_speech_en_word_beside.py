@@ -119,6 +119,10 @@ NAMED_NUMBERS = [
     ("She scored 1520 on the SAT, a 1350 SAT score; Fahrenheit 451 and Blink-182.",
      "She scored fifteen twenty on the SAT, a thirteen fifty SAT score; Fahrenheit four fifty one and Blink"
      " one eighty two."),
+    # Games and shows: a level, a patch's version, an episode.
+    ("My K/D is 2.5 at lvl 50 since patch 14.23; S4E7 and Ep. 12 drop Friday.",
+     "My K D is two point five at level fifty since patch fourteen point twenty three; Season four, episode"
+     " seven and Episode twelve drop Friday."),
     # Counts stay counts.
     ("1099 reasons, the 250 plans and 405 cars.", "one thousand ninety nine reasons, the two hundred fifty"
      " plans and four hundred five cars."),

@@ -108,11 +108,11 @@ _REFERENCES = {"pp": "pages", "p": "page", "fig": "figure", "figs": "figures", "
                "prop": "proposition", "art": "article", "para": "paragraph",
                "chap": "chapter", "vol": "volume", "vols": "volumes", "eq": "equation",
                "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections",
-               "¶": "paragraph", "¶¶": "paragraphs"}
+               "¶": "paragraph", "¶¶": "paragraphs", "ep": "episode", "eps": "episodes", "lvl": "level"}
 
 
 def _reference(m: re.Match[str]) -> str:
-    word = m.group(1) or m.group(2)
+    word = m.group(1) or m.group(2) or m.group(3)
     spoken = _REFERENCES[word.lower()]
     return spoken.capitalize() if word[0].isupper() else spoken
 
@@ -210,7 +210,7 @@ REFERENCE_RULES: tuple[Rule, ...] = (
     rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
          lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
-         r"|[Pp]rop|Art|[Pp]ara)\.|(§§?|¶¶?))"
+         r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
          r"\s?(?=\d|\(\d)",  # "Eq. (3)" too
          _reference),
 )

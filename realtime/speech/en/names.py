@@ -159,6 +159,8 @@ NAME_RULES: tuple[Rule, ...] = (
          lambda m: pairs(int(m.group(1)))),
     rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})()(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END
          + ")", _model_number),
+    rule("episode", r"\bS(\d{1,2})\s?E(\d{1,3})\b",
+         lambda m: f"Season {cardinal(int(m.group(1)))}, episode {cardinal(int(m.group(2)))}"),  # "S4E7"
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
     rule("M.2", r"\bM\.2\b", lambda m: "M dot two"),  # the drive's form factor
     rule("any minor version", r"\b(\d{1,3})\.x\b",
@@ -167,7 +169,7 @@ NAME_RULES: tuple[Rule, ...] = (
     rule("named version", r"\b((?:Python|Node(?:\.js)?|iOS|iPadOS|macOS|Android|Ubuntu|Debian|Fedora|Java|PHP"
          r"|Ruby|Rust|Kotlin|Swift|Perl|Django|Rails|React|Angular|TypeScript|Chrome|Firefox|Safari|Windows"
          r"|Linux|kernel|CUDA|PyTorch|TensorFlow|Unity|Blender|GPT|Llama|Gemini|Claude|Qwen|[Vv]ersion"
-         r"|[Rr]elease)\s)(\d{1,2})\.(\d{1,2})(?!\d|\.\d)",
+         r"|[Rr]elease|[Pp]atch)\s)(\d{1,2})\.(\d{1,2})(?!\d|\.\d)",
          lambda m: f"{m.group(1)}{cardinal(int(m.group(2)))} point {cardinal(int(m.group(3)))}"),
     rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
          lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0

@@ -197,7 +197,7 @@ _SHORTHAND = {"YoY": "year over year", "QoQ": "quarter over quarter", "w/": "wit
               "WWI": "World War One", "WWII": "World War Two", "y/y": "year over year",
               "q/q": "quarter over quarter", "m/m": "month over month", "O/U": "over under",
               "YTD": "year to date", "A/B": "A B", "I/O": "I O", "P/E": "P E", "N/A": "not applicable",
-              "b/w": "between"}
+              "b/w": "between", "K/D": "K D"}
 
 
 def _shorthand(m: re.Match[str]) -> str | None:
@@ -295,7 +295,7 @@ ARTICLE_UNIT_RULE = rule("unit after an article", r"\b((?i:a|an|the|this|that)\s
                          lambda m: m.group(1) + number(m.group(2)) + " " + UNITS[m.group(3)][0])
 # After the abbreviations, before the symbols' own reading.
 SYMBOL_RULES: tuple[Rule, ...] = (
-    rule("shorthand", r"\b(?:YoY|QoQ|YTD|WWII|WWI|[yqm]/[yqm]|O/U|A/B|I/O|P/E|N/A|b/w(?=\s\d))\b"
+    rule("shorthand", r"\b(?:YoY|QoQ|YTD|WWII|WWI|[yqm]/[yqm]|O/U|A/B|I/O|P/E|N/A|K/D|b/w(?=\s\d))\b"
          r"|(?<!\S)w/o?(?=\s)", _shorthand),
     rule("chat", r"\b(?:[Bb]rb|[Ii]dk|[Tt]bh|[Tt]mrw|[Tt]hx|[Bb]day|[Bb]tw|[Ii]mo|[Ii]mho|[Aa]faik|[Tt]tyl"
          r"|tix|BRB|IDK|TBH|BTW|IMHO|AFAIK|TTYL|[Pp]pl|[Nn]gl|EOD|[Pp]ls|[Pp]lz|ur(?=\s[a-z])"
