@@ -123,6 +123,13 @@ NAMED_NUMBERS = [
     ("My K/D is 2.5 at lvl 50 since patch 14.23; S4E7 and Ep. 12 drop Friday.",
      "My K D is two point five at level fifty since patch fourteen point twenty three; Season four, episode"
      " seven and Episode twelve drop Friday."),
+    # A class schedule: a course's code in pairs, its days.
+    ("I took ECON 210 and CS 101, section 002; office hours Tu/Th 2–4 pm; MATH 2210 meets MWF 10:10.",
+     "I took ECON two ten and CS one oh one, section zero zero two; office hours Tuesday and Thursday two to"
+     " four p m; MATH twenty two ten meets Monday, Wednesday and Friday ten ten."),
+    ("TTh 9:30, MW 3pm; the MW band; I WANT 250 BUCKS.",
+     "Tuesday and Thursday nine thirty, Monday and Wednesday three p m; the MW band; I WANT two hundred"
+     " fifty BUCKS."),
     # Counts stay counts.
     ("1099 reasons, the 250 plans and 405 cars.", "one thousand ninety nine reasons, the two hundred fifty"
      " plans and four hundred five cars."),

@@ -223,8 +223,19 @@ def _month_range(m: re.Match[str]) -> str:
 
 def _weekday_list(m: re.Match[str]) -> str:
     """ "Mon/Wed/Fri" -> "Monday, Wednesday and Friday" (upstream drops a slash)."""
-    days = [_WEEKDAYS[d[:3].lower()] for d in _ONE_DAY.findall(m.group(0))]
+    written = m.group(0)
+    if written.rstrip(".") in _CLASS_DAYS:
+        days = _CLASS_DAYS[written.rstrip(".")]
+    else:
+        days = [_WEEKDAYS.get(d[:3].lower()) or _WEEKDAYS[_SHORT_DAYS[d.lower()]]
+                for d in _ONE_DAY.findall(written)]
     return keep_final_period(m, ", ".join(days[:-1]) + " and " + days[-1])
+
+
+# A class schedule's days: "MWF", "TTh", "Tu/Th".
+_CLASS_DAYS = {"MWF": ["Monday", "Wednesday", "Friday"], "TTh": ["Tuesday", "Thursday"],
+               "TuTh": ["Tuesday", "Thursday"], "MW": ["Monday", "Wednesday"]}
+_SHORT_DAYS = {"tu": "tue", "th": "thu"}
 
 
 _ONE_DAY = re.compile(r"[A-Za-z]+")
@@ -294,8 +305,9 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("day month", r"(?<![\d.])(\d{1,2})(?:st|nd|rd|th)?\s(?:of\s)?(" + MONTH_RE
          + r")\b(?:\.?,?\s(\d{4})(?!\d))?", _day_month),  # "14th Feb. 1852"
     rule("weekday letters", r"\bM\s?[-–—]\s?F\b(?!-)", lambda m: "Monday to Friday"),  # "open M–F 9–5"
-    rule("weekday list", r"\b" + _ANY_DAY + r"\.?(?:\s?/\s?" + _ANY_DAY + r"\.?)++(?![A-Za-z])",
-         _weekday_list),  # "Mon/Wed/Fri"
+    rule("weekday list", r"\b(?:" + _ANY_DAY + r"|Tu|Th)\.?(?:\s?/\s?(?:" + _ANY_DAY
+         + r"|Tu|Th)\.?)++(?![A-Za-z])|\b(?:MWF|TuTh|TTh)\b|\bMW(?=\s\d)",
+         _weekday_list),  # "Mon/Wed/Fri", "Tu/Th", "MWF 10:10"
     rule("weekdays", r"\b" + _DAY + r"\s?[-–—]\s?" + _DAY + r"(?![A-Za-z])", _weekday),
     rule("weekday", r"\b(Mon|Tues?|Thu(?:rs?)?|Fri)\.?(?![A-Za-z])()", _weekday),
     # "2 tix for Sat.": after a word that dates, "Sat", "Sun", "Wed" are the days
