@@ -130,6 +130,11 @@ NAMED_NUMBERS = [
     ("TTh 9:30, MW 3pm; the MW band; I WANT 250 BUCKS.",
      "Tuesday and Thursday nine thirty, Monday and Wednesday three p m; the MW band; I WANT two hundred"
      " fifty BUCKS."),
+    # A car's sheet: fuel economy city and highway, cylinders, R P M, a tire's size.
+    ("It gets 27/35 mpg city/hwy and 120 MPGe; a 4-cyl, 203 hp @ 6,600 rpm; 225/65R17 tires; a V8, 8 cyl.",
+     "It gets twenty seven, thirty five miles per gallon city, highway and one hundred twenty M P G e; a"
+     " four cylinder, two hundred three horsepower at six thousand six hundred R P M; two twenty five sixty"
+     " five R seventeen tires; a V eight, eight cylinder."),
     # Counts stay counts.
     ("1099 reasons, the 250 plans and 405 cars.", "one thousand ninety nine reasons, the two hundred fifty"
      " plans and four hundred five cars."),

@@ -93,6 +93,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "hp": ("horsepower", "马力"), "kcal": ("kilocalorie", "千卡"),
     "mcg": ("microgram", "微克"), "µg": ("microgram", "微克"), "dB": ("decibel", "分贝"),
     "ppm": ("part per million", "ppm"), "MP": ("megapixel", "百万像素"), "psi": ("P S I", "磅每平方英寸"),
+    "rpm": ("R P M", "转每分"), "RPM": ("R P M", "转每分"), "MPGe": ("M P G e", "MPGe"),
     "ms": ("millisecond", "毫秒"), "sec": ("second", "秒"), "s": ("second", "秒"),
     "min": ("minute", "分钟"), "mins": ("minute", "分钟"), "secs": ("second", "秒"),
     "hrs": ("hour", "小时"), "hr": ("hour", "小时"), "h": ("hour", "小时"),
@@ -113,6 +114,7 @@ TEMPERATURE_SCALES = {"C": "degree Celsius", "F": "degree Fahrenheit"}
 # Plurals that are not the name + "s" ("X per Y" and "X of Y" pluralize X: en_unit).
 _EN_PLURAL_EXTRA = {"square foot": "square feet", "foot": "feet", "inch": "inches",
                     "pound foot": "pound feet", "horsepower": "horsepower", "P S I": "P S I",
+                    "R P M": "R P M", "M P G e": "M P G e",
                     "hertz": "hertz", "gigahertz": "gigahertz", "megahertz": "megahertz",
                     "kilohertz": "kilohertz", "penny": "pence", "yen": "yen", "yuan": "yuan", "won": "won",
                     "real": "reais", "krona": "kronor", "krone": "kroner", "paisa": "paise", "lira": "lire",

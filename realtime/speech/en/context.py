@@ -33,6 +33,9 @@
 - Flight numbers ("flight UA 857") digit by digit; a flight level ("FL350" -> "flight
   level three five zero").
 - A countdown: "T-minus 10:00" -> "T minus ten minutes".
+- A car's sheet: "27/35 mpg city/hwy" -> "twenty seven, thirty five miles per gallon
+  city, highway", "4-cyl" -> "four cylinder", a tire's "225/65R17" -> "two twenty five
+  sixty five R seventeen".
 - A batting average after a word that hits or averages: "hit .312" -> "hit three twelve",
   "a .250 hitter"; a caliber: ".45 caliber" -> "forty five caliber", ".308 Winchester".
 - A listing's rooms: "3BR/2BA" -> "three bedroom, two bath", "2.5 ba" -> "two and a
@@ -46,7 +49,7 @@ from collections.abc import Callable
 
 from realtime.speech.en.dates import counted
 from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, scaled
-from realtime.speech.rewrite import Rule, rule
+from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import (
     MAGNITUDE_WORDS,
     MAGNITUDES,
@@ -279,7 +282,20 @@ def _average(m: re.Match[str]) -> str | None:
     return pairs(n) if n >= 100 else "oh " + cardinal(n)
 
 
+def _economy(m: re.Match[str]) -> str:
+    """ "27/35 mpg" -> "twenty seven, thirty five miles per gallon" (city, then highway)."""
+    return f"{cardinal(int(m.group(1)))}, {cardinal(int(m.group(2)))} {en_unit(UNITS[m.group(3)][0], '2')}"
+
+
 RULES: tuple[Rule, ...] = (
+    rule("fuel economy", r"(?<![\w/.])(\d{1,3})\s?/\s?(\d{1,3})\s?(mpg|MPGe)\b", _economy),
+    rule("city highway", r"\b(city)\s?/\s?(?:hwy|highway)\b", lambda m: m.group(1) + ", highway"),
+    rule("cylinders", r"(?<![\w.])(\d{1,2})[-\s]?cyl\b\.?",
+         lambda m: keep_final_period(m, cardinal(int(m.group(1))) + " cylinder")),
+    # a tire's size: "225/65R17" -> "two twenty five sixty five R seventeen"
+    rule("tire size", r"\b(\d{3})/(\d{2})\s?(Z?R)(\d{2})\b",
+         lambda m: f"{pairs(int(m.group(1)))} {cardinal(int(m.group(2)))} {' '.join(m.group(3))} "
+                   f"{cardinal(int(m.group(4)))}"),
     # "hit .312", "a .275 average", "batting .300": an average said as people say it
     rule("batting average", r"(?<![\w.])\.(\d{3})\b(?![.,]?\d)", _average),
     # ".45 caliber", "a .308 Winchester": a caliber's hundredths or thousandths of an inch
