@@ -170,6 +170,9 @@ EARLY_RULES: tuple[Rule, ...] = (
     rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)，。！？；）`\"”]|\.?$|\.\s)", _url),  # "`config.yaml`" too
+    # git's revisions: "HEAD~3" -> "HEAD tilde three", "HEAD^" -> "HEAD caret"
+    rule("revision", r"\b(HEAD|main|master)(?:~(\d{1,3})|(\^))(?![\w~^])",
+         lambda m: m.group(1) + (" tilde " + cardinal(int(m.group(2))) if m.group(2) else " caret")),
     # a dotfile: ".env", ".bashrc", ".gitignore"
     rule("dotfile", r"(?<![\w./~-])\.(env|bashrc|zshrc|profile|gitignore|dockerignore|npmrc|vimrc"
          r"|editorconfig)\b",
