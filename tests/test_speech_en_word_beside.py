@@ -35,6 +35,12 @@ FISCAL = [
     ("In Q1 FY '25, H1 FY24 and CY2023.",
      "In the first quarter of fiscal year twenty five, the first half of fiscal year twenty four and calendar"
      " year twenty twenty three."),
+    # A quarter or half hyphened to its year.
+    ("It fell in Q4-2024 and H1-2025.",
+     "It fell in the fourth quarter of twenty twenty four and the first half of twenty twenty five."),
+    # A decade hyphened to a word, a word to a decade: no pause.
+    ("In the mid-'80s, a 1990s-era law; wait 30s-ish.",
+     "In the mid eighties, a nineteen nineties era law; wait thirty seconds ish."),
     # A two-digit year keeps its written digits.
     ("Q1 '05 and 1H05.", "the first quarter of zero five and the first half of zero five."),
     ("The firms' Q2 and our Q4 beat Q3 2024.",

@@ -274,7 +274,7 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("numeric date", r"(?<![\d/.-])(\d{1,2})([/-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)"
          r"|(?<![\d/.-])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)", _numeric_date),
     # "1H23", "H2 2024", "H1 '25": a half year, only with its year ("H1" alone is a heading)
-    rule("half year", r"\b([12])H\s?(\d{2}|\d{4})\b|\bH([12])(?:\s(\d{4})|\s?['’](\d{2}))\b"
+    rule("half year", r"\b([12])H\s?(\d{2}|\d{4})\b|\bH([12])(?:[\s-](\d{4})|\s?['’](\d{2}))\b"
          r"|\bH([12])\s" + _FISCAL,
          lambda m: f"{_the(m)}{('first', 'second')[int(m.group(1) or m.group(3) or m.group(6)) - 1]} half of "
                    + (_fiscal(m.group(7), m.group(8)) if m.group(6) else _year_of(m.group(2) or m.group(4)
@@ -282,7 +282,7 @@ DATE_RULES: tuple[Rule, ...] = (
     rule("quarters", r"\bQ([1-4])\s?[-–—]\s?Q([1-4])\b(?:\s(\d{4}))?",
          lambda m: f"{_the(m)}{ordinal(int(m.group(1)))} to the {ordinal(int(m.group(2)))} quarter"
                    + (" of " + _year(int(m.group(3))) if m.group(3) else "")),  # "Q1–Q3 2024"
-    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:\s(\d{4})|\s?['’](\d{2})|\s" + _FISCAL
+    rule("quarter", r"\b([1-4])Q(\d{2}|\d{4})?\b|\bQ([1-4])(?:[\s-](\d{4})|\s?['’](\d{2})|\s" + _FISCAL
          + r")?\b", _quarter),
     # a fiscal or calendar year: "FY2024", "FY24", "FY '25" (its digits are no code)
     rule("fiscal year", r"\b" + _FISCAL + r"(?![-–/]\d)|\b(FY|CY)(?=\s?\d{4}[-–/]\d|\s?['’]\d\d\b)",

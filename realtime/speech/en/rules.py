@@ -87,8 +87,8 @@ def _unit_per(m: re.Match[str]) -> str:
 
 def _decade(m: re.Match[str]) -> str:
     written = m.group(1) or m.group(2)
-    if len(m.group(0)) == 3 and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 12),
-                                                                         m.start()):
+    bare = len(m.group(0).rstrip("-")) == 3  # "30s", not "'30s" or "1930s"
+    if bare and m.start() and not _DECADE_BEFORE.search(m.string, max(0, m.start() - 12), m.start()):
         return number(written) + " seconds"  # "wait 30s", "a timeout of 60s"
     if len(written) == 4 and not 1000 <= int(written) <= 2099:
         return number(written) + " seconds"  # "a TTL of 3600s": no decade
@@ -276,7 +276,7 @@ RULES: tuple[Rule, ...] = (
     rule("decade range", r"(?<![\w'])'?(\d{1,3}0)'?s\s?[-–—]\s?'?(\d{1,3}0)'?s\b",
          lambda m: _plural_year(m.group(1)) + " to " + _plural_year(m.group(2))),  # 1970s-90s
     *names.HYPHENED_NAME_RULES,
-    rule("word-number hyphen", r"(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # mid-1990s, COVID-19
+    rule("word-number hyphen", r"(?<=[A-Za-z])-(?=['’]?\d)", lambda m: " "),  # mid-1990s, COVID-19, mid-'80s
     *shorthand.COMPARISON_RULES,  # "p < 0.05", "< 5 ms": before the numbers are read
     *money.RULES,
     *context.RULES,
@@ -291,7 +291,7 @@ RULES: tuple[Rule, ...] = (
     # "Bake at 425 F": an oven's temperature without its degree sign
     rule("oven temperature", r"\b((?i:bake|roast|preheat|oven|broil)\s(?:at|to)\s)(\d{2,3})\s?([CF])\b",
          lambda m: f"{m.group(1)}{number(m.group(2))} " + en_unit(TEMPERATURE_SCALES[m.group(3)], "2")),
-    rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
+    rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b(?:-(?=[a-z]))?|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     fractions.FRACTION_UNIT_RULE,
     fractions.FRACTION_WORD_UNIT_RULE,
     *shorthand.SIDES_RULES,
