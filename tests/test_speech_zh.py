@@ -154,6 +154,9 @@ CASES = [
     ('地点在A座3F。', '地点在A座三楼。'),
     ('耗时3h20min，又2小时5分钟。', '耗时三小时二十分钟，又两小时五分钟。'),
     # Signs of maths and an arrow, which upstream's clean-up would drop.
+    # A release's parts are numbers after its name; a decimal elsewhere.
+    ('用Python 3.11运行，升级到iOS 17.4和v2.10，版本3.12；价格是3.11元。',
+     '用Python 三点十一运行，升级到iOS 十七点四和v二点十，版本三点十二；价格是三点一一元。'),
     ('北京→上海，因为∞大于一切，所以空集是∅，5−3=2。',
      '北京到上海，因为无穷大大于一切，所以空集是空集，五减三等于二。'),
 ]

@@ -320,7 +320,9 @@ RULES: tuple[Rule, ...] = (
          lambda m: _GREEK[m.group(0)]),
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: "加"),  # "5G+AI"
     rule("two", r"(?<![\d.第])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),
-    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])",
+    rule("version", r"(?<![\d.])\d++(?:\.\d++){2,}(?![\d.])"
+         r"|(?:(?<=Python\s)|(?<=iOS\s)|(?<=Java\s)|(?<=CUDA\s)|(?<=\b[vV])|(?<=版本))\d{1,2}\.\d{1,2}(?![\d.])",
+         # "Python 3.11": 三点十一, a release's parts
          lambda m: "点".join(number(p) for p in m.group(0).split("."))),
     rule("number", NUM, _number),
     rule("stray digits", r"\d++", lambda m: digits(m.group(0))),  # never left for upstream to drop
