@@ -53,6 +53,9 @@ SCORES = [
     ("Final score: 7/8; a grade of 45/50; she scored 18/20.",
      "Final score: seven out of eight; a grade of forty five out of fifty; she scored eighteen out of"
      " twenty."),
+    # Ordinals joined by slashes, each read (no code of letters and digits).
+    ("She finished 1st/2nd/3rd; the 1st/2nd floor.",
+     "She finished first, second, third; the first, second floor."),
     # A full score on a scale of five or ten; "24/7/365".
     ("He's a 10/10 would recommend, 5/5, a 24/7/365 service; 4/4 cup.",
      "He's a ten out of ten would recommend, five out of five, a twenty four seven three sixty five service;"

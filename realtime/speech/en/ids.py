@@ -134,8 +134,8 @@ def _hyphenated(m: re.Match[str]) -> str | None:
         return None
     if re.fullmatch(r"\d+-\d+-[a-z]{3,}", m.group(0)):
         return None  # "10-15-minute": a range before a word
-    if re.search(r"(?:^|-)\d+(?:st|nd|rd|th)(?:-|$)", m.group(0)):
-        return None  # "mid-19th-century": an ordinal among words
+    if re.search(r"(?:^|[-/])\d+(?:st|nd|rd|th)(?:[-/]|$)", m.group(0)):
+        return None  # "mid-19th-century", "1st/2nd/3rd": an ordinal among words
     return _code(m)
 
 

@@ -310,6 +310,8 @@ RULES: tuple[Rule, ...] = (
          _unit),
     rule("floor", r"(?<![\w.,/])(\d{1,3})(?:st|nd|rd|th)\s(?:fl|flr)\.",
          lambda m: ordinal(int(m.group(1))) + " floor" + stop_kept(m)),  # "on the 4th fl."
+    rule("ordinals", r"(?<![\w.,/])\d{1,3}(?:st|nd|rd|th)(?:/\d{1,3}(?:st|nd|rd|th))++\b",
+         lambda m: ", ".join(ordinal(int(o[:-2])) for o in m.group(0).split("/"))),  # "1st/2nd/3rd"
     rule("ordinal", r"(?<![\w.,/])(\d{1,3}(?:,\d{3})++|\d++)(st|nd|rd|th)\b(?:-(?=[A-Za-z]))?", _ordinal),
     rule("rating", r"(?<![\w/.])(\d{1,3}(?:\.\d{1,2})?)/(\d{1,3})(?=\s?(?:stars?|points?)\b)"
          r"|(?<![\w/.])(\d{1,3}\.\d{1,2})/(\d{1,3})(?![\w/])",
