@@ -330,6 +330,8 @@ CASES = [
     ("Americans—roughly 1 in 8—live here.", "Americans, roughly one in eight, live here."),
     ("Btw, IDK if it works, TBH; brb, thx, tmrw, bday.",
      "By the way, I don't know if it works, to be honest; be right back, thanks, tomorrow, birthday."),
+    # A capital chat word keeps its capital after a sentence's end; one in capitals only at the start.
+    ("Due 9/30. Thx! Good, BTW it works.", "Due September thirtieth. Thanks! Good, by the way it works."),
     # Chat with digits in its words; "u" and "ur" beside a verb or before a word.
     ("ok c u l8r, gr8 job; see u b4 2day ends; we need 3 ppl, ngl.",
      "ok see you later, great job; see you before today ends; we need three people, not gonna lie."),

@@ -110,6 +110,7 @@ ADDRESSES_ONLINE = [
      'Edit the dot env file and dot gitignore, not the .envy one.'),
     ('Run `npm run build && npm start || exit`.', 'Run `npm run build and npm start or exit`.'),
     ('Run a&&b and a||b; a || b.', 'Run a and b and a or b; a or b.'),
+    ('Re: your order #A-10293 (2 items).', 'Re: your order number A, one zero two nine three (two items).'),
     ('Squash to HEAD~3, reset HEAD^ or main~12.', 'Squash to HEAD tilde three, reset HEAD caret or main tilde'
      ' twelve.'),
     ('Builds for x86-64, x86_64 and x86.', 'Builds for x eighty six sixty four, x eighty six sixty four and x'

@@ -44,7 +44,7 @@ _NEEDS_NUMBER = (r"card|account|acct|order|ticket|invoice|case|booking|policy|cl
                  r"|membership|customer|reference|tracking|confirmation|serial|model|part|item|sku|receipt")
 _INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")(?:\s(?:number|no\.|no(?=:)|num|id|code)|\s?#)|" + _DIRECT + r")"
           r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20}|\d{2,6}(?:-\d{2,6}){1,4}"
-          r"|[A-Z]{1,3}\d{2,10}(?:-[A-Z\d]{2,10}){0,4}|\d{1,3}[A-Z]{1,3}[A-Z\d]{3,30})\b(?!-)")
+          r"|[A-Z]{1,3}-?\d{2,10}(?:-[A-Z\d]{2,10}){0,4}|\d{1,3}[A-Z]{1,3}[A-Z\d]{3,30})\b(?!-)")
 
 
 _NUMBER_SIGN = re.compile(r"\b(?i:no\.?|num)(?=\s|$|:)|\s?#")

@@ -186,8 +186,10 @@ _CHAT = {"brb": "be right back", "idk": "I don't know", "tbh": "to be honest", "
 
 
 def _chat(m: re.Match[str]) -> str:
-    said = _CHAT[m.group(0).lower()]
-    return said[0].upper() + said[1:] if m.group(0)[0].isupper() and m.start() == 0 else said
+    said, written = _CHAT[m.group(0).lower()], m.group(0)
+    # "Thx", "Btw" keep their capital; "BTW" only where a sentence starts
+    capital = written[0].isupper() and (m.start() == 0 or not written.isupper())
+    return said[0].upper() + said[1:] if capital else said
 
 
 _LIFE = {"b": "born", "d": "died", "r": "reigned", "fl": "flourished"}
