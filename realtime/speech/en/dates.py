@@ -224,8 +224,8 @@ def _month_range(m: re.Match[str]) -> str:
 def _weekday_list(m: re.Match[str]) -> str:
     """ "Mon/Wed/Fri" -> "Monday, Wednesday and Friday" (upstream drops a slash)."""
     written = m.group(0)
-    if written.rstrip(".") in _CLASS_DAYS:
-        days = _CLASS_DAYS[written.rstrip(".")]
+    if written in _CLASS_DAYS:
+        days = _CLASS_DAYS[written]
     else:
         days = [_WEEKDAYS.get(d[:3].lower()) or _WEEKDAYS[_SHORT_DAYS[d.lower()]]
                 for d in _ONE_DAY.findall(written)]
