@@ -33,6 +33,9 @@ CASES = [
     ("A ∩ B = ∅ and A ∪ B ⊆ C, so p ∧ ¬q ∨ r; ∴ x ≪ y, ∵ 2 ∓ 1.",
      "A intersection B equals the empty set and A union B subset of C, so p and not q or r; therefore x is"
      " much less than y, because two minus or plus one."),
+    # A spaced slash after a bracket: divided in a formula, else said (upstream would drop it).
+    ("BMI = weight (kg) / height (m)².", "BMI equals weight (kg) divided by height (m) squared."),
+    ("Pick (yes) / (no).", "Pick (yes) slash(no)."),
     # A letter between measures is "by"; between an operator and a number it is "times".
     ('A 12" x 8" box; x = 5 x 3.', "A twelve inches by eight inches box; x equals five times three."),
 ]

@@ -98,8 +98,11 @@ def _word_slash(m: re.Match[str]) -> str | None:
     return " per " if before.group(1) else " slash "
 
 
-def _letter_slash(m: re.Match[str]) -> str:
-    before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
+def _letter_slash(m: re.Match[str]) -> str | None:
+    if m.group(2):  # "weight (kg) / height (m)": after a bracket, divided only in a formula
+        before = m.string[max(0, m.start() - 40):m.start()]  # bounded: linear over the sentence
+        return " divided by " if "=" in before else " slash "
+    before = m.string[max(0, m.start() - 12):m.start()]
     return " divided by " if re.search(r"[*×+=^]|\btimes\b", before) else " slash "
 
 
@@ -185,7 +188,8 @@ RULES: tuple[Rule, ...] = (
     rule("word slash", r"(?<=[A-Za-z]{2})\s?/\s?(?=[A-Za-z]{2})", _word_slash),
     # "a * b / c": between one-letter operands, "divided by" after another operator
     # ("x = a / b"), else "slash" ("A / B testing")
-    rule("letter slash", r"(?<=\b[A-Za-z])\s/\s(?=[A-Za-z]\b|\d)", _letter_slash),  # "x = y / 0" too
+    rule("letter slash", r"(?<=\b[A-Za-z])()\s/\s(?=[A-Za-z]\b|\d)|(?<=\))(\s)/\s(?=[A-Za-z(]|\d)",
+         _letter_slash),  # "x = y / 0" too
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: " plus "),  # Ctrl+Alt+Del, Alt+F4
     rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|[\s,.;:!?)]|$)"
