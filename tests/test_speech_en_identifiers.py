@@ -110,6 +110,10 @@ ADDRESSES_ONLINE = [
      'Edit the dot env file and dot gitignore, not the .envy one.'),
     ('Run `npm run build && npm start || exit`.', 'Run `npm run build and npm start or exit`.'),
     ('Run a&&b and a||b; a || b.', 'Run a and b and a or b; a or b.'),
+    # A numbered section's subdivisions after a word that numbers it; a decimal elsewhere.
+    ('Under Section 4.2(a)(iii), Schedule 3.1(b), Art. III, Sec. 2, cl. 1; 3.14(x).',
+     'Under Section four point two a three, Schedule three point one b, Article three, Section two,'
+     ' clause one; three point one four(x).'),
     ('Re: your order #A-10293 (2 items).', 'Re: your order number A, one zero two nine three (two items).'),
     ('Squash to HEAD~3, reset HEAD^ or main~12.', 'Squash to HEAD tilde three, reset HEAD caret or main tilde'
      ' twelve.'),

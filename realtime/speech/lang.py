@@ -49,7 +49,7 @@ _TRIGGER = re.compile(
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s?[-–—]\s?[A-Z]"
     r"|\b(?i:last|this|next|every|each)\s(?:yr|mo|wk)\b|\b(?i:tl;\s?dr)\b"
-    r"|\b(?:Vol|Ch|Chap|Pt|Bk)\.\s[IVXLC]|[\s`(]--?[A-Za-z]|(?<![\w.])[OΘ]\(|\b[A-Za-z]\([A-Za-z]\)|[₀-₉∈∉∞∫∑∀∃≡∝∂∓∅∩∪⊂⊆⊃⊇∧∨¬∴∵∠∆∇≅≪≫∏⋅]",
+    r"|\b(?:Vol|Ch|Chap|Pt|Bk|Art)\.\s[IVXLC]|[\s`(]--?[A-Za-z]|(?<![\w.])[OΘ]\(|\b[A-Za-z]\([A-Za-z]\)|[₀-₉∈∉∞∫∑∀∃≡∝∂∓∅∩∪⊂⊆⊃⊇∧∨¬∴∵∠∆∇≅≪≫∏⋅]",
 )
 
 

@@ -82,7 +82,8 @@ _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 _NUMBERED = ("Part Chapter Book Volume Act Scene Article Title Phase Stage Level Round Section Unit "
              "Lesson Appendix Episode Season Bowl Schedule Canto Psalm Amendment")
 _NUMBERED_RE = "|".join(w for word in _NUMBERED.split() for w in (word, word.upper()))
-_NUMBERING_WORDS = {"Vol.": "Volume", "Ch.": "Chapter", "Chap.": "Chapter", "Pt.": "Part", "Bk.": "Book"}
+_NUMBERING_WORDS = {"Vol.": "Volume", "Ch.": "Chapter", "Chap.": "Chapter", "Pt.": "Part", "Bk.": "Book",
+                    "Art.": "Article"}
 
 
 def roman_value(numeral: str) -> int:
@@ -111,7 +112,8 @@ _REFERENCES = {"pp": "pages", "p": "page", "fig": "figure", "figs": "figures", "
                "prop": "proposition", "art": "article", "para": "paragraph",
                "chap": "chapter", "vol": "volume", "vols": "volumes", "eq": "equation",
                "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections",
-               "¶": "paragraph", "¶¶": "paragraphs", "ep": "episode", "eps": "episodes", "lvl": "level"}
+               "¶": "paragraph", "¶¶": "paragraphs", "ep": "episode", "eps": "episodes", "lvl": "level",
+               "cl": "clause"}
 
 
 def _reference(m: re.Match[str]) -> str:
@@ -213,7 +215,7 @@ REFERENCE_RULES: tuple[Rule, ...] = (
     rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
          lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
-         r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
+         r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?|cl)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
          r"\s?(?=\d|\(\d)",  # "Eq. (3)" too
          _reference),
 )
@@ -323,7 +325,7 @@ RULES: tuple[Rule, ...] = (
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
     rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
          _magnitude),
-    rule("numbered part", r"\b(" + _NUMBERED_RE + r"|(?:Vol|Ch|Chap|Pt|Bk)\.)\s"
+    rule("numbered part", r"\b(" + _NUMBERED_RE + r"|(?:Vol|Ch|Chap|Pt|Bk|Art)\.)\s"
          r"((?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b",
          lambda m: f"{_NUMBERING_WORDS.get(m.group(1), m.group(1))} {cardinal(roman_value(m.group(2)))}"),
     rule("roman numeral", r"\b([A-Z][a-z]++)\s((?>X{0,3}(?:IX|IV|V?I{0,3})))\b", _roman),

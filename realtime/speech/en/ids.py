@@ -117,12 +117,19 @@ def _plan_said(plan: str, letter: str, clause: str | None, section: bool) -> str
 _ROMAN_SMALL = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
 
 
+_SECTION_BEFORE = re.compile(r"(?:\b(?i:section|sections|sec\.|schedule|article|art\.|clause|rule|para\."
+                             r"|paragraph)|§)\s?$")
+
+
 def _subdivision(m: re.Match[str]) -> str | None:
+    if "." in m.group(1) and not _SECTION_BEFORE.search(m.string, max(0, m.start() - 12), m.start()):
+        return None  # "3.14(x)": a decimal, not a numbered section
     clause = m.group(3)
     if clause and not clause.isdigit() and clause not in _ROMAN_SMALL:
         return None
     said = "" if not clause else " " + cardinal(int(clause) if clause.isdigit() else _ROMAN_SMALL[clause])
-    return f"{cardinal(int(m.group(1)))} {m.group(2)}{said}"
+    section = " point ".join(cardinal(int(part)) for part in m.group(1).split("."))
+    return f"{section} {m.group(2)}{said}"
 
 
 # "256GB/512GB/1TB": sizes to choose from, each an amount and its unit (no code)
@@ -155,8 +162,10 @@ RULES: tuple[Rule, ...] = (
     # "Model no. XR-2000B"
     rule("number before a code", r"\b[Nn]o\.\s?(?=[A-Z]{1,4}-?\d)", lambda m: "number"),
     rule("plan or section", r"(§\s?)?\b([1-9]\d\d)\(([a-z])\)(?:\((\d{1,2})\))?", _plan),
-    # a rule's subdivisions: "12(b)(6)" -> "twelve b six", "3(a)(ii)" -> "three a two"
-    rule("subdivision", r"(?<![\w.])(\d{1,2})\(([a-z])\)(?:\((\d{1,2}|[ivx]{1,4})\))?(?![\w(])",
+    # a rule's subdivisions: "12(b)(6)" -> "twelve b six", "3(a)(ii)" -> "three a two",
+    # a numbered section's: "4.2(a)(iii)" -> "four point two a three"
+    rule("subdivision", r"(?<![\w.])(\d{1,2}(?:\.\d{1,2}){0,2})\(([a-z])\)"
+         r"(?:\((\d{1,2}|[ivx]{1,4})\))?(?![\w(])",
          _subdivision),
     rule("plan", r"\b(401|403|457)([kb])\b",
          lambda m: _plan_said(m.group(1), m.group(2), None, False)),  # "a 401k"
