@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from realtime.speech.sentences import _LEAD_ONLY, SentenceSplitter, split_sentences
@@ -377,6 +377,8 @@ def test_any_chunking_gives_the_whole_text_segments(chunked, max_chars, min_char
 
 @settings(max_examples=200, deadline=None)
 @given(_texts)
+@example("a.m. ET")  # found by hypothesis in CI: "a.m. E" was cut before the zone's word ended
+@example("at 9 p.m. EST, then")
 def test_char_by_char_matches_whole(text):
     assert feed_chunks(list(text)) == split_sentences(text)
 

@@ -85,6 +85,8 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           *_WEEKDAYS})
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
 _COMPASS = re.compile(r"\s+(?:[NS][EW]?|[EW])(?=[\s.,;:!?]|$)")
+# Spaces, then at most a word that reaches the buffer's end: it may still grow.
+_UNFINISHED_WORD = re.compile(r"\s*+\S*+")
 _TIME_ZONE = re.compile(r"\s+(?:[ECMP][SD]?T|UTC|GMT|CES?T|BST|IST|JST|AES?T|AEDT|HST|AKS?T)"
                         r"(?=[\s.,;:!?)/]|$)")
 _MONTH = re.compile(r"\s+(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")  # not "May I"
@@ -301,11 +303,11 @@ class SentenceSplitter:
 
     def _next_is(self, word: re.Pattern[str], j: int, final: bool) -> bool:
         """Whether ``word`` matches at buf[j]; raises _Wait when it matches up
-        to the buffer's end ("N" may become "Next", "ET" "ETA") or nothing but
-        spaces has come after buf[j] yet ("Franklin D. " before "Roosevelt")."""
+        to the buffer's end ("N" may become "Next", "ET" "ETA"), or the next word
+        has not ended yet ("a.m. E" before "ET"; "Franklin D. " before "Roosevelt")."""
         m = word.match(self._buf, j)
         if m is None:
-            if not final and not self._buf[j:].strip():
+            if not final and _UNFINISHED_WORD.fullmatch(self._buf, j):
                 raise _Wait
             return False
         if m.end() == len(self._buf) and not final:
