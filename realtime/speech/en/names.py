@@ -160,9 +160,8 @@ NAME_RULES: tuple[Rule, ...] = (
     rule("model number", r"\b([A-Z]{2,5})\s([1-9]\d{3})()(?![\d,.]\d|\s?(?:%|" + UNIT_RE + ")" + UNIT_END
          + ")", _model_number),
     # a course by its code: "CS 101" -> "CS one oh one", "ECON 210" -> "ECON two ten"
-    rule("course", r"\b([A-Z]{2,4})\s([1-9]\d{2})(?=,?\s(?:section|sec\.|lecture|lab|class|course|exam"
-         r"|final|midterm|meets|is|was|and|or)\b|[,;.]?$)",
-         lambda m: f"{m.group(1)} {pairs(int(m.group(2)))}"),
+    rule("course", r"\b([A-Z]{2,4})\s([1-9]\d{2})()(?=,?\s(?:section|sec\.|lecture|lab|class|course|exam"
+         r"|final|midterm|meets|is|was|and|or)\b|[,;.]?$)", _model_number),
     rule("episode", r"\bS(\d{1,2})\s?E(\d{1,3})\b",
          lambda m: f"Season {cardinal(int(m.group(1)))}, episode {cardinal(int(m.group(2)))}"),  # "S4E7"
     rule("team", r"\b(?:49|76)ers\b", lambda m: _TEAMS[m.group(0)]),  # before "code" reads "49 ers"
