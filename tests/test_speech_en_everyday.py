@@ -97,7 +97,7 @@ NAMES = [
      " April to June twenty twenty four, March fifteenth and the march may thing."),
     ("Chapter 3, ¶ 4 and ¶¶ 5-6.", "Chapter three, paragraph four and paragraphs five to six."),
     # Social text: a tag, a handle, the languages C# and F#; a period written short after a word.
-    ("Loving it #SundayFunday @sarah_j in C# and F#; see #5 and ABC#x.", "Loving it hash SundayFunday at"
+    ("Loving it #SundayFunday @sarah_j in C# and F#; see #5 and ABC#x.", "Loving it hash Sunday Funday at"
      " sarah underscore j in C sharp and F sharp; see number five and ABC hash x."),
     ("Up 2x vs last yr., every wk and this mo; wait a mo.", "Up two x versus last year, every week and this"
      " month; wait a mo."),

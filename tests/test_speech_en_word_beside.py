@@ -83,9 +83,9 @@ CLOCKS = [
 
 LISTINGS = [
     ("The apartment is 3BR/2BA with 1,200 sq ft.",
-     "The apartment is three bedroom, two bath with one thousand two hundred square feet."),
+     "The apartment is three bedrooms, two baths with one thousand two hundred square feet."),
     ("A 3BR condo; 2 bd, 2.5 ba; a 4 bed 3 bath home.",
-     "A three bedroom condo; two bedroom, two and a half bath; a four bedroom, three bath home."),
+     "A three bedroom condo; two bedrooms, two and a half baths; a four bedroom, three bath home."),
     # "BR" alone, after no number, is kept.
     ("A BR of 3 and a BA in history.", "A BR of three and a BA in history."),
 ]

@@ -159,6 +159,13 @@ CASES = [
      '用Python 三点十一运行，升级到iOS 十七点四和v二点十，版本三点十二；价格是三点一一元。'),
     ('北京→上海，因为∞大于一切，所以空集是∅，5−3=2。',
      '北京到上海，因为无穷大大于一切，所以空集是空集，五减三等于二。'),
+    # A note's accidental before its letter; a key chord's last key is a key, no sign.
+    ('这首曲子是B♭大调，也可以用F#小调，C♯。', '这首曲子是降B大调，也可以用升F小调，升C。'),
+    ('按Cmd+Shift+4截图。', '按Cmd加Shift加四截图。'),
+    # A unit beside a number is no English word: the sentence stays Chinese (upstream's
+    # count, 2 Han characters against "mEq" and "L", would read it in English).
+    ('血钾4.1 mEq/L。', '血钾四点一毫当量每升。'),
+    ('气压降到985 hPa。', '气压降到九百八十五百帕。'),
 ]
 
 

@@ -32,7 +32,7 @@ _CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "
 # sentence without any of these goes to upstream untouched (most sentences
 # of an LLM answer).
 _TRIGGER = re.compile(
-    r"[0-9０-９$€£¥￥₩₹₽₺₿%％‰°º℃℉+＋×÷=＝<>≤≥≠±~～@&#−＃½¼¾⅓⅔²³⁰¹⁴⁵⁶⁷⁸⁹⁻√^§¶Ａ-Ｚａ-ｚπαβγδΔεθλμρστφωΣΩ❤♥|｜]"
+    r"[0-9０-９$€£¥￥₩₹₽₺₿%％‰°º℃℉+＋×÷=＝<>≤≥≠±~～@&#−＃½¼¾⅓⅔²³⁰¹⁴⁵⁶⁷⁸⁹⁻√^§¶Ａ-Ｚａ-ｚπαβγδΔεθλμρστφωΣΩ❤♥|｜♭♯♮]"
     r"|[A-Za-z]\s?/\s?[A-Za-z]|\)\s/\s|[A-Za-z]{2}\.[a-z]{2,6}\b|\bfile://"
     r"|[A-Za-z]\s(?:[IVXLC]{2,6}\b|[VX]\b|I(?=[,.;:!?)]|$|\s(?:of|and)\b))|\b(?:Mon|Tues?|Thu|Thurs?|Fri)\b"
     r"|\b(?:Wed|Sat|Sun|M)\.?\s?[-–—/]|\b(?:on|for|by|this|next|last|until)\s(?:Sat|Sun|Wed)\b"
@@ -43,7 +43,7 @@ _TRIGGER = re.compile(
     r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|YTD|WWII?)\b"
     r"|/(?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswire)/|(?<![\w./~-])\.(?:env|bashrc|zshrc|profile"
     r"|gitignore|dockerignore|npmrc|vimrc|editorconfig)\b|(?<!\S)w/|->|=>|[→⇒⟶¢…]"
-    r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)"
+    r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)|\b[A-Za-z]\*[A-Za-z]\b"
     r"|\b(?i:[btq]\.i\.d|p\.r\.n|q\.d)\.|\b(?i:dept|govt|incl|excl|avg|misc|pop|assoc)\.(?:\s|$|[,;:)])|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix|ppl|ngl|eod|pls|plz|rn|ur?)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"
     r"|\s(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.(?:$|\s[a-z]|[,;:)])"
@@ -60,8 +60,10 @@ def decide(sentence: str, hint: Lang | None = None) -> Lang:
     punctuation ("1+1=2。") says Chinese, anything else English."""
     han = len(_HAN.findall(sentence))
     words = _ENGLISH_WORD.findall(sentence)
-    if not han and words and _DIGIT.search(sentence) and all(w in _SYMBOL_WORDS for w in words):
-        words = []  # "3 kg", "CNY 4.75", "2:05:07 pm": no word of either language
+    if words and _DIGIT.search(sentence):
+        kept = [w for w in words if w not in _SYMBOL_WORDS]
+        if han or not kept:  # "3 kg", "CNY 4.75", "2:05:07 pm": no word of either language,
+            words = kept  # nor in "血钾4.1 mEq/L" (upstream counts "mEq" and "L": a tie, English)
     if han or words:
         return "zh" if han > len(words) else "en"
     if hint in LANGS:

@@ -81,7 +81,8 @@ UNITS: dict[str, tuple[str, str]] = {
     "GHz": ("gigahertz", "吉赫兹"), "MHz": ("megahertz", "兆赫兹"), "kHz": ("kilohertz", "千赫兹"),
     "Hz": ("hertz", "赫兹"),
     "TB": ("terabyte", "TB"), "GB": ("gigabyte", "GB"), "MB": ("megabyte", "MB"),
-    "KB": ("kilobyte", "KB"), "kB": ("kilobyte", "KB"), "Mbps": ("megabit per second", "兆比特每秒"),
+    "KB": ("kilobyte", "KB"), "mb": ("megabyte", "MB"), "kB": ("kilobyte", "KB"),
+    "Mbps": ("megabit per second", "兆比特每秒"),
     "mbps": ("megabit per second", "兆比特每秒"), "Gbps": ("gigabit per second", "吉比特每秒"),
     "gbps": ("gigabit per second", "吉比特每秒"), "Kbps": ("kilobit per second", "千比特每秒"),
     "kbps": ("kilobit per second", "千比特每秒"), "GB/s": ("gigabyte per second", "GB每秒"),
@@ -108,6 +109,10 @@ UNITS: dict[str, tuple[str, str]] = {
     "mg/dL": ("milligram per deciliter", "毫克每分升"), "px": ("pixel", "像素"),
     "nM": ("nanomolar", "纳摩尔每升"), "mM": ("millimolar", "毫摩尔每升"), "μM": ("micromolar", "微摩尔每升"),
     "µM": ("micromolar", "微摩尔每升"),
+    "mEq/L": ("milliequivalent per liter", "毫当量每升"), "mEq": ("milliequivalent", "毫当量"),
+    "bbl": ("barrel", "桶"), "bbl/d": ("barrel per day", "桶每天"), "bpd": ("barrel per day", "桶每天"),
+    "hPa": ("hectopascal", "百帕"), "kPa": ("kilopascal", "千帕"),
+    "MPa": ("megapascal", "兆帕"), "mbar": ("millibar", "毫巴"),
 }
 # A temperature's scale letter ("°C", "℃", "425 F") -> the unit's name (en_unit pluralizes it).
 TEMPERATURE_SCALES = {"C": "degree Celsius", "F": "degree Fahrenheit"}

@@ -155,7 +155,7 @@ RULES: tuple[Rule, ...] = (
     # "I-80 W": a highway's direction, not watts
     rule("highway direction", r"\b(I|US|SR)-(\d{1,3})\s([NSEW])\b(?!['’.]\w)",
          lambda m: f"{m.group(1)} {cardinal(int(m.group(2)))} {_DIRECTIONS[m.group(3)]}"),
-    rule("street", r"(?<![\w.,$])(\d{1,5})([A-Z])?\s(?:(N|S|E|W|NE|NW|SE|SW)\s)?"
+    rule("street", r"(?<![\w.,$])(\d{1,5})([A-Z])?\s(?:(N|S|E|W|NE|NW|SE|SW)\.?\s)?"
          r"((?:(?:[A-Z][a-z]++|\d{1,3}(?:st|nd|rd|th))\s){1,3})(" + r"(?i:" + _KIND_RE + r"))\b\.?"
          r"(?:\s(NE|NW|SE|SW|N|S|E|W)\b\.?)?",
          _street),

@@ -6,10 +6,11 @@
   letters; a lone "I" is a numeral only after a monarch's name and before
   punctuation, "of", "and" or a bracket ("Elizabeth I of England", "Francis I
   (1494–1547)"), never "Then I".
-- References: "pp. 10-12" -> "pages ten to twelve", "Fig. 3", "Vol. 2",
-  "Ch. 4", "Eq. 5", "Prop. 47", "Art. 5", "para. 3", "§ 7" (only before a
-  number; "Vol. III", "Ch. XII" before a Roman numeral); a section's four
-  digits in pairs ("§ 1983": nineteen eighty three).
+- A numbered part before a Roman numeral: "Vol. III", "Ch. XII" (references.py
+  reads "Vol. 2", "pp. 10-12" and scripture's verses).
+- Weather and trade: "985 mb" -> "nine hundred eighty five millibars" (a pressure's
+  range: "a 5 mb file" stays letters), "12 kt" -> "twelve knots" ("18kt gold": karat, "a
+  15 kt bomb": kiloton); a match's minute: "in the 89'" -> "in the eighty ninth minute".
 - Magnitudes written onto a number: "3.4M users", "2.1bn", "500k", "1.2K"
   -> "three point four million", ... A lone digit keeps its letter ("3M",
   "4K video"), so does a race ("a 10k run", "the 10k."), and "B" needs a
@@ -108,20 +109,6 @@ def _roman(m: re.Match[str]) -> str | None:
     return f"{name} the {ordinal(n)}" if regnal else f"{name} {cardinal(n)}"
 
 
-_REFERENCES = {"pp": "pages", "p": "page", "fig": "figure", "figs": "figures", "ch": "chapter",
-               "prop": "proposition", "art": "article", "para": "paragraph",
-               "chap": "chapter", "vol": "volume", "vols": "volumes", "eq": "equation",
-               "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections",
-               "¶": "paragraph", "¶¶": "paragraphs", "ep": "episode", "eps": "episodes", "lvl": "level",
-               "cl": "clause"}
-
-
-def _reference(m: re.Match[str]) -> str:
-    word = m.group(1) or m.group(2) or m.group(3)
-    spoken = _REFERENCES[word.lower()]
-    return spoken.capitalize() if word[0].isupper() else spoken
-
-
 _RACE = re.compile(r"\s?(?:runs?|races?|runners?|walks?)\b|[.,;:!?)]|$")
 # Before things counted, a letter is a magnitude on one digit or as "B" too: "7B parameters".
 COUNTED = re.compile(r"\s(?:parameters|params|tokens|users|people|downloads|views|visits|visitors"
@@ -209,16 +196,6 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*·]\s?10(?:\^([-−]?\d{1,3})|(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))|[eE]([-+−]?\d{1,3}))"
                        r"(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
-# "p. 5", "Fig. 3", "Sec. 4(b)", "§ 1983": the word before the number, before the number's
-# own rule claims it ("4(b)" is a subdivision's) and leaves the word no digit to see.
-REFERENCE_RULES: tuple[Rule, ...] = (
-    rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
-         lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
-    rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
-         r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?|cl)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
-         r"\s?(?=\d|\(\d)",  # "Eq. (3)" too
-         _reference),
-)
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
 APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")  # "(~2 L)"
 # "ran the 5K in 22:41", "a time of 14:05": no clock is "in" an hour past noon (before the clock);
@@ -249,14 +226,56 @@ def _resolution(m: re.Match[str]) -> str | None:
     return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}{rate}"
 
 
+# A lowercase word after a count names what it describes ("a 3BR/2BA condo"); these do not.
+_NOT_A_NOUN = re.compile(r"\s(?!(?:and|or|with|for|in|on|at|near|from|to|plus|but|is|was)\b)[a-z]")
+
+
 def _rooms(m: re.Match[str]) -> str:
-    """ "3BR/2BA" -> "three bedroom, two bath", "2.5 ba" -> "two and a half bath"."""
-    beds, baths = m.group(1) or m.group(3), m.group(2)
-    spoken = [cardinal(int(beds)) + " bedroom"]
+    """ "a 3BR/2BA condo" -> "a three bedroom, two bath condo"; "has 3 bd, 2.5 ba." -> "three
+    bedrooms, two and a half baths" (no noun after: counted, not describing)."""
+    beds, baths = m.group(1) or m.group(3), m.group(2) or m.group(4)
+    plural = "" if _NOT_A_NOUN.match(m.string, m.end()) else "s"
+    spoken = [cardinal(int(beds)) + " bedroom" + (plural if beds != "1" else "")] if beds else []
     if baths:
         whole, _, half = baths.partition(".")
-        spoken.append(cardinal(int(whole)) + (" and a half" if half else "") + " bath")
+        many = plural if baths != "1" else ""
+        spoken.append(cardinal(int(whole)) + (" and a half" if half else "") + " bath" + many)
     return ", ".join(spoken)
+
+
+_KT_AFTER = re.compile(r"\s(?:(?:solid|white|yellow|rose|pink)\s)?(gold)\b"
+                       r"|\s(?:bombs?|warheads?|yield|nuclear|devices?|blasts?|explosions?|weapons?|of\sTNT)\b")
+
+
+def _kt(m: re.Match[str]) -> str:
+    """ "12 kt" of a wind or a ship: knots; "18kt gold": karat; "a 15 kt bomb": kilotons."""
+    after = _KT_AFTER.match(m.string, m.end())
+    if after is None:
+        return cardinal(int(m.group(1))) + " " + en_unit("knot", m.group(1))
+    if after.group(1):
+        return cardinal(int(m.group(1))) + " karat"
+    # before its noun a size is singular ("a 15 kiloton bomb"), "15 kilotons of TNT"
+    return cardinal(int(m.group(1))) + " " + en_unit("kiloton", "2" if "TNT" in after.group(0) else "1")
+
+
+# After "in the 89'" a word that goes on with the sentence, not a noun the feet measure.
+_MINUTE_AFTER = re.compile(r"\s?(?:$|[,.;:!?)]|\s(?:to|and|with|from|after|before|but|as|when|for)\b)")
+
+
+def _match_minute(m: re.Match[str]) -> str | None:
+    """A football match's minute: "scored in 90'", "in the 89'" -> "in the eighty ninth
+    minute" ("in the 12' boat": feet)."""
+    if m.group(2) and not _MINUTE_AFTER.match(m.string, m.end()):
+        return None
+    added = m.group(4) or m.group(5)  # stoppage time: "90+3'", "45'+2"
+    spoken = f"{m.group(1)}the {ordinal(int(m.group(3)))} minute"
+    return spoken + (f" plus {cardinal(int(added))}" if added else "")
+
+
+# Before the feet mark: "in 90'" or "at the 45'" of a match.
+MATCH_MINUTE_RULE = rule("match minute", r"\b((?i:in|at|after|before|by|until|from)\s)(the\s)?(\d{1,3})"
+                         r"(?:\+(\d{1,2}))?['’′](?:\+(\d{1,2})['’′]?)?(?=\s[a-z]|[,;:)!?]|\.?$)",
+                         _match_minute)
 
 
 # "PCIe 4.0 x16", "an x8 slot": a link's width is "by sixteen"
@@ -303,8 +322,14 @@ RULES: tuple[Rule, ...] = (
     # ".45 caliber", "a .308 Winchester": a caliber's hundredths or thousandths of an inch
     rule("caliber", r"(?<![\w.])\.(\d{2,3})(?=\s(?:caliber|calibre|cal\b|Winchester|Magnum|ACP|LR|Special"
          r"|rifle|pistol|revolver|handgun|round|bullet|ammo))", lambda m: pairs(int(m.group(1)))),
+    # "985 mb": a weather chart's air pressure in millibars ("a 5 mb file" stays a size)
+    rule("pressure", r"(?<![\w.,])(8[7-9]\d|9\d\d|10[0-8]\d)(?:\.\d)?\s?mb\b",
+         lambda m: number(m.group(0)[:-2].strip()) + " millibars"),
+    rule("karat", r"(?<![\w.])(\d{1,2})\s?(?:k|K|kt|KT)\b(?=\s(?:(?:solid|white|yellow|rose|pink)\s)?gold\b)",
+         lambda m: cardinal(int(m.group(1))) + " karat"),  # "14K white gold" before "14K" is thousands
+    rule("knots", r"(?<![\w.])(\d{1,3})\s?kt\b", _kt),
     rule("rooms", r"\b(\d)\s?(?:BR|BD|bd|br|bdrm|bed)\s?(?:/|,\s?|\s)\s?(\d(?:\.5)?)\s?(?:BA|ba|bath)\b"
-         r"|\b(\d)\s?(?:BR|BD|bdrm)\b", _rooms),  # "a 3BR condo"
+         r"|\b(\d)\s?(?:BR|BD|bdrm)\b|\b(\d(?:\.5)?)\s?BA\b", _rooms),  # "a 3BR condo", "2 BA"
     rule("lanes", r"(?<![\w.])[x×](1|2|4|8|16|32)\b(?:(?=\s(?:slots?|lanes?|links?|connectors?)\b)()|)",
          _lanes),
     rule("flight level", r"\bFL\s?(\d{3})\b", lambda m: "flight level " + digits(m.group(1))),  # "FL350"

@@ -82,9 +82,19 @@ def _share(whole: str | None, num: int, den: int, unit: str) -> str | None:
     return f"{share} of {article} {unit}"
 
 
+_CONTAINERS = frozenset({"cup", "teaspoon", "tablespoon", "pound", "ounce", "stick", "gallon", "liter",
+                         "litre", "pint", "quart", "dozen", "can", "glass", "bottle", "slice", "loaf"})
+# What a recipe measures out, after its measure: "1/2 cup butter" is half a cup of butter.
+_CONTENT_AFTER = re.compile(r"\s(?!(?:of|or|and|to|each|per|more|less|plus|at|in|for|with|is|was|a|an|the"
+                            r"|if|as|on|from|into|then|until|but)\b)[a-z]")
+
+
 def _share_of_measure(m: re.Match[str]) -> str | None:
-    """ "3/4 cup" -> "three quarters of a cup", "1/2–3/4 cup" -> "half to three quarters of a cup"."""
+    """ "3/4 cup" -> "three quarters of a cup", "1/2–3/4 cup" -> "half to three quarters of a
+    cup", "1/2 cup butter" -> "half a cup of butter"."""
     last = _share(None, int(m.group(3)), int(m.group(4)), m.group(5))
+    if last is not None and m.group(5) in _CONTAINERS and _CONTENT_AFTER.match(m.string, m.end()):
+        last += " of"
     if last is None or not m.group(1):
         return last
     num, den = int(m.group(1)), int(m.group(2))

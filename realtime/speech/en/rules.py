@@ -18,6 +18,7 @@ from realtime.speech.en import (
     ids,
     money,
     names,
+    references,
     shorthand,
     symbols,
     web,
@@ -246,7 +247,7 @@ RULES: tuple[Rule, ...] = (
     ids.NUMBER_SIGN_RULE,
     *address.RULES,
     *shorthand.TITLE_RULES,  # before the words after them are read
-    *context.REFERENCE_RULES,
+    *references.RULES,
     context.APPROX_RULE,
     *shorthand.DATE_RULES,  # before the date rules claim both ends
     *dates.DATE_RULES,  # before phone numbers
@@ -267,8 +268,9 @@ RULES: tuple[Rule, ...] = (
     context.PACE_RULE,
     rule("feet and inches", r"(?<![\d.])(\d{1,2})['’′]\s?(\d{1,2})(?:[\"”″]|'')",
          lambda m: cardinal(int(m.group(1))) + " foot " + cardinal(int(m.group(2)))),
-    rule("match minute", r"(?<=\b(?:in|at)\s)(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
-         lambda m: "the " + ordinal(int(m.group(1))) + " minute"),  # "scored in 90'"
+    context.MATCH_MINUTE_RULE,  # "scored in 90'", "in the 89'"
+    rule("feet before a noun", r"\b((?i:a|an|the|this|that)\s)(\d{1,3})['’′](?=\s[a-z])",
+         lambda m: m.group(1) + cardinal(int(m.group(2))) + " foot"),  # "a 6' fence", "a 7' tall man"
     rule("feet mark", r"(?<![\w.'’′])(\d{1,3})['’′](?=\s[a-z]|[,;:)]|\.?$)",
          lambda m: cardinal(int(m.group(1))) + " " + en_unit("foot", m.group(1))),  # "the door is 7' tall"
     context.SCIENTIFIC_RULE,  # before the hyphen in "2E-3" is read as a space

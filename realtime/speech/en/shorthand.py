@@ -69,12 +69,20 @@ def _estimated(m: re.Match[str]) -> str:
 
 
 _DOSES = {"b": "twice a day", "t": "three times a day", "q": "four times a day", "p": "as needed"}
+_ORDER_WORDS = {"PO": "by mouth", "BID": "twice a day", "TID": "three times a day", "QID": "four times a day",
+                "PRN": "as needed", "QHS": "at bedtime", "QD": "once a day"}
+# An order's capitals are its words after a dose ("400 mg PO BID"), not a name elsewhere.
+_DOSE_BEFORE = re.compile(r"\d\s?(?:mg|mcg|µg|g|mL|ml|units?|tabs?|tablets?|caps?|capsules?|puffs?|drops?)\b"
+                          r"|\b(?:by mouth|a day|as needed|hours|PO|BID|TID|QID)\s$")
 
 
-def _dosing(m: re.Match[str]) -> str:
+def _dosing(m: re.Match[str]) -> str | None:
     if m.group(1):
         hours = cardinal(int(m.group(1))) + (" to " + cardinal(int(m.group(2))) if m.group(2) else "")
         return keep_final_period(m, f"every {hours} hours")
+    if m.group(3):
+        before = m.string[max(0, m.start() - 30):m.start()]  # bounded: linear over the sentence
+        return _ORDER_WORDS[m.group(3)] if _DOSE_BEFORE.search(before) else None
     written = m.group(0).lower()
     return keep_final_period(m, "once a day" if written.startswith("q.d") else _DOSES[written[0]])
 
@@ -88,6 +96,17 @@ def _inches(m: re.Match[str]) -> str | None:
     after = m.string[m.end():m.end() + 12]
     size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
     return number(m.group(1)) + " " + en_unit("inch", "1" if size else m.group(1))
+
+
+def _inch_sides(m: re.Match[str]) -> str | None:
+    """ '9x13" pan' -> "nine by thirteen inch pan", 'a photo 4 x 6"' -> "four by six inches"."""
+    if _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+        return None
+    after = m.string[m.end():m.end() + 12]
+    before = m.string[max(0, m.start() - 12):m.start()]
+    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
+    sides = " by ".join(number(g) for g in m.groups() if g)
+    return sides + " " + ("inch" if size else "inches")
 
 
 def _fraction_inch(m: re.Match[str]) -> str | None:
@@ -223,8 +242,8 @@ TITLE_RULES: tuple[Rule, ...] = (
     rule("title", r"\b(" + "|".join(TITLES) + r")\.(?=\s[A-Z])", lambda m: TITLES[m.group(1)]),
     rule("estimated", r"\b([Ee]st)\.(?=\s(?:(1[5-9]\d\d|20\d\d)\b|[a-z$€£¥\d]))", _estimated),
     # a prescription's times: "10 mg b.i.d.", "q6h", "q4-6h", "p.r.n." (before "6h" is read as hours)
-    rule("dosing", r"\b(?:(?i:b\.i\.d|t\.i\.d|q\.i\.d|p\.r\.n|q\.d)(?!\w)\.?|q(\d{1,2})(?:-(\d{1,2}))?h\b)",
-         _dosing),
+    rule("dosing", r"\b(?:(?i:b\.i\.d|t\.i\.d|q\.i\.d|p\.r\.n|q\.d)(?!\w)\.?|q(\d{1,2})(?:[-–](\d{1,2}))?h\b"
+         r"|(PO|BID|TID|QID|PRN|QHS|QD)\b)", _dosing),  # "400 mg PO q6–8h PRN"
     rule("year's estimate", r"(?<=\()(1[5-9]\d\d|20\d\d)\s[Ee]st\.?(?=\))",
          lambda m: year(int(m.group(1))) + " estimate"),  # "pop. 1,204,000 (2023 est.)"
 )
@@ -269,9 +288,11 @@ COUNTED_RULES: tuple[Rule, ...] = (
 # "a": "$5 a month" is no adjective), so it is singular ("a 2 TB drive", "a $5 bill").
 NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
               r"[A-Za-z])")
-# "a 60-min podcast", "12-oz. cans": singular, as an adjective (before the unit rule)
+# "a 60-min podcast", "12-oz. cans", "15-yr 6.1%" (a reading after it: the span ends in a space):
+# singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
-                           + r"\.?(?=\s[A-Za-z])", lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
+                           + r"\.?(?=\s[A-Za-z\d$€£]|\s$)",
+                           lambda m: number(m.group(1)) + " " + UNITS[m.group(2)][0])
 
 
 def _sides(m: re.Match[str]) -> str:
@@ -286,7 +307,10 @@ def _sides(m: re.Match[str]) -> str:
 _SIDE = r"(" + UNSIGNED + r")\s?(" + UNIT_RE + ")" + UNIT_END
 # Before the dimensions and the units: a unit on each side of the "x", or a word
 # hyphened to both sides ("a 9x13-inch pan").
+_INCHES = r"(\d{1,3}(?:\.\d{1,2})?)"
 SIDES_RULES: tuple[Rule, ...] = (
+    rule("inch sides", r"(?<![\w.])" + _INCHES + r"\s?[x×]\s?" + _INCHES + r"(?:\s?[x×]\s?" + _INCHES
+         + r")?[\"″](?=\s[A-Za-z\d]|[,.;:)]|$)", _inch_sides),  # the mark after the last side only
     rule("sides", r"(?<![\w.])" + _SIDE + r"\s?[x×]\s?" + _SIDE + r"(?:\s?[x×]\s?" + _SIDE + ")?", _sides),
     rule("sides before a word", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")-(?=[a-z])",
          lambda m: f"{number(m.group(1))} by {number(m.group(2))} "),

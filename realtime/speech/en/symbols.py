@@ -4,7 +4,8 @@ clean-up would drop or misread: an algorithm's order ("O(n log n)" -> "O of n lo
 ("mc^2", "x^10"); "=" "equals", "≠" "is not equal to", "±" "plus or minus", "√"
 "square root of", "²" "squared", "∈" "in", "∞" "infinity", "∫" "integral", a lone
 Greek letter ("A = πr²": pi, "Δt": delta t, "a β-blocker": beta blocker) and a micro
-unit written with "μ" after an operator ("2 * 10 μm": micrometers).
+unit written with "μ" after an operator ("2 * 10 μm": micrometers); a note's accidental
+("B♭" -> "B flat", "G# minor" -> "G sharp minor").
 """
 
 from __future__ import annotations
@@ -79,6 +80,15 @@ def _big_o(m: re.Match[str]) -> str | None:
 
 def _exponent_words(power: int) -> str:
     return {2: "squared", 3: "cubed"}.get(power, "to the power of " + cardinal(power))
+
+
+_ACCIDENTALS = {"♭": "flat", "♯": "sharp", "♮": "natural", "b": "flat", "#": "sharp"}
+
+# A note's accidental: "B♭", "F♯", "E♮" anywhere; "Bb", "G#" before a key's or chord's word
+# ("in Eb major", "a G# minor chord"; a lone "Bb" stays letters). Before "#" is a tag's.
+MUSIC_RULE = rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=\s(?:major|minor|maj|min|chord|scale|key|note"
+                  r"|string|tuning|clarinet|trumpet)\b|m\b|maj7\b|7\b))",
+                  lambda m: f"{m.group(1)} {_ACCIDENTALS[m.group(2) or m.group(3)]}")
 
 
 # Notation before the symbols' own reading ("^" of "O(n^2)" is the order's, not an exponent's).

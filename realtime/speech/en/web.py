@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from realtime.speech.en import symbols
 from realtime.speech.en.words import cardinal, digits, number
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import TLDS
@@ -131,6 +132,14 @@ def _tag(m: re.Match[str]) -> str:
     return _symbols(m)
 
 
+_ORDER_OPEN = re.compile(r"[OΘΩ]\([^()]{0,20}$")
+
+
+def _joined_times(m: re.Match[str]) -> str | None:
+    """ "i*2" -> "i times 2"; inside an order ("Θ(n*m)") the order's reader says it."""
+    return None if _ORDER_OPEN.search(m.string, max(0, m.start() - 22), m.start()) else " times "
+
+
 _LOCAL = r"[\w.+&-]{1,64}"
 _HOST = r"[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"
 _PORT = r"(?::\d{1,5}(?!\d))?"
@@ -152,6 +161,7 @@ def _option(m: re.Match[str]) -> str:
 
 
 EARLY_RULES: tuple[Rule, ...] = (
+    symbols.MUSIC_RULE,  # "G# minor" before "#" is a tag's
     rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
     rule("name's plus", r"(?<=[A-Za-z]\d)\+(?![\w+])|(?<=[A-Za-z]\d\d)\+(?![\w+])",
          lambda m: " plus"),  # "HDR10+": upstream drops a "+"
@@ -192,6 +202,13 @@ RULES: tuple[Rule, ...] = (
          _letter_slash),  # "x = y / 0" too
     rule("plus signs", r"(?<=[A-Za-z])\+{1,2}(?![\w+])", _symbols),  # C++, g++
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: " plus "),  # Ctrl+Alt+Del, Alt+F4
+    rule("key plus digit", r"\b(Ctrl|Cmd|Alt|Shift|Option|Opt|Win|Super|Meta|Fn|Control|Command)\+(?=\d)",
+         lambda m: m.group(1) + " plus "),  # "Cmd+Shift+4": no sign of a number
+    rule("joined times", r"(?<=\b[A-Za-z])\*(?=\d|[A-Za-z]\b)|(?<=\d)\*(?=[A-Za-z]\b)",
+         _joined_times),  # "i*2", "2*n", "a*b" (upstream drops "*")
+    # "#ThrowbackThursday": a tag's words, which the model would read as one
+    rule("camel tag", r"(?:(?<=\s)|^)#((?:[A-Z][a-z]++){2,6})\b",
+         lambda m: "hash " + " ".join(re.findall(r"[A-Z][a-z]+", m.group(1)))),
     rule("tag and handle", r"(?:(?<=\s)|^)[#@](?=[A-Za-z])|(?<=[A-Za-z])[#@$]{1,3}(?=[A-Za-z]|[\s,.;:!?)]|$)"
          r"|(?<=\d)@|@(?=\d)", _tag),
 )

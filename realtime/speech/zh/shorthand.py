@@ -39,7 +39,15 @@ def _duration(m: re.Match[str]) -> str:
     return ("两" if hours == 2 else cardinal(hours)) + "小时" + cardinal(minutes) + "分钟"
 
 
+_ACCIDENTALS = {"♭": "降", "b": "降", "♯": "升", "#": "升", "♮": "还原"}
+
+
 EARLY_RULES: tuple[Rule, ...] = (
+    # a note's accidental before its letter: "B♭" 降B, "F#小调" 升F小调 (upstream drops the marks)
+    rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=[大小]调|调|和弦))",
+         lambda m: _ACCIDENTALS[m.group(2) or m.group(3)] + m.group(1)),
+    rule("key plus digit", r"\b(?:(?:Ctrl|Cmd|Alt|Shift|Option|Win|Fn)\+)++(?=\d)",
+         lambda m: m.group(0).replace("+", "加")),  # "Cmd+Shift+4": no sign of a number
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
          lambda m: _address(m.group(1)) + "艾特" + _address(m.group(2))),
     rule("url", r"\b(?:https?://)?((?:www\.)?[\w-]{1,63}(?:\.[\w-]{1,63}){0,7}\." + _TLDS + r")\b"

@@ -1,0 +1,99 @@
+"""English readings that belong to one register of writing: a prescription's order, a
+lab value, an oil market's barrels, a weather chart's pressure and knots, a match's
+minute, a verse of scripture, a note's accidental, a key chord, an address's direction,
+a listing's rooms, a baking pan in inches, a recipe's measure of something
+(realtime/speech/en/shorthand.py, context.py, references.py, symbols.py, web.py,
+address.py, fractions.py, units.py). Each reading has its counterpart that must stay
+as it is."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.speech.normalize import normalize
+
+MEDICINE = [
+    ("Labs: Na 138 mEq/L; give 20 mEq of potassium.",
+     "Labs: Na one hundred thirty eight milliequivalents per liter; give twenty milliequivalents of"
+     " potassium."),
+    # An order's capitals after a dose; a range of hours with an en dash.
+    ("Ibuprofen 400–600 mg PO q6–8h PRN.",
+     "Ibuprofen four hundred to six hundred milligrams by mouth every six to eight hours as needed."),
+    ("Take 1 tab PO BID and 2 tabs QHS.", "Take one tab by mouth twice a day and two tabs at bedtime."),
+    # Without a dose before them they are names.
+    ("Sign the PO today; the PRN staff came; a BID for the land.",
+     "Sign the PO today; the PRN staff came; a BID for the land."),
+]
+
+TRADE_AND_WEATHER = [
+    ("Brent crude rose to $82.30/bbl; output hit 12.9 million bbl/d, or 500,000 bpd.",
+     "Brent crude rose to eighty two dollars and thirty cents per barrel; output hit twelve point nine"
+     " million barrels per day, or five hundred thousand barrels per day."),
+    ("Pressure fell to 985 mb, or 985 hPa; the tank holds 20 MPa.",
+     "Pressure fell to nine hundred eighty five millibars, or nine hundred eighty five hectopascals; the"
+     " tank holds twenty megapascals."),
+    # Outside the air's pressures "mb" is a size.
+    ("It is a 5 mb file.", "It is a five megabyte file."),
+    ("Winds at 12 kt; an 18kt gold band; a 14K white gold chain; a 15 kt bomb; 20 kt of TNT.",
+     "Winds at twelve knots; an eighteen karat gold band; a fourteen karat white gold chain; a fifteen"
+     " kiloton bomb; twenty kilotons of TNT."),
+    ("Trending: #ThrowbackThursday, #tbt, #AI.", "Trending: hash Throwback Thursday, hash tbt, hash AI."),
+]
+
+SPORT_AND_SCRIPTURE = [
+    ("He scored in the 89' to win it, at the 45'+2 and in the 90+3'.",
+     "He scored in the eighty ninth minute to win it, at the forty fifth minute plus two and in the"
+     " ninetieth minute plus three."),
+    # Feet: before a noun one foot's size, after a verb the count.
+    ("In the 12' boat we sat; a 6' fence; the door is 7' tall.",
+     "In the twelve foot boat we sat; a six foot fence; the door is seven feet tall."),
+    ("Read John 3:16 and Psalm 23:1-6.",
+     "Read John three sixteen and Psalm twenty three, verses one to six."),
+    ("See 1 Cor. 13:4–7, Matt 5:9 and Gen 1:1.",
+     "See First Corinthians thirteen, verses four to seven, Matthew five nine and Genesis one one."),
+    # A name before a clock, a ratio: no verse.
+    ("Meet Mark at 4:30 pm; the ratio was 23:1.", "Meet Mark at four thirty p m; the ratio was twenty three"
+     " to one."),
+]
+
+MUSIC_AND_KEYS = [
+    ("Play it in F# major, then drop to B♭; a G# minor chord, Eb major and a Bb clarinet.",
+     "Play it in F sharp major, then drop to B flat; a G sharp minor chord, E flat major and a B flat"
+     " clarinet."),
+    ("Set it in E♮ then C♯; Bb alone; the C# compiler.",
+     "Set it in E natural then C sharp; Bb alone; the C sharp compiler."),
+    ("Hit Cmd+Shift+4 or Ctrl+1.", "Hit Cmd plus Shift plus four or Ctrl plus one."),
+    # A product of a letter and a number; an order's own reader inside "O(...)"; emphasis stays.
+    ("It holds i*2, 2*n and a*b; Use O(n*m) time; *bold* text.",
+     "It holds i times two, two times n and a times b; Use O of n times m time; *bold* text."),
+]
+
+HOMES_AND_KITCHENS = [
+    ("Apt. 4B, 221 W. 57th St.; 12 E. Main St. now.",
+     "Apartment four B, two twenty one West fifty seventh Street; twelve East Main Street now."),
+    # A size before a number is an adjective too (the number's span ends in a space).
+    ("A 15-yr 6.125% loan; it was 15-yr.",
+     "A fifteen year six point one two five percent loan; it was fifteen yr."),
+    # Rooms counted, or describing the home after them.
+    ("The house has 3 bd, 2.5 ba, 1,850 sq ft; a 1 bd, 1 ba unit; It has 2 BR and 1 BA; a BA in art.",
+     "The house has three bedrooms, two and a half baths, one thousand eight hundred fifty square feet; a"
+     " one bedroom, one bath unit; It has two bedrooms and one bath; a BA in art."),
+    ('Use a 9x13" pan; the print is 8 x 10"; He said "use 9x13" loudly.',
+     'Use a nine by thirteen inch pan; the print is eight by ten inches; He said "use nine by thirteen"'
+     ' loudly.'),
+    ("Mix 1/2 cup butter with 3/4 cup sugar; add 1/4 cup, melted; 1/2 cup of milk; walk 1/2 mile home.",
+     "Mix half a cup of butter with three quarters of a cup of sugar; add a quarter of a cup, melted; half"
+     " a cup of milk; walk half a mile home."),
+]
+
+
+@pytest.mark.parametrize("written,spoken", MEDICINE + TRADE_AND_WEATHER + SPORT_AND_SCRIPTURE + MUSIC_AND_KEYS
+                         + HOMES_AND_KITCHENS)
+def test_reading(written, spoken):
+    assert normalize(written, "en") == spoken
+
+
+@pytest.mark.parametrize("sentence", ["Drop to B♭.", "Then a*b is c."])
+def test_a_sentence_of_only_these_marks_is_read(sentence):
+    # The fast pre-check lets these sentences reach the rules.
+    assert normalize(sentence, "en") != sentence
