@@ -77,7 +77,7 @@ CASES = [
     ("Send it to NY 10001-1234.", "Send it to NY one zero zero zero one, one two three four."),
     ("We have 62704 fans.", "We have sixty two thousand seven hundred four fans."),
     ("Take flight UA 857 or Flight BA2490.",
-     "Take flight UA eight five seven or Flight BA two four nine zero."),
+     "Take flight UA eight fifty seven or Flight BA twenty four ninety."),
     # A month and day after a word that introduces a date; a fraction otherwise.
     ("Meet me on 3/15.", "Meet me on March fifteenth."),
     ("It is due 12/1, starting 1/5.", "It is due December first, starting January fifth."),

@@ -1,10 +1,11 @@
 """English readings that belong to one register of writing: a prescription's order, a
 lab value, an oil market's barrels, a weather chart's pressure and knots, a match's
 minute, a verse of scripture, a note's accidental, a key chord, an address's direction,
-a listing's rooms, a baking pan in inches, a recipe's measure of something
+a listing's rooms, a baking pan in inches, a recipe's measure of something, a court's
+rules and reporters, a lawmaker's party, a flight's number, an IPv6 address, a derivative
 (realtime/speech/en/shorthand.py, context.py, references.py, symbols.py, web.py,
-address.py, fractions.py, units.py). Each reading has its counterpart that must stay
-as it is."""
+address.py, fractions.py, units.py). Each reading has its counterpart that must stay as
+it is."""
 
 from __future__ import annotations
 
@@ -87,13 +88,42 @@ HOMES_AND_KITCHENS = [
 ]
 
 
+LAW_AND_NEWS = [
+    ("See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403.",
+     "See Federal Rule of Civil Procedure twelve b six and Federal Rule of Evidence four hundred three."),
+    # A reporter's volume and page in pairs; "U.S." before a count is the country.
+    ("See 347 U.S. 483 (1954); 139 S. Ct. 2162; 410 F.3d 113; 12 F. Supp. 45.",
+     "See three forty seven U.S. four eighty three (nineteen fifty four); one thirty nine Supreme Court"
+     " twenty one sixty two; four ten F third one thirteen; twelve F Supp forty five."),
+    ("The U.S. 500 index; in the U.S. 3 times.", "The U.S. five hundred index; in the U.S. three times."),
+    # A lawmaker's party and state between commas, as in brackets; a grade stays a grade.
+    ("Sen. Padilla, D-Calif., and Rep. Jordan, R-Ohio, spoke; grades A, D-, F.",
+     "Senator Padilla, Democrat of California, and Representative Jordan, Republican of Ohio, spoke; grades"
+     " A, D minus, F."),
+    ("The 2s10s spread; wait 2s then 10s.", "The twos tens spread; wait two seconds then ten seconds."),
+    ("Take flight UA 837 or flight DL 0412.",
+     "Take flight UA eight thirty seven or flight DL zero four one two."),
+]
+
+CODE_AND_MATHS = [
+    # An IPv6 address has a "::" or three colons; a clock has two, a C++ name no hex before its "::".
+    ("Ping ::1, fe80::1 and 2001:db8::ff00:42:8329; use std::vector at 10:30.",
+     "Ping colon colon one, f e eight zero colon colon one and two zero zero one colon d b eight colon colon"
+     " f f zero zero colon four two colon eight three two nine; use std::vector at ten thirty."),
+    ("Compute dy/dx and dv/dt; and/or.", "Compute d y by d x and d v by d t; and or."),
+    # A size before a reading is an adjective too.
+    ("A 2.5L 4-cyl engine; a 2 TB drive.",
+     "A two point five liter four cylinder engine; a two terabyte drive."),
+]
+
+
 @pytest.mark.parametrize("written,spoken", MEDICINE + TRADE_AND_WEATHER + SPORT_AND_SCRIPTURE + MUSIC_AND_KEYS
-                         + HOMES_AND_KITCHENS)
+                         + HOMES_AND_KITCHENS + LAW_AND_NEWS + CODE_AND_MATHS)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken
 
 
-@pytest.mark.parametrize("sentence", ["Drop to B♭.", "Then a*b is c."])
+@pytest.mark.parametrize("sentence", ["Drop to B♭.", "Then a*b is c.", "Find dv/dt now."])
 def test_a_sentence_of_only_these_marks_is_read(sentence):
     # The fast pre-check lets these sentences reach the rules.
     assert normalize(sentence, "en") != sentence

@@ -166,6 +166,11 @@ CASES = [
     # count, 2 Han characters against "mEq" and "L", would read it in English).
     ('血钾4.1 mEq/L。', '血钾四点一毫当量每升。'),
     ('气压降到985 hPa。', '气压降到九百八十五百帕。'),
+    # A model's size before 参数; before another word it stays its name.
+    ('他们发布了7B参数的模型，还有1.5B参数和350M个参数的版本，7B模型。',
+     '他们发布了七十亿参数的模型，还有十五亿参数和三亿五千万个参数的版本，七B模型。'),
+    # One dash between Han characters joins a span (连接号); two are a pause.
+    ('北京—上海的高铁，他说——我不去。', '北京到上海的高铁，他说，我不去。'),
 ]
 
 

@@ -147,8 +147,8 @@ def _road(m: re.Match[str]) -> str:
 # Before a dateline's wire ("/PRNewswire/") is read.
 WIRE_STATE_RULE = rule("wire state", r"(?<=,\s)(" + _AP_STATE_RE + r")\.(?=$|[\s,;:)])", _ap_state)
 RULES: tuple[Rule, ...] = (
-    rule("party and state", r"(?<=\()([DRI])-(?:(" + _AP_STATE_RE + r")\.|(" + _STATE_RE + r")\b|("
-         + _FULL_STATE_RE + r")\b)(?=\))", _party_state),
+    rule("party and state", r"(?:(?<=\()|(?<=,\s))([DRI])-(?:(" + _AP_STATE_RE + r")\.|(" + _STATE_RE
+         + r")\b|(" + _FULL_STATE_RE + r")\b)(?=\)|,\s)", _party_state),  # "(D-Calif.)", ", R-Ohio, said"
     rule("building unit", r"\b((?i:apt|ste|bldg|rm)|Fl)\b\.?\s?#?\s?(?=\d|[A-Z]\b)",
          lambda m: _UNITS[m.group(1).lower()] + " "),
     rule("road number", r"\b(Hwy|HWY|Rte|RTE)\.?\s(\d{1,4})\b", _road),

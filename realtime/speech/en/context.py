@@ -31,7 +31,7 @@
   power of six".
 - Blood pressure: "120/80 mmHg", "blood pressure was 140/90", "BP 120/80" -> "one
   hundred twenty over eighty millimeters of mercury", ... (not a fraction).
-- Flight numbers ("flight UA 857") digit by digit; a flight level ("FL350" -> "flight
+- Flight numbers in pairs ("flight UA 857": eight fifty seven); a flight level ("FL350" -> "flight
   level three five zero").
 - A countdown: "T-minus 10:00" -> "T minus ten minutes".
 - A car's sheet: "27/35 mpg city/hwy" -> "twenty seven, thirty five miles per gallon
@@ -49,7 +49,7 @@ import re
 from collections.abc import Callable
 
 from realtime.speech.en.dates import counted
-from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, scaled
+from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, plural, scaled
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import (
     MAGNITUDE_WORDS,
@@ -303,6 +303,12 @@ def _average(m: re.Match[str]) -> str | None:
     return pairs(n) if n >= 100 else "oh " + cardinal(n)
 
 
+def _flight_number(written: str) -> str:
+    """In pairs, as a gate agent says it: "837" -> "eight thirty seven", "2490" -> "twenty four
+    ninety"; a leading zero digit by digit ("0837")."""
+    return digits(written) if written[0] == "0" else pairs(int(written))
+
+
 def _economy(m: re.Match[str]) -> str:
     """ "27/35 mpg" -> "twenty seven, thirty five miles per gallon" (city, then highway)."""
     return f"{cardinal(int(m.group(1)))}, {cardinal(int(m.group(2)))} {en_unit(UNITS[m.group(3)][0], '2')}"
@@ -327,6 +333,8 @@ RULES: tuple[Rule, ...] = (
          lambda m: number(m.group(0)[:-2].strip()) + " millibars"),
     rule("karat", r"(?<![\w.])(\d{1,2})\s?(?:k|K|kt|KT)\b(?=\s(?:(?:solid|white|yellow|rose|pink)\s)?gold\b)",
          lambda m: cardinal(int(m.group(1))) + " karat"),  # "14K white gold" before "14K" is thousands
+    rule("curve spread", r"(?<![\w.])(\d{1,2})s(\d{1,2})s\b",
+         lambda m: f"{plural(cardinal(int(m.group(1))))} {plural(cardinal(int(m.group(2))))}"),  # "2s10s"
     rule("knots", r"(?<![\w.])(\d{1,3})\s?kt\b", _kt),
     rule("rooms", r"\b(\d)\s?(?:BR|BD|bd|br|bdrm|bed)\s?(?:/|,\s?|\s)\s?(\d(?:\.5)?)\s?(?:BA|ba|bath)\b"
          r"|\b(\d)\s?(?:BR|BD|bdrm)\b|\b(\d(?:\.5)?)\s?BA\b", _rooms),  # "a 3BR condo", "2 BA"
@@ -346,7 +354,7 @@ RULES: tuple[Rule, ...] = (
     rule("blood pressure", r"((?:(?i:blood pressure)|BP)(?:\s(?:is|was|of|at))?:?\s)?"
          r"(?<![\d/.])(\d{2,3})/(\d{2,3})(?![\d/])(?:\s?(mmHg))?", _pressure),
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
-         lambda m: f"{m.group(1)} {m.group(2)} {digits(m.group(3))}"),
+         lambda m: f"{m.group(1)} {m.group(2)} {_flight_number(m.group(3))}"),
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
     rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
          _magnitude),

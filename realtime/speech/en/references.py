@@ -3,7 +3,10 @@
 "cl. 4"; a section's four digits in pairs: "§ 1983" -> "section nineteen eighty three"),
 and a verse of scripture ("John 3:16" -> "John three sixteen", "Psalm 23:1-6" -> "Psalm
 twenty three, verses one to six", "1 Cor. 13:4" -> "First Corinthians thirteen four"),
-which the clock and ratio rules would otherwise read ("twenty three to one to six").
+which the clock and ratio rules would otherwise read ("twenty three to one to six"); a
+court's rules and reporters ("Fed. R. Civ. P. 12(b)(6)" -> "Federal Rule of Civil Procedure
+twelve b six", "347 U.S. 483" -> "three forty seven U S four eighty three": volume and page
+in pairs, as lawyers cite them).
 """
 
 from __future__ import annotations
@@ -57,6 +60,19 @@ def _verse(m: re.Match[str]) -> str:
     return f"{spoken} {cardinal(int(verse))}"
 
 
+_COURT_RULES = {"Civ. P.": "Civil Procedure", "Crim. P.": "Criminal Procedure", "Evid.": "Evidence",
+                "App. P.": "Appellate Procedure", "Bankr. P.": "Bankruptcy Procedure"}
+
+
+_REPORTERS = {"S.Ct.": "Supreme Court", "F.2d": "F second", "F.3d": "F third", "F.4th": "F fourth",
+              "F.Supp.": "F Supp"}
+
+
+def _reporter(m: re.Match[str]) -> str:
+    volume, page, name = int(m.group(1)), int(m.group(3)), m.group(2)
+    return f"{pairs(volume)} {_REPORTERS.get(name.replace(' ', ''), name)} {pairs(page)}"
+
+
 # "p. 5", "Fig. 3", "Sec. 4(b)", "§ 1983": the word before the number, before the number's
 # own rule claims it ("4(b)" is a subdivision's) and leaves the word no digit to see.
 RULES: tuple[Rule, ...] = (
@@ -66,6 +82,10 @@ RULES: tuple[Rule, ...] = (
          r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?|cl)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
          r"\s?(?=\d|\(\d)",  # "Eq. (3)" too
          _reference),
+    rule("court rules", r"\bFed\.\sR\.\s(Civ\.\sP\.|Crim\.\sP\.|Evid\.|App\.\sP\.|Bankr\.\sP\.)(?=\s\d)",
+         lambda m: "Federal Rule of " + _COURT_RULES[m.group(1)]),
+    rule("reporter", r"(?<![\w.,])(\d{1,3})\s(U\.\s?S\.|S\.\s?Ct\.|F\.\s?(?:2d|3d|4th)|F\.\s?Supp\.)"
+         r"\s(\d{1,4})\b", _reporter),  # "347 U.S. 483", "123 S. Ct. 2325"
     # before the clock ("3:16") and the ratio ("23:1")
     rule("verse", r"(?<![\w.])(?:([1-3])\s?)?\b(" + _BOOK_RE + r")\.?\s(\d{1,3}):(\d{1,3})"
          r"(?:\s?[-–]\s?(\d{1,3}))?(?![\d:]|\s?[ap]\.?m\b)", _verse),

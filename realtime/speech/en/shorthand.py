@@ -287,7 +287,7 @@ COUNTED_RULES: tuple[Rule, ...] = (
 # A noun after a size or an amount: a word that is no function word ("of", "in",
 # "a": "$5 a month" is no adjective), so it is singular ("a 2 TB drive", "a $5 bill").
 NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
-              r"[A-Za-z])")
+              r"[A-Za-z]|\s$)")  # or a reading after it ("a 2.5L 4-cyl engine")
 # "a 60-min podcast", "12-oz. cans", "15-yr 6.1%" (a reading after it: the span ends in a space):
 # singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END

@@ -5,7 +5,7 @@ clean-up would drop or misread: an algorithm's order ("O(n log n)" -> "O of n lo
 "square root of", "²" "squared", "∈" "in", "∞" "infinity", "∫" "integral", a lone
 Greek letter ("A = πr²": pi, "Δt": delta t, "a β-blocker": beta blocker) and a micro
 unit written with "μ" after an operator ("2 * 10 μm": micrometers); a note's accidental
-("B♭" -> "B flat", "G# minor" -> "G sharp minor").
+("B♭" -> "B flat", "G# minor" -> "G sharp minor"), a derivative ("dy/dx" -> "d y by d x").
 """
 
 from __future__ import annotations
@@ -89,6 +89,10 @@ _ACCIDENTALS = {"♭": "flat", "♯": "sharp", "♮": "natural", "b": "flat", "#
 MUSIC_RULE = rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=\s(?:major|minor|maj|min|chord|scale|key|note"
                   r"|string|tuning|clarinet|trumpet)\b|m\b|maj7\b|7\b))",
                   lambda m: f"{m.group(1)} {_ACCIDENTALS[m.group(2) or m.group(3)]}")
+
+
+# "dy/dx": before a slash between words is read
+DERIVATIVE_RULE = rule("derivative", r"\bd([a-z])/d([a-z])\b", lambda m: f"d {m.group(1)} by d {m.group(2)}")
 
 
 # Notation before the symbols' own reading ("^" of "O(n^2)" is the order's, not an exponent's).

@@ -153,6 +153,14 @@ def _hex(m: re.Match[str]) -> str:
     return "hex " + " ".join(digits(c) if c.isdigit() else c.upper() for c in m.group(1))
 
 
+def _ipv6(m: re.Match[str]) -> str:
+    """ "::1" -> "colon colon one", "fe80::1" -> "f e eight zero colon colon one"."""
+    said: list[str] = []
+    for i, group in enumerate(m.group(0).split(":")):
+        said += ["colon"] * (i > 0) + [digits(c) if c.isdigit() else c.lower() for c in group]
+    return " ".join(said)
+
+
 def _option(m: re.Match[str]) -> str:
     """ "--dry-run" -> "dash dash dry dash run", "-la" -> "dash l a"."""
     if m.group(1):
@@ -162,7 +170,11 @@ def _option(m: re.Match[str]) -> str:
 
 EARLY_RULES: tuple[Rule, ...] = (
     symbols.MUSIC_RULE,  # "G# minor" before "#" is a tag's
+    symbols.DERIVATIVE_RULE,
     rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
+    # an IPv6 address: a "::" or three colons between hex groups (a clock has two)
+    rule("ipv6", r"(?<![\w:])(?=[0-9A-Fa-f:]{0,39}::|(?:[0-9A-Fa-f]{1,4}:){3})(?:[0-9A-Fa-f]{0,4}:){2,7}"
+         r"[0-9A-Fa-f]{0,4}(?![\w:])", _ipv6),
     rule("name's plus", r"(?<=[A-Za-z]\d)\+(?![\w+])|(?<=[A-Za-z]\d\d)\+(?![\w+])",
          lambda m: " plus"),  # "HDR10+": upstream drops a "+"
     rule("email", r"(?<![\w.+&-])(" + _LOCAL + ")@(" + _HOST + r")((?:/[\w.~-]{0,100}){0,20})(?<!\.)",

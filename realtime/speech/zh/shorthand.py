@@ -12,11 +12,16 @@
   "主队 3/3" -> 主队三比三 (a range or a fraction is followed by what it counts,
   "3-5天", "1/5以上"; a fraction at a clause's end is proper: "头发丝的1/16").
 - "B2G", "F2F" -> B to G, F to F (the 2 is "to", as said).
+- A model's size before 参数: "7B参数" -> 七十亿参数, "350M参数" -> 三亿五千万参数.
+- A note's accidental ("B♭大调" -> 降B大调), a key chord ("Cmd+Shift+4" -> Cmd加Shift加四).
+- A lone "—" between Han characters is a connector of a span (GB/T 15834's 连接号:
+  "北京—上海" -> 北京到上海); a dash of two ("——") is a pause.
 """
 
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import LETTER_PAIR, TLDS
@@ -39,6 +44,13 @@ def _duration(m: re.Match[str]) -> str:
     return ("两" if hours == 2 else cardinal(hours)) + "小时" + cardinal(minutes) + "分钟"
 
 
+_SIZE = {"B": 10**9, "M": 10**6}
+
+
+def _model_size(m: re.Match[str]) -> str:
+    return cardinal(int(Decimal(m.group(1)) * _SIZE[m.group(2)]))
+
+
 _ACCIDENTALS = {"♭": "降", "b": "降", "♯": "升", "#": "升", "♮": "还原"}
 
 
@@ -46,6 +58,8 @@ EARLY_RULES: tuple[Rule, ...] = (
     # a note's accidental before its letter: "B♭" 降B, "F#小调" 升F小调 (upstream drops the marks)
     rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=[大小]调|调|和弦))",
          lambda m: _ACCIDENTALS[m.group(2) or m.group(3)] + m.group(1)),
+    rule("model size", r"(?<![\w.])(\d{1,4}(?:\.\d{1,2})?)([BM])(?=\s?(?:个)?参数)", _model_size),
+    rule("span dash", r"(?<=[\u4e00-\u9fff])—(?=[\u4e00-\u9fff])", lambda m: "到"),
     rule("key plus digit", r"\b(?:(?:Ctrl|Cmd|Alt|Shift|Option|Win|Fn)\+)++(?=\d)",
          lambda m: m.group(0).replace("+", "加")),  # "Cmd+Shift+4": no sign of a number
     rule("email", r"(?<![\w.+-])([\w.+-]{1,64})@([\w-]{1,63}(?:\.[\w-]{1,63}){1,8})\b",
