@@ -42,6 +42,7 @@ TRADE_AND_WEATHER = [
 ]
 
 SPORT_AND_SCRIPTURE = [
+    ("In 90' he equalised.", "In the ninetieth minute he equalised."),
     ("He scored in the 89' to win it, at the 45'+2 and in the 90+3'.",
      "He scored in the eighty ninth minute to win it, at the forty fifth minute plus two and in the"
      " ninetieth minute plus three."),
@@ -79,6 +80,11 @@ HOMES_AND_KITCHENS = [
     ("The house has 3 bd, 2.5 ba, 1,850 sq ft; a 1 bd, 1 ba unit; It has 2 BR and 1 BA; a BA in art.",
      "The house has three bedrooms, two and a half baths, one thousand eight hundred fifty square feet; a"
      " one bedroom, one bath unit; It has two bedrooms and one bath; a BA in art."),
+    ("It has 1 BR and 2 BA.", "It has one bedroom and two baths."),
+    # Inches after the last side: "inch" before a noun, else "inches".
+    ('Buy two 4x6" prints; the box is 12x8x4"; it is 9x13" deep.',
+     "Buy two four by six inch prints; the box is twelve by eight by four inches; it is nine by thirteen"
+     " inches deep."),
     ('Use a 9x13" pan; the print is 8 x 10"; He said "use 9x13" loudly.',
      'Use a nine by thirteen inch pan; the print is eight by ten inches; He said "use nine by thirteen"'
      ' loudly.'),

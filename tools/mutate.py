@@ -91,7 +91,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                            "tests/test_speech_en.py", "tests/test_speech_en_context.py",
                            "tests/test_speech_en_edges.py", "tests/test_speech_en_everyday.py",
                            "tests/test_speech_en_word_beside.py", "tests/test_speech_en_newswire.py",
-                           "tests/test_speech_en_registers.py"]),
+                           "tests/test_speech_en_registers.py", "tests/test_speech_en_maths.py"]),
     "words": (["realtime/server/stream/word_timing.py", "realtime/speech/timing.py",
                "realtime/speech/word_layout.py", "protocol/words.py"],
               ["tests/test_speech_timing.py", "tests/test_word_timer.py", "tests/test_word_timer_rate.py",

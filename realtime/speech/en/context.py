@@ -243,19 +243,18 @@ def _rooms(m: re.Match[str]) -> str:
     return ", ".join(spoken)
 
 
-_KT_AFTER = re.compile(r"\s(?:(?:solid|white|yellow|rose|pink)\s)?(gold)\b"
-                       r"|\s(?:bombs?|warheads?|yield|nuclear|devices?|blasts?|explosions?|weapons?|of\sTNT)\b")
+_KT_AFTER = re.compile(r"\s(?:bombs?|warheads?|yield|nuclear|devices?|blasts?|explosions?|weapons?"
+                       r"|(of\sTNT))\b")
 
 
 def _kt(m: re.Match[str]) -> str:
-    """ "12 kt" of a wind or a ship: knots; "18kt gold": karat; "a 15 kt bomb": kilotons."""
+    """ "12 kt" of a wind or a ship: knots; "a 15 kt bomb": kilotons ("18kt gold" is the karat
+    rule's)."""
     after = _KT_AFTER.match(m.string, m.end())
     if after is None:
         return cardinal(int(m.group(1))) + " " + en_unit("knot", m.group(1))
-    if after.group(1):
-        return cardinal(int(m.group(1))) + " karat"
     # before its noun a size is singular ("a 15 kiloton bomb"), "15 kilotons of TNT"
-    return cardinal(int(m.group(1))) + " " + en_unit("kiloton", "2" if "TNT" in after.group(0) else "1")
+    return cardinal(int(m.group(1))) + (" kilotons" if after.group(1) else " kiloton")
 
 
 # After "in the 89'" a word that goes on with the sentence, not a noun the feet measure.

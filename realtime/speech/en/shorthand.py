@@ -99,14 +99,12 @@ def _inches(m: re.Match[str]) -> str | None:
 
 
 def _inch_sides(m: re.Match[str]) -> str | None:
-    """ '9x13" pan' -> "nine by thirteen inch pan", 'a photo 4 x 6"' -> "four by six inches"."""
+    """ '9x13" pans' -> "nine by thirteen inch pans" (before its noun), 'the box is 12x8x4".'
+    -> "twelve by eight by four inches"."""
     if _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
         return None
-    after = m.string[m.end():m.end() + 12]
-    before = m.string[max(0, m.start() - 12):m.start()]
-    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
-    sides = " by ".join(number(g) for g in m.groups() if g)
-    return sides + " " + ("inch" if size else "inches")
+    size = _NOUN_NEXT.match(m.string, m.end()) and not _MEASURED_AFTER.match(m.string, m.end())
+    return " by ".join(number(g) for g in m.groups() if g) + (" inch" if size else " inches")
 
 
 def _fraction_inch(m: re.Match[str]) -> str | None:
@@ -288,6 +286,7 @@ COUNTED_RULES: tuple[Rule, ...] = (
 # "a": "$5 a month" is no adjective), so it is singular ("a 2 TB drive", "a $5 bill").
 NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
               r"[A-Za-z]|\s$)")  # or a reading after it ("a 2.5L 4-cyl engine")
+_NOUN_NEXT = re.compile(NOUN_AFTER)
 # "a 60-min podcast", "12-oz. cans", "15-yr 6.1%" (a reading after it: the span ends in a space):
 # singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
