@@ -39,6 +39,9 @@ TRADE_AND_WEATHER = [
      "Winds at twelve knots; an eighteen karat gold band; a fourteen karat white gold chain; a fifteen"
      " kiloton bomb; twenty kilotons of TNT."),
     ("Trending: #ThrowbackThursday, #tbt, #AI.", "Trending: hash Throwback Thursday, hash tbt, hash AI."),
+    # A "+" after an inch mark was dropped with the mark's reading.
+    ('Snow totals of 6-10" are possible, locally 12"+.',
+     "Snow totals of six to ten inches are possible, locally twelve plus inches."),
 ]
 
 SPORT_AND_SCRIPTURE = [
@@ -117,6 +120,10 @@ CODE_AND_MATHS = [
      "Ping colon colon one, f e eight zero colon colon one and two zero zero one colon d b eight colon colon"
      " f f zero zero colon four two colon eight three two nine; use std::vector at ten thirty."),
     ("Compute dy/dx and dv/dt; and/or.", "Compute d y by d x and d v by d t; and or."),
+    # Greek letters of statistics, dropped before.
+    ("Significant, χ²(2) = 8.41; η = 0.3, a κ statistic, ψ, Φ and Γ.",
+     "Significant, chi squared(two) equals eight point four one; eta equals zero point three, a kappa"
+     " statistic, psi, phi and gamma."),
     # A size before a reading is an adjective too.
     ("A 2.5L 4-cyl engine; a 2 TB drive.",
      "A two point five liter four cylinder engine; a two terabyte drive."),

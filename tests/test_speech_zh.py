@@ -169,6 +169,13 @@ CASES = [
     # A model's size before 参数; before another word it stays its name.
     ('他们发布了7B参数的模型，还有1.5B参数和350M个参数的版本，7B模型。',
      '他们发布了七十亿参数的模型，还有十五亿参数和三亿五千万个参数的版本，七B模型。'),
+    ('卡方检验χ²=8.41，η为0.3。', '卡方检验卡方等于八点四一，伊塔为零点三。'),
+    ('该公司2024年Q3营收增长，Q1也不错。', '该公司二零二四年第三季度营收增长，第一季度也不错。'),
+    ('配置是i7-13700K和i5-12400，售价¥8,999。',
+     '配置是i七 一三七零零K和i五 一二四零零，售价八千九百九十九元。'),
+    # A code after 代码 digit by digit; "%/天" per day; a hyphen between letters no pause.
+    ('股票代码600519，收取0.05%/天，支持Wi-Fi功能。',
+     '股票代码六零零五一九，收取百分之零点零五每天，支持Wi Fi功能。'),
     # One dash between Han characters joins a span (连接号); two are a pause.
     ('北京—上海的高铁，他说——我不去。', '北京到上海的高铁，他说，我不去。'),
 ]

@@ -95,7 +95,8 @@ def _inches(m: re.Match[str]) -> str | None:
     before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
     after = m.string[m.end():m.end() + 12]
     size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
-    return number(m.group(1)) + " " + en_unit("inch", "1" if size else m.group(1))
+    unit = en_unit("inch", "1" if size else m.group(1))
+    return number(m.group(1)) + (" plus " if m.group(3) else " ") + unit
 
 
 def _inch_sides(m: re.Match[str]) -> str | None:
@@ -275,7 +276,8 @@ COUNTED_RULES: tuple[Rule, ...] = (
          lambda m: f"{number(m.group(1))} to {number(m.group(2))} {en_unit('inch', m.group(2))}"),  # 3"–5"
     rule("cups", "(" + NUM + r")\s?c\.(?=\s[a-z])",
          lambda m: number(m.group(1)) + " " + en_unit("cup", m.group(1))),  # "2 c. flour"
-    rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(?=\s[A-Za-z\d]|[,.;:)]|$)", _inches),
+    rule("inches", r"(?<![\w.'’′])(\d{1,3}(?:\.\d{1,2})?)([\"″])(\+)?(?=\s[A-Za-z\d]|[,.;:)]|$)",
+         _inches),  # '12"+': twelve plus inches
     rule("coordinate", "(" + NUM + r")\s?°\s?([NSEW])\b(?!['’])",
          lambda m: number(m.group(1)) + " " + en_unit("degree", m.group(1)) + " " + _COMPASS[m.group(2)]),
     rule("factorial", r"(?<![\w.])(\d{1,3})!(?=\s?[=×*+/])",

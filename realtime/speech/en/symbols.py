@@ -30,7 +30,9 @@ _MICRO = {"m": "micrometers", "g": "micrograms", "s": "microseconds", "L": "micr
 # A lone Greek letter ("A = πr²", "Δt", "β-blocker"); upstream drops it.
 _GREEK = {"π": "pi", "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "Δ": "delta", "ε": "epsilon",
           "θ": "theta", "λ": "lambda", "μ": "mu", "ρ": "rho", "σ": "sigma", "Σ": "sigma", "τ": "tau",
-          "φ": "phi", "ω": "omega", "Ω": "omega"}
+          "φ": "phi", "ω": "omega", "Ω": "omega", "χ": "chi", "ψ": "psi", "Ψ": "psi", "η": "eta",
+          "κ": "kappa", "ν": "nu", "ξ": "xi", "ζ": "zeta", "Γ": "gamma", "Λ": "lambda", "Π": "pi", "Φ": "phi",
+          "Θ": "theta"}
 
 
 def _symbol(m: re.Match[str]) -> str:
@@ -41,7 +43,8 @@ RULES: tuple[Rule, ...] = (
     rule("symbol", r"==|[=≠≈±≤≥×÷&√²³−∈∉∞∫∑∀∃≡∝∂∓∅∩∪⊂⊆⊃⊇∧∨¬∴∵∠∆∇≅≪≫∏⋅]", _symbol),
     rule("micro unit", r"(?<![\w\u0370-\u03ff])[μµ](m|g|s|L|V|A|W)\b",
          lambda m: _MICRO[m.group(1)]),  # "10 μm" past an operator: "ten times ten micrometers"
-    rule("greek letter", r"(?<![\u0370-\u03ff])([παβγδΔεθλμρστφωΣΩ])(?![\u0370-\u03ff])(-(?=[A-Za-z]))?",
+    rule("greek letter", r"(?<![\u0370-\u03ff])([" + "".join(_GREEK) + r"])(?![\u0370-\u03ff])"
+         r"(-(?=[A-Za-z]))?",
          lambda m: _GREEK[m.group(1)] + (" " if m.group(2) else "")),
 )
 

@@ -198,7 +198,9 @@ _ANYWHERE = {"=": "等于", "≠": "不等于", "≈": "约等于", "±": "正�
 # A lone Greek letter ("圆周率π", "Δ为变化量"), as Chinese reads it; upstream drops it.
 _GREEK = {"π": "派", "α": "阿尔法", "β": "贝塔", "γ": "伽马", "δ": "德尔塔", "Δ": "德尔塔", "ε": "艾普西龙",
           "θ": "西塔", "λ": "兰姆达", "μ": "缪", "ρ": "柔", "σ": "西格玛", "Σ": "西格玛", "τ": "陶",
-          "φ": "斐", "ω": "欧米伽", "Ω": "欧米伽"}
+          "φ": "斐", "ω": "欧米伽", "Ω": "欧米伽", "χ": "卡", "ψ": "普西", "Ψ": "普西", "η": "伊塔",
+          "κ": "卡帕", "ν": "纽", "ξ": "克西", "ζ": "泽塔", "Γ": "伽马", "Λ": "兰姆达", "Π": "派", "Φ": "斐",
+          "Θ": "西塔"}
 
 
 def _pressure(m: re.Match[str]) -> str | None:
@@ -268,7 +270,7 @@ RULES: tuple[Rule, ...] = (
     rule("room", r"(?<![\d.])(\d{3,4})(?=[室房]|号房|会议室|教室|病房)",
          lambda m: digits(m.group(1))),  # 301室, 502会议室
     rule("after 编号", r"(邮编|邮政编码|卡号|账号|学号|工号|编号|订单号|单号|运单号|流水号"
-         r"|身份证号|证件号|会员号|密码)"
+         r"|身份证号|证件号|会员号|密码|代码)"
          r"(是|为|：|:)?\s?(\d{3,})(?!\d)",
          lambda m: m.group(1) + (m.group(2) or "") + digits(m.group(3))),  # codes, not amounts
     rule("code", r"(?<=[A-Za-z])(\d{3,})(?![\d.]|\s?[A-Za-z])",
@@ -312,11 +314,13 @@ RULES: tuple[Rule, ...] = (
          lambda m: cardinal(int(m.group(1))) + "的" + cardinal(int(m.group(2))) + "次方"),
     rule("operator", r"(?<=\d)(\s?)(<=|>=|!=|==|[-−–~～+×*xX÷/=<>≤≥≠±≈])(\s?)(?=[-−]?\d)", _operator),
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])|(?<=[A-Za-z])-(?=\d)", lambda m: " "),  # COVID-19
-    rule("per", r"(?<=[^\d\s/])/(?=[\u4e00-\u9fff])", lambda m: "每"),  # 元/月
+    # 元/月; "0.05%/天": a slash opening its span after a reading
+    rule("per", r"(?:(?<=[^\d\s/])|^)/(?=[\u4e00-\u9fff])", lambda m: "每"),
+    rule("letter hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),  # "Wi-Fi": upstream pauses
     rule("symbol", r"[=≠≈±≤≥×÷&√²³∞∈∉∑∫∀∃∴∵∅∩∪→−]", lambda m: _ANYWHERE[m.group(0)]),
     rule("table cell", r"(?<=\S)\s*[|｜]\s*(?=\S|$)", lambda m: "，"),  # "| 套餐 | 价格 |": cells, paused
     rule("dash", r"——|──", lambda m: "，"),  # "他说——我不去": a pause; upstream drops it
-    rule("greek letter", r"(?<![\u0370-\u03ff])[παβγδΔεθλμρστφωΣΩ](?![\u0370-\u03ff])",
+    rule("greek letter", r"(?<![\u0370-\u03ff])[" + "".join(_GREEK) + r"](?![\u0370-\u03ff])",
          lambda m: _GREEK[m.group(0)]),
     rule("joined plus", r"(?<=[A-Za-z\d])\+(?=[A-Za-z])", lambda m: "加"),  # "5G+AI"
     rule("two", r"(?<![\d.第])2(?=[" + _TWO_BEFORE + "万千亿]|年(?!级))", lambda m: "两"),

@@ -12,6 +12,8 @@
   "主队 3/3" -> 主队三比三 (a range or a fraction is followed by what it counts,
   "3-5天", "1/5以上"; a fraction at a clause's end is proper: "头发丝的1/16").
 - "B2G", "F2F" -> B to G, F to F (the 2 is "to", as said).
+- A quarter: "2024年Q3" -> 二零二四年第三季度; a processor's model: "i7-13700K" -> i七
+  一三七零零K.
 - A model's size before 参数: "7B参数" -> 七十亿参数, "350M参数" -> 三亿五千万参数.
 - A note's accidental ("B♭大调" -> 降B大调), a key chord ("Cmd+Shift+4" -> Cmd加Shift加四).
 - A lone "—" between Han characters is a connector of a span (GB/T 15834's 连接号:
@@ -45,6 +47,7 @@ def _duration(m: re.Match[str]) -> str:
 
 
 _SIZE = {"B": 10**9, "M": 10**6}
+_QUARTERS = "一二三四"
 
 
 def _model_size(m: re.Match[str]) -> str:
@@ -58,6 +61,12 @@ EARLY_RULES: tuple[Rule, ...] = (
     # a note's accidental before its letter: "B♭" 降B, "F#小调" 升F小调 (upstream drops the marks)
     rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=[大小]调|调|和弦))",
          lambda m: _ACCIDENTALS[m.group(2) or m.group(3)] + m.group(1)),
+    rule("chi square", r"χ²|χ\^2", lambda m: "卡方"),  # 卡方检验χ²=8.41
+    rule("quarter", r"\bQ([1-4])(?![\w.])",
+         lambda m: "第" + _QUARTERS[int(m.group(1)) - 1] + "季度"),  # 2024年Q3
+    # a processor's model: "i7-13700K" -> i七 一三七零零K (not a range, not 一万三千七百)
+    rule("chip", r"\b([iI])([3579])-(\d{4,5})([A-Z]{0,2})\b",
+         lambda m: f"{m.group(1)}{digits(m.group(2))} {digits(m.group(3))}{m.group(4)}"),
     rule("model size", r"(?<![\w.])(\d{1,4}(?:\.\d{1,2})?)([BM])(?=\s?(?:个)?参数)", _model_size),
     rule("span dash", r"(?<=[\u4e00-\u9fff])—(?=[\u4e00-\u9fff])", lambda m: "到"),
     rule("key plus digit", r"\b(?:(?:Ctrl|Cmd|Alt|Shift|Option|Win|Fn)\+)++(?=\d)",
