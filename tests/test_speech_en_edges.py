@@ -242,7 +242,7 @@ CASES = [
      "A cap of three trillion dollars, a twenty dollar T shirt, a five dollar bill, an eighty dollar fee,"
      " an eight dollar fee, a five dollars and ninety nine cents fee."),
     ("Simmer 1–1½ hours with ½–¾ cup.",
-     "Simmer one to one and a half hours with one half to three quarters cup."),
+     "Simmer one to one and a half hours with one half to three quarters of a cup."),
     ("It is GMT+1, UTC+05:30, UTC−5; press Ctrl+Alt+Del or Alt+F4.",
      "It is GMT plus one, UTC plus five thirty, UTC minus five; press Ctrl plus Alt plus Del or Alt plus F"
      " four."),

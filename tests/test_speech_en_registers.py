@@ -91,6 +91,9 @@ HOMES_AND_KITCHENS = [
     ('Use a 9x13" pan; the print is 8 x 10"; He said "use 9x13" loudly.',
      'Use a nine by thirteen inch pan; the print is eight by ten inches; He said "use nine by thirteen"'
      ' loudly.'),
+    ("Add 1½ cups and ½ tsp. salt, ¾ cup sugar, 2¼ lbs beef; a 2½-hour drive; ½ of them.",
+     "Add one and a half cups and half a teaspoon of salt, three quarters of a cup of sugar, two and a"
+     " quarter pounds beef; a two and a half hour drive; one half of them."),
     ("Mix 1/2 cup butter with 3/4 cup sugar; add 1/4 cup, melted; 1/2 cup of milk; walk 1/2 mile home.",
      "Mix half a cup of butter with three quarters of a cup of sugar; add a quarter of a cup, melted; half"
      " a cup of milk; walk half a mile home."),
@@ -115,6 +118,24 @@ LAW_AND_NEWS = [
 ]
 
 CODE_AND_MATHS = [
+    # A developer answer's paths, modes, dotfiles, versions and ids.
+    ("Run `chmod +x script.sh && ./script.sh`, cd ../lib, use chmod u-w; python -m venv .venv.",
+     "Run `chmod plus x script dot sh and dot slash script dot sh`, cd dot dot slash lib, use chmod u minus"
+     " w; python dash m venv dot venv."),
+    ("Call `GET /api/v2/users/{id}`; open .github and .vscode.",
+     "Call `GET slash api slash v two slash users slash id`; open dot github and dot vscode."),
+    ("The UUID is 550e8400-e29b-41d4-a716-446655440000.",
+     "The UUID is five five zero e eight four zero zero, e two nine b, four one d four, a seven one six, four"
+     " four six six five five four four zero zero zero zero."),
+    ("Install Python 3.12+; it is faster than v1.x and v2.0.1; we have 3.5+ stars.",
+     "Install Python three point twelve plus; it is faster than version one dot x and version two point zero"
+     " point one; we have three point five plus stars."),
+    # "≈" before an amount is "about", after an operand "is about".
+    ("It takes ≈2 min (≈5 s); x ≈ 3; f(x) ≈ 4.",
+     "It takes about two minutes (about five seconds); x is about three; f of x is about four."),
+    ("A 128K-token window costs $3/1M input tokens, or $0.50/1K.",
+     "A one hundred twenty eight thousand token window costs three dollars per million input tokens, or fifty"
+     " cents per thousand."),
     # An IPv6 address has a "::" or three colons; a clock has two, a C++ name no hex before its "::".
     ("Ping ::1, fe80::1 and 2001:db8::ff00:42:8329; use std::vector at 10:30.",
      "Ping colon colon one, f e eight zero colon colon one and two zero zero one colon d b eight colon colon"

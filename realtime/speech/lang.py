@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from realtime.speech.units import CURRENCIES, TITLES, TLDS, UNITS
+from realtime.speech.units import CURRENCIES, DOTFILES, TITLES, TLDS, UNITS
 
 Lang = str  # "en" | "zh"
 LANGS = ("en", "zh")
@@ -41,8 +41,8 @@ _TRIGGER = re.compile(
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
     r"|,\s[A-Z]{2}(?:[\s,.;]|$)|,\s(?:[A-Z][a-z]{1,4}|[NSWR]\.\s?[A-Z][a-z]?)\.(?:[\s,;:)]|$)"  # "Dallas, TX"
     r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|YTD|WWII?)\b"
-    r"|/(?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswire)/|(?<![\w./~-])\.(?:env|bashrc|zshrc|profile"
-    r"|gitignore|dockerignore|npmrc|vimrc|editorconfig)\b|(?<!\S)w/|->|=>|[→⇒⟶¢…]"
+    r"|/(?i:PR\s?Newswire|Business\s?Wire|Globe\s?Newswire)/|(?<![\w./~-])\.(?:" + DOTFILES + r")\b"
+    r"|(?<!\S)w/|->|=>|[→⇒⟶¢…]"
     r"|[A-Za-z\d]_[A-Za-z\d](?![\w]*\])|\b(?i:apt|ste|bldg|rm)\b|\bp\.a\.|\s\*(?=\s|$)|\b[A-Za-z]\*[A-Za-z]\b"
     r"|\b(?i:[btq]\.i\.d|p\.r\.n|q\.d)\.|\b(?i:dept|govt|incl|excl|avg|misc|pop|assoc)\.(?:\s|$|[,;:)])|[a-z]\sv\.\s[A-Z]"
     r"|\b(?i:brb|idk|tbh|tmrw|thx|bday|btw|imo|imho|afaik|ttyl|tix|ppl|ngl|eod|pls|plz|rn|ur?)\b|\s[A-D]-(?:[\s,;:.!?)]|$)"

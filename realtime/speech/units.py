@@ -52,6 +52,10 @@ def read_number(text: str, cardinal: Callable[[int], str], digits: Callable[[str
     return (sign + spoken + (words["point"] + digits(frac) if frac else "")).strip()
 
 
+# A dotfile's or a tool folder's name after its dot (".env", ".venv", ".github"): said "dot ...".
+DOTFILES = ("env|venv|bashrc|zshrc|profile|gitignore|gitattributes|dockerignore|npmrc|nvmrc|vimrc"
+            "|editorconfig|vscode|github|ssh|cache|prettierrc|eslintrc|babelrc|htaccess")
+
 # symbol/name -> (English singular, Chinese)
 UNITS: dict[str, tuple[str, str]] = {
     "km/h": ("kilometer per hour", "公里每小时"), "kph": ("kilometer per hour", "公里每小时"),

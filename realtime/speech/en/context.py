@@ -197,7 +197,8 @@ SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?![\d.]\d)"
                        r"(?:\s?(" + UNIT_RE + ")" + UNIT_END + ")?", _scientific)
 # "~50%", "~$20": "about", before the reading after it is claimed by its own rule.
-APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)~\s?(?=[-−]?[$€£¥]?\d)", lambda m: "about")  # "(~2 L)"
+APPROX_RULE = rule("about", r"(?<![^\s(\[])(?<!\d\s)(?:~|(?<!\b[A-Za-z]\s)(?<!\)\s)≈)\s?(?=[-−]?[$€£¥]?\d)",
+                   lambda m: "about")  # "(~2 L)", "(≈2 min)"; "x ≈ 3" is the symbol's "is about"
 # "ran the 5K in 22:41", "a time of 14:05": no clock is "in" an hour past noon (before the clock);
 # "T-minus 10:00" counts down minutes and seconds
 RACE_TIME_RULE = rule("race time", r"(?<=\b(?:in|of)\s)(1[3-9]|[2-5]\d):([0-5]\d)(?![\d:]|\s?[ap]\.?m\b)"
@@ -355,8 +356,11 @@ RULES: tuple[Rule, ...] = (
     rule("flight", r"\b([Ff]light)\s([A-Z]{2}|[A-Z]\d|\d[A-Z])\s?(\d{1,4})\b",
          lambda m: f"{m.group(1)} {m.group(2)} {_flight_number(m.group(3))}"),
     rule("long minutes", r"(?<![\d:])(\d{2,3}):(\d{2})(?![\d:])", _long_minutes),
-    rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b",
-         _magnitude),
+    rule("magnitude", r"(?<![\w.,])(\d{1,3}(?:,\d{3})++(?:\.\d++)?|\d++(?:\.\d++)?)(k|K|M|mn|bn|B|tn)\b"
+         r"(?:-(?=[a-z]))?", _magnitude),  # "a 128K-token window": no pause before "token"
+    # "$3/1M tokens", "$0.50/1K": per a magnitude, after the amount's reading
+    rule("per magnitude", r"(?:(?<=\d)|^)/\s?(?:1\s?)?([KMB])\b(?![.,]\d)",
+         lambda m: "per " + MAGNITUDE_WORDS[MAGNITUDES[m.group(1)]]),
     rule("numbered part", r"\b(" + _NUMBERED_RE + r"|(?:Vol|Ch|Chap|Pt|Bk|Art)\.)\s"
          r"((?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))\b",
          lambda m: f"{_NUMBERING_WORDS.get(m.group(1), m.group(1))} {cardinal(roman_value(m.group(2)))}"),

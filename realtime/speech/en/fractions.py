@@ -116,12 +116,29 @@ FRACTION_WORD_RULE = rule("fraction before a word", r"(?<![\w/.])()(\d{1,2})/(\d
 # Before the unit rule would read "2 tsp" of "1/2 tsp".
 FRACTION_UNIT_RULE = rule("fraction unit", r"(?<![\w/.])(?:(\d++)\s)?(\d{1,2})/(\d{1,2})\s?(" + UNIT_RE + ")"
                           + UNIT_END, _fraction_unit)
-# "3/4 cup", "1/2 hour": a share of one measure, said as of one ("three quarters of a cup")
-FRACTION_WORD_UNIT_RULE = rule("fraction of a measure", r"(?<![\w/.])(?<!\d[\s-])"
-                               r"(?:(\d)/(\d{1,2})\s?[-–]\s?)?"
-                               r"(\d)/(\d{1,2})\s(cup|teaspoon|tablespoon|hour|mile|inch|pound|ounce|stick|gallon|liter|litre"
-                               r"|pint|quart|dozen|acre|yard|day|week|month|year|minute|second|lap|loaf|can"
-                               r"|glass|bottle|page|slice)(?:e?s)?\b", _share_of_measure)
+_MEASURES = (r"(cup|teaspoon|tablespoon|hour|mile|inch|pound|ounce|stick|gallon|liter|litre|pint|quart|dozen"
+             r"|acre|yard|day|week|month|year|minute|second|lap|loaf|can|glass|bottle|page|slice)(?:e?s)?\b")
+
+
+def _unicode_share(m: re.Match[str]) -> str | None:
+    """ "½ tsp" -> "half a teaspoon", "2¼ lbs" -> "two and a quarter pounds", "¾ cup sugar" ->
+    "three quarters of a cup of sugar"."""
+    num, den = _UNICODE_FRACTIONS[m.group(2)]
+    unit = UNITS[m.group(3)][0] if m.group(3) else m.group(4)
+    spoken = _share(m.group(1), num, den, unit)
+    if spoken and not m.group(1) and unit in _CONTAINERS and _CONTENT_AFTER.match(m.string, m.end()):
+        spoken += " of"
+    return spoken
+
+
+# "3/4 cup", "1/2 hour": a share of one measure, said as of one ("three quarters of a cup");
+# a fraction's character before a unit or a measure ("½ tsp.", "¾ cup")
+FRACTION_WORD_UNIT_RULES: tuple[Rule, ...] = (
+    rule("fraction of a measure", r"(?<![\w/.])(?<!\d[\s-])(?:(\d)/(\d{1,2})\s?[-–]\s?)?(\d)/(\d{1,2})\s"
+         + _MEASURES, _share_of_measure),
+    rule("fraction character of a measure", r"(?<![\d.])(?:(\d++)\s?)?([½¼¾⅓⅔])\s?(?:(" + UNIT_RE + ")"
+         + UNIT_END + r"|" + _MEASURES + r")(?:\.(?=\s[a-z]))?", _unicode_share),
+)
 # After the ratings ("4.5/5 stars").
 RULES: tuple[Rule, ...] = (
     rule("fraction range", r"(?<=[\d½¼¾⅓⅔])\s?[-–—]\s?(?=\d*[½¼¾⅓⅔])|(?<=\d/\d)\s?[-–—]\s?(?=\d{1,2}/\d)",

@@ -150,6 +150,14 @@ HYPHENED_NAME_RULES: tuple[Rule, ...] = (
 
 
 # Before the code rule reads "49 ers", "v twenty".
+# "Python 3.12", "iOS 17.4", "Python 3.12+" (and later): before "3.12+" is a count's "at least".
+NAMED_VERSION_RULE = rule(
+    "named version", r"\b((?:Python|Node(?:\.js)?|iOS|iPadOS|macOS|Android|Ubuntu|Debian|Fedora|Java|PHP"
+    r"|Ruby|Rust|Kotlin|Swift|Perl|Django|Rails|React|Angular|TypeScript|Chrome|Firefox|Safari|Windows"
+    r"|Linux|kernel|CUDA|PyTorch|TensorFlow|Unity|Blender|GPT|Llama|Gemini|Claude|Qwen|[Vv]ersion"
+    r"|[Rr]elease|[Pp]atch)\s)(\d{1,2})\.(\d{1,2})(?!\d|\.\d)(\+(?![\w+]))?",
+    lambda m: f"{m.group(1)}{cardinal(int(m.group(2)))} point {cardinal(int(m.group(3)))}"
+    + (" plus" if m.group(4) else ""))
 NAME_RULES: tuple[Rule, ...] = (
     # an SAT score in pairs: "1520 on the SAT", "a 1520 SAT score"
     rule("SAT score", r"\b(1[0-6]\d0|[4-9]\d0)(?=\s(?:on\sthe\s)?SATs?\b)", lambda m: pairs(int(m.group(1)))),
@@ -169,11 +177,8 @@ NAME_RULES: tuple[Rule, ...] = (
     rule("any minor version", r"\b(\d{1,3})\.x\b",
          lambda m: cardinal(int(m.group(1))) + " dot x"),  # "Node 20.x"
     # "Python 3.12", "iOS 17.4": a release's parts are numbers, not a decimal's digits
-    rule("named version", r"\b((?:Python|Node(?:\.js)?|iOS|iPadOS|macOS|Android|Ubuntu|Debian|Fedora|Java|PHP"
-         r"|Ruby|Rust|Kotlin|Swift|Perl|Django|Rails|React|Angular|TypeScript|Chrome|Firefox|Safari|Windows"
-         r"|Linux|kernel|CUDA|PyTorch|TensorFlow|Unity|Blender|GPT|Llama|Gemini|Claude|Qwen|[Vv]ersion"
-         r"|[Rr]elease|[Pp]atch)\s)(\d{1,2})\.(\d{1,2})(?!\d|\.\d)",
-         lambda m: f"{m.group(1)}{cardinal(int(m.group(2)))} point {cardinal(int(m.group(3)))}"),
-    rule("software version", r"\bv(\d++(?:\.\d++)*)\b",
-         lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))),  # v20.11.0
+    NAMED_VERSION_RULE,
+    rule("software version", r"\bv(\d++(?:\.\d++)*)(\.x)?\b",  # v20.11.0, "v1.x"
+         lambda m: "version " + " point ".join(number(p) for p in m.group(1).split("."))
+         + (" dot x" if m.group(2) else "")),
 )

@@ -281,6 +281,7 @@ RULES: tuple[Rule, ...] = (
     rule("word-number hyphen", r"(?<=[A-Za-z])-(?=['’]?\d)", lambda m: " "),  # mid-1990s, COVID-19, mid-'80s
     *shorthand.COMPARISON_RULES,  # "p < 0.05", "< 5 ms": before the numbers are read
     *money.RULES,
+    names.NAMED_VERSION_RULE,  # "Python 3.12+" before a count's "at least"
     *context.RULES,
     *shorthand.COUNTED_RULES,
     rule("percent", "(" + NUM + r")(?:[%％]?\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
@@ -295,7 +296,7 @@ RULES: tuple[Rule, ...] = (
          lambda m: f"{m.group(1)}{number(m.group(2))} " + en_unit(TEMPERATURE_SCALES[m.group(3)], "2")),
     rule("decade", r"(?<![\w'])'?(\d{1,3}0)'?s\b(?:-(?=[a-z]))?|(?<![\w.,])(1\d{2}0|20\d0) s\b", _decade),
     fractions.FRACTION_UNIT_RULE,
-    fractions.FRACTION_WORD_UNIT_RULE,
+    *fractions.FRACTION_WORD_UNIT_RULES,
     *shorthand.SIDES_RULES,
     rule("lumber", r"(?<![\w.])(\d{1,2})x(\d{1,2})s\b",
          lambda m: f"{cardinal(int(m.group(1)))} by {plural(cardinal(int(m.group(2))))}"),  # "2x4s"

@@ -30,7 +30,7 @@ import re
 from realtime.speech.en import symbols
 from realtime.speech.en.words import cardinal, digits, number
 from realtime.speech.rewrite import Rule, rule
-from realtime.speech.units import TLDS
+from realtime.speech.units import DOTFILES, TLDS
 
 _TLDS = frozenset(TLDS)
 _MARKS = {".": "dot", "-": "dash", "_": "underscore", "/": "slash", ":": "colon", "&": "ampersand",
@@ -172,6 +172,10 @@ EARLY_RULES: tuple[Rule, ...] = (
     symbols.MUSIC_RULE,  # "G# minor" before "#" is a tag's
     symbols.DERIVATIVE_RULE,
     rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
+    # a UUID group by group, character by character
+    rule("uuid", r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b",
+         lambda m: ", ".join(" ".join(digits(c) if c.isdigit() else c.lower() for c in g)
+                             for g in m.group(0).split("-"))),
     # an IPv6 address: a "::" or three colons between hex groups (a clock has two)
     rule("ipv6", r"(?<![\w:])(?=[0-9A-Fa-f:]{0,39}::|(?:[0-9A-Fa-f]{1,4}:){3})(?:[0-9A-Fa-f]{0,4}:){2,7}"
          r"[0-9A-Fa-f]{0,4}(?![\w:])", _ipv6),
@@ -185,13 +189,16 @@ EARLY_RULES: tuple[Rule, ...] = (
          lambda m: "file colon slash slash " + _typed(m.group(1))),
     # "/etc/nginx/nginx.conf", "~/.bashrc", "C:\Users\Sam\report.docx": typed back, every mark said;
     # one part after a word ("cd /tmp"), not after an amount ("$20 /month": per month)
-    rule("path", r"(?<![\w/.:~\\])(?:~?/[\w.-]{1,100}(?:/[\w.-]{1,100}){1,20}|~/[\w.-]{1,100}"
+    rule("path", r"(?<![\w/.:~\\])(?:~?/[\w.{}-]{1,100}(?:/[\w.{}-]{1,100}){1,20}|~/[\w.-]{1,100}"
+         r"|\.{1,2}/[\w.-]{1,100}(?:/[\w.-]{1,100}){0,20}"  # "./script.sh", "../lib"
          r"|[A-Z]:\\(?:[\w.-]{1,100}\\){0,20}[\w.-]{1,100}|(?<=[A-Za-z]\s)/[A-Za-z][\w.-]{0,99}\w(?![\w/]))",
          lambda m: _typed(m.group(0))),
     # command-line options: "-v", "-la", "--dry-run" (upstream reads a "-" as a pause)
     rule("option", r"(?<=[\s`(])(?:--([a-z][a-z\d]*+(?:-[a-z\d]++)*+)"
          r"|-(?!(?:ing|ish|ism|ist|ed|er|ly)\b)([A-Za-z]{1,3}))(?![\w-])", _option),
     rule("home", r"(?<=\bcd\s)~(?=[\s.,;:!?]|$)", lambda m: "tilde"),  # "cd ~": the home folder
+    rule("mode", r"(?<=\bchmod\s)([ugoa]{0,3})([+-])([rwxX]{1,3})\b",  # "chmod +x", "chmod u-w"
+         lambda m: " ".join([*m.group(1), "plus" if m.group(2) == "+" else "minus", *m.group(3)])),
     rule("variable", r"(?<![\w$])\$(?=[A-Z_][A-Z\d_]+\b)", lambda m: "dollar "),  # "$HOME"
     rule("url", r"(?<![\w.@/-])(?:(https?|ftp)://)?(" + _HOST + _PORT + r")((?:/[\w.~-]{0,100}){0,20}"
          + _QUERY + r")(?=[\s,;!?)，。！？；）`\"”]|\.?$|\.\s)", _url),  # "`config.yaml`" too
@@ -199,9 +206,7 @@ EARLY_RULES: tuple[Rule, ...] = (
     rule("revision", r"\b(HEAD|main|master)(?:~(\d{1,3})|(\^))(?![\w~^])",
          lambda m: m.group(1) + (" tilde " + cardinal(int(m.group(2))) if m.group(2) else " caret")),
     # a dotfile: ".env", ".bashrc", ".gitignore"
-    rule("dotfile", r"(?<![\w./~-])\.(env|bashrc|zshrc|profile|gitignore|dockerignore|npmrc|vimrc"
-         r"|editorconfig)\b",
-         lambda m: "dot " + m.group(1)),
+    rule("dotfile", r"(?<![\w./~-])\.(" + DOTFILES + r")\b", lambda m: "dot " + m.group(1)),
 )
 RULES: tuple[Rule, ...] = (
     rule("protocol version", r"\b(HTTP|SMB|SNMP)/([1-3](?:\.[01])?)\b",
