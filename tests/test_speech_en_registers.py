@@ -45,6 +45,11 @@ TRADE_AND_WEATHER = [
 ]
 
 SPORT_AND_SCRIPTURE = [
+    ("India 287/4 (50 ov) beat Australia; Kohli 103* off 98; he took 5/32 in 10 overs; 3/4 of them.",
+     "India two hundred eighty seven for four (fifty overs) beat Australia; Kohli one hundred three not out"
+     " off ninety eight; he took five for thirty two in ten overs; three quarters of them."),
+    ("The 5* hotel; a 4* review; see note 5* below.",
+     "The five star hotel; a four star review; see note five* below."),
     ("In 90' he equalised.", "In the ninetieth minute he equalised."),
     ("He scored in the 89' to win it, at the 45'+2 and in the 90+3'.",
      "He scored in the eighty ninth minute to win it, at the forty fifth minute plus two and in the"
@@ -101,6 +106,15 @@ HOMES_AND_KITCHENS = [
 
 
 LAW_AND_NEWS = [
+    # Typesetters' hyphens and spaces; dollars of more countries; an em dash before a reading.
+    ("Call 1‑800‑FLOWERS; a well‑known fact; 5\u00a0°C; 1\u202f000\u202f000 people.",
+     "Call one, eight hundred, FLOWERS; a well known fact; five degrees Celsius; one million people."),
+    ("Price: US$1,299 / CA$1,749 / A$1,999; NT$300.",
+     "Price: one thousand two hundred ninety nine US dollars, one thousand seven hundred forty nine Canadian"
+     " dollars, one thousand nine hundred ninety nine Australian dollars; three hundred New Taiwan dollars."),
+    ("70 g fat — ~2,350 kcal/day — $5 each; 3 – ~4.",
+     "seventy grams fat, about two thousand three hundred fifty kilocalories per day, five dollars each;"
+     " three to about four."),
     ("See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403.",
      "See Federal Rule of Civil Procedure twelve b six and Federal Rule of Evidence four hundred three."),
     # A reporter's volume and page in pairs; "U.S." before a count is the country.

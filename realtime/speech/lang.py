@@ -32,7 +32,7 @@ _CJK_MARK = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # "。", "
 # sentence without any of these goes to upstream untouched (most sentences
 # of an LLM answer).
 _TRIGGER = re.compile(
-    r"[0-9０-９$€£¥￥₩₹₽₺₿%％‰°º℃℉+＋×÷=＝<>≤≥≠±~～@&#−＃½¼¾⅓⅔²³⁰¹⁴⁵⁶⁷⁸⁹⁻√^§¶Ａ-Ｚａ-ｚπαβγδΔεθλμρστφωΣΩχψΨηκνξζΓΛΠΦΘ❤♥|｜♭♯♮]"
+    r"[0-9０-９$€£¥￥₩₹₽₺₿%％‰°º℃℉+＋×÷=＝<>≤≥≠±~～@&#−＃½¼¾⅓⅔²³⁰¹⁴⁵⁶⁷⁸⁹⁻√^§¶Ａ-Ｚａ-ｚπαβγδΔεθλμρστφωΣΩχψΨηκνξζΓΛΠΦΘ❤♥|｜♭♯♮\u2010\u2011]"
     r"|[A-Za-z]\s?/\s?[A-Za-z]|\)\s/\s|[A-Za-z]{2}\.[a-z]{2,6}\b|\bfile://"
     r"|[A-Za-z]\s(?:[IVXLC]{2,6}\b|[VX]\b|I(?=[,.;:!?)]|$|\s(?:of|and)\b))|\b(?:Mon|Tues?|Thu|Thurs?|Fri)\b"
     r"|\b(?:Wed|Sat|Sun|M)\.?\s?[-–—/]|\b(?:on|for|by|this|next|last|until)\s(?:Sat|Sun|Wed)\b"

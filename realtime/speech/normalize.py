@@ -31,9 +31,13 @@ _FULL_WIDTH = str.maketrans({
     **{chr(0x2460 + n - 1): str(n) for n in range(1, 21)}, "⓪": "0",
     **{chr(c): unicodedata.normalize("NFKC", chr(c)) for c in range(0x2160, 0x2180)},
     "⁄": "/", "№": "No.",  # the fraction slash ("3⁄4"), the numero sign
+    # typesetters' hyphens and spaces ("1‑800‑FLOWERS", "5 °C"): upstream drops them, gluing words
+    "\u2010": "-", "\u2011": "-", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
 })
 # A vulgar fraction the rules do not read as one sign ("⅛ cup", "2⅜ in"): its digits, apart
 # from a whole number before it ("½", "¼", "¾", "⅓", "⅔" have readings of their own).
+# A thin or no-break space between groups of digits separates thousands ("1 000 000", SI style).
+_GROUPED = re.compile(r"(?<=\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))")
 _VULGAR = re.compile(r"(\d?)([⅐⅑⅒⅕⅖⅗⅘⅙⅚⅛⅜⅝⅞])")
 
 
@@ -42,7 +46,9 @@ def fold_width(text: str) -> str:
     "iPhone"), and Latin letters without their accents ("café" -> "cafe"):
     upstream's clean-up keeps only ASCII letters, so "crème brûlée" would
     read "crme brle"."""
-    text = text.translate(_FULL_WIDTH)
+    if text.isascii():
+        return text
+    text = _GROUPED.sub(",", text).translate(_FULL_WIDTH)
     if text.isascii():
         return text
     text = _VULGAR.sub(lambda m: m.group(1) + (" " if m.group(1) else "")

@@ -157,6 +157,8 @@ CURRENCIES: dict[str, tuple[str, str, str]] = {
     "US$": ("US dollar", "cent", "美元"), "$": ("dollar", "cent", "美元"), "USD": ("dollar", "cent", "美元"),
     "A$": ("Australian dollar", "cent", "澳元"), "AUD": ("Australian dollar", "cent", "澳元"),
     "C$": ("Canadian dollar", "cent", "加元"), "CAD": ("Canadian dollar", "cent", "加元"),
+    "CA$": ("Canadian dollar", "cent", "加元"), "NT$": ("New Taiwan dollar", "cent", "新台币"),
+    "MX$": ("peso", "centavo", "比索"),
     "HK$": ("Hong Kong dollar", "cent", "港元"), "HKD": ("Hong Kong dollar", "cent", "港元"),
     "€": ("euro", "cent", "欧元"), "EUR": ("euro", "cent", "欧元"),
     "£": ("pound", "penny", "英镑"), "GBP": ("pound", "penny", "英镑"),

@@ -34,6 +34,8 @@
 - Flight numbers in pairs ("flight UA 857": eight fifty seven); a flight level ("FL350" -> "flight
   level three five zero").
 - A countdown: "T-minus 10:00" -> "T minus ten minutes".
+- Cricket: "287/4 (50 ov)" -> "two hundred eighty seven for four (fifty overs)", a bowler's
+  "5/32 in 10 overs" -> "five for thirty two", "103* off 98" -> "one hundred three not out".
 - A car's sheet: "27/35 mpg city/hwy" -> "twenty seven, thirty five miles per gallon
   city, highway", "4-cyl" -> "four cylinder", a tire's "225/65R17" -> "two twenty five
   sixty five R seventeen".
@@ -333,6 +335,14 @@ RULES: tuple[Rule, ...] = (
          lambda m: number(m.group(0)[:-2].strip()) + " millibars"),
     rule("karat", r"(?<![\w.])(\d{1,2})\s?(?:k|K|kt|KT)\b(?=\s(?:(?:solid|white|yellow|rose|pink)\s)?gold\b)",
          lambda m: cardinal(int(m.group(1))) + " karat"),  # "14K white gold" before "14K" is thousands
+    # cricket: "287/4 (50 ov)" runs for wickets, "5/32 in 10 overs" wickets for runs, "103* off 98"
+    rule("innings", r"(?<![\w/.])(\d{1,3})/(10|\d)(?=\s?\(\d{1,2}(?:\.\d)?\s?(?:ov|overs?)\b)"
+         r"|(?<![\w/.])(10|\d)/(\d{1,3})(?=\s(?:in|off|from)\s\d{1,2}(?:\.\d)?\s?(?:ov|overs?)\b)",
+         lambda m: " for ".join(cardinal(int(g)) for g in m.groups() if g)),
+    rule("overs", r"(?<![\w.])(\d{1,2}(?:\.\d)?)\s?ov\b\.?", lambda m: number(m.group(1)) + " overs"),
+    rule("not out", r"(?<![\w.])(\d{1,3})\*(?=\s(?:off|from)\s\d)|(?<![\w.])([1-5])\*(?=\s(?:hotels?|resorts?"
+         r"|reviews?|ratings?|restaurants?|stays?)\b)",  # a "5* hotel" is a five star one
+         lambda m: cardinal(int(m.group(1) or m.group(2))) + (" not out" if m.group(1) else " star")),
     rule("curve spread", r"(?<![\w.])(\d{1,2})s(\d{1,2})s\b",
          lambda m: f"{plural(cardinal(int(m.group(1))))} {plural(cardinal(int(m.group(2))))}"),  # "2s10s"
     rule("knots", r"(?<![\w.])(\d{1,3})\s?kt\b", _kt),

@@ -387,8 +387,10 @@ SLASH_RULE = rule("slash", r"(?<=\w)/(?=\w)", lambda m: " slash ")
 # Marks upstream drops or reads wrong, between words: a pause or a word.
 MARK_RULES: tuple[Rule, ...] = (
     # upstream drops a dash: "Americans—roughly" would be one word, "late – very late" no pause
-    rule("em dash", r"(?<=[A-Za-z\d])[—―](?=[A-Za-z\d])|(?:(?<=\S)|^)\s[–—―]\s(?=[A-Za-z\d\"'“‘(])",
-         lambda m: ", "),  # "40% — today only": a reading before it; "WASHINGTON (AP) — The"
+    # "40% — today only": a reading before it; "WASHINGTON (AP) — The"; "fat — ~2,350": an em
+    # dash before a reading (an en dash there is a range's joint)
+    rule("em dash", r"(?<=[A-Za-z\d])[—―](?=[A-Za-z\d])|(?:(?<=\S)|^)\s(?:[–—―]\s(?=[A-Za-z\d\"'“‘(~≈$€£¥#+])"
+         r"|[—―]\s$)", lambda m: ", "),
     rule("logical", r"(?<=[\w)\s])(?:&&|\|\|)(?=[\w(\s])",
          lambda m: "and" if m.group(0) == "&&" else "or"),  # "a && b", "a || b"
     rule("table cell", r"(?<=\S)\s*\|\s*(?=\S|$)", lambda m: ", "),  # "| Pro | $25/mo |": cells, paused
