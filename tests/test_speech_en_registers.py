@@ -132,6 +132,9 @@ LAW_AND_NEWS = [
 ]
 
 CODE_AND_MATHS = [
+    ("The 12GB+256GB model and 8 GB + 128 GB.",
+     "The twelve gigabytes plus two hundred fifty six gigabytes model and eight gigabytes plus one hundred"
+     " twenty eight gigabytes."),
     # A developer answer's paths, modes, dotfiles, versions and ids.
     ("Run `chmod +x script.sh && ./script.sh`, cd ../lib, use chmod u-w; python -m venv .venv.",
      "Run `chmod plus x script dot sh and dot slash script dot sh`, cd dot dot slash lib, use chmod u minus"

@@ -343,6 +343,10 @@ RULES: tuple[Rule, ...] = (
     rule("not out", r"(?<![\w.])(\d{1,3})\*(?=\s(?:off|from)\s\d)|(?<![\w.])([1-5])\*(?=\s(?:hotels?|resorts?"
          r"|reviews?|ratings?|restaurants?|stays?)\b)",  # a "5* hotel" is a five star one
          lambda m: cardinal(int(m.group(1) or m.group(2))) + (" not out" if m.group(1) else " star")),
+    # a phone's memory and storage: "12GB+256GB" -> "twelve gigabytes plus two hundred fifty six gigabytes"
+    rule("sizes added", r"(?<![\w.])(\d{1,4})\s?([GMT]B)\s?\+\s?(\d{1,4})\s?([GMT]B)\b",
+         lambda m: " plus ".join(number(m.group(i)) + " " + en_unit(UNITS[m.group(i + 1)][0], m.group(i))
+                                 for i in (1, 3))),
     rule("curve spread", r"(?<![\w.])(\d{1,2})s(\d{1,2})s\b",
          lambda m: f"{plural(cardinal(int(m.group(1))))} {plural(cardinal(int(m.group(2))))}"),  # "2s10s"
     rule("knots", r"(?<![\w.])(\d{1,3})\s?kt\b", _kt),

@@ -12,6 +12,8 @@
   "主队 3/3" -> 主队三比三 (a range or a fraction is followed by what it counts,
   "3-5天", "1/5以上"; a fraction at a clause's end is proper: "头发丝的1/16").
 - "B2G", "F2F" -> B to G, F to F (the 2 is "to", as said).
+- A power in superscripts: "10²³" -> 十的二十三次方 ("10⁻⁶": 十的负六次方); a sprint's time
+  "9秒83" -> 九秒八三; a phone's "12GB+256GB" -> 十二GB加两百五十六GB.
 - A quarter: "2024年Q3" -> 二零二四年第三季度; a processor's model: "i7-13700K" -> i七
   一三七零零K.
 - A model's size before 参数: "7B参数" -> 七十亿参数, "350M参数" -> 三亿五千万参数.
@@ -61,6 +63,10 @@ EARLY_RULES: tuple[Rule, ...] = (
     # a note's accidental before its letter: "B♭" 降B, "F#小调" 升F小调 (upstream drops the marks)
     rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=[大小]调|调|和弦))",
          lambda m: _ACCIDENTALS[m.group(2) or m.group(3)] + m.group(1)),
+    rule("sizes added", r"(?<![\w.])(\d{1,4})\s?([GMT]B)\s?\+\s?(?=\d{1,4}\s?[GMT]B\b)",
+         lambda m: cardinal(int(m.group(1))) + m.group(2) + "加"),  # 12GB+256GB: 十二GB加两百五十六GB
+    rule("sprint time", r"(?<![\d.])(\d{1,2})秒(\d{2})(?!\d)",
+         lambda m: cardinal(int(m.group(1))) + "秒" + digits(m.group(2))),  # 9秒83: 九秒八三
     rule("chi square", r"χ²|χ\^2", lambda m: "卡方"),  # 卡方检验χ²=8.41
     rule("quarter", r"\bQ([1-4])(?![\w.])",
          lambda m: "第" + _QUARTERS[int(m.group(1)) - 1] + "季度"),  # 2024年Q3
@@ -92,7 +98,19 @@ SCORE_RULES: tuple[Rule, ...] = (
          lambda m: _score(m) if m.group(1) or m.group(3) != ":" else None),
     rule("letter to letter", LETTER_PAIR, lambda m: f"{m.group(1)} to {m.group(2)}"),
 )
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
+def _power(m: re.Match[str]) -> str:
+    exponent = int(m.group(2).translate(_SUPERSCRIPTS))
+    sign = "负" if exponent < 0 else ""
+    return cardinal(int(m.group(1))) + "的" + sign + cardinal(abs(exponent)) + "次方"
+
+
 RULES: tuple[Rule, ...] = (
+    # "10²³", "10⁻⁶": a power in superscripts (a lone "²" after a number is 的平方, the symbol's)
+    rule("power", r"(?<![\d.])(\d{1,3})(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{2,3}|⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]|[⁰¹⁴⁵⁶⁷⁸⁹])(?![⁰¹²³⁴⁵⁶⁷⁸⁹])",
+         _power),
     rule("duration", r"(?<![\d.])(\d{1,3})\s?(?:h|hr|小时)\s?(\d{1,2})\s?(?:min|m|分钟?)(?![A-Za-z])",
          _duration),
     rule("floor", r"(?<![\w.])(\d{1,3})[Ff](?![A-Za-z\d])(?:-(\d{3,4})(?!\d))?",
