@@ -67,6 +67,13 @@ PATHOLOGICAL = {
     "a query": "example.com/a?" + "b=c&" * 1500,
     "initials": "Bob A. " * 800,
     "em dashes": "a—" * 3000,
+    # the fourteenth session's readings: colons of IPv6, products, orders, verses, tags
+    "colons and hex": "fe80::1:" * 700,
+    "products": "a*b*" * 1500,
+    "doses": "5 mg PO " * 700,
+    "verses": "1 Cor 13:4-7 " * 450,
+    "camel tags": "#AaBb " * 1000,
+    "superscript powers": "10²³" * 1500,
 }
 # The splitter sees text before the normalizer (and the whole utterance's, not a
 # sentence's): dots that end no sentence must not make it rescan what it read.
