@@ -21,9 +21,10 @@ MEDICINE = [
     ("Ibuprofen 400–600 mg PO q6–8h PRN.",
      "Ibuprofen four hundred to six hundred milligrams by mouth every six to eight hours as needed."),
     ("Take 1 tab PO BID and 2 tabs QHS.", "Take one tab by mouth twice a day and two tabs at bedtime."),
-    # Without a dose before them they are names.
-    ("Sign the PO today; the PRN staff came; a BID for the land.",
-     "Sign the PO today; the PRN staff came; a BID for the land."),
+    # Without a dose before them they are names (a number in the sentence: the rules run).
+    ("Sign PO 4471 today; the 5 PRN staff came; a BID for the land at 9.",
+     "Sign PO forty four seventy one today; the five PRN staff came; a BID for the land at"
+     " nine."),
 ]
 
 TRADE_AND_WEATHER = [
