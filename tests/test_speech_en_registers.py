@@ -107,6 +107,13 @@ HOMES_AND_KITCHENS = [
 
 
 LAW_AND_NEWS = [
+    # A pilot's numbers digit by digit (a runway's side, not liters); a speed stays a count.
+    ("Cleared to land runway 27L; wind 270 at 15 knots; squawk 7700; Runway 9 is closed; 27 L of fuel.",
+     "Cleared to land runway two seven left; wind two seven zero at fifteen knots; squawk seven seven zero"
+     " zero; Runway nine is closed; twenty seven liters of fuel."),
+    # An en dash between words joins them as a hyphen does (upstream drops it: "ParisLondon").
+    ("The Paris–London route, the Dunning–Kruger effect; pages 5–10.",
+     "The Paris London route, the Dunning Kruger effect; pages five to ten."),
     # Typesetters' hyphens and spaces; dollars of more countries; an em dash before a reading.
     ("Call 1‑800‑FLOWERS; a well‑known fact; 5\u00a0°C; 1\u202f000\u202f000 people.",
      "Call one, eight hundred, FLOWERS; a well known fact; five degrees Celsius; one million people."),

@@ -37,7 +37,7 @@ _TRIGGER = re.compile(
     r"|[A-Za-z]\s(?:[IVXLC]{2,6}\b|[VX]\b|I(?=[,.;:!?)]|$|\s(?:of|and)\b))|\b(?:Mon|Tues?|Thu|Thurs?|Fri)\b"
     r"|\b(?:Wed|Sat|Sun|M)\.?\s?[-–—/]|\b(?:on|for|by|this|next|last|until)\s(?:Sat|Sun|Wed)\b"
     r"|\b(?:Dr|Mrs?|Ms|St|Prof|Jr|Sr|Mt|Ave|Sq|vs|etc|approx|No|e\.g|i\.e|a\.k\.a|cf)\."
-    r"|[A-Za-z]-[A-Za-z]|[A-Za-z\d][—―][A-Za-z\d]|\S\s[–—―]\s\S|——|[\u4e00-\u9fff]—[\u4e00-\u9fff]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
+    r"|[A-Za-z][-–][A-Za-z]|[A-Za-z\d][—―][A-Za-z\d]|\S\s[–—―]\s\S|——|[\u4e00-\u9fff]—[\u4e00-\u9fff]|[A-Za-z]['’](?:ll|re|d|ve|m)\b"
     r"|^\s*[-*•·‣▪●]\s|https?://|www\.|\w\.(?i:" + "|".join(TLDS) + r")\b"
     r"|,\s[A-Z]{2}(?:[\s,.;]|$)|,\s(?:[A-Z][a-z]{1,4}|[NSWR]\.\s?[A-Z][a-z]?)\.(?:[\s,;:)]|$)"  # "Dallas, TX"
     r"|\b(?:" + "|".join(TITLES) + r"|[Ee]st)\.\s|\b(?:YoY|QoQ|YTD|WWII?)\b"

@@ -34,6 +34,8 @@
 - Flight numbers in pairs ("flight UA 857": eight fifty seven); a flight level ("FL350" -> "flight
   level three five zero").
 - A countdown: "T-minus 10:00" -> "T minus ten minutes".
+- A pilot's numbers digit by digit: "runway 27L" -> "runway two seven left", "squawk
+  7700", "wind 270 at 15" (its direction).
 - Cricket: "287/4 (50 ov)" -> "two hundred eighty seven for four (fifty overs)", a bowler's
   "5/32 in 10 overs" -> "five for thirty two", "103* off 98" -> "one hundred three not out".
 - A car's sheet: "27/35 mpg city/hwy" -> "twenty seven, thirty five miles per gallon
@@ -246,6 +248,7 @@ def _rooms(m: re.Match[str]) -> str:
     return ", ".join(spoken)
 
 
+_RUNWAY_SIDES = {"L": " left", "R": " right", "C": " center", None: ""}
 _KT_AFTER = re.compile(r"\s(?:bombs?|warheads?|yield|nuclear|devices?|blasts?|explosions?|weapons?"
                        r"|(of\sTNT))\b")
 
@@ -355,6 +358,11 @@ RULES: tuple[Rule, ...] = (
     rule("lanes", r"(?<![\w.])[x×](1|2|4|8|16|32)\b(?:(?=\s(?:slots?|lanes?|links?|connectors?)\b)()|)",
          _lanes),
     rule("flight level", r"\bFL\s?(\d{3})\b", lambda m: "flight level " + digits(m.group(1))),  # "FL350"
+    # a pilot's numbers, digit by digit: "runway 27L" (left), "squawk 7700", "wind 270 at 15"
+    rule("runway", r"\b((?i:runway|rwy)\s?)(\d{1,2})([LRC])?\b",
+         lambda m: m.group(1) + digits(m.group(2)) + _RUNWAY_SIDES[m.group(3)]),
+    rule("squawk", r"\b((?i:squawk(?:ing)?)\s)([0-7]{4})\b|\b((?i:wind)\s)(\d{3})(?=\s(?:at|@)\s\d)",
+         lambda m: (m.group(1) or m.group(3)) + digits(m.group(2) or m.group(4))),
     rule("resolution", r"(?<![\w.])(\d{3,4})([pi])(\d{2,3})?\b", _resolution),
     rule("years old", r"(?<![\w.])(\d{1,3})\s?(?:y/o|y\.o\.|yo)(?![\w/])", _years_old),  # "35 y/o"
     rule("at least", r"(?<![\w.,])((?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?)\+(?![\w+])"

@@ -339,7 +339,7 @@ RULES: tuple[Rule, ...] = (
     rule("hyphen", r"(?<=\d)-(?=[A-Za-z])", lambda m: " "),  # 5-year-old
     *shorthand.MARK_RULES,
     # upstream reads "-" as a comma: "well-known" would pause mid-word
-    rule("word hyphen", r"(?<=[A-Za-z])-(?=[A-Za-z])", lambda m: " "),
+    rule("word hyphen", r"(?<=[A-Za-z])[-–](?=[A-Za-z])", lambda m: " "),  # "Paris–London" too
     contractions.RULE,
     shorthand.RATE_RULE,
     rule("per letter", r"(?<=\d)/([A-Za-z])\b(?![/.-]\w)", lambda m: "per " + m.group(1)),  # 5/s
