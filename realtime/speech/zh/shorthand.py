@@ -14,6 +14,7 @@
 - "B2G", "F2F" -> B to G, F to F (the 2 is "to", as said).
 - A power in superscripts: "10²³" -> 十的二十三次方 ("10⁻⁶": 十的负六次方); a sprint's time
   "9秒83" -> 九秒八三; a phone's "12GB+256GB" -> 十二GB加两百五十六GB.
+- A rating out of its scale: "评分9.2/10" -> 九点二分，满分十分; a rank: "Top250" -> Top两百五十.
 - A quarter: "2024年Q3" -> 二零二四年第三季度; a processor's model: "i7-13700K" -> i七
   一三七零零K.
 - A model's size before 参数: "7B参数" -> 七十亿参数, "350M参数" -> 三亿五千万参数.
@@ -29,7 +30,7 @@ from decimal import Decimal
 
 from realtime.speech.rewrite import Rule, rule
 from realtime.speech.units import LETTER_PAIR, TLDS
-from realtime.speech.zh.words import cardinal, digits
+from realtime.speech.zh.words import cardinal, digits, number
 
 _TLDS = "(?:" + "|".join(TLDS) + ")"
 
@@ -67,6 +68,10 @@ EARLY_RULES: tuple[Rule, ...] = (
          lambda m: cardinal(int(m.group(1))) + m.group(2) + "加"),  # 12GB+256GB: 十二GB加两百五十六GB
     rule("sprint time", r"(?<![\d.])(\d{1,2})秒(\d{2})(?!\d)",
          lambda m: cardinal(int(m.group(1))) + "秒" + digits(m.group(2))),  # 9秒83: 九秒八三
+    # a rating out of its scale: 评分9.2/10 -> 九点二分，满分十分 (not 除以)
+    rule("rating", r"((?:评分|得分|打分|评级|分数)(?:是|为|：|:)?\s?)(\d{1,3}(?:\.\d)?)/(5|10|100)(?![\d.])",
+         lambda m: m.group(1) + number(m.group(2)) + "分，满分" + cardinal(int(m.group(3))) + "分"),
+    rule("top", r"\b(Top|TOP|top)\s?(\d{1,4})\b", lambda m: m.group(1) + cardinal(int(m.group(2)))),  # Top250
     rule("chi square", r"χ²|χ\^2", lambda m: "卡方"),  # 卡方检验χ²=8.41
     rule("quarter", r"\bQ([1-4])(?![\w.])",
          lambda m: "第" + _QUARTERS[int(m.group(1)) - 1] + "季度"),  # 2024年Q3
