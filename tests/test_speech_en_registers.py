@@ -106,6 +106,20 @@ HOMES_AND_KITCHENS = [
 ]
 
 
+ASSISTANT = [
+    # A voice assistant's answers: an order's long groups, a code in two groups, a clock with
+    # its half written onto it, a currency code after an amount of the same money.
+    ("Your package (order #112-4455667-8899001) arrives; your code is 483 921; I have 483 921 things.",
+     "Your package (order number one one two, four four five five six six seven, eight eight nine nine zero"
+     " zero one) arrives; your code is four eight three nine two one; I have four hundred eighty three nine"
+     " hundred twenty one things."),
+    ("New departure 7:05p; back at 10:30a; 5:00 a day.",
+     "New departure seven oh five p m; back at ten thirty a m; five o'clock a day."),
+    ("$100 USD is about €92.30 EUR; $5 CAD; €5 USD.",
+     "one hundred dollars is about ninety two euros and thirty cents; five Canadian dollars; five euros"
+     " USD."),
+]
+
 LAW_AND_NEWS = [
     # A pilot's numbers digit by digit (a runway's side, not liters); a speed stays a count.
     ("Cleared to land runway 27L; wind 270 at 15 knots; squawk 7700; Runway 9 is closed; 27 L of fuel.",
@@ -177,7 +191,7 @@ CODE_AND_MATHS = [
 
 
 @pytest.mark.parametrize("written,spoken", MEDICINE + TRADE_AND_WEATHER + SPORT_AND_SCRIPTURE + MUSIC_AND_KEYS
-                         + HOMES_AND_KITCHENS + LAW_AND_NEWS + CODE_AND_MATHS)
+                         + HOMES_AND_KITCHENS + ASSISTANT + LAW_AND_NEWS + CODE_AND_MATHS)
 def test_reading(written, spoken):
     assert normalize(written, "en") == spoken
 

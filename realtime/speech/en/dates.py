@@ -263,7 +263,7 @@ def _short_date(m: re.Match[str]) -> str | None:
     return word + " " + _date(None, month, day)
 
 
-_HALF = r"(?:\s?([AaPp])\.?[Mm]\b\.?)"
+_HALF = r"(?:\s?([AaPp])(?:\.?[Mm]\b\.?|(?<=\d[ap])\b))"  # "7:05p", written onto the clock, too
 _HOUR_MINUTE = r"([01]?\d|2[0-3]):([0-5]\d)"
 # Words that introduce a date ("by 1/3" and "from 1/2" are fractions as often).
 _DATE_WORDS = (r"[Oo]n|[Aa]s of|[Uu]ntil|till|[Ss]ince|through|[Dd]ue|starting|ending|ends|expires|begins"

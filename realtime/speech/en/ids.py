@@ -43,7 +43,7 @@ _DIRECT = (r"ending in|ends in|ending with|(?:last|final) (?:four|4|two|2) digit
 _NEEDS_NUMBER = (r"card|account|acct|order|ticket|invoice|case|booking|policy|claim|transaction|member"
                  r"|membership|customer|reference|tracking|confirmation|serial|model|part|item|sku|receipt")
 _INTRO = (r"\b((?i:(?:" + _NEEDS_NUMBER + r")(?:\s(?:number|no\.|no(?=:)|num|id|code)|\s?#)|" + _DIRECT + r")"
-          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20}|\d{2,6}(?:-\d{2,6}){1,4}"
+          r"(?:\s(?:is|was|are))?(?::|\s?#)?)\s?(\d{4,20}|\d{2,8}(?:-\d{2,8}){1,4}|\d{3}\s\d{3}(?![\d,.]\d)"
           r"|[A-Z]{1,3}-?\d{2,10}(?:-[A-Z\d]{2,10}){0,4}|\d{1,3}[A-Z]{1,3}[A-Z\d]{3,30})\b(?!-)")
 
 

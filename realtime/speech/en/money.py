@@ -59,8 +59,18 @@ def _after(m: re.Match[str]) -> str:
 
 
 def _before(m: re.Match[str]) -> str:
-    """ "$20", "-€5", "USD 20", "$999+" (and up: "plus")."""
-    return money(m.group(2).strip(), m.group(3), m.group(4), m.group(1)) + (" plus" if m.group(5) else "")
+    """ "$20", "-€5", "USD 20", "$999+" (and up: "plus"); a code after the amount that names
+    the same money is said once ("$100 USD", "€92.30 EUR"), or names which dollars ("$5 CAD")."""
+    currency, code = m.group(2).strip(), m.group(6)
+    said_code = ""
+    if code:
+        major, named = CURRENCIES[currency][0], CURRENCIES[code][0]
+        if named == major or currency == "$" and named.endswith("dollar"):
+            currency = code
+        else:
+            said_code = " " + code  # "€5 USD": as written
+    spoken = money(currency, m.group(3), m.group(4), m.group(1)) + (" plus" if m.group(5) else "")
+    return spoken + said_code
 
 
 def _range(m: re.Match[str]) -> str:
@@ -131,8 +141,8 @@ RULES: tuple[Rule, ...] = (
          + MAGNITUDE_RE + r")\b)?", _range),
     rule("money before", r"(?<![\w$€£¥￥])([-−]|(?<![\w)])\+)?(" + CURRENCY_SYMBOL_RE + "|(?:"
          + CURRENCY_CODE_RE
-         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?(\+(?![\w+]))?",
-         _before),
+         + r")\s)\s?(" + UNSIGNED + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?(\+(?![\w+]))?"
+         r"(?:\s(" + CURRENCY_CODE_RE + r")\b)?", _before),
     # "100 USD", "7,50 €", "5$", "500₽": a code or a sign after the amount (upstream drops a sign)
     rule("money after", "(" + NUM + r")(?:\s?(" + MAGNITUDE_RE + r")\b)?\s?(" + CURRENCY_CODE_RE
          + "|" + CURRENCY_SYMBOL_RE + r")(?![A-Za-z\d$€£¥￥])", _after),
