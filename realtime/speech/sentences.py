@@ -80,7 +80,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "lb", "lbs", "oz", "pt", "pts", "tsp", "tbsp", "al", "avg", "misc",
                           "reb", "ast", "stl", "blk",  # "9 ast. in 41 min."
                           "in", "yd", "yds", "gal", "qt", "qty", "rs", "incl", "excl", "govt", "sq", "pop",
-                          "assoc",
+                          "assoc", "evid",  # "Fed. R. Evid. 403"
                           # weekdays: "Thu. 12/12"
                           *_WEEKDAYS})
 _STREET_KINDS = frozenset({"st", "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "dr"})
@@ -98,6 +98,11 @@ _OPERATOR_NEXT = re.compile(r"\s+[=×*+/]")
 _NUMBERING = frozenset({"vol", "vols", "ch", "chap", "pt", "bk", "no", "fig", "art", "sec"})
 _NUMBERED_BEFORE = re.compile(r"\b(?i:model|part|serial|item|style|catalog|order|invoice|account|ref)\s+$")
 _ROMAN_NEXT = re.compile(r"\s+[IVXLC]{1,7}\b")
+# A court's rules, "Fed. R. Civ. P. 12(b)(6)": no dot inside the name ends the sentence. One
+# word of look-ahead each, as streamed text allows ("the Fed. R. Jones" is read as one).
+_COURT_NEXT = {word: re.compile(after) for word, after in (
+    ("Fed", r"\s+R\."), ("R", r"\s+(?:Civ|Crim|App|Bankr|Evid)\."), ("Civ", r"\s+P\."),
+    ("Crim", r"\s+P\."), ("App", r"\s+P\."), ("Bankr", r"\s+P\."))}
 _HALF_DAY = frozenset({"a.m", "p.m"})  # before Chinese, their dot ends no sentence
 # "U.S.", "a.m.", and degrees whose parts have two letters: "Ph.D.", "B.Sc.".
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,3}")
@@ -270,6 +275,8 @@ class SentenceSplitter:
             return False  # "3! = 6": a factorial
         if "!" in run or "?" in run:
             return True
+        if m is not None and m.group(0) in _COURT_NEXT and self._next_is(_COURT_NEXT[m.group(0)], j, final):
+            return False
         if word in _NEVER_FINAL or m is not None and m.group(0) in TITLES:
             # a capitalised title before a name ("Sen. Warren"); a lowercase
             # word ("one more rep.", "the next gen.") may end a sentence
