@@ -137,6 +137,7 @@ LAW_AND_NEWS = [
     ("70 g fat — ~2,350 kcal/day — $5 each; 3 – ~4.",
      "seventy grams fat, about two thousand three hundred fifty kilocalories per day, five dollars each;"
      " three to about four."),
+    ("See pp. 10-12, n. 4 and nn. 5-7.", "See pages ten to twelve, note four and notes five to seven."),
     ("See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403.",
      "See Federal Rule of Civil Procedure twelve b six and Federal Rule of Evidence four hundred three."),
     # A reporter's volume and page in pairs; "U.S." before a count is the country.

@@ -170,6 +170,8 @@ def test_list_marker_is_read_with_its_item(text, expected):
          ["Voters read Prop. 47, Art. 5, Vol. III, Model no. XR-2 after 3 mi. of it.", "Ok"]),
         ("Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE. Ok",
          ["Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE.", "Ok"]),
+        ("See pp. 10-12 and n. 4. I live on St. Mark's Pl. now. Ok",
+         ["See pp. 10-12 and n. 4.", "I live on St. Mark's Pl. now.", "Ok"]),
         # A court's rules are one name; "the Fed." before another word still ends.
         ("See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403. It came from the Fed. Rates rose.",
          ["See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403.", "It came from the Fed.", "Rates rose."]),

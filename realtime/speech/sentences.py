@@ -73,6 +73,7 @@ _MAYBE_FINAL = frozenset({"etc", "no", "nos", "jr", "sr", "inc", "ltd", "co", "c
                           "jul", "aug", "sep", "sept", "oct", "nov", "dec",
                           # addresses: "12 Oak Rd. in Leeds", "Apt. 4"
                           "ave", "blvd", "rd", "ln", "ct", "hwy", "pkwy", "apt", "ste", "bldg", "rm", "fl",
+                          "pl", "cir", "ter", "n", "nn",  # "Mark's Pl. now", a footnote's "n. 4"
                           "rte", "c", "ca",  # "Rte. 1", "c. 1200 BCE"
                           "prop", "art", "para", "bk", "mi",  # "Prop. 47", "Art. 5", "3 mi. to"
                           # counts and measures: "est. cost", "2 hrs. later", "et al. found"

@@ -21,7 +21,7 @@ _REFERENCES = {"pp": "pages", "p": "page", "fig": "figure", "figs": "figures", "
                "chap": "chapter", "vol": "volume", "vols": "volumes", "eq": "equation",
                "eqs": "equations", "sec": "section", "secs": "sections", "§": "section", "§§": "sections",
                "¶": "paragraph", "¶¶": "paragraphs", "ep": "episode", "eps": "episodes", "lvl": "level",
-               "cl": "clause"}
+               "cl": "clause", "n": "note", "nn": "notes"}
 
 
 def _reference(m: re.Match[str]) -> str:
@@ -79,7 +79,7 @@ RULES: tuple[Rule, ...] = (
     rule("section number", r"(?<![\w§])(§§?)\s?([1-9]\d{3})(?![\d,.]\d|\s?[-–—]\s?\d)",
          lambda m: _REFERENCES[m.group(1)] + " " + pairs(int(m.group(2)))),  # "§ 1983": nineteen eighty three
     rule("reference", r"(?<!\d)(?<!\d\s)(?:\b(pp|p|[Ff]igs?|[Cc]hap|[Cc]h|[Vv]ols?|[Ee]qs?|[Ss]ecs?"
-         r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?|cl)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
+         r"|[Pp]rop|Art|[Pp]ara|[Ee]ps?|cl|nn?)\.|\b([Ll]vl)\.?|(§§?|¶¶?))"
          r"\s?(?=\d|\(\d)",  # "Eq. (3)" too
          _reference),
     rule("court rules", r"\bFed\.\sR\.\s(Civ\.\sP\.|Crim\.\sP\.|Evid\.|App\.\sP\.|Bankr\.\sP\.)(?=\s\d)",
