@@ -172,6 +172,10 @@ def test_list_marker_is_read_with_its_item(text, expected):
          ["Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE.", "Ok"]),
         ("See pp. 10-12 and n. 4. I live on St. Mark's Pl. now. Ok",
          ["See pp. 10-12 and n. 4.", "I live on St. Mark's Pl. now.", "Ok"]),
+        # A street's compass point after its number; a quote's "?" before a lowercase word.
+        ("Visit 100 N. Main St. Suite 5. Take I-95 S. Then exit. He asked, \"Why?\" and left. Ok",
+         ["Visit 100 N. Main St. Suite 5.", "Take I-95 S.", "Then exit.", 'He asked, "Why?" and left.',
+          "Ok"]),
         # A court's rules are one name; "the Fed." before another word still ends.
         ("See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403. It came from the Fed. Rates rose.",
          ["See Fed. R. Civ. P. 12(b)(6) and Fed. R. Evid. 403.", "It came from the Fed.", "Rates rose."]),

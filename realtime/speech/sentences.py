@@ -95,6 +95,7 @@ _MONTH = re.compile(r"\s+(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b
 _NAME_BEFORE = re.compile(r"(?:\b[A-Z][a-z]+|\b[A-Z]\.)\s+$")
 _NAME_NEXT = re.compile(r"\s+[A-Z](?:[a-z]*|\.)")  # "R" may become "Roosevelt": waited for
 _INITIAL_NEXT = re.compile(r"\s+[A-Z]\.")
+_HOUSE_COMPASS = re.compile(r"(?<![-\w.])\d{2,5}\s[NSEW]$")  # "100 N. Main St.", not "I-95 S. Then"
 _OPERATOR_NEXT = re.compile(r"\s+[=×*+/]")
 _NUMBERING = frozenset({"vol", "vols", "ch", "chap", "pt", "bk", "no", "fig", "art", "sec"})
 _NUMBERED_BEFORE = re.compile(r"\b(?i:model|part|serial|item|style|catalog|order|invoice|account|ref)\s+$")
@@ -274,14 +275,16 @@ class SentenceSplitter:
             return self._next_word_is_new_sentence(j, final)
         if run == "!" and i and buf[i - 1].isdigit() and self._next_is(_OPERATOR_NEXT, j, final):
             return False  # "3! = 6": a factorial
-        if "!" in run or "?" in run:
-            return True
+        if "!" in run or "?" in run:  # 'He asked, "Why?" and left': a quote's end goes on
+            return not (run[-1] in _CLOSERS and self._next_char(j, final).islower())
         if m is not None and m.group(0) in _COURT_NEXT and self._next_is(_COURT_NEXT[m.group(0)], j, final):
             return False
         if word in _NEVER_FINAL or m is not None and m.group(0) in TITLES:
             # a capitalised title before a name ("Sen. Warren"); a lowercase
             # word ("one more rep.", "the next gen.") may end a sentence
             return False
+        if _HOUSE_COMPASS.search(buf, max(0, i - 9), i):
+            return False  # a street's compass point after its house number
         if m is not None and len(word) == 1 and self._is_initial(m, j, final):
             return False  # "Franklin D. Roosevelt", "J. K. Rowling", "Roe v. Wade"
         if word in _STREET_KINDS and self._next_is(_COMPASS, j, final):
