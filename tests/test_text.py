@@ -345,6 +345,7 @@ _TOKENS = [
     '"', "'", " ", " ", " ", "  ", "\n", "\t", "\u3000",
     *["1.", "2)", "a.", "一、", "（1）", "(2)", "①", "[laugh]", "[uv_break]", "[", "]", "[lau", "gh]",
       "10:30", "$1,299.99", "No. 5", ":"],
+    *["Fed.", "Civ.", "P.", "100", "St.", "n.", "Pl.", '"Why?"', "—H"],  # courts, houses, notes, quotes
 ]
 _texts = st.one_of(
     st.lists(st.sampled_from(_TOKENS), max_size=60).map("".join),
@@ -373,6 +374,7 @@ def _chunked(draw):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_chunked(), st.integers(1, 40), st.integers(0, 3))
+@example(("U.S. —Hello ", ["U.S. —H", "ello "]), 6, 0)  # a cut that ran before a pending end
 def test_any_chunking_gives_the_whole_text_segments(chunked, max_chars, min_chars):
     text, chunks = chunked
     min_chars = min(min_chars, max_chars)

@@ -126,6 +126,7 @@ _MARKER = rf"(?:{_LABEL}[.)．、]|[(（]{_LABEL}[)）]|[\u2460-\u2473])"
 # ChatTTS's control tags, as the runtime's front end strips them.
 _TAG = re.compile(r"\[\w+\]")
 _PARTIAL_TAG = re.compile(r"\[\w*\Z")
+_WAITING = -1  # _next_end: a decision waits for look-ahead (not "no end within max_chars")
 # A sentence that says nothing by itself: a list marker and/or tags.
 _LEAD_ONLY = re.compile(rf"(?:{_MARKER})?(?:\s*\[\w+\])*")
 _LEAD = re.compile(rf"{_LEAD_ONLY.pattern}\s*")  # ... and the space after it
@@ -167,8 +168,7 @@ class SentenceSplitter:
         self._buf += text
         return self._drain(final=False)
 
-    def flush(self) -> list[str]:
-        """Release everything buffered, treating the buffer's end as the text's end."""
+    def flush(self) -> list[str]:  # the buffer's end is the text's end: release it all
         return self._drain(final=True)
 
     def _drain(self, final: bool) -> list[str]:
@@ -178,10 +178,10 @@ class SentenceSplitter:
             if not self._buf:
                 return out
             end = self._next_end(final)
+            if end == _WAITING:
+                return out  # an end inside the window waits for text to come: so does its cut
             if end is None:
-                if len(self._buf.rstrip()) > self.max_chars:
-                    # The sentence is long whatever its end: the cut only
-                    # looks at its first max_chars + 1 characters.
+                if len(self._buf.rstrip()) > self.max_chars:  # no end in the window: cut it
                     end = self._cut_point()
                 elif final:
                     end = len(self._buf)
@@ -193,9 +193,9 @@ class SentenceSplitter:
             self._buf = self._buf[end:]
 
     def _next_end(self, final: bool) -> int | None:
-        """Index just past the first certain sentence end in the buffer, or None.
-        Reads no further than max_chars: an end past it is cut there anyway
-        (``_drain``), so a long text without ends costs one pass, not one a cut."""
+        """Index just past the first certain sentence end in the buffer, _WAITING while
+        one waits for look-ahead, or None. Reads no further than max_chars: an end
+        past it is cut there anyway (``_drain``): one pass, not one a cut."""
         buf = self._buf
         n = min(len(buf), self.max_chars + 1)
         i = 0
@@ -214,7 +214,7 @@ class SentenceSplitter:
                 if self._run_ends_sentence(i, j, final) and self._long_enough(j):
                     return j
             except _Wait:
-                return None
+                return _WAITING
             i = j
         return None
 
