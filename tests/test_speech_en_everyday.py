@@ -58,7 +58,7 @@ NAMES = [
      " kilograms."),
     ("Pay $5/$10 or 5 km—10 km.", "Pay five dollars, ten dollars or five kilometers, ten kilometers."),
     ('It is 12" x 8" x 4"; save 40% — today.',
-     "It is twelve inches by eight inches by four inches; save forty percent, today."),
+     "It is twelve by eight by four inches; save forty percent, today."),
     ("Ends 5 kg- or more.", "Ends five kilograms- or more."),
     ("– 5 kg –", "– five kilograms –"),
     # Euros written the continental way; an English "€7.50" and "€1,299" stay English.

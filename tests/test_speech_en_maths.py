@@ -37,7 +37,7 @@ CASES = [
     ("BMI = weight (kg) / height (m)².", "BMI equals weight (kg) divided by height (m) squared."),
     ("Pick (yes) / (no).", "Pick (yes) slash(no)."),
     # A letter between measures is "by"; between an operator and a number it is "times".
-    ('A 12" x 8" box; x = 5 x 3.', "A twelve inches by eight inches box; x equals five times three."),
+    ('A 12" x 8" box; x = 5 x 3.', "A twelve by eight inch box; x equals five times three."),
 ]
 
 

@@ -94,6 +94,13 @@ HOMES_AND_KITCHENS = [
     ('Buy two 4x6" prints; the box is 12x8x4"; it is 9x13" deep.',
      "Buy two four by six inch prints; the box is twelve by eight by four inches; it is nine by thirteen"
      " inches deep."),
+    # A shop's goods: a piece of furniture's sides by letter, sides marked each, a pack's count.
+    ('The couch is 84"W x 38"D x 34"H; a 20"W shelf; a 60" x 80" queen mattress; it is 60" x 80".',
+     "The couch is eighty four inches wide by thirty eight inches deep by thirty four inches high; a twenty"
+     " inch wide shelf; a sixty by eighty inch queen mattress; it is sixty by eighty inches."),
+    ("Each pack has 6 × 330 ml cans; 11.97 x 8.46 x 0.24 in; put 3 x 4 in the box.",
+     "Each pack has six cans of three hundred thirty milliliters; eleven point nine seven by eight point four"
+     " six by zero point two four inches; put three times four in the box."),
     ('Use a 9x13" pan; the print is 8 x 10"; He said "use 9x13" loudly.',
      'Use a nine by thirteen inch pan; the print is eight by ten inches; He said "use nine by thirteen"'
      ' loudly.'),

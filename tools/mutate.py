@@ -79,7 +79,8 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
     "speech": (["realtime/speech/en/context.py", "realtime/speech/en/dates.py",
                 "realtime/speech/en/shorthand.py", "realtime/speech/en/fractions.py",
                 "realtime/speech/en/names.py", "realtime/speech/en/contractions.py",
-                "realtime/speech/en/symbols.py", "realtime/speech/en/references.py"],
+                "realtime/speech/en/symbols.py", "realtime/speech/en/references.py",
+                "realtime/speech/en/goods.py"],
                ["tests/test_speech_en_context.py", "tests/test_speech_en.py",
                 "tests/test_speech_en_edges.py", "tests/test_speech_en_categories.py",
                 "tests/test_speech_en_everyday.py", "tests/test_speech_en_word_beside.py",
@@ -92,6 +93,10 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                            "tests/test_speech_en_edges.py", "tests/test_speech_en_everyday.py",
                            "tests/test_speech_en_word_beside.py", "tests/test_speech_en_newswire.py",
                            "tests/test_speech_en_registers.py", "tests/test_speech_en_maths.py"]),
+    # The streamed text's sentence splitter: where a sentence ends, and that it waits for
+    # the look-ahead it needs (the chunking tests).
+    "sentences": (["realtime/speech/sentences.py"], ["tests/test_text.py", "tests/test_speech_en_everyday.py",
+                                                    "tests/test_speech_hostile.py"]),
     "words": (["realtime/server/stream/word_timing.py", "realtime/speech/timing.py",
                "realtime/speech/word_layout.py", "protocol/words.py"],
               ["tests/test_speech_timing.py", "tests/test_word_timer.py", "tests/test_word_timer_rate.py",

@@ -15,6 +15,7 @@ from realtime.speech.en import (
     contractions,
     dates,
     fractions,
+    goods,
     ids,
     money,
     names,
@@ -283,6 +284,7 @@ RULES: tuple[Rule, ...] = (
     *money.RULES,
     names.NAMED_VERSION_RULE,  # "Python 3.12+" before a count's "at least"
     *context.RULES,
+    *goods.RULES,  # '84"W x 38"D', "6 × 330 ml cans": before the inch mark and the units
     *shorthand.COUNTED_RULES,
     rule("percent", "(" + NUM + r")(?:[%％]?\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?\s?(%|％|‰)", _percent),
     rule("temperature", "(" + NUM + r")(?:\s?(?:-|–|to)\s?(" + UNSIGNED + r"))?"
