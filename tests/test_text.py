@@ -172,6 +172,12 @@ def test_list_marker_is_read_with_its_item(text, expected):
          ["Roe v. Wade, approx. $1 bn, Rte. 1, c. 1200 BCE.", "Ok"]),
         ("See pp. 10-12 and n. 4. I live on St. Mark's Pl. now. Ok",
          ["See pp. 10-12 and n. 4.", "I live on St. Mark's Pl. now.", "Ok"]),
+        # The text's last word decides an end at once (nothing more will come).
+        ("I live in the U.S. Really", ["I live in the U.S.", "Really"]),
+        ("Meet at 10 a.m. Sharp", ["Meet at 10 a.m.", "Sharp"]),
+        ("Go to 1600 Pennsylvania Ave. Now", ["Go to 1600 Pennsylvania Ave.", "Now"]),
+        ("Wait… what now. Wait.. what then. He said \"Stop!\" and ran. Ok",
+         ["Wait… what now.", "Wait.. what then.", 'He said "Stop!" and ran.', "Ok"]),
         # A street's compass point after its number; a quote's "?" before a lowercase word.
         ("Visit 100 N. Main St. Suite 5. Take I-95 S. Then exit. He asked, \"Why?\" and left. Ok",
          ["Visit 100 N. Main St. Suite 5.", "Take I-95 S.", "Then exit.", 'He asked, "Why?" and left.',

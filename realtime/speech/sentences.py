@@ -178,9 +178,9 @@ class SentenceSplitter:
             if not self._buf:
                 return out
             end = self._next_end(final)
-            if end == _WAITING:
+            if end == _WAITING and not final:
                 return out  # an end inside the window waits for text to come: so does its cut
-            if end is None:
+            if end is None or end == _WAITING:
                 if len(self._buf.rstrip()) > self.max_chars:  # no end in the window: cut it
                     end = self._cut_point()
                 elif final:
