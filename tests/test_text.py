@@ -312,6 +312,21 @@ def test_long_sentence_cut_at_whitespace_not_inside_words():
     assert set(" ".join(pieces).split()) == set(text.split())  # no word was broken
 
 
+@pytest.mark.parametrize("text, max_chars, expected", [
+    # a space before the word, not the edge after a hyphen nearer the limit
+    ("aaaa bbbb-cccc", 11, ["aaaa", "bbbb-cccc"]),
+    # a clause or space in the last two thirds first (the floor is a third, a space on it
+    # counts), else the clause
+    ("a，bc defghijklmn", 12, ["a，bc", "defghijklmn"]),
+    ("a，b cdefghijklmn", 12, ["a，", "b", "cdefghijklmn"]),
+    # with neither, the last edge between Latin and Han characters
+    ("abcdefgh你好", 9, ["abcdefgh你", "好"]),
+    ("你好abcdefgh", 9, ["你好", "abcdefgh"]),
+])
+def test_where_a_long_sentence_is_cut(text, max_chars, expected):
+    assert split_sentences(text, max_chars=max_chars, min_chars=0) == expected
+
+
 def test_thousands_separator_is_not_a_cut():
     pieces = split_sentences("We counted 3,000 birds and then some more birds", max_chars=20)
     assert all("3,000" in p or "3," not in p for p in pieces)
