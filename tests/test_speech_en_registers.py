@@ -98,6 +98,7 @@ HOMES_AND_KITCHENS = [
     ('The couch is 84"W x 38"D x 34"H; a 20"W shelf; a 60" x 80" queen mattress; it is 60" x 80".',
      "The couch is eighty four inches wide by thirty eight inches deep by thirty four inches high; a twenty"
      " inch wide shelf; a sixty by eighty inch queen mattress; it is sixty by eighty inches."),
+    ('The rim is 1"W and 2"D.', "The rim is one inch wide and two inches deep."),
     ("Each pack has 6 × 330 ml cans; 11.97 x 8.46 x 0.24 in; put 3 x 4 in the box.",
      "Each pack has six cans of three hundred thirty milliliters; eleven point nine seven by eight point four"
      " six by zero point two four inches; put three times four in the box."),
