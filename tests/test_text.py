@@ -174,6 +174,7 @@ def test_list_marker_is_read_with_its_item(text, expected):
          ["See pp. 10-12 and n. 4.", "I live on St. Mark's Pl. now.", "Ok"]),
         # The text's last word decides an end at once (nothing more will come).
         ("I live in the U.S. Really", ["I live in the U.S.", "Really"]),
+        ("Meet at 10:30 a.m. 我们见。", ["Meet at 10:30 a.m. 我们见。"]),  # a.m.'s dot before Chinese
         ("Meet at 10 a.m. Sharp", ["Meet at 10 a.m.", "Sharp"]),
         ("Go to 1600 Pennsylvania Ave. Now", ["Go to 1600 Pennsylvania Ave.", "Now"]),
         ("Wait… what now. Wait.. what then. He said \"Stop!\" and ran. Ok",
@@ -349,10 +350,25 @@ def test_long_sentence_released_before_its_end():
 
 
 def test_bad_limits_rejected():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_chars must be >= 1, got 0"):
         SentenceSplitter(max_chars=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"min_chars must be in \[0, max_chars\], got 11"):
         SentenceSplitter(max_chars=10, min_chars=11)
+
+
+def test_a_sentence_is_released_as_soon_as_its_end_is_certain():
+    # "U.S." then "GDP": decided by the word after it, no wait for the text's end
+    assert SentenceSplitter().feed("The U.S. GDP rose. Then ") == ["The U.S. GDP rose."]
+    # a tag still being written may belong to the run before it: waited for
+    splitter = SentenceSplitter()
+    assert splitter.feed("Ha![lau") == []
+    assert splitter.feed("gh] Then we ") == ["Ha![laugh]"]
+    assert splitter.flush() == ["Then we"]
+
+
+def test_a_sentence_of_exactly_min_chars_stands_alone():
+    assert split_sentences("Hi! Yes.", min_chars=3) == ["Hi!", "Yes."]
+    assert split_sentences("Hi! Yes.", min_chars=4) == ["Hi! Yes."]
 
 
 # --- properties ---------------------------------------------------------------
