@@ -174,6 +174,9 @@ def test_list_marker_is_read_with_its_item(text, expected):
          ["See pp. 10-12 and n. 4.", "I live on St. Mark's Pl. now.", "Ok"]),
         # The text's last word decides an end at once (nothing more will come).
         ("I live in the U.S. Really", ["I live in the U.S.", "Really"]),
+        # a lone letter's dot ends before a capital only, as an abbreviation's does
+        ("He saw Franklin D. and left. I got an A. Then",
+         ["He saw Franklin D. and left.", "I got an A.", "Then"]),
         ("Meet at 10:30 a.m. 我们见。", ["Meet at 10:30 a.m. 我们见。"]),  # a.m.'s dot before Chinese
         ("Meet at 10 a.m. Sharp", ["Meet at 10 a.m.", "Sharp"]),
         ("Go to 1600 Pennsylvania Ave. Now", ["Go to 1600 Pennsylvania Ave.", "Now"]),

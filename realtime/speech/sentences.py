@@ -297,7 +297,7 @@ class SentenceSplitter:
             return False  # "Vol. III of"
         if word == "no" and _NUMBERED_BEFORE.search(buf, max(0, i - 14), i - len(word)):
             return False  # "Model no. XR-2000B"
-        if word in _MAYBE_FINAL or _ACRONYM.fullmatch(word):
+        if word in _MAYBE_FINAL or len(word) == 1 or _ACRONYM.fullmatch(word):  # "D. and": no end
             return self._next_word_is_new_sentence(j, final)
         return True
 
