@@ -99,6 +99,8 @@ HOMES_AND_KITCHENS = [
      "The couch is eighty four inches wide by thirty eight inches deep by thirty four inches high; a twenty"
      " inch wide shelf; a sixty by eighty inch queen mattress; it is sixty by eighty inches."),
     ('The rim is 1"W and 2"D.', "The rim is one inch wide and two inches deep."),
+    # a measuring word after the sides is no noun they describe
+    ('The pad is 60" x 80" wide.', "The pad is sixty by eighty inches wide."),
     ("Each pack has 6 × 330 ml cans; 11.97 x 8.46 x 0.24 in; put 3 x 4 in the box.",
      "Each pack has six cans of three hundred thirty milliliters; eleven point nine seven by eight point four"
      " six by zero point two four inches; put three times four in the box."),

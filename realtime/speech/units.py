@@ -52,6 +52,11 @@ def read_number(text: str, cardinal: Callable[[int], str], digits: Callable[[str
     return (sign + spoken + (words["point"] + digits(frac) if frac else "")).strip()
 
 
+# A power written in superscripts ("10⁻⁶", "2¹⁰", "x⁴"; a lone "²" or "³" is a symbol's
+# reading, "squared", 的平方) and the table that turns it into digits.
+SUPERSCRIPT_POWER = r"(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{2,3}|⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]|[⁰¹⁴⁵⁶⁷⁸⁹])(?![⁰¹²³⁴⁵⁶⁷⁸⁹])"
+SUPERSCRIPT_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
 # A dotfile's or a tool folder's name after its dot (".env", ".venv", ".github"): said "dot ...".
 DOTFILES = ("env|venv|bashrc|zshrc|profile|gitignore|gitattributes|dockerignore|npmrc|nvmrc|vimrc"
             "|editorconfig|vscode|github|ssh|cache|prettierrc|eslintrc|babelrc|htaccess")

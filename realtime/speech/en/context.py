@@ -53,11 +53,14 @@ import re
 from collections.abc import Callable
 
 from realtime.speech.en.dates import counted
+from realtime.speech.en.shorthand import NOUN_NEXT
 from realtime.speech.en.words import cardinal, digits, number, ordinal, pairs, plural, scaled
 from realtime.speech.rewrite import Rule, keep_final_period, rule
 from realtime.speech.units import (
     MAGNITUDE_WORDS,
     MAGNITUDES,
+    SUPERSCRIPT_DIGITS,
+    SUPERSCRIPT_POWER,
     TEMPERATURE_SCALES,
     UNIT_END,
     UNIT_RE,
@@ -175,7 +178,7 @@ def _pace(m: re.Match[str]) -> str | None:
 def _scientific(m: re.Match[str]) -> str:
     """ "3×10^8 m/s", "3×10⁸ m/s", "1.5e6": the mantissa, "times ten to the power of", the
     exponent, and the unit that follows it (the unit rule would take the exponent)."""
-    power = (m.group(2) or m.group(3) or m.group(4)).translate(_SUPERSCRIPTS)
+    power = (m.group(2) or m.group(3) or m.group(4)).translate(SUPERSCRIPT_DIGITS)
     spoken = number(m.group(1)) + " times ten to the power of " + number(power)
     unit = m.group(5)
     return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
@@ -190,12 +193,10 @@ def _pressure(m: re.Match[str]) -> str | None:
     return spoken + (" " + en_unit(UNITS[unit][0], "2") if unit else "")
 
 
-_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 # "10⁻⁶ M", "x⁴", "2¹⁰": a power written in superscripts (a lone "²" or "³" is the symbol rule's)
-POWER_RULE = rule("power", r"(?<![\w.])(\d{1,3}|[A-Za-z])(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{2,3}|⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]|[⁰¹⁴⁵⁶⁷⁸⁹])"
-                  r"(?![\w⁰¹²³⁴⁵⁶⁷⁸⁹])",
+POWER_RULE = rule("power", r"(?<![\w.])(\d{1,3}|[A-Za-z])" + SUPERSCRIPT_POWER + r"(?!\w)",
                   lambda m: (number(m.group(1)) if m.group(1).isdigit() else m.group(1)) + " to the power of "
-                  + number(m.group(2).translate(_SUPERSCRIPTS)))
+                  + number(m.group(2).translate(SUPERSCRIPT_DIGITS)))
 SCIENTIFIC_RULE = rule("scientific", r"(?<![\w.])(\d++(?:\.\d++)?)"
                        r"(?:\s?[×xX*·]\s?10(?:\^([-−]?\d{1,3})|(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))|[eE]([-+−]?\d{1,3}))"
                        r"(?![\d.]\d)"
@@ -231,15 +232,13 @@ def _resolution(m: re.Match[str]) -> str | None:
     return f"{cardinal(int(head))} {cardinal(int(tail))} {m.group(2)}{rate}"
 
 
-# A lowercase word after a count names what it describes ("a 3BR/2BA condo"); these do not.
-_NOT_A_NOUN = re.compile(r"\s(?!(?:and|or|with|for|in|on|at|near|from|to|plus|but|is|was)\b)[a-z]")
 
 
 def _rooms(m: re.Match[str]) -> str:
     """ "a 3BR/2BA condo" -> "a three bedroom, two bath condo"; "has 3 bd, 2.5 ba." -> "three
     bedrooms, two and a half baths" (no noun after: counted, not describing)."""
     beds, baths = m.group(1) or m.group(3), m.group(2) or m.group(4)
-    plural = "" if _NOT_A_NOUN.match(m.string, m.end()) else "s"
+    plural = "" if NOUN_NEXT.match(m.string, m.end()) else "s"  # what a count describes
     spoken = [cardinal(int(beds)) + " bedroom" + (plural if beds != "1" else "")] if beds else []
     if baths:
         whole, _, half = baths.partition(".")
@@ -334,8 +333,8 @@ RULES: tuple[Rule, ...] = (
     rule("caliber", r"(?<![\w.])\.(\d{2,3})(?=\s(?:caliber|calibre|cal\b|Winchester|Magnum|ACP|LR|Special"
          r"|rifle|pistol|revolver|handgun|round|bullet|ammo))", lambda m: pairs(int(m.group(1)))),
     # "985 mb": a weather chart's air pressure in millibars ("a 5 mb file" stays a size)
-    rule("pressure", r"(?<![\w.,])(8[7-9]\d|9\d\d|10[0-8]\d)(?:\.\d)?\s?mb\b",
-         lambda m: number(m.group(0)[:-2].strip()) + " millibars"),
+    rule("pressure", r"(?<![\w.,])((?:8[7-9]\d|9\d\d|10[0-8]\d)(?:\.\d)?)\s?mb\b",
+         lambda m: number(m.group(1)) + " millibars"),
     rule("karat", r"(?<![\w.])(\d{1,2})\s?(?:k|K|kt|KT)\b(?=\s(?:(?:solid|white|yellow|rose|pink)\s)?gold\b)",
          lambda m: cardinal(int(m.group(1))) + " karat"),  # "14K white gold" before "14K" is thousands
     # cricket: "287/4 (50 ov)" runs for wickets, "5/32 in 10 overs" wickets for runs, "103* off 98"

@@ -89,12 +89,17 @@ _CONTENT_AFTER = re.compile(r"\s(?!(?:of|or|and|to|each|per|more|less|plus|at|in
                             r"|if|as|on|from|into|then|until|but)\b)[a-z]")
 
 
+def _of_content(spoken: str | None, unit: str, m: re.Match[str]) -> str | None:
+    """A share of a container with "of" before what it holds ("half a cup" of "butter")."""
+    if spoken is not None and unit in _CONTAINERS and _CONTENT_AFTER.match(m.string, m.end()):
+        return spoken + " of"
+    return spoken
+
+
 def _share_of_measure(m: re.Match[str]) -> str | None:
     """ "3/4 cup" -> "three quarters of a cup", "1/2–3/4 cup" -> "half to three quarters of a
     cup", "1/2 cup butter" -> "half a cup of butter"."""
-    last = _share(None, int(m.group(3)), int(m.group(4)), m.group(5))
-    if last is not None and m.group(5) in _CONTAINERS and _CONTENT_AFTER.match(m.string, m.end()):
-        last += " of"
+    last = _of_content(_share(None, int(m.group(3)), int(m.group(4)), m.group(5)), m.group(5), m)
     if last is None or not m.group(1):
         return last
     num, den = int(m.group(1)), int(m.group(2))
@@ -126,9 +131,7 @@ def _unicode_share(m: re.Match[str]) -> str | None:
     num, den = _UNICODE_FRACTIONS[m.group(2)]
     unit = UNITS[m.group(3)][0] if m.group(3) else m.group(4)
     spoken = _share(m.group(1), num, den, unit)
-    if spoken and not m.group(1) and unit in _CONTAINERS and _CONTENT_AFTER.match(m.string, m.end()):
-        spoken += " of"
-    return spoken
+    return spoken if m.group(1) else _of_content(spoken, unit, m)
 
 
 # "3/4 cup", "1/2 hour": a share of one measure, said as of one ("three quarters of a cup");

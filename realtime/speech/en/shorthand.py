@@ -90,41 +90,32 @@ def _dosing(m: re.Match[str]) -> str | None:
 def _inches(m: re.Match[str]) -> str | None:
     """ '6.1" display' -> "six point one inch display": a double quote after a number
     is an inch mark unless it closes a quote opened before it ('"I have 5" he said')."""
-    if m.group(2) == '"' and _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+    if m.group(2) == '"' and inside_quote(m.string[max(0, m.start() - 200):m.start()]):
         return None
     before = m.string[max(0, m.start() - 12):m.start()]  # bounded: linear over the sentence
     after = m.string[m.end():m.end() + 12]
-    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not _MEASURED_AFTER.match(after)
+    size = _SIZE_BEFORE.search(before) is not None and after[:1] == " " and not MEASURED_AFTER.match(after)
     unit = en_unit("inch", "1" if size else m.group(1))
     return number(m.group(1)) + (" plus " if m.group(3) else " ") + unit
-
-
-def _inch_sides(m: re.Match[str]) -> str | None:
-    """ '9x13" pans' -> "nine by thirteen inch pans" (before its noun), 'the box is 12x8x4".'
-    -> "twelve by eight by four inches"."""
-    if _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
-        return None
-    size = _NOUN_NEXT.match(m.string, m.end()) and not _MEASURED_AFTER.match(m.string, m.end())
-    return " by ".join(number(g) for g in m.groups() if g) + (" inch" if size else " inches")
 
 
 def _fraction_inch(m: re.Match[str]) -> str | None:
     """ '1/4" bit' -> "quarter inch bit", '3/4" thick' -> "three quarters of an
     inch thick", '1 1/2" pipe' -> "one and a half inch pipe"."""
     whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
-    if den == 0 or _inside_quote(m.string[max(0, m.start() - 200):m.start()]):
+    if den == 0 or inside_quote(m.string[max(0, m.start() - 200):m.start()]):
         return None
     spoken = fraction_words(num, den, bool(whole))
     if whole:
         return number(whole) + " and " + spoken + " inch"
     after = m.string[m.end():m.end() + 12]
     before = m.string[max(0, m.start() - 12):m.start()]
-    if after[:1] == " " and (not _MEASURED_AFTER.match(after) or _SIZE_BEFORE.search(before)):
+    if after[:1] == " " and (not MEASURED_AFTER.match(after) or _SIZE_BEFORE.search(before)):
         return spoken.removeprefix("one ") + " inch"  # a size before its noun: 'a 1/4" thick board'
     return ("half an inch" if (num, den) == (1, 2) else spoken.replace("one ", "a ", 1) + " of an inch")
 
 
-def _inside_quote(before: str) -> bool:
+def inside_quote(before: str) -> bool:
     """Whether a quotation is open at the end of ``before``: a '"' opens one
     unless it follows a digit (an inch mark), and closes an open one."""
     open_ = False
@@ -140,7 +131,7 @@ def _inside_quote(before: str) -> bool:
 
 # 'a 27" monitor': a size before a noun, singular; '65" wide', 'by 10"', '2" more': lengths.
 _SIZE_BEFORE = re.compile(r"\b(?i:a|an|the|this|that|my|your|his|her|our|their|its)\s$")
-_MEASURED_AFTER = re.compile(r"\s(?:wide|long|tall|high|deep|thick|across|by|x|×|diagonal)\b")
+MEASURED_AFTER = re.compile(r"\s(?:wide|long|tall|high|deep|thick|across|by|x|×|diagonal)\b")
 
 
 def _dotted_inches(m: re.Match[str]) -> str:
@@ -288,7 +279,7 @@ COUNTED_RULES: tuple[Rule, ...] = (
 # "a": "$5 a month" is no adjective), so it is singular ("a 2 TB drive", "a $5 bill").
 NOUN_AFTER = (r"(?=\s(?!(?i:of|in|on|at|for|and|or|to|per|is|was|are|were|each|a|an|the|with|from|by|as)\b)"
               r"[A-Za-z]|\s$)")  # or a reading after it ("a 2.5L 4-cyl engine")
-_NOUN_NEXT = re.compile(NOUN_AFTER)
+NOUN_NEXT = re.compile(NOUN_AFTER)  # for readers: a noun at the match's end
 # "a 60-min podcast", "12-oz. cans", "15-yr 6.1%" (a reading after it: the span ends in a space):
 # singular, as an adjective (before the unit rule)
 UNIT_ADJECTIVE_RULE = rule("unit adjective", r"(?<![\w.,-])(" + UNSIGNED + r")-(" + UNIT_RE + ")" + UNIT_END
@@ -308,10 +299,7 @@ def _sides(m: re.Match[str]) -> str:
 _SIDE = r"(" + UNSIGNED + r")\s?(" + UNIT_RE + ")" + UNIT_END
 # Before the dimensions and the units: a unit on each side of the "x", or a word
 # hyphened to both sides ("a 9x13-inch pan").
-_INCHES = r"(\d{1,3}(?:\.\d{1,2})?)"
 SIDES_RULES: tuple[Rule, ...] = (
-    rule("inch sides", r"(?<![\w.])" + _INCHES + r"\s?[x×]\s?" + _INCHES + r"(?:\s?[x×]\s?" + _INCHES
-         + r")?[\"″](?=\s[A-Za-z\d]|[,.;:)]|$)", _inch_sides),  # the mark after the last side only
     rule("sides", r"(?<![\w.])" + _SIDE + r"\s?[x×]\s?" + _SIDE + r"(?:\s?[x×]\s?" + _SIDE + ")?", _sides),
     rule("sides before a word", r"(?<![\w.])(" + UNSIGNED + r")\s?[x×]\s?(" + UNSIGNED + r")-(?=[a-z])",
          lambda m: f"{number(m.group(1))} by {number(m.group(2))} "),

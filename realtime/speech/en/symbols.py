@@ -78,7 +78,7 @@ def _big_o(m: re.Match[str]) -> str | None:
             words.append(_BIG_O_SIGNS[sign])
     if pos != len(inner.rstrip()) or not words:
         return None
-    return {"O": "O", "Θ": "theta", "Ω": "omega"}[m.group(1)] + " of " + " ".join(words)
+    return _GREEK.get(m.group(1), "O") + " of " + " ".join(words)
 
 
 def _exponent_words(power: int) -> str:
@@ -98,10 +98,13 @@ MUSIC_RULE = rule("accidental", r"\b([A-G])(?:([♭♯♮])|([b#])(?=\s(?:major|
 DERIVATIVE_RULE = rule("derivative", r"\bd([a-z])/d([a-z])\b", lambda m: f"d {m.group(1)} by d {m.group(2)}")
 
 
-# Notation before the symbols' own reading ("^" of "O(n^2)" is the order's, not an exponent's).
+# An order whole, before its marks ("*", "^", "/") are read one by one: "O(n log n)", "Θ(n*m)".
+BIG_O_RULE = rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0)
+
+
+# Notation before the symbols' own reading ("^" of "x^10" is the exponent's).
 NOTATION_RULES: tuple[Rule, ...] = (
     rule("function", r"\b([A-Za-z])\(([A-Za-z])\)(?![\w(])",
          lambda m: f"{m.group(1)} of {m.group(2)}"),  # "f(x)", "P(A)"
-    rule("big O", r"(?<![\w.])([OΘΩ])\(([^()]{1,24})\)", _big_o, flags=0),  # "O(n log n)", "Θ(n²)"
     rule("exponent", r"(?<=[A-Za-z)])\^(\d{1,3})\b", _exponent),  # "mc^2", "x^10"
 )

@@ -132,14 +132,6 @@ def _tag(m: re.Match[str]) -> str:
     return _symbols(m)
 
 
-_ORDER_OPEN = re.compile(r"[OΘΩ]\([^()]{0,20}$")
-
-
-def _joined_times(m: re.Match[str]) -> str | None:
-    """ "i*2" -> "i times 2"; inside an order ("Θ(n*m)") the order's reader says it."""
-    return None if _ORDER_OPEN.search(m.string, max(0, m.start() - 22), m.start()) else " times "
-
-
 _LOCAL = r"[\w.+&-]{1,64}"
 _HOST = r"[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}"
 _PORT = r"(?::\d{1,5}(?!\d))?"
@@ -148,16 +140,21 @@ _PORT = r"(?::\d{1,5}(?!\d))?"
 _QUERY = r"(?:\?[\w.~%+-]{1,60}=[\w.~%+=&-]{0,200})?(?:#[\w.~-]{1,100})?"
 
 
+def _hex_chars(run: str, upper: bool = False) -> str:
+    """Hex digits one by one: "fe80" -> "f e eight zero" ("F E ..." with ``upper``)."""
+    return " ".join(digits(c) if c.isdigit() else c.upper() if upper else c.lower() for c in run)
+
+
 def _hex(m: re.Match[str]) -> str:
     """ "0x80070005" -> "hex eight zero zero seven zero zero zero five", "0xFF" -> "hex F F"."""
-    return "hex " + " ".join(digits(c) if c.isdigit() else c.upper() for c in m.group(1))
+    return "hex " + _hex_chars(m.group(1), upper=True)
 
 
 def _ipv6(m: re.Match[str]) -> str:
     """ "::1" -> "colon colon one", "fe80::1" -> "f e eight zero colon colon one"."""
     said: list[str] = []
     for i, group in enumerate(m.group(0).split(":")):
-        said += ["colon"] * (i > 0) + [digits(c) if c.isdigit() else c.lower() for c in group]
+        said += ["colon"] * (i > 0) + [_hex_chars(group)] * bool(group)
     return " ".join(said)
 
 
@@ -171,11 +168,11 @@ def _option(m: re.Match[str]) -> str:
 EARLY_RULES: tuple[Rule, ...] = (
     symbols.MUSIC_RULE,  # "G# minor" before "#" is a tag's
     symbols.DERIVATIVE_RULE,
+    symbols.BIG_O_RULE,  # before "*", "+" and "/" inside it are read on their own
     rule("hex", r"\b0[xX]([0-9A-Fa-f]{1,16})\b", _hex),  # before "0x8" is read as a size
     # a UUID group by group, character by character
     rule("uuid", r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b",
-         lambda m: ", ".join(" ".join(digits(c) if c.isdigit() else c.lower() for c in g)
-                             for g in m.group(0).split("-"))),
+         lambda m: ", ".join(_hex_chars(g) for g in m.group(0).split("-"))),
     # an IPv6 address: a "::" or three colons between hex groups (a clock has two)
     rule("ipv6", r"(?<![\w:])(?=[0-9A-Fa-f:]{0,39}::|(?:[0-9A-Fa-f]{1,4}:){3})(?:[0-9A-Fa-f]{0,4}:){2,7}"
          r"[0-9A-Fa-f]{0,4}(?![\w:])", _ipv6),
@@ -222,7 +219,7 @@ RULES: tuple[Rule, ...] = (
     rule("key plus digit", r"\b(Ctrl|Cmd|Alt|Shift|Option|Opt|Win|Super|Meta|Fn|Control|Command)\+(?=\d)",
          lambda m: m.group(1) + " plus "),  # "Cmd+Shift+4": no sign of a number
     rule("joined times", r"(?<=\b[A-Za-z])\*(?=\d|[A-Za-z]\b)|(?<=\d)\*(?=[A-Za-z]\b)",
-         _joined_times),  # "i*2", "2*n", "a*b" (upstream drops "*")
+         lambda m: " times "),  # "i*2", "2*n", "a*b" (upstream drops "*")
     # "#ThrowbackThursday": a tag's words, which the model would read as one
     rule("camel tag", r"(?:(?<=\s)|^)#((?:[A-Z][a-z]++){2,6})\b",
          lambda m: "hash " + " ".join(re.findall(r"[A-Z][a-z]+", m.group(1)))),

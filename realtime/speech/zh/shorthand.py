@@ -29,7 +29,7 @@ import re
 from decimal import Decimal
 
 from realtime.speech.rewrite import Rule, rule
-from realtime.speech.units import LETTER_PAIR, TLDS
+from realtime.speech.units import LETTER_PAIR, MAGNITUDES, SUPERSCRIPT_DIGITS, SUPERSCRIPT_POWER, TLDS
 from realtime.speech.zh.words import cardinal, digits, number
 
 _TLDS = "(?:" + "|".join(TLDS) + ")"
@@ -49,12 +49,11 @@ def _duration(m: re.Match[str]) -> str:
     return ("两" if hours == 2 else cardinal(hours)) + "小时" + cardinal(minutes) + "分钟"
 
 
-_SIZE = {"B": 10**9, "M": 10**6}
 _QUARTERS = "一二三四"
 
 
 def _model_size(m: re.Match[str]) -> str:
-    return cardinal(int(Decimal(m.group(1)) * _SIZE[m.group(2)]))
+    return cardinal(int(Decimal(m.group(1)) * MAGNITUDES[m.group(2)]))
 
 
 _ACCIDENTALS = {"♭": "降", "b": "降", "♯": "升", "#": "升", "♮": "还原"}
@@ -103,19 +102,15 @@ SCORE_RULES: tuple[Rule, ...] = (
          lambda m: _score(m) if m.group(1) or m.group(3) != ":" else None),
     rule("letter to letter", LETTER_PAIR, lambda m: f"{m.group(1)} to {m.group(2)}"),
 )
-_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
-
-
 def _power(m: re.Match[str]) -> str:
-    exponent = int(m.group(2).translate(_SUPERSCRIPTS))
+    exponent = int(m.group(2).translate(SUPERSCRIPT_DIGITS))
     sign = "负" if exponent < 0 else ""
     return cardinal(int(m.group(1))) + "的" + sign + cardinal(abs(exponent)) + "次方"
 
 
 RULES: tuple[Rule, ...] = (
     # "10²³", "10⁻⁶": a power in superscripts (a lone "²" after a number is 的平方, the symbol's)
-    rule("power", r"(?<![\d.])(\d{1,3})(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]{2,3}|⁻[⁰¹²³⁴⁵⁶⁷⁸⁹]|[⁰¹⁴⁵⁶⁷⁸⁹])(?![⁰¹²³⁴⁵⁶⁷⁸⁹])",
-         _power),
+    rule("power", r"(?<![\d.])(\d{1,3})" + SUPERSCRIPT_POWER, _power),
     rule("duration", r"(?<![\d.])(\d{1,3})\s?(?:h|hr|小时)\s?(\d{1,2})\s?(?:min|m|分钟?)(?![A-Za-z])",
          _duration),
     rule("floor", r"(?<![\w.])(\d{1,3})[Ff](?![A-Za-z\d])(?:-(\d{3,4})(?!\d))?",
